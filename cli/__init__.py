@@ -1,0 +1,1 @@
+"""The `undostore` command line: parse, make one library call, render."""

@@ -1,0 +1,71 @@
+"""`undostore snapshot`: capture the root; with --session, record an undo point."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from .common import (
+    Context,
+    emit,
+    json_option,
+    note,
+    pass_context,
+    session_option,
+    stderr_is_terminal,
+)
+
+
+class _ProgressLine:
+    """A progress line on stderr, shown only on a terminal and only after the first second."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if time.monotonic() - self.started < 1.0:
+            return
+        click.echo(f"\rundostore: snapshot {done:,}/{total:,} files", err=True, nl=False)
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            click.echo("", err=True)
+
+
+@click.command("snapshot")
+@session_option
+@click.option("--label", metavar="TEXT", default=None,
+              help="Label of the undo point (with --session).")
+@click.option("--max-files", type=click.IntRange(min=1), default=1_000_000, show_default=True,
+              help="Refuse a root with more files than this.")
+@json_option
+@pass_context
+def snapshot_command(ctx: Context, session: str | None, label: str | None, max_files: int,
+                     as_json: bool) -> None:
+    """Capture every file under the root that git would not ignore.
+
+    Prints the snapshot id (git's tree id of the root). With --session, the snapshot is also
+    recorded as an undo point of that session.
+    """
+    from undostore.snapshot import SnapshotOptions
+
+    workspace = ctx.workspace()
+    progress = _ProgressLine() if stderr_is_terminal() and not as_json else None
+    options = SnapshotOptions(max_files=max_files, force=ctx.force,
+                              on_progress=progress or (lambda done, total: None),
+                              on_warning=lambda path, message: note(f"warning: {path}: {message}"))
+    if label is not None and session is None:
+        raise click.UsageError("--label needs --session (a label names an undo point)")
+    try:
+        result = workspace.snapshot(session=session, label=label, options=options)
+    finally:
+        if progress:
+            progress.finish()
+    emit(as_json, {"id": result.id, "files": result.files, "hashed": result.hashed,
+                   "new_objects": result.new_objects, "new_bytes": result.new_bytes,
+                   "seconds": round(result.seconds, 4),
+                   "warnings": [{"path": p, "message": m} for p, m in result.warnings]},
+         result.id)

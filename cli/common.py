@@ -1,0 +1,80 @@
+"""What every command shares: the workspace from global options, JSON or plain output, errors.
+
+Library errors become exit codes in exactly one place (`main.main`); commands only raise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Context:
+    """Global options, and the workspace opened lazily from them."""
+
+    def __init__(self, root: str | None, store: str | None, force: bool = False) -> None:
+        self.root = root or os.getcwd()
+        self.store = store
+        self.force = force
+        self._workspace = None
+
+    def workspace(self):  # noqa: ANN201 (undostore.Workspace; imported lazily for start-up time)
+        if self._workspace is None:
+            from undostore import Workspace
+
+            self._workspace = Workspace(self.root, self.store, force=self.force)
+        return self._workspace
+
+
+pass_context = click.make_pass_decorator(Context)
+
+
+def json_option(f: F) -> F:
+    return click.option("--json", "as_json", is_flag=True,
+                        help="Print exactly one JSON object on stdout.")(f)
+
+
+def session_option(f: F) -> F:
+    return click.option("--session", "-s", metavar="NAME", default=None,
+                        help="Session (undo history); default: $UNDOSTORE_SESSION or 'default'.")(f)
+
+
+def yes_option(f: F) -> F:
+    return click.option("--yes", "-y", is_flag=True,
+                        help="Do it without asking (needed when there is no terminal).")(f)
+
+
+def emit(as_json: bool, payload: dict[str, Any], plain: str | Callable[[], str] | None) -> None:
+    """Write the result: one JSON object, or plain text for people."""
+    if as_json:
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+        return
+    text = plain() if callable(plain) else plain
+    if text:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def note(message: str) -> None:
+    """A message for people (stderr), never mixed into results."""
+    click.echo(message, err=True)
+
+
+def stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def stdin_is_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False

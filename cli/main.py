@@ -1,0 +1,64 @@
+"""Entry point of the `undostore` command; maps library errors to exit codes in one place."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import Context
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--root", type=click.Path(file_okay=False), default=None,
+              help="Folder to protect (default: the current folder).")
+@click.option("--store", type=click.Path(file_okay=False), default=None, envvar="UNDOSTORE_STORE",
+              help="Store folder (default: $UNDOSTORE_HOME/stores/<hash of root>).")
+@click.option("--force", is_flag=True, help="Allow the home folder or / as root.")
+@click.version_option(package_name="undostore")
+@click.pass_context
+def cli(click_ctx: click.Context, root: str | None, store: str | None, force: bool) -> None:
+    """Undo and redo for the files under a folder, with git-compatible snapshots."""
+    click_ctx.obj = Context(root, store, force)
+
+
+def _register() -> None:
+    from . import cmd_snapshot
+
+    cli.add_command(cmd_snapshot.snapshot_command)
+    for module_name in ("cmd_diff", "cmd_restore", "cmd_sessions"):
+        try:
+            module = __import__(f"undostore_cli.{module_name}", fromlist=["COMMANDS"])
+        except ModuleNotFoundError as err:
+            if err.name != f"undostore_cli.{module_name}":
+                raise
+            continue
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    from undostore.errors import UndostoreError
+
+    try:
+        cli.main(args=argv, prog_name="undostore", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("undostore: aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    except UndostoreError as err:
+        click.echo(f"undostore: error: {err}", err=True)
+        sys.exit(err.exit_code)
+    except KeyboardInterrupt:
+        click.echo("undostore: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

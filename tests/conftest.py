@@ -1,0 +1,140 @@
+"""Shared fixtures: declarative temp trees, a private store, and git as the reference oracle.
+
+Tests that compare with git use the `git` fixture, which skips where no git program exists (the
+library itself never runs git). git always runs with a private git dir and an empty config, so the
+tester's own git settings cannot leak into the reference.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+IS_WINDOWS = sys.platform == "win32"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A symlink in a declarative tree."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class Exe:
+    """An executable file in a declarative tree."""
+
+    content: bytes | str
+
+
+TreeSpec = Mapping[str, "bytes | str | Link | Exe | TreeSpec"]
+
+
+def make_tree(root: Path | str, spec: TreeSpec) -> Path:
+    """Create files from {"name": content, "dir": {...}, "l": Link("t"), "x": Exe("...")}."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    for name, value in spec.items():
+        path = root / name
+        if isinstance(value, Mapping):
+            make_tree(path, value)
+        elif isinstance(value, Link):
+            os.symlink(value.target, path)
+        elif isinstance(value, Exe):
+            data = value.content.encode() if isinstance(value.content, str) else value.content
+            path.write_bytes(data)
+            path.chmod(0o755)
+        else:
+            path.write_bytes(value.encode() if isinstance(value, str) else value)
+    return root
+
+
+@pytest.fixture
+def tree_factory(tmp_path: Path):
+    """make(spec) -> a fresh root folder under tmp_path holding `spec`."""
+    counter = iter(range(10**6))
+
+    def make(spec: TreeSpec) -> Path:
+        return make_tree(tmp_path / f"root{next(counter)}", spec)
+
+    return make
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never touch the tester's real ~/.undostore, git config or global excludes."""
+    home = tmp_path / "_home"
+    home.mkdir()
+    monkeypatch.setenv("UNDOSTORE_HOME", str(home / ".undostore"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("UNDOSTORE_STORE", raising=False)
+    monkeypatch.delenv("UNDOSTORE_SESSION", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+
+
+class Git:
+    """The git program, run with a private git dir: the reference for ids, ignores and diffs."""
+
+    def __init__(self, exe: str) -> None:
+        self.exe = exe
+
+    def env(self, git_dir: Path, work_tree: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(GIT_DIR=str(git_dir), GIT_WORK_TREE=str(work_tree),
+                   GIT_INDEX_FILE=str(git_dir / "index"), GIT_CONFIG_NOSYSTEM="1",
+                   GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                   GIT_COMMITTER_EMAIL="t@t", LC_ALL="C")
+        return env
+
+    def run(self, git_dir: Path, work_tree: Path, *args: str, input: bytes | None = None,
+            check: bool = True) -> bytes:
+        result = subprocess.run([self.exe, *args], cwd=work_tree, env=self.env(git_dir, work_tree),
+                                input=input, capture_output=True)
+        if check and result.returncode != 0:
+            raise AssertionError(f"git {' '.join(args)} failed: {result.stderr.decode()}")
+        return result.stdout
+
+    def private_dir(self, work_tree: Path) -> Path:
+        """A git dir outside the tree, initialised with core settings that keep bytes raw."""
+        git_dir = work_tree.parent / f"{work_tree.name}.gitdir"
+        if not git_dir.exists():
+            subprocess.run([self.exe, "init", "-q", "--bare", str(git_dir)], check=True,
+                           env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1"})
+            for key, value in (("core.autocrlf", "false"), ("core.filemode", "true"),
+                               ("core.symlinks", "true"), ("core.bare", "false")):
+                subprocess.run([self.exe, "--git-dir", str(git_dir), "config", key, value],
+                               check=True)
+        return git_dir
+
+    def write_tree(self, work_tree: Path) -> str:
+        """`git add -A && git write-tree` with a fresh private index over `work_tree`."""
+        git_dir = self.private_dir(work_tree)
+        index = git_dir / "index"
+        if index.exists():
+            index.unlink()
+        self.run(git_dir, work_tree, "add", "-A")
+        return self.run(git_dir, work_tree, "write-tree").decode().strip()
+
+    def ls_untracked(self, work_tree: Path) -> list[str]:
+        """What git would add: `ls-files -o --exclude-standard`, as sorted paths."""
+        git_dir = self.private_dir(work_tree)
+        out = self.run(git_dir, work_tree, "ls-files", "-o", "--exclude-standard", "-z")
+        return sorted(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p)
+
+
+@pytest.fixture(scope="session")
+def git() -> Git:
+    exe = shutil.which("git")
+    if exe is None:
+        pytest.skip("git is not installed (the reference oracle); undostore itself never needs it")
+    return Git(exe)

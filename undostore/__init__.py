@@ -1,0 +1,43 @@
+"""undostore: undo and redo for the files an AI coding agent touches.
+
+Snapshots are git trees in a private store (never the user's `.git`, never a `git` program);
+restores are atomic per file and survive a crash; sessions keep undo points and a redo stack.
+Start with `Workspace`. This package never imports click.
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    ConfirmationNeeded,
+    ConflictError,
+    IncompleteSnapshotError,
+    PendingRecoveryError,
+    RefusedError,
+    SnapshotError,
+    StoreError,
+    UndostoreError,
+    UnknownSnapshotError,
+    UnsafePathError,
+    UsageError,
+)
+from .snapshot import SnapshotOptions, SnapshotResult
+from .workspace import Workspace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfirmationNeeded",
+    "ConflictError",
+    "IncompleteSnapshotError",
+    "PendingRecoveryError",
+    "RefusedError",
+    "SnapshotError",
+    "SnapshotOptions",
+    "SnapshotResult",
+    "StoreError",
+    "UndostoreError",
+    "UnknownSnapshotError",
+    "UnsafePathError",
+    "UsageError",
+    "Workspace",
+]

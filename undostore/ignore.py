@@ -1,0 +1,366 @@
+"""Git's ignore rules, evaluated exactly as git evaluates them.
+
+A `.gitignore` file becomes one `IgnoreFile`: its patterns are translated to regular expressions
+following git's `dir.c` and `wildmatch.c` (comments, trailing-space trimming, `\\` escapes, `!`
+negation, `dir/` patterns, anchoring by a slash, `**` components, bracket classes). All patterns of
+one file are joined into a single alternation in reverse order, so one regex call finds git's "last
+matching pattern" of that file.
+
+Why not pathspec's `GitIgnoreSpec`: its pattern regexes also match every path *below* a matching
+folder (`!*/` then matches every file in a sub-folder, `X/**` matches `X/` itself, `dir/` +
+`!dir/keep` keeps `dir/keep`), which is right for matching a flat list of files but wrong for a
+walk that asks about each entry once and prunes ignored folders, as git does. The tests compare
+this module with `git check-ignore` on 312 real-world templates.
+
+Precedence is git's: `.gitignore` files from the deepest folder up to the root, then the root's
+`.git/info/exclude`, then the user's global excludes file; the first of those with a matching
+pattern decides. A path inside an ignored folder is never seen, because the walk prunes the folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_CASE_INSENSITIVE = sys.platform in ("win32", "darwin")  # git's core.ignorecase default there
+
+_POSIX_CLASSES = {
+    "alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "blank": " \\t", "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9", "graph": "\\x21-\\x7e", "lower": "a-z", "print": "\\x20-\\x7e",
+    "punct": "!-/:-@\\[-`{-~", "space": " \\t\\n\\r\\f\\v", "upper": "A-Z", "xdigit": "0-9a-fA-F",
+}
+
+
+@dataclass(frozen=True)
+class Pattern:
+    text: str          # the line as written (after trimming), for messages
+    negated: bool      # a `!` pattern re-includes
+    dir_only: bool     # a trailing `/`: matches folders only
+    regex: str         # matches the path relative to the ignore file's folder
+
+
+def _trim_trailing_spaces(line: str) -> str:
+    """Drop trailing spaces unless escaped with a backslash (git's trim_trailing_spaces)."""
+    end = len(line)
+    i = 0
+    last_kept = 0
+    while i < end:
+        ch = line[i]
+        if ch == "\\" and i + 1 < end:
+            i += 2
+            last_kept = i
+            continue
+        i += 1
+        if ch != " ":
+            last_kept = i
+    return line[:last_kept]
+
+
+def _bracket(glob: str, i: int) -> tuple[str, int] | None:
+    """Translate a `[...]` class starting at glob[i] == '['; None if it is not closed."""
+    j = i + 1
+    negate = False
+    if j < len(glob) and glob[j] in "!^":
+        negate = True
+        j += 1
+    parts: list[str] = []
+    first = True
+    while j < len(glob):
+        ch = glob[j]
+        if ch == "]" and not first:
+            body = "".join(parts)
+            # Under git's WM_PATHNAME a class never matches '/'.
+            return (f"[^/{body}]" if negate else f"(?!/)[{body}]"), j + 1
+        first = False
+        if ch == "[" and glob.startswith("[:", j):
+            close = glob.find(":]", j + 2)
+            if close != -1:
+                name = glob[j + 2:close]
+                if name not in _POSIX_CLASSES:
+                    return "(?!)", len(glob)  # git: an unknown class makes the pattern fail
+                parts.append(_POSIX_CLASSES[name])
+                j = close + 2
+                continue
+        if ch == "\\" and j + 1 < len(glob):
+            j += 1
+            ch = glob[j]
+        if j + 2 < len(glob) and glob[j + 1] == "-" and glob[j + 2] != "]":
+            hi = glob[j + 2]
+            hi_end = j + 3
+            if hi == "\\" and j + 3 < len(glob):
+                hi = glob[j + 3]
+                hi_end = j + 4
+            if ord(hi) >= ord(ch):
+                parts.append(f"{re.escape(ch)}-{re.escape(hi)}")
+            j = hi_end
+            continue
+        parts.append(re.escape(ch))
+        j += 1
+    return None
+
+
+def glob_to_regex(glob: str, pathname: bool) -> str:
+    """Translate one wildmatch glob. `pathname`: git's WM_PATHNAME (`*` stops at '/')."""
+    out: list[str] = []
+    i = 0
+    n = len(glob)
+    while i < n:
+        ch = glob[i]
+        if ch == "*":
+            j = i
+            while j < n and glob[j] == "*":
+                j += 1
+            stars = j - i
+            at_start = i == 0 or glob[i - 1] == "/"
+            at_end = j == n or glob[j] == "/"
+            if pathname and stars >= 2 and at_start and at_end:
+                if j == n:
+                    out.append(".*")  # trailing `/**` (or a lone `**`): everything inside
+                    i = j
+                elif i == 0 or glob[i - 1] == "/":
+                    out.append("(?:.*/)?")  # `**/`: zero or more folders
+                    i = j + 1
+                continue
+            out.append("[^/]*" if pathname else ".*")
+            i = j
+        elif ch == "?":
+            out.append("[^/]" if pathname else ".")
+            i += 1
+        elif ch == "[":
+            translated = _bracket(glob, i)
+            if translated is None:
+                out.append(re.escape(ch))
+                i += 1
+            else:
+                out.append(translated[0])
+                i = translated[1]
+        elif ch == "\\":
+            if i + 1 == n:
+                return "(?!)"  # git: a trailing backslash never matches
+            out.append(re.escape(glob[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return "".join(out)
+
+
+def parse_line(line: str) -> Pattern | None:
+    """One `.gitignore` line as a Pattern, or None for blanks and comments."""
+    if line.endswith("\r"):
+        line = line[:-1]
+    if not line or line.startswith("#"):
+        return None
+    text = _trim_trailing_spaces(line)
+    if not text:
+        return None
+    negated = text.startswith("!")
+    body = text[1:] if negated else text
+    dir_only = body.endswith("/")
+    if dir_only:
+        body = body[:-1]
+    if not body:
+        return None
+    if "/" in body:
+        # Anchored: relative to the ignore file's folder; a leading '/' only marks that.
+        regex = glob_to_regex(body[1:] if body.startswith("/") else body, pathname=True)
+    else:
+        # Matches the base name at any depth.
+        regex = "(?:.*/)?" + glob_to_regex(body, pathname=True)
+    return Pattern(text=text, negated=negated, dir_only=dir_only, regex=regex)
+
+
+class IgnoreFile:
+    """The patterns of one ignore file, applying to paths below `base` ('' for the root)."""
+
+    __slots__ = ("base", "source", "patterns", "_for_files", "_for_dirs")
+
+    def __init__(self, base: str, patterns: list[Pattern], source: str = "") -> None:
+        self.base = base
+        self.source = source
+        self.patterns = patterns
+        self._for_files = self._compile(dirs=False)
+        self._for_dirs = self._compile(dirs=True)
+
+    def _compile(self, dirs: bool) -> re.Pattern[str] | None:
+        alternatives = [
+            f"(?P<p{index}>{pattern.regex})"
+            for index, pattern in reversed(list(enumerate(self.patterns)))
+            if dirs or not pattern.dir_only
+        ]
+        if not alternatives:
+            return None
+        flags = re.DOTALL | (re.IGNORECASE if _CASE_INSENSITIVE else 0)
+        return re.compile("|".join(alternatives), flags)
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[str], base: str = "", source: str = "") -> IgnoreFile:
+        patterns = [p for p in map(parse_line, lines) if p is not None]
+        return cls(base, patterns, source)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, base: str = "", source: str = "") -> IgnoreFile:
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]  # git skips a UTF-8 BOM
+        text = data.decode("utf-8", "surrogateescape")
+        return cls.from_lines(text.split("\n"), base, source)
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def match(self, relpath: str, is_dir: bool) -> Pattern | None:
+        """The last pattern matching `relpath` (relative to `base`), or None."""
+        regex = self._for_dirs if is_dir else self._for_files
+        if regex is None:
+            return None
+        m = regex.fullmatch(relpath)
+        if m is None:
+            return None
+        return self.patterns[int(m.lastgroup[1:])]  # type: ignore[index]
+
+
+class IgnoreRules:
+    """The ignore files in force for one folder: per-folder files deepest first, then the rest."""
+
+    __slots__ = ("_files",)
+
+    def __init__(self, files: tuple[IgnoreFile, ...]) -> None:
+        self._files = files  # in the order git consults them
+
+    def with_folder_file(self, ignore_file: IgnoreFile | None) -> IgnoreRules:
+        """Rules for a sub-folder whose own `.gitignore` is `ignore_file`."""
+        if not ignore_file:
+            return self
+        return IgnoreRules((ignore_file, *self._files))
+
+    def is_ignored(self, relpath: str, is_dir: bool) -> bool:
+        """Whether git ignores `relpath` (relative to the root), its parent folders being kept."""
+        for ignore_file in self._files:
+            base = ignore_file.base
+            if base:
+                local = relpath[len(base) + 1:]
+            else:
+                local = relpath
+            pattern = ignore_file.match(local, is_dir)
+            if pattern is not None:
+                return not pattern.negated
+        return False
+
+
+# --- the files git reads besides per-folder .gitignore -------------------------------------------
+
+
+def _read_optional(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
+        return None
+
+
+_SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]\s*(.*)$')
+_KEY_VALUE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*?))?\s*$")
+
+
+def _config_value(raw: str) -> str:
+    """Unquote a git config value (quotes, backslash escapes, trailing comments)."""
+    out: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "\\" and i + 1 < len(raw):
+            i += 1
+            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(raw[i], raw[i]))
+        elif ch in "#;" and not quoted:
+            break
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out).strip()
+
+
+def config_excludes_file(config_text: str) -> str | None:
+    """The `core.excludesFile` set in one git config file's text, if any (last one wins)."""
+    section = ""
+    found: str | None = None
+    for line in config_text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#;":
+            continue
+        m = _SECTION.match(stripped)
+        if m:
+            section = m.group(1).lower()
+            stripped = m.group(2).strip()
+            if not stripped:
+                continue
+        if section != "core":
+            continue
+        kv = _KEY_VALUE.match(stripped)
+        if kv and kv.group(1).lower() == "excludesfile" and kv.group(2) is not None:
+            found = _config_value(kv.group(2))
+    return found
+
+
+def _expand_user(path: str) -> str:
+    if path.startswith("~/") or path == "~":
+        return os.path.join(os.path.expanduser("~"), path[2:])
+    return path
+
+
+def global_excludes_path(root: str) -> str | None:
+    """Where git would read the user's global excludes for `root`, without running git."""
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    configs: list[str] = []
+    if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
+        configs.append(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
+    configs += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
+    if os.environ.get("GIT_CONFIG_GLOBAL"):
+        configs[-2:] = [os.environ["GIT_CONFIG_GLOBAL"]]
+    configs.append(os.path.join(root, ".git", "config"))
+    chosen: str | None = None
+    for config in configs:
+        data = _read_optional(config)
+        if data is None:
+            continue
+        value = config_excludes_file(data.decode("utf-8", "surrogateescape"))
+        if value is not None:
+            chosen = value
+    if chosen is None:
+        return os.path.join(xdg, "git", "ignore")
+    return _expand_user(chosen) if chosen else None
+
+
+def read_ignore_file(path: str, base: str = "", follow_symlinks: bool = True) -> IgnoreFile | None:
+    """An ignore file read from disk; None if absent. In-tree files are not followed if links."""
+    if not follow_symlinks:
+        try:
+            if os.path.islink(path):
+                return None  # git (2.32+) does not follow a symlinked in-tree .gitignore
+        except OSError:
+            return None
+    data = _read_optional(path)
+    if data is None:
+        return None
+    ignore_file = IgnoreFile.from_bytes(data, base, source=path)
+    return ignore_file or None
+
+
+def root_rules(root: str) -> IgnoreRules:
+    """The rules that apply before any per-folder `.gitignore`: info/exclude, global excludes."""
+    files: list[IgnoreFile] = []
+    info_exclude = read_ignore_file(os.path.join(root, ".git", "info", "exclude"))
+    if info_exclude:
+        files.append(info_exclude)
+    global_path = global_excludes_path(root)
+    if global_path:
+        global_file = read_ignore_file(global_path)
+        if global_file:
+            files.append(global_file)
+    return IgnoreRules(tuple(files))

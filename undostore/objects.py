@@ -1,0 +1,305 @@
+"""Git objects: hashing blobs, encoding trees, and writing one pack per snapshot.
+
+undostore stores git objects (SHA-1), so a snapshot id is exactly git's tree id. New objects of one
+snapshot go into a single pack (a few MB instead of 20,000 loose 4 KB files): records are zlib
+level 1, the pack is fsynced once, and its index is written by dulwich. A pack becomes visible only
+when its `.idx` is renamed into place, so a crash leaves an orphan `.pack` that no reader trusts
+and `gc` removes.
+
+Reading is dulwich's job (`store.ObjectReader`), except the membership test used on the snapshot's
+hot path (`PackIndexSet`), which binary-searches the `.idx` files through mmap so a snapshot with
+nothing new never imports dulwich at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from .atomic import TEMP_PREFIX, fsync_dir
+
+TREE = 2
+BLOB = 3
+TYPE_NAMES = {1: b"commit", TREE: b"tree", BLOB: b"blob", 4: b"tag"}
+
+MODE_FILE = 0o100644
+MODE_EXEC = 0o100755
+MODE_LINK = 0o120000
+MODE_TREE = 0o040000
+MODE_BYTES = {MODE_FILE: b"100644", MODE_EXEC: b"100755", MODE_LINK: b"120000",
+              MODE_TREE: b"40000"}
+
+CHUNK = 1 << 20
+
+
+def object_header(type_num: int, size: int) -> bytes:
+    return TYPE_NAMES[type_num] + b" %d\x00" % size
+
+
+def hash_object(type_num: int, data: bytes) -> bytes:
+    """The raw 20-byte git id of an object."""
+    h = hashlib.sha1(object_header(type_num, len(data)))
+    h.update(data)
+    return h.digest()
+
+
+def tree_sort_key(entry: tuple[int, bytes, bytes]) -> bytes:
+    mode, name, _ = entry
+    return name + b"/" if mode == MODE_TREE else name
+
+
+def encode_tree(entries: Iterable[tuple[int, bytes, bytes]]) -> bytes:
+    """A tree object's body from (mode, name, raw id) entries, in git's order."""
+    return b"".join(
+        MODE_BYTES[mode] + b" " + name + b"\x00" + sha
+        for mode, name, sha in sorted(entries, key=tree_sort_key))
+
+
+def decode_tree(body: bytes) -> list[tuple[int, bytes, bytes]]:
+    """(mode, name, raw id) entries of a tree object body."""
+    out: list[tuple[int, bytes, bytes]] = []
+    pos = 0
+    end = len(body)
+    while pos < end:
+        space = body.index(b" ", pos)
+        nul = body.index(b"\x00", space)
+        mode = int(body[pos:space], 8)
+        out.append((mode, body[space + 1:nul], body[nul + 1:nul + 21]))
+        pos = nul + 21
+    return out
+
+
+# --- pack indexes: the membership test of the hot path -------------------------------------------
+
+_IDX_MAGIC = b"\xfftOc"
+
+
+class PackIndexFile:
+    """A read-only view of one version-2 `.idx` file."""
+
+    def __init__(self, path: str) -> None:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        data = self._map
+        if (len(data) < 8 + 256 * 4 + 40 or data[:4] != _IDX_MAGIC
+                or data[4:8] != b"\x00\x00\x00\x02"):
+            raise ValueError(f"{path}: not a version 2 pack index")
+        self._fanout = struct.unpack_from(">256L", data, 8)
+        self.count = self._fanout[255]
+        self._names_at = 8 + 256 * 4
+        self.path = path
+
+    def __contains__(self, sha: bytes) -> bool:
+        first = sha[0]
+        lo = self._fanout[first - 1] if first else 0
+        hi = self._fanout[first]
+        data = self._map
+        base = self._names_at
+        while lo < hi:
+            mid = (lo + hi) // 2
+            at = base + mid * 20
+            probe = data[at:at + 20]
+            if probe < sha:
+                lo = mid + 1
+            elif probe > sha:
+                hi = mid
+            else:
+                return True
+        return False
+
+    def names(self) -> Iterator[bytes]:
+        base = self._names_at
+        for i in range(self.count):
+            yield bytes(self._map[base + i * 20: base + i * 20 + 20])
+
+    def close(self) -> None:
+        if isinstance(self._map, mmap.mmap):
+            self._map.close()
+
+
+class PackIndexSet:
+    """Membership over every complete pack in a pack folder (a pack counts once its idx exists)."""
+
+    def __init__(self, pack_dir: str) -> None:
+        self.pack_dir = pack_dir
+        self._indexes: dict[str, PackIndexFile] = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        try:
+            names = os.listdir(self.pack_dir)
+        except FileNotFoundError:
+            names = []
+        wanted = {n for n in names if n.endswith(".idx") and n[:-4] + ".pack" in names}
+        for gone in set(self._indexes) - wanted:
+            self._indexes.pop(gone).close()
+        for name in sorted(wanted - set(self._indexes)):
+            try:
+                self._indexes[name] = PackIndexFile(os.path.join(self.pack_dir, name))
+            except (OSError, ValueError):
+                continue  # unreadable index: its objects count as absent, so they are rewritten
+
+    def __contains__(self, sha: bytes) -> bool:
+        return any(sha in index for index in self._indexes.values())
+
+    def close(self) -> None:
+        for index in self._indexes.values():
+            index.close()
+        self._indexes.clear()
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def _pack_record_header(type_num: int, size: int) -> bytes:
+    byte = (type_num << 4) | (size & 0x0F)
+    size >>= 4
+    out = bytearray()
+    while size:
+        out.append(byte | 0x80)
+        byte = size & 0x7F
+        size >>= 7
+    out.append(byte)
+    return bytes(out)
+
+
+@dataclass
+class PackStats:
+    objects: int = 0
+    raw_bytes: int = 0
+    pack_bytes: int = 0
+
+
+class PackWriter:
+    """Collects new objects into one pack; `commit()` makes them visible, `abort()` drops them."""
+
+    def __init__(self, pack_dir: str, durable: bool = True, level: int = 1) -> None:
+        os.makedirs(pack_dir, exist_ok=True)
+        self.pack_dir = pack_dir
+        self.durable = durable
+        self.level = level
+        self._tmp = os.path.join(pack_dir, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.pack")
+        self._file = open(self._tmp, "w+b")  # noqa: SIM115 (closed in commit/abort)
+        self._file.write(b"PACK\x00\x00\x00\x02\x00\x00\x00\x00")
+        self._offset = 12
+        self._entries: list[tuple[bytes, int, int]] = []
+        self._seen: set[bytes] = set()
+        self.stats = PackStats()
+
+    def __contains__(self, sha: bytes) -> bool:
+        return sha in self._seen
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, type_num: int, sha: bytes, data: bytes) -> None:
+        """Add one object held in memory (skipped if this pack already has it)."""
+        if sha in self._seen:
+            return
+        record = _pack_record_header(type_num, len(data)) + zlib.compress(data, self.level)
+        self._append(sha, record, len(data))
+
+    def add_stream(self, type_num: int, sha: bytes, size: int, chunks: Iterable[bytes]) -> None:
+        """Add a large object from chunks, in constant memory. `chunks` must total `size` bytes,
+        and must hash to `sha` (checked: a file that changed since it was hashed is refused)."""
+        if sha in self._seen:
+            return
+        header = _pack_record_header(type_num, size)
+        start = self._offset
+        crc = zlib.crc32(header)
+        self._file.write(header)
+        written = len(header)
+        compressor = zlib.compressobj(self.level)
+        check = hashlib.sha1(object_header(type_num, size))
+        got = 0
+        for chunk in chunks:
+            got += len(chunk)
+            check.update(chunk)
+            out = compressor.compress(chunk)
+            if out:
+                crc = zlib.crc32(out, crc)
+                self._file.write(out)
+                written += len(out)
+        tail = compressor.flush()
+        crc = zlib.crc32(tail, crc)
+        self._file.write(tail)
+        written += len(tail)
+        if got != size or check.digest() != sha:
+            # Roll the half-written record back; the caller reports the changed file.
+            self._file.seek(start)
+            self._file.truncate()
+            raise ChangedWhileReading()
+        self._offset += written
+        self._entries.append((sha, start, crc & 0xFFFFFFFF))
+        self._seen.add(sha)
+        self.stats.objects += 1
+        self.stats.raw_bytes += size
+        self.stats.pack_bytes += written
+
+    def _append(self, sha: bytes, record: bytes, raw_size: int) -> None:
+        self._file.write(record)
+        self._entries.append((sha, self._offset, zlib.crc32(record) & 0xFFFFFFFF))
+        self._offset += len(record)
+        self._seen.add(sha)
+        self.stats.objects += 1
+        self.stats.raw_bytes += raw_size
+        self.stats.pack_bytes += len(record)
+
+    def commit(self) -> str | None:
+        """Finish the pack and its index; returns the pack's base name, None if empty."""
+        if not self._entries:
+            self.abort()
+            return None
+        f = self._file
+        f.seek(8)
+        f.write(struct.pack(">L", len(self._entries)))
+        f.flush()
+        # The trailer is the SHA-1 of everything before it; the count was patched in last.
+        f.seek(0)
+        digest = hashlib.sha1()
+        while True:
+            block = f.read(CHUNK)
+            if not block:
+                break
+            digest.update(block)
+        checksum = digest.digest()
+        f.seek(0, os.SEEK_END)
+        f.write(checksum)
+        f.flush()
+        if self.durable:
+            os.fsync(f.fileno())
+        f.close()
+        base = os.path.join(self.pack_dir, f"pack-{checksum.hex()}")
+        os.replace(self._tmp, base + ".pack")
+        idx_tmp = base + f".{TEMP_PREFIX}idx"
+        from dulwich.pack import write_pack_index  # imported only when there is something new
+
+        self._entries.sort()
+        with open(idx_tmp, "wb") as idx:
+            write_pack_index(idx, self._entries, checksum, version=2)
+            idx.flush()
+            if self.durable:
+                os.fsync(idx.fileno())
+        os.replace(idx_tmp, base + ".idx")
+        if self.durable:
+            fsync_dir(self.pack_dir)
+        return base
+
+    def abort(self) -> None:
+        try:
+            self._file.close()
+        finally:
+            try:
+                os.unlink(self._tmp)
+            except OSError:
+                pass
+
+
+class ChangedWhileReading(Exception):
+    """The bytes read for an object no longer hash to the id computed moments before."""

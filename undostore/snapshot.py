@@ -1,0 +1,334 @@
+"""Capture the files under root as a git tree in the store; the tree id is the snapshot id.
+
+Steps: walk (walk.py) -> for each file, reuse the stat cache's blob id or read and hash the file ->
+new blobs and trees go into one pack (objects.py) -> the pack is committed -> the stat cache is
+saved. Only then is the id returned: a snapshot that could not read a file raises and returns no
+id, and leaves no pack that anyone trusts.
+
+Files up to `STREAM_THRESHOLD` are read whole; larger files are hashed in a streaming pass and, if
+the store lacks them, compressed in a second streaming pass that must hash to the same id, so
+memory stays flat and a file that changes while being read is caught.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from .errors import SnapshotError, UsageError, from_oserror
+from .objects import (
+    BLOB,
+    CHUNK,
+    MODE_EXEC,
+    MODE_FILE,
+    MODE_LINK,
+    MODE_TREE,
+    TREE,
+    ChangedWhileReading,
+    PackWriter,
+    encode_tree,
+    hash_object,
+    object_header,
+)
+from .statcache import Entry, StatCache
+from .store import Store
+from .walk import KIND_LINK, FileEntry, Folder, WalkOptions, walk
+
+_IS_WINDOWS = sys.platform == "win32"
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_BINARY = getattr(os, "O_BINARY", 0)
+STREAM_THRESHOLD = 8 << 20
+READ_ATTEMPTS = 3
+EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+
+
+Progress = Callable[[int, int], None]
+Warn = Callable[[str, str], None]
+
+
+def _no_progress(done: int, total: int) -> None:
+    pass
+
+
+def _no_warning(path: str, message: str) -> None:
+    pass
+
+
+@dataclass
+class SnapshotOptions:
+    """How to take a snapshot. `hash_threads=0` chooses from the amount of work."""
+
+    walk_threads: int = 1
+    hash_threads: int = 0
+    max_files: int = 1_000_000
+    force: bool = False                 # allow `/` or the home folder as root
+    durable: bool = True                # fsync the pack (off only for throwaway benchmarks)
+    on_progress: Progress = _no_progress
+    on_warning: Warn = _no_warning
+
+
+@dataclass
+class SnapshotResult:
+    id: str
+    files: int
+    hashed: int
+    new_objects: int
+    new_bytes: int
+    seconds: float
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+
+
+def check_root(root: str, force: bool) -> str:
+    """The root's real path; refuses `/`, a drive root or the home folder unless forced."""
+    real = os.path.realpath(root)
+    if not os.path.isdir(real):
+        raise UsageError("root is not a folder", root)
+    home = os.path.realpath(os.path.expanduser("~"))
+    is_drive_root = os.path.dirname(real) == real
+    if not force and (is_drive_root or real == home):
+        what = "the file-system root" if is_drive_root else "your home folder"
+        raise UsageError(f"refusing to snapshot {what}: pass --force if you mean it", real)
+    return real
+
+
+def store_exclusion(root: str, store: Store) -> frozenset[str]:
+    """The store's path relative to root when it lies under root (it is never captured)."""
+    real_store = os.path.realpath(store.path)
+    rel = os.path.relpath(real_store, root)
+    if rel == "." or rel.startswith(".." + os.sep) or rel == ".." or os.path.isabs(rel):
+        return frozenset()
+    return frozenset({rel.replace(os.sep, "/")})
+
+
+class _Hasher:
+    """Reads files, hashes them, and adds what the store lacks to the pack (thread-safe)."""
+
+    def __init__(self, root: str, store: Store, writer: PackWriter) -> None:
+        self.root = root
+        self.store = store
+        self.writer = writer
+        self.lock = threading.Lock()
+
+    def blob_of(self, entry: FileEntry) -> tuple[bytes, os.stat_result]:
+        disk = os.path.join(self.root, entry.path)
+        if entry.kind == KIND_LINK:
+            return self._link_blob(entry, disk)
+        last_error = ""
+        for _ in range(READ_ATTEMPTS):
+            try:
+                return self._file_blob(disk)
+            except ChangedWhileReading:
+                last_error = "file changed while being read"
+            except FileNotFoundError as err:
+                raise SnapshotError("file vanished while being captured", disk) from err
+            except OSError as err:
+                raise from_oserror(err, "read file", disk) from err
+        raise SnapshotError(f"{last_error} ({READ_ATTEMPTS} attempts); try again when it is idle",
+                            disk)
+
+    def _link_blob(self, entry: FileEntry, disk: str) -> tuple[bytes, os.stat_result]:
+        try:
+            target = os.fsencode(os.readlink(disk))
+            st = os.lstat(disk)
+        except FileNotFoundError as err:
+            raise SnapshotError("symlink vanished while being captured", disk) from err
+        except OSError as err:
+            raise from_oserror(err, "read symlink", disk) from err
+        sha = hash_object(BLOB, target)
+        self._store_small(sha, target)
+        return sha, st
+
+    def _file_blob(self, disk: str) -> tuple[bytes, os.stat_result]:
+        fd = os.open(disk, os.O_RDONLY | _O_NOFOLLOW | _O_BINARY)
+        try:
+            before = os.fstat(fd)
+            if not stat.S_ISREG(before.st_mode):
+                raise SnapshotError("is no longer a regular file", disk)
+            if before.st_size <= STREAM_THRESHOLD:
+                with os.fdopen(fd, "rb", closefd=False) as f:
+                    data = f.read()
+                after = os.fstat(fd)
+                if len(data) != before.st_size or _changed(before, after):
+                    raise ChangedWhileReading()
+                sha = hash_object(BLOB, data)
+                self._store_small(sha, data)
+                return sha, after
+            sha = _hash_stream(fd, before.st_size)
+            if _changed(before, os.fstat(fd)):
+                raise ChangedWhileReading()
+            if not self._present(sha):
+                os.lseek(fd, 0, os.SEEK_SET)
+                with self.lock:
+                    if sha not in self.writer:
+                        self.writer.add_stream(BLOB, sha, before.st_size, _chunks(fd))
+            after = os.fstat(fd)
+            if _changed(before, after):
+                raise ChangedWhileReading()
+            return sha, after
+        finally:
+            os.close(fd)
+
+    def _present(self, sha: bytes) -> bool:
+        return sha in self.writer or self.store.has(sha)
+
+    def _store_small(self, sha: bytes, data: bytes) -> None:
+        if self._present(sha):
+            return
+        with self.lock:
+            self.writer.add(BLOB, sha, data)
+
+
+def _changed(before: os.stat_result, after: os.stat_result) -> bool:
+    return (before.st_size != after.st_size or before.st_mtime_ns != after.st_mtime_ns
+            or before.st_ctime_ns != after.st_ctime_ns)
+
+
+def _chunks(fd: int):  # noqa: ANN202
+    while True:
+        block = os.read(fd, CHUNK)
+        if not block:
+            return
+        yield block
+
+
+def _hash_stream(fd: int, size: int) -> bytes:
+    h = hashlib.sha1(object_header(BLOB, size))
+    got = 0
+    for block in _chunks(fd):
+        got += len(block)
+        h.update(block)
+    if got != size:
+        raise ChangedWhileReading()
+    return h.digest()
+
+
+def _git_mode(entry: FileEntry, st: os.stat_result, cache: StatCache) -> int:
+    if entry.kind == KIND_LINK:
+        return MODE_LINK
+    if _IS_WINDOWS:
+        # No exec bit on disk: keep what the last snapshot said (git's core.filemode=false).
+        previous = cache.previous_mode(entry.path)
+        return previous if previous in (MODE_FILE, MODE_EXEC) else MODE_FILE
+    return MODE_EXEC if st.st_mode & stat.S_IXUSR else MODE_FILE
+
+
+def _choose_threads(options: SnapshotOptions, todo: list[FileEntry]) -> int:
+    if options.hash_threads:
+        return options.hash_threads
+    big = sum(e.st.st_size for e in todo)
+    # Threads pay only where hashing and zlib release the GIL: many bytes, not many files.
+    if big >= 64 << 20 and len(todo) > 1:
+        return min(4, os.cpu_count() or 1)
+    return 1
+
+
+def take_snapshot(root: str, store: Store, options: SnapshotOptions | None = None
+                  ) -> SnapshotResult:
+    """Capture `root` into `store`; the store lock must be held by the caller."""
+    options = options or SnapshotOptions()
+    started = time.perf_counter()
+    start_ns = time.time_ns()
+    warnings: list[tuple[str, str]] = []
+
+    def warn(path: str, message: str) -> None:
+        warnings.append((path, message))
+        options.on_warning(path, message)
+
+    real_root = check_root(root, options.force)
+    folders = walk(real_root, WalkOptions(threads=options.walk_threads,
+                                          max_files=options.max_files,
+                                          skip_dirs=store_exclusion(real_root, store),
+                                          on_warning=warn))
+    cache_path = os.path.join(store.cache_dir, "statcache")
+    cache = StatCache.load(cache_path, on_warning=warn)
+
+    blobs: dict[str, tuple[int, bytes]] = {}
+    new_entries: dict[str, Entry] = {}
+    todo: list[FileEntry] = []
+    total = 0
+    for folder in folders:
+        for entry in folder.files:
+            total += 1
+            hit = cache.lookup(entry.path, entry.st)
+            if hit is not None:
+                blobs[entry.path] = (hit[5], hit[6])
+                new_entries[entry.path] = hit
+            else:
+                todo.append(entry)
+
+    writer = PackWriter(store.pack_dir, durable=options.durable)
+    try:
+        _hash_all(real_root, store, writer, todo, cache, blobs, new_entries, options, total)
+        root_tree, trees = _build_trees(folders, blobs, cache, store, writer)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    store.refresh()
+    cache.save(cache_path, new_entries, trees, start_ns)
+    return SnapshotResult(id=root_tree.hex(), files=total, hashed=len(todo),
+                          new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
+                          seconds=time.perf_counter() - started, warnings=warnings)
+
+
+def _hash_all(root: str, store: Store, writer: PackWriter, todo: list[FileEntry],
+              cache: StatCache, blobs: dict[str, tuple[int, bytes]],
+              new_entries: dict[str, Entry], options: SnapshotOptions, total: int) -> None:
+    hasher = _Hasher(root, store, writer)
+    done = total - len(todo)
+    threads = _choose_threads(options, todo)
+
+    def record(entry: FileEntry, sha: bytes, st: os.stat_result) -> None:
+        mode = _git_mode(entry, st, cache)
+        blobs[entry.path] = (mode, sha)
+        new_entries[entry.path] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino,
+                                   st.st_mode, mode, sha)
+
+    if threads <= 1:
+        for entry in todo:
+            sha, st = hasher.blob_of(entry)
+            record(entry, sha, st)
+            done += 1
+            if done % 1000 == 0:
+                options.on_progress(done, total)
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for entry, (sha, st) in zip(todo, pool.map(hasher.blob_of, todo), strict=True):
+                record(entry, sha, st)
+                done += 1
+                if done % 1000 == 0:
+                    options.on_progress(done, total)
+    options.on_progress(total, total)
+
+
+def _build_trees(folders: list[Folder], blobs: dict[str, tuple[int, bytes]], cache: StatCache,
+                 store: Store, writer: PackWriter) -> tuple[bytes, dict[str, bytes]]:
+    """Tree ids bottom-up; new trees go into the pack. Folders with no kept file are omitted."""
+    trees: dict[str, bytes] = {}
+    for folder in sorted(folders, key=lambda f: f.path.count("/") if f.path else -1,
+                         reverse=True):
+        entries: list[tuple[int, bytes, bytes]] = []
+        for entry in folder.files:
+            mode, sha = blobs[entry.path]
+            entries.append((mode, os.fsencode(entry.name), sha))
+        prefix = folder.path + "/" if folder.path else ""
+        for name in folder.subdirs:
+            sub = trees.get(prefix + name)
+            if sub is not None:
+                entries.append((MODE_TREE, os.fsencode(name), sub))
+        if not entries and folder.path:
+            continue
+        body = encode_tree(entries)
+        sha = hash_object(TREE, body)
+        if cache.trees.get(folder.path) != sha and sha not in writer and not store.has(sha):
+            writer.add(TREE, sha, body)
+        trees[folder.path] = sha
+    root = trees.get("", EMPTY_TREE)
+    return root, trees

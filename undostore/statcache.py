@@ -1,0 +1,98 @@
+"""The stat cache: path -> (stat fingerprint, mode, blob id), so unchanged files are never re-read.
+
+A cached entry is trusted only when the file's fingerprint (mtime, ctime, size, inode, mode bits)
+is unchanged *and* the entry was not racy when saved. Racy means the file was modified so close to
+the snapshot's start that a later write in the same clock tick could leave its stat unchanged
+(git's "racy git" problem): such entries are dropped at save time, so the file is hashed again next
+time. The window is 50 ms for file systems with sub-second timestamps and 3 s for those with whole
+seconds (FAT keeps 2 s), which also covers the kernel's coarse clock lagging `time.time_ns()`.
+
+The file is framed with an xxhash checksum; a torn, corrupt or foreign cache is discarded and the
+snapshot simply hashes everything (correct, only slower).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+
+from .atomic import CorruptFrame, quarantine, read_framed, write_framed
+
+_KIND = b"STAT"
+_VERSION = (1, marshal.version, sys.implementation.cache_tag)
+FINE_MARGIN_NS = 50_000_000
+COARSE_MARGIN_NS = 3_000_000_000
+
+# (mtime_ns, ctime_ns, size, inode, st_mode, git mode, raw blob id)
+Entry = tuple[int, int, int, int, int, int, bytes]
+
+
+def fingerprint_matches(entry: Entry, st: os.stat_result) -> bool:
+    if (entry[0] != st.st_mtime_ns or entry[1] != st.st_ctime_ns or entry[2] != st.st_size
+            or entry[4] != st.st_mode):
+        return False
+    # Windows' scandir reports inode 0: compare inodes only when both sides know them.
+    return not (entry[3] and st.st_ino and entry[3] != st.st_ino)
+
+
+def is_racy(st: os.stat_result, start_ns: int) -> bool:
+    """Whether a file's stat is too close to `start_ns` to prove a later change would show."""
+    newest = max(st.st_mtime_ns, st.st_ctime_ns)
+    coarse = st.st_mtime_ns % 1_000_000_000 == 0
+    margin = COARSE_MARGIN_NS if coarse else FINE_MARGIN_NS
+    return newest >= start_ns - margin
+
+
+class StatCache:
+    """Loaded once per snapshot; a new one is saved after the snapshot's pack is committed."""
+
+    def __init__(self, files: dict[str, Entry] | None = None,
+                 trees: dict[str, bytes] | None = None) -> None:
+        self.files: dict[str, Entry] = files or {}
+        self.trees: dict[str, bytes] = trees or {}   # folder path -> tree id at last save
+
+    @classmethod
+    def load(cls, path: str, on_warning=None) -> StatCache:  # noqa: ANN001
+        try:
+            payload = read_framed(path, _KIND)
+        except CorruptFrame:
+            quarantine(path)
+            if on_warning:
+                on_warning(path, "stat cache was damaged; discarded (all files are hashed again)")
+            return cls()
+        except OSError:
+            return cls()
+        if payload is None:
+            return cls()
+        try:
+            version, files, trees = marshal.loads(payload)
+        except (ValueError, EOFError, TypeError):
+            return cls()
+        if version != _VERSION or not isinstance(files, dict) or not isinstance(trees, dict):
+            return cls()  # written by another Python or format: not ours to trust
+        return cls(files, trees)
+
+    def lookup(self, path: str, st: os.stat_result) -> Entry | None:
+        entry = self.files.get(path)
+        if entry is not None and fingerprint_matches(entry, st):
+            return entry
+        return None
+
+    def previous_mode(self, path: str) -> int | None:
+        entry = self.files.get(path)
+        return entry[5] if entry is not None else None
+
+    def save(self, path: str, files: dict[str, Entry], trees: dict[str, bytes],
+             start_ns: int) -> None:
+        """Write the new cache, leaving out racy entries (see the module docstring)."""
+        kept = {p: e for p, e in files.items() if not _entry_racy(e, start_ns)}
+        payload = marshal.dumps((_VERSION, kept, trees))
+        # Not fsynced: losing the cache in a crash only costs a rehash, never correctness.
+        write_framed(path, _KIND, payload, durable=False)
+
+
+def _entry_racy(entry: Entry, start_ns: int) -> bool:
+    newest = max(entry[0], entry[1])
+    margin = COARSE_MARGIN_NS if entry[0] % 1_000_000_000 == 0 else FINE_MARGIN_NS
+    return newest >= start_ns - margin

@@ -1,0 +1,226 @@
+"""The private store of one root: where it lives, its layout, and reading its objects.
+
+Layout (see README "Store layout"):
+
+    <store>/FORMAT              "undostore 1" and the root it protects
+    <store>/lock                the store lock (lock.py)
+    <store>/objects/pack/       git packs: one per snapshot with something new, repacked by gc
+    <store>/refs/undostore/...  anchor refs that keep journal-listed snapshots reachable
+    <store>/sessions/           one journal per session
+    <store>/cache/statcache     the stat cache
+    <store>/restore/            the journal of a restore in progress
+
+Objects are read through dulwich's `DiskObjectStore` (never `Repo`: no git config, no filters).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import zlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from .errors import IncompleteSnapshotError, StoreError, UnknownSnapshotError
+from .lock import StoreLock
+from .objects import BLOB, TREE, PackIndexSet, decode_tree, object_header
+
+if TYPE_CHECKING:
+    from dulwich.object_store import DiskObjectStore
+
+FORMAT_LINE = "undostore 1"
+_HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
+
+
+def default_home() -> str:
+    return os.environ.get("UNDOSTORE_HOME") or os.path.join(os.path.expanduser("~"), ".undostore")
+
+
+def default_store_path(root: str) -> str:
+    """`$UNDOSTORE_HOME/stores/<first 16 hex of sha256(realpath(root))>` (the contract)."""
+    real = os.path.realpath(root)
+    digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
+    return os.path.join(default_home(), "stores", digest)
+
+
+def _make_private_dirs(path: str) -> None:
+    """Create `path` and any missing parents with mode 0700 (`os.makedirs` applies the mode to
+    the last folder only)."""
+    missing: list[str] = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        os.chmod(folder, stat.S_IRWXU)
+
+
+class Store:
+    """One root's object database, refs, journals and caches."""
+
+    def __init__(self, path: str, root: str | None = None, create: bool = True) -> None:
+        self.path = os.path.abspath(path)
+        self.objects_dir = os.path.join(self.path, "objects")
+        self.pack_dir = os.path.join(self.objects_dir, "pack")
+        self.sessions_dir = os.path.join(self.path, "sessions")
+        self.cache_dir = os.path.join(self.path, "cache")
+        self.restore_dir = os.path.join(self.path, "restore")
+        self.tmp_dir = os.path.join(self.path, "tmp")
+        self.root = root
+        if create:
+            self._ensure_layout()
+        elif not os.path.isfile(os.path.join(self.path, "FORMAT")):
+            raise StoreError("no undostore store here", self.path)
+        self.lock = StoreLock(os.path.join(self.path, "lock"))
+        self._index: PackIndexSet | None = None
+        self._dulwich: DiskObjectStore | None = None
+
+    # --- layout -----
+
+    def _ensure_layout(self) -> None:
+        format_file = os.path.join(self.path, "FORMAT")
+        if os.path.isfile(format_file):
+            with open(format_file, encoding="utf-8", errors="replace") as f:
+                first = f.readline().strip()
+            if first != FORMAT_LINE:
+                raise StoreError(f"not an undostore store of this version ({first!r})", self.path)
+            return
+        if os.path.isdir(self.path) and os.listdir(self.path):
+            raise StoreError("folder exists, is not empty and is not an undostore store",
+                             self.path)
+        try:
+            _make_private_dirs(self.path)
+            for folder in (self.objects_dir, self.pack_dir, os.path.join(self.objects_dir, "info"),
+                           self.sessions_dir, self.cache_dir, self.restore_dir, self.tmp_dir,
+                           os.path.join(self.path, "refs"),
+                           os.path.join(self.path, "refs", "undostore")):
+                _make_private_dirs(folder)
+            from .atomic import atomic_write
+
+            note = f"{FORMAT_LINE}\nroot: {self.root or ''}\n"
+            atomic_write(format_file, note.encode("utf-8", "surrogateescape"))
+        except OSError as err:
+            raise StoreError(f"cannot create the store: {err.strerror}", self.path) from err
+
+    # --- objects -----
+
+    @property
+    def index(self) -> PackIndexSet:
+        """Fast membership over the store's packs (no dulwich import)."""
+        if self._index is None:
+            self._index = PackIndexSet(self.pack_dir)
+        return self._index
+
+    def has(self, sha: bytes) -> bool:
+        return sha in self.index
+
+    def refresh(self) -> None:
+        """See packs written since this object was opened (by this or another process)."""
+        if self._index is not None:
+            self._index.refresh()
+        if self._dulwich is not None:
+            self._dulwich.close()
+            self._dulwich = None
+
+    @property
+    def dulwich(self) -> DiskObjectStore:
+        if self._dulwich is None:
+            from dulwich.object_store import DiskObjectStore
+
+            self._dulwich = DiskObjectStore(self.objects_dir)
+        return self._dulwich
+
+    def read(self, sha: bytes) -> tuple[int, bytes]:
+        """(type number, body) of an object, hash-checked. Raises IncompleteSnapshotError."""
+        hex_id = sha.hex()
+        try:
+            type_num, body = self.dulwich.get_raw(hex_id.encode("ascii"))
+        except KeyError:
+            raise IncompleteSnapshotError(f"object {hex_id} is missing from the store",
+                                          missing=[hex_id]) from None
+        except (zlib.error, ValueError, OSError) as err:
+            raise IncompleteSnapshotError(f"object {hex_id} is damaged: {err}",
+                                          corrupt=[hex_id]) from err
+        if isinstance(body, list):
+            body = b"".join(body)
+        check = hashlib.sha1(object_header(type_num, len(body)))
+        check.update(body)
+        if check.digest() != sha:
+            raise IncompleteSnapshotError(f"object {hex_id} is damaged (hash mismatch)",
+                                          corrupt=[hex_id])
+        return type_num, body
+
+    def read_tree(self, sha: bytes) -> list[tuple[int, bytes, bytes]]:
+        type_num, body = self.read(sha)
+        if type_num != TREE:
+            raise UnknownSnapshotError(f"{sha.hex()} is not a snapshot (not a tree)")
+        return decode_tree(body)
+
+    def read_blob(self, sha: bytes) -> bytes:
+        type_num, body = self.read(sha)
+        if type_num != BLOB:
+            raise IncompleteSnapshotError(f"object {sha.hex()} is not a blob", corrupt=[sha.hex()])
+        return body
+
+    def iter_tree_files(self, tree: bytes, prefix: str = "") -> Iterator[tuple[str, int, bytes]]:
+        """Every (path, mode, raw id) of non-tree entries below `tree`, in git's order."""
+        for mode, name, sha in self.read_tree(tree):
+            path = prefix + os.fsdecode(name)
+            if mode == 0o040000:
+                yield from self.iter_tree_files(sha, path + "/")
+            else:
+                yield path, mode, sha
+
+    def object_ids(self) -> Iterator[bytes]:
+        """Every object id in the store's packs."""
+        for idx in self.index._indexes.values():
+            yield from idx.names()
+
+    def resolve(self, ref: str) -> bytes:
+        """The snapshot id named by `ref`: 40 hex, or a unique prefix of 4+ hex."""
+        text = ref.strip()
+        if not _HEX.match(text):
+            raise UnknownSnapshotError(f"not a snapshot id: {ref!r} (expected 4 to 40 hex digits)")
+        text = text.lower()
+        if len(text) == 40:
+            sha = bytes.fromhex(text)
+            if not self.has(sha):
+                raise UnknownSnapshotError(f"unknown snapshot {text}")
+            return sha
+        matches = {sha for sha in self.object_ids() if sha.hex().startswith(text)}
+        trees = [sha for sha in matches if self._type_of(sha) == TREE]
+        if not trees:
+            raise UnknownSnapshotError(f"unknown snapshot {text}")
+        if len(trees) > 1:
+            names = ", ".join(sorted(t.hex()[:12] for t in trees))
+            raise UnknownSnapshotError(f"ambiguous snapshot id {text}: matches {names}")
+        return trees[0]
+
+    def _type_of(self, sha: bytes) -> int | None:
+        try:
+            return self.read(sha)[0]
+        except IncompleteSnapshotError:
+            return None
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+        if self._dulwich is not None:
+            self._dulwich.close()
+            self._dulwich = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
