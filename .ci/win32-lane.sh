@@ -48,7 +48,7 @@ clean_wine_temp() {
     # %TEMP% of the prefix (Wine ignores a TEMP from the environment): empty it around each run.
     local d
     for d in "$WINEPREFIX"/drive_c/users/*/Temp; do
-        [ -d "$d" ] && find "$d" -mindepth 1 -delete 2>/dev/null
+        [ -d "$d" ] && { find "$d" -mindepth 1 -delete 2>/dev/null || true; }
     done
     return 0
 }
@@ -188,9 +188,9 @@ mkdir -p "$SHIM"
 export PYTHONPATH="$(winpath "$REPO");$(winpath "$SHIM");$(winpath "$SITE")"
 export PYTHONPYCACHEPREFIX="$(winpath "$CACHE/pycache")"   # keep the work tree free of .pyc
 export PYTHONIOENCODING=utf-8                               # stdio only; open() keeps the Windows default
-export PYTHONHASHSEED=0
-unset PYTHONDONTWRITEBYTECODE PYTHONHOME PYTHONSTARTUP                # bytecode goes to the prefix above
+unset PYTHONDONTWRITEBYTECODE PYTHONHOME PYTHONSTARTUP  # bytecode goes to the prefix above
 export UNDOSTORE_EXPECT_WIN32=1
+export HYPOTHESIS_STORAGE_DIRECTORY="$(winpath "$WORK/hypothesis")"  # not .hypothesis/ in the work tree
 # Wine sets TEMP/TMP/USERPROFILE itself (C:\users\root\...) and drops HOME; tmp_path goes to
 # a fresh per-run --basetemp, and the prefix's Temp folder is emptied before and after.
 clean_wine_temp

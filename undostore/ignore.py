@@ -15,6 +15,10 @@ this module with `git check-ignore` on 312 real-world templates.
 Precedence is git's: `.gitignore` files from the deepest folder up to the root, then the root's
 `.git/info/exclude`, then the user's global excludes file; the first of those with a matching
 pattern decides. A path inside an ignored folder is never seen, because the walk prunes the folder.
+
+git matches bytes, not characters (`?` is one byte, so `caf?` does not match the UTF-8 `café`), so
+patterns and paths are compared as "byte strings": `str` holding one character per byte
+(`_byte_chars`). ASCII text, by far the common case, is its own byte string and costs nothing.
 """
 
 from __future__ import annotations
@@ -34,12 +38,21 @@ _POSIX_CLASSES = {
 }
 
 
+def _byte_chars(text: str) -> str:
+    """`text` as one character per byte of its file-system encoding (what git compares)."""
+    return text if text.isascii() else os.fsencode(text).decode("latin-1")
+
+
+def _readable(byte_chars: str) -> str:
+    return byte_chars if byte_chars.isascii() else os.fsdecode(byte_chars.encode("latin-1"))
+
+
 @dataclass(frozen=True)
 class Pattern:
     text: str          # the line as written (after trimming), for messages
     negated: bool      # a `!` pattern re-includes
     dir_only: bool     # a trailing `/`: matches folders only
-    regex: str         # matches the path relative to the ignore file's folder
+    regex: str         # matches the path (as byte chars) relative to the ignore file's folder
 
 
 def _trim_trailing_spaces(line: str) -> str:
@@ -76,13 +89,17 @@ def _bracket(glob: str, i: int) -> tuple[str, int] | None:
             return (f"[^/{body}]" if negate else f"(?!/)[{body}]"), j + 1
         first = False
         if ch == "[" and glob.startswith("[:", j):
-            close = glob.find(":]", j + 2)
-            if close != -1:
-                name = glob[j + 2:close]
+            # wildmatch: the class name runs to the first ']'; without ':' before it, the '['
+            # is an ordinary member; with no ']' at all the pattern is broken (see below).
+            close = glob.find("]", j + 2)
+            if close == -1:
+                return None
+            if close - 1 >= j + 2 and glob[close - 1] == ":":
+                name = glob[j + 2:close - 1]
                 if name not in _POSIX_CLASSES:
                     return "(?!)", len(glob)  # git: an unknown class makes the pattern fail
                 parts.append(_POSIX_CLASSES[name])
-                j = close + 2
+                j = close + 1
                 continue
         if ch == "\\" and j + 1 < len(glob):
             j += 1
@@ -95,6 +112,10 @@ def _bracket(glob: str, i: int) -> tuple[str, int] | None:
                 hi_end = j + 4
             if ord(hi) >= ord(ch):
                 parts.append(f"{re.escape(ch)}-{re.escape(hi)}")
+            else:
+                # wildmatch tests the low end as a member before it sees the '-': a reversed
+                # range `[z-a]` still matches 'z' (and must not become an empty class).
+                parts.append(re.escape(ch))
             j = hi_end
             continue
         parts.append(re.escape(ch))
@@ -132,8 +153,7 @@ def glob_to_regex(glob: str, pathname: bool) -> str:
         elif ch == "[":
             translated = _bracket(glob, i)
             if translated is None:
-                out.append(re.escape(ch))
-                i += 1
+                return "(?!)"  # git: an unclosed '[' aborts the match, so the pattern never matches
             else:
                 out.append(translated[0])
                 i = translated[1]
@@ -150,6 +170,10 @@ def glob_to_regex(glob: str, pathname: bool) -> str:
 
 def parse_line(line: str) -> Pattern | None:
     """One `.gitignore` line as a Pattern, or None for blanks and comments."""
+    return _parse_byte_line(_byte_chars(line))
+
+
+def _parse_byte_line(line: str) -> Pattern | None:
     if line.endswith("\r"):
         line = line[:-1]
     if not line or line.startswith("#"):
@@ -170,16 +194,18 @@ def parse_line(line: str) -> Pattern | None:
     else:
         # Matches the base name at any depth.
         regex = "(?:.*/)?" + glob_to_regex(body, pathname=True)
-    return Pattern(text=text, negated=negated, dir_only=dir_only, regex=regex)
+    return Pattern(text=_readable(text), negated=negated, dir_only=dir_only, regex=regex)
 
 
 class IgnoreFile:
     """The patterns of one ignore file, applying to paths below `base` ('' for the root)."""
 
-    __slots__ = ("base", "source", "patterns", "_for_files", "_for_dirs")
+    __slots__ = ("base", "source", "patterns", "_for_files", "_for_dirs", "_base_skip")
 
     def __init__(self, base: str, patterns: list[Pattern], source: str = "") -> None:
         self.base = base
+        # How many byte chars of a root-relative path to drop to make it relative to `base`.
+        self._base_skip = len(_byte_chars(base)) + 1 if base else 0
         self.source = source
         self.patterns = patterns
         self._for_files = self._compile(dirs=False)
@@ -193,7 +219,8 @@ class IgnoreFile:
         ]
         if not alternatives:
             return None
-        flags = re.DOTALL | (re.IGNORECASE if _CASE_INSENSITIVE else 0)
+        # re.ASCII: git folds case for ASCII letters only (and the text here is bytes).
+        flags = re.DOTALL | re.ASCII | (re.IGNORECASE if _CASE_INSENSITIVE else 0)
         return re.compile("|".join(alternatives), flags)
 
     @classmethod
@@ -205,14 +232,18 @@ class IgnoreFile:
     def from_bytes(cls, data: bytes, base: str = "", source: str = "") -> IgnoreFile:
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]  # git skips a UTF-8 BOM
-        text = data.decode("utf-8", "surrogateescape")
-        return cls.from_lines(text.split("\n"), base, source)
+        text = data.decode("latin-1")  # one char per byte: git matches bytes
+        patterns = [p for p in map(_parse_byte_line, text.split("\n")) if p is not None]
+        return cls(base, patterns, source)
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
 
     def match(self, relpath: str, is_dir: bool) -> Pattern | None:
         """The last pattern matching `relpath` (relative to `base`), or None."""
+        return self._match_byte_chars(_byte_chars(relpath), is_dir)
+
+    def _match_byte_chars(self, relpath: str, is_dir: bool) -> Pattern | None:
         regex = self._for_dirs if is_dir else self._for_files
         if regex is None:
             return None
@@ -230,6 +261,9 @@ class IgnoreRules:
     def __init__(self, files: tuple[IgnoreFile, ...]) -> None:
         self._files = files  # in the order git consults them
 
+    def __bool__(self) -> bool:
+        return bool(self._files)
+
     def with_folder_file(self, ignore_file: IgnoreFile | None) -> IgnoreRules:
         """Rules for a sub-folder whose own `.gitignore` is `ignore_file`."""
         if not ignore_file:
@@ -238,13 +272,9 @@ class IgnoreRules:
 
     def is_ignored(self, relpath: str, is_dir: bool) -> bool:
         """Whether git ignores `relpath` (relative to the root), its parent folders being kept."""
+        wire = _byte_chars(relpath)
         for ignore_file in self._files:
-            base = ignore_file.base
-            if base:
-                local = relpath[len(base) + 1:]
-            else:
-                local = relpath
-            pattern = ignore_file.match(local, is_dir)
+            pattern = ignore_file._match_byte_chars(wire[ignore_file._base_skip:], is_dir)
             if pattern is not None:
                 return not pattern.negated
         return False
@@ -261,8 +291,8 @@ def _read_optional(path: str) -> bytes | None:
         return None
 
 
-_SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]\s*(.*)$')
-_KEY_VALUE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*?))?\s*$")
+_SECTION = r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]\s*(.*)$'
+_KEY_VALUE = r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*?))?\s*$"
 
 
 def _config_value(raw: str) -> str:
@@ -293,7 +323,7 @@ def config_excludes_file(config_text: str) -> str | None:
         stripped = line.strip()
         if not stripped or stripped[0] in "#;":
             continue
-        m = _SECTION.match(stripped)
+        m = re.match(_SECTION, stripped)
         if m:
             section = m.group(1).lower()
             stripped = m.group(2).strip()
@@ -301,7 +331,7 @@ def config_excludes_file(config_text: str) -> str | None:
                 continue
         if section != "core":
             continue
-        kv = _KEY_VALUE.match(stripped)
+        kv = re.match(_KEY_VALUE, stripped)
         if kv and kv.group(1).lower() == "excludesfile" and kv.group(2) is not None:
             found = _config_value(kv.group(2))
     return found

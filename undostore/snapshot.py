@@ -12,6 +12,7 @@ memory stays flat and a file that changes while being read is caught.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import stat
@@ -19,7 +20,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .errors import SnapshotError, UsageError, from_oserror
@@ -37,7 +37,7 @@ from .objects import (
     hash_object,
     object_header,
 )
-from .statcache import Entry, StatCache
+from .statcache import Entry, FolderState, StatCache, make_entry
 from .store import Store
 from .walk import KIND_LINK, FileEntry, Folder, WalkOptions, walk
 
@@ -232,6 +232,18 @@ def _choose_threads(options: SnapshotOptions, todo: list[FileEntry]) -> int:
 def take_snapshot(root: str, store: Store, options: SnapshotOptions | None = None
                   ) -> SnapshotResult:
     """Capture `root` into `store`; the store lock must be held by the caller."""
+    # The walk allocates a few objects per file and none of them form cycles: pausing the
+    # cyclic garbage collector saves its repeated full scans over a growing heap.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _take_snapshot(root, store, options)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> SnapshotResult:
     options = options or SnapshotOptions()
     started = time.perf_counter()
     start_ns = time.time_ns()
@@ -252,27 +264,32 @@ def take_snapshot(root: str, store: Store, options: SnapshotOptions | None = Non
     blobs: dict[str, tuple[int, bytes]] = {}
     new_entries: dict[str, Entry] = {}
     todo: list[FileEntry] = []
-    total = 0
+    dirty: set[str] = set()   # folders with a file that had to be hashed
+    lookup = cache.lookup
     for folder in folders:
         for entry in folder.files:
-            total += 1
-            hit = cache.lookup(entry.path, entry.st)
+            hit = lookup(entry.path, entry.st)
             if hit is not None:
                 blobs[entry.path] = (hit[5], hit[6])
                 new_entries[entry.path] = hit
             else:
                 todo.append(entry)
+                dirty.add(folder.path)
+    total = len(blobs) + len(todo)
 
     writer = PackWriter(store.pack_dir, durable=options.durable)
     try:
         _hash_all(real_root, store, writer, todo, cache, blobs, new_entries, options, total)
-        root_tree, trees = _build_trees(folders, blobs, cache, store, writer)
+        root_tree, folder_states = _build_trees(folders, blobs, dirty, cache, store, writer)
         writer.commit()
     except BaseException:
         writer.abort()
         raise
     store.refresh()
-    cache.save(cache_path, new_entries, trees, start_ns)
+    unchanged = (not todo and len(new_entries) == len(cache.files)
+                 and folder_states == cache.folders)
+    if not unchanged:  # rewriting an identical cache would only cost time
+        cache.save(cache_path, new_entries, folder_states, start_ns)
     return SnapshotResult(id=root_tree.hex(), files=total, hashed=len(todo),
                           new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
                           seconds=time.perf_counter() - started, warnings=warnings)
@@ -288,8 +305,7 @@ def _hash_all(root: str, store: Store, writer: PackWriter, todo: list[FileEntry]
     def record(entry: FileEntry, sha: bytes, st: os.stat_result) -> None:
         mode = _git_mode(entry, st, cache)
         blobs[entry.path] = (mode, sha)
-        new_entries[entry.path] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino,
-                                   st.st_mode, mode, sha)
+        new_entries[entry.path] = make_entry(st, mode, sha)
 
     if threads <= 1:
         for entry in todo:
@@ -299,6 +315,8 @@ def _hash_all(root: str, store: Store, writer: PackWriter, todo: list[FileEntry]
             if done % 1000 == 0:
                 options.on_progress(done, total)
     else:
+        from concurrent.futures import ThreadPoolExecutor  # only here: 5 ms of start-up
+
         with ThreadPoolExecutor(max_workers=threads) as pool:
             for entry, (sha, st) in zip(todo, pool.map(hasher.blob_of, todo), strict=True):
                 record(entry, sha, st)
@@ -308,27 +326,42 @@ def _hash_all(root: str, store: Store, writer: PackWriter, todo: list[FileEntry]
     options.on_progress(total, total)
 
 
-def _build_trees(folders: list[Folder], blobs: dict[str, tuple[int, bytes]], cache: StatCache,
-                 store: Store, writer: PackWriter) -> tuple[bytes, dict[str, bytes]]:
-    """Tree ids bottom-up; new trees go into the pack. Folders with no kept file are omitted."""
-    trees: dict[str, bytes] = {}
+def _build_trees(folders: list[Folder], blobs: dict[str, tuple[int, bytes]], dirty: set[str],
+                 cache: StatCache, store: Store, writer: PackWriter
+                 ) -> tuple[bytes, dict[str, FolderState]]:
+    """Tree ids bottom-up; new trees go into the pack. Folders with no kept file are omitted.
+
+    A folder whose files were all cache hits, whose names are those of the last snapshot and
+    whose sub-folders kept their tree ids keeps its cached tree id without re-encoding (git's
+    cache-tree idea): a no-change snapshot builds no tree at all."""
+    states: dict[str, FolderState] = {}
+    previous = cache.folders
     for folder in sorted(folders, key=lambda f: f.path.count("/") if f.path else -1,
                          reverse=True):
+        path = folder.path
+        prefix = path + "/" if path else ""
+        names = (*(e.name for e in folder.files), *folder.subdirs)
+        before = previous.get(path)
+        if (before is not None and path not in dirty and before[1] == names
+                and all(states[prefix + d][0] == previous.get(prefix + d, (0,))[0]
+                        for d in folder.subdirs)):
+            states[path] = before
+            continue
         entries: list[tuple[int, bytes, bytes]] = []
         for entry in folder.files:
             mode, sha = blobs[entry.path]
             entries.append((mode, os.fsencode(entry.name), sha))
-        prefix = folder.path + "/" if folder.path else ""
         for name in folder.subdirs:
-            sub = trees.get(prefix + name)
+            sub = states[prefix + name][0]
             if sub is not None:
                 entries.append((MODE_TREE, os.fsencode(name), sub))
-        if not entries and folder.path:
+        if not entries and path:
+            states[path] = (None, names)
             continue
         body = encode_tree(entries)
         sha = hash_object(TREE, body)
-        if cache.trees.get(folder.path) != sha and sha not in writer and not store.has(sha):
+        if (before is None or before[0] != sha) and sha not in writer and not store.has(sha):
             writer.add(TREE, sha, body)
-        trees[folder.path] = sha
-    root = trees.get("", EMPTY_TREE)
-    return root, trees
+        states[path] = (sha, names)
+    root = states[""][0] if "" in states else EMPTY_TREE
+    return root or EMPTY_TREE, states

@@ -20,20 +20,28 @@ import sys
 from .atomic import CorruptFrame, quarantine, read_framed, write_framed
 
 _KIND = b"STAT"
-_VERSION = (1, marshal.version, sys.implementation.cache_tag)
+_VERSION = (2, marshal.version, sys.implementation.cache_tag)
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
 
+_IS_WINDOWS = sys.platform == "win32"
+
 # (mtime_ns, ctime_ns, size, inode, st_mode, git mode, raw blob id)
 Entry = tuple[int, int, int, int, int, int, bytes]
+Fingerprint = tuple[int, int, int, int, int]
+# A folder's tree id (None: no kept file below it) and the names it held, in walk order.
+FolderState = tuple["bytes | None", tuple[str, ...]]
 
 
-def fingerprint_matches(entry: Entry, st: os.stat_result) -> bool:
-    if (entry[0] != st.st_mtime_ns or entry[1] != st.st_ctime_ns or entry[2] != st.st_size
-            or entry[4] != st.st_mode):
-        return False
-    # Windows' scandir reports inode 0: compare inodes only when both sides know them.
-    return not (entry[3] and st.st_ino and entry[3] != st.st_ino)
+def fingerprint(st: os.stat_result) -> Fingerprint:
+    """What must be unchanged for a cached blob id to be trusted. Windows' scandir reports
+    inode 0 (and os.stat a real one), so inodes are left out there."""
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if _IS_WINDOWS else st.st_ino,
+            st.st_mode)
+
+
+def make_entry(st: os.stat_result, git_mode: int, sha: bytes) -> Entry:
+    return (*fingerprint(st), git_mode, sha)
 
 
 def is_racy(st: os.stat_result, start_ns: int) -> bool:
@@ -48,9 +56,14 @@ class StatCache:
     """Loaded once per snapshot; a new one is saved after the snapshot's pack is committed."""
 
     def __init__(self, files: dict[str, Entry] | None = None,
-                 trees: dict[str, bytes] | None = None) -> None:
+                 folders: dict[str, FolderState] | None = None) -> None:
         self.files: dict[str, Entry] = files or {}
-        self.trees: dict[str, bytes] = trees or {}   # folder path -> tree id at last save
+        self.folders: dict[str, FolderState] = folders or {}
+
+    @property
+    def trees(self) -> dict[str, bytes]:
+        """Folder path -> tree id, for every folder with a tree at the last save."""
+        return {path: state[0] for path, state in self.folders.items() if state[0] is not None}
 
     @classmethod
     def load(cls, path: str, on_warning=None) -> StatCache:  # noqa: ANN001
@@ -66,16 +79,16 @@ class StatCache:
         if payload is None:
             return cls()
         try:
-            version, files, trees = marshal.loads(payload)
+            version, files, folders = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
             return cls()
-        if version != _VERSION or not isinstance(files, dict) or not isinstance(trees, dict):
+        if version != _VERSION or not isinstance(files, dict) or not isinstance(folders, dict):
             return cls()  # written by another Python or format: not ours to trust
-        return cls(files, trees)
+        return cls(files, folders)
 
     def lookup(self, path: str, st: os.stat_result) -> Entry | None:
         entry = self.files.get(path)
-        if entry is not None and fingerprint_matches(entry, st):
+        if entry is not None and entry[:5] == fingerprint(st):
             return entry
         return None
 
@@ -83,11 +96,14 @@ class StatCache:
         entry = self.files.get(path)
         return entry[5] if entry is not None else None
 
-    def save(self, path: str, files: dict[str, Entry], trees: dict[str, bytes],
+    def save(self, path: str, files: dict[str, Entry], folders: dict[str, FolderState],
              start_ns: int) -> None:
-        """Write the new cache, leaving out racy entries (see the module docstring)."""
+        """Write the new cache, leaving out racy entries (see the module docstring).
+
+        Folder states need no such care: a folder's cached tree id is reused only when every
+        file in it was a cache hit, and a racy file never is."""
         kept = {p: e for p, e in files.items() if not _entry_racy(e, start_ns)}
-        payload = marshal.dumps((_VERSION, kept, trees))
+        payload = marshal.dumps((_VERSION, kept, folders))
         # Not fsynced: losing the cache in a crash only costs a rehash, never correctness.
         write_framed(path, _KIND, payload, durable=False)
 

@@ -16,13 +16,14 @@ import os
 import stat
 import sys
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from .errors import SnapshotError, from_oserror
 from .ignore import IgnoreRules, read_ignore_file, root_rules
 
 _IS_WINDOWS = sys.platform == "win32"
+S_ISREG = stat.S_ISREG
+S_ISLNK = stat.S_ISLNK
 _REPARSE_POINT = getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0x400)
 
 KIND_FILE = "file"
@@ -63,38 +64,38 @@ class WalkOptions:
     on_warning: Warn = _ignore_warning
 
 
-def _join(parent: str, name: str) -> str:
-    return f"{parent}/{name}" if parent else name
-
-
 def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
                  ) -> tuple[Folder, list[tuple[str, IgnoreRules]]]:
     """Read one folder: its kept files, and the sub-folders to walk with their rules."""
     disk = os.path.join(root, rel) if rel else root
-    if rel:
-        own = read_ignore_file(os.path.join(disk, ".gitignore"), base=rel, follow_symlinks=False)
-    else:
-        own = read_ignore_file(os.path.join(disk, ".gitignore"), follow_symlinks=False)
-    rules = rules.with_folder_file(own)
-    folder = Folder(rel)
-    todo: list[tuple[str, IgnoreRules]] = []
     try:
         with os.scandir(disk) as it:
             entries = list(it)
     except OSError as err:
         raise from_oserror(err, "read folder", disk) from err
+    # Only open .gitignore where the listing has one: a failed open per folder adds up.
+    if any(entry.name == ".gitignore" for entry in entries):
+        own = read_ignore_file(os.path.join(disk, ".gitignore"), base=rel, follow_symlinks=False)
+        rules = rules.with_folder_file(own)
+    is_ignored = rules.is_ignored if rules else None  # most folders have no rules at all
+    skip_dirs = options.skip_dirs
+    folder = Folder(rel)
+    todo: list[tuple[str, IgnoreRules]] = []
+    prefix = rel + "/" if rel else ""
+    files = folder.files
+    # This loop runs once per file of the tree: it is kept free of calls that are not needed.
     for entry in entries:
         name = entry.name
         if name == ".git":
             continue  # never capture any repository's own database
-        path = _join(rel, name)
+        path = prefix + name
         try:
-            is_link = entry.is_symlink()
-            is_dir = not is_link and entry.is_dir(follow_symlinks=False)
+            # d_type answers this without a system call; a symlink to a folder is not a folder.
+            is_dir = entry.is_dir(follow_symlinks=False)
         except OSError as err:
             raise from_oserror(err, "inspect", os.path.join(disk, name)) from err
         if is_dir:
-            if path in options.skip_dirs or rules.is_ignored(path, True):
+            if path in skip_dirs or (is_ignored and is_ignored(path, True)):
                 continue
             if _IS_WINDOWS and _is_junction(entry):
                 options.on_warning(path, "skipped: a junction (never followed)")
@@ -102,7 +103,7 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
             folder.subdirs.append(name)
             todo.append((path, rules))
             continue
-        if rules.is_ignored(path, False):
+        if is_ignored and is_ignored(path, False):
             continue
         try:
             st = entry.stat(follow_symlinks=False)
@@ -110,10 +111,10 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
             continue  # vanished between listing and stat: it is not part of this state
         except OSError as err:
             raise from_oserror(err, "stat", os.path.join(disk, name)) from err
-        if is_link or stat.S_ISLNK(st.st_mode):
-            folder.files.append(FileEntry(name, path, KIND_LINK, st))
-        elif stat.S_ISREG(st.st_mode):
-            folder.files.append(FileEntry(name, path, KIND_FILE, st))
+        if S_ISREG(st.st_mode):
+            files.append(FileEntry(name, path, KIND_FILE, st))
+        elif S_ISLNK(st.st_mode):
+            files.append(FileEntry(name, path, KIND_LINK, st))
         else:
             options.on_warning(path, "skipped: not a regular file or symlink")
     return folder, todo
@@ -162,6 +163,9 @@ def _walk_serial(root: str, start: IgnoreRules, options: WalkOptions) -> list[Fo
 
 
 def _walk_threaded(root: str, start: IgnoreRules, options: WalkOptions) -> list[Folder]:
+    # Imported here: concurrent.futures costs 5 ms of start-up that a warm walk never needs.
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
     folders: list[Folder] = []
     total = 0
     with ThreadPoolExecutor(max_workers=options.threads) as pool:

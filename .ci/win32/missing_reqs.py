@@ -4,6 +4,7 @@ so Windows-only dependencies such as colorama are found even though the wheels
 were downloaded by a Linux pip). Extra requirement strings can be passed as args.
 Exit 0 always; empty output means the environment is complete.
 """
+
 import sys
 from importlib import metadata
 
@@ -27,7 +28,10 @@ for req in wanted:
     if req.marker is not None and not req.marker.evaluate({"extra": ""}):
         continue
     dist = installed.get(canonicalize_name(req.name))
-    if dist is None or (req.specifier and not req.specifier.contains(dist.version, prereleases=True)):
+    ok = dist is not None and (
+        not req.specifier or req.specifier.contains(dist.version, prereleases=True)
+    )
+    if not ok:
         missing.add(str(req.name) + str(req.specifier))
 for m in sorted(missing):
     print(m)

@@ -8,6 +8,7 @@ headers, purelib/platlib), which we map by hand: purelib/platlib go into site-pa
 the rest is dropped (no console scripts are needed: the lane runs ``python -m pytest``).
 Already-unpacked wheels (marker file per wheel name) are skipped, so reruns are cheap.
 """
+
 import os
 import shutil
 import sys
