@@ -2,13 +2,13 @@
 
 undostore stores git objects (SHA-1), so a snapshot id is exactly git's tree id. New objects of one
 snapshot go into a single pack (a few MB instead of 20,000 loose 4 KB files): records are zlib
-level 1, the pack is fsynced once, and its index is written by dulwich. A pack becomes visible only
-when its `.idx` is renamed into place, so a crash leaves an orphan `.pack` that no reader trusts
-and `gc` removes.
+level 1, the pack is fsynced once, then its version-2 index. A pack becomes visible only when its
+`.idx` is renamed into place, so a crash leaves an orphan `.pack` that no reader trusts and `gc`
+removes.
 
-Reading is dulwich's job (`store.ObjectReader`), except the membership test used on the snapshot's
-hot path (`PackIndexSet`), which binary-searches the `.idx` files through mmap so a snapshot with
-nothing new never imports dulwich at all.
+Reading is dulwich's job (`Store.read` through `DiskObjectStore`), except the membership test on
+the snapshot's hot path (`PackIndexSet`), which binary-searches the `.idx` files through mmap, so
+a snapshot never imports dulwich at all (35-40 ms of start-up).
 """
 
 from __future__ import annotations
@@ -278,11 +278,8 @@ class PackWriter:
         base = os.path.join(self.pack_dir, f"pack-{checksum.hex()}")
         os.replace(self._tmp, base + ".pack")
         idx_tmp = base + f".{TEMP_PREFIX}idx"
-        from dulwich.pack import write_pack_index  # imported only when there is something new
-
-        self._entries.sort()
         with open(idx_tmp, "wb") as idx:
-            write_pack_index(idx, self._entries, checksum, version=2)
+            idx.write(encode_pack_index(self._entries, checksum))
             idx.flush()
             if self.durable:
                 os.fsync(idx.fileno())
@@ -299,6 +296,39 @@ class PackWriter:
                 os.unlink(self._tmp)
             except OSError:
                 pass
+
+
+def encode_pack_index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes:
+    """A version-2 `.idx` for (raw id, offset, crc32) entries.
+
+    Written here rather than by `dulwich.pack.write_pack_index` only because importing
+    dulwich.pack costs 35 ms, a third of a one-file snapshot; the tests check the result with
+    dulwich's reader and with `git verify-pack`."""
+    entries = sorted(entries)
+    fanout = [0] * 256
+    for sha, _, _ in entries:
+        fanout[sha[0]] += 1
+    running = 0
+    for i in range(256):
+        running += fanout[i]
+        fanout[i] = running
+    large: list[int] = []
+    offsets = bytearray()
+    for _, offset, _ in entries:
+        if offset < 0x80000000:
+            offsets += struct.pack(">L", offset)
+        else:  # packs over 2 GiB: the offset lives in the 64-bit table
+            offsets += struct.pack(">L", 0x80000000 | len(large))
+            large.append(offset)
+    body = b"".join((
+        _IDX_MAGIC, b"\x00\x00\x00\x02", struct.pack(">256L", *fanout),
+        b"".join(sha for sha, _, _ in entries),
+        b"".join(struct.pack(">L", crc) for _, _, crc in entries),
+        bytes(offsets),
+        b"".join(struct.pack(">Q", offset) for offset in large),
+        pack_checksum,
+    ))
+    return body + hashlib.sha1(body).digest()
 
 
 class ChangedWhileReading(Exception):
