@@ -52,13 +52,13 @@ def snapshot_command(ctx: Context, session: str | None, label: str | None, max_f
     """
     from undostore.snapshot import SnapshotOptions
 
+    if label is not None and session is None:
+        raise click.UsageError("--label needs --session (a label names an undo point)")
     workspace = ctx.workspace()
     progress = _ProgressLine() if stderr_is_terminal() and not as_json else None
     options = SnapshotOptions(max_files=max_files, force=ctx.force,
                               on_progress=progress or (lambda done, total: None),
                               on_warning=lambda path, message: note(f"warning: {path}: {message}"))
-    if label is not None and session is None:
-        raise click.UsageError("--label needs --session (a label names an undo point)")
     try:
         result = workspace.snapshot(session=session, label=label, options=options)
     finally:

@@ -291,7 +291,7 @@ def _read_optional(path: str) -> bytes | None:
         return None
 
 
-_SECTION = r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]\s*(.*)$'
+_SECTION = r'^\s*\[\s*([A-Za-z0-9.-]+)(\s+"(?:[^"\\]|\\.)*")?\s*\]\s*(.*)$'
 _KEY_VALUE = r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*?))?\s*$"
 
 
@@ -325,8 +325,9 @@ def config_excludes_file(config_text: str) -> str | None:
             continue
         m = re.match(_SECTION, stripped)
         if m:
-            section = m.group(1).lower()
-            stripped = m.group(2).strip()
+            # `[core "x"]` is the section core.x, not core: its keys are not core's.
+            section = m.group(1).lower() if m.group(2) is None else ""
+            stripped = m.group(3).strip()
             if not stripped:
                 continue
         if section != "core":
@@ -337,10 +338,31 @@ def config_excludes_file(config_text: str) -> str | None:
     return found
 
 
-def _expand_user(path: str) -> str:
-    if path.startswith("~/") or path == "~":
-        return os.path.join(os.path.expanduser("~"), path[2:])
-    return path
+def _config_path(value: str, root: str) -> str:
+    """A path-valued config setting as git opens it: `~` and `~user` expanded, and a relative
+    path taken from the top of the work tree (git runs from there)."""
+    if value.startswith("~"):
+        value = os.path.expanduser(value)
+    return os.path.join(root, value)
+
+
+def git_common_dir(root: str) -> str | None:
+    """The git folder whose `info/exclude` and `config` git reads for the work tree `root`.
+
+    That is `root/.git`, or where a `.git` file points (`gitdir: ...`, as in linked worktrees and
+    submodules), then its `commondir` if it has one (worktrees share the main repository's)."""
+    dot_git = os.path.join(root, ".git")
+    if os.path.isdir(dot_git):
+        git_dir = dot_git
+    else:
+        data = _read_optional(dot_git)
+        if data is None or not data.startswith(b"gitdir:"):
+            return None
+        git_dir = os.path.join(root, os.fsdecode(data[len(b"gitdir:"):].strip()))
+    common = _read_optional(os.path.join(git_dir, "commondir"))
+    if common is not None and common.strip():
+        git_dir = os.path.join(git_dir, os.fsdecode(common.strip()))
+    return git_dir
 
 
 def global_excludes_path(root: str) -> str | None:
@@ -353,7 +375,9 @@ def global_excludes_path(root: str) -> str | None:
     configs += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
     if os.environ.get("GIT_CONFIG_GLOBAL"):
         configs[-2:] = [os.environ["GIT_CONFIG_GLOBAL"]]
-    configs.append(os.path.join(root, ".git", "config"))
+    common_dir = git_common_dir(root)
+    if common_dir is not None:
+        configs.append(os.path.join(common_dir, "config"))
     chosen: str | None = None
     for config in configs:
         data = _read_optional(config)
@@ -364,7 +388,7 @@ def global_excludes_path(root: str) -> str | None:
             chosen = value
     if chosen is None:
         return os.path.join(xdg, "git", "ignore")
-    return _expand_user(chosen) if chosen else None
+    return _config_path(chosen, root) if chosen else None
 
 
 def read_ignore_file(path: str, base: str = "", follow_symlinks: bool = True) -> IgnoreFile | None:
@@ -385,7 +409,10 @@ def read_ignore_file(path: str, base: str = "", follow_symlinks: bool = True) ->
 def root_rules(root: str) -> IgnoreRules:
     """The rules that apply before any per-folder `.gitignore`: info/exclude, global excludes."""
     files: list[IgnoreFile] = []
-    info_exclude = read_ignore_file(os.path.join(root, ".git", "info", "exclude"))
+    common_dir = git_common_dir(root)
+    info_exclude = None
+    if common_dir is not None:
+        info_exclude = read_ignore_file(os.path.join(common_dir, "info", "exclude"))
     if info_exclude:
         files.append(info_exclude)
     global_path = global_excludes_path(root)

@@ -43,6 +43,8 @@ from .walk import KIND_LINK, FileEntry, Folder, WalkOptions, walk
 
 _IS_WINDOWS = sys.platform == "win32"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# A file swapped for a fifo after the walk must not block the open; fstat then refuses it.
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
 STREAM_THRESHOLD = 8 << 20
 READ_ATTEMPTS = 3
@@ -94,7 +96,8 @@ def check_root(root: str, force: bool) -> str:
     is_drive_root = os.path.dirname(real) == real
     if not force and (is_drive_root or real == home):
         what = "the file-system root" if is_drive_root else "your home folder"
-        raise UsageError(f"refusing to snapshot {what}: pass --force if you mean it", real)
+        # Exit 1 like every other input the snapshot refuses (issue 2), not a usage error.
+        raise SnapshotError(f"refusing to protect {what}: pass --force if you mean it", real)
     return real
 
 
@@ -146,7 +149,7 @@ class _Hasher:
         return sha, st
 
     def _file_blob(self, disk: str) -> tuple[bytes, os.stat_result]:
-        fd = os.open(disk, os.O_RDONLY | _O_NOFOLLOW | _O_BINARY)
+        fd = os.open(disk, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_BINARY)
         try:
             before = os.fstat(fd)
             if not stat.S_ISREG(before.st_mode):
@@ -259,7 +262,12 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                                           skip_dirs=store_exclusion(real_root, store),
                                           on_warning=warn))
     cache_path = os.path.join(store.cache_dir, "statcache")
-    cache = StatCache.load(cache_path, on_warning=warn)
+    cache = StatCache.load(cache_path, store.identity, on_warning=warn)
+    if cache.root is not None and not store.has(cache.root):
+        # The cache vouches for objects below its last root; if the store lost that root
+        # (packs deleted, a store restored from an old backup), trust none of it.
+        warn(cache_path, "store lacks the objects the stat cache relied on; hashing everything")
+        cache = StatCache(identity=store.identity)
 
     blobs: dict[str, tuple[int, bytes]] = {}
     new_entries: dict[str, Entry] = {}
@@ -289,7 +297,11 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     unchanged = (not todo and len(new_entries) == len(cache.files)
                  and folder_states == cache.folders)
     if not unchanged:  # rewriting an identical cache would only cost time
-        cache.save(cache_path, new_entries, folder_states, start_ns)
+        try:
+            cache.save(cache_path, new_entries, folder_states, start_ns)
+        except OSError as err:
+            # The snapshot itself is complete and durable; a missing cache only costs time.
+            warn(cache_path, f"could not save the stat cache: {err.strerror or err}")
     return SnapshotResult(id=root_tree.hex(), files=total, hashed=len(todo),
                           new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
                           seconds=time.perf_counter() - started, warnings=warnings)

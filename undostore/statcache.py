@@ -20,7 +20,7 @@ import sys
 from .atomic import CorruptFrame, quarantine, read_framed, write_framed
 
 _KIND = b"STAT"
-_VERSION = (2, marshal.version, sys.implementation.cache_tag)
+_VERSION = (3, marshal.version, sys.implementation.cache_tag)
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
 
@@ -56,9 +56,16 @@ class StatCache:
     """Loaded once per snapshot; a new one is saved after the snapshot's pack is committed."""
 
     def __init__(self, files: dict[str, Entry] | None = None,
-                 folders: dict[str, FolderState] | None = None) -> None:
+                 folders: dict[str, FolderState] | None = None, identity: str = "") -> None:
         self.files: dict[str, Entry] = files or {}
         self.folders: dict[str, FolderState] = folders or {}
+        self.identity = identity   # the store this cache belongs to
+
+    @property
+    def root(self) -> bytes | None:
+        """The root tree of the last save: every object the cache vouches for is below it."""
+        state = self.folders.get("")
+        return state[0] if state is not None else None
 
     @property
     def trees(self) -> dict[str, bytes]:
@@ -66,25 +73,33 @@ class StatCache:
         return {path: state[0] for path, state in self.folders.items() if state[0] is not None}
 
     @classmethod
-    def load(cls, path: str, on_warning=None) -> StatCache:  # noqa: ANN001
+    def load(cls, path: str, store_identity: str = "", on_warning=None,  # noqa: ANN001
+             ) -> StatCache:
+        """The cache at `path`, or an empty one if it is missing, damaged, written by another
+        format or Python, or bound to another store (its blob ids would mean nothing here)."""
+        empty = cls(identity=store_identity)
         try:
             payload = read_framed(path, _KIND)
         except CorruptFrame:
             quarantine(path)
             if on_warning:
                 on_warning(path, "stat cache was damaged; discarded (all files are hashed again)")
-            return cls()
+            return empty
+        except IsADirectoryError:
+            quarantine(path)  # something else sits where the cache goes: move it aside
+            return empty
         except OSError:
-            return cls()
+            return empty
         if payload is None:
-            return cls()
+            return empty
         try:
-            version, files, folders = marshal.loads(payload)
+            version, identity, files, folders = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
-            return cls()
-        if version != _VERSION or not isinstance(files, dict) or not isinstance(folders, dict):
-            return cls()  # written by another Python or format: not ours to trust
-        return cls(files, folders)
+            return empty
+        if (version != _VERSION or identity != store_identity or not isinstance(files, dict)
+                or not isinstance(folders, dict)):
+            return empty
+        return cls(files, folders, store_identity)
 
     def lookup(self, path: str, st: os.stat_result) -> Entry | None:
         entry = self.files.get(path)
@@ -103,7 +118,7 @@ class StatCache:
         Folder states need no such care: a folder's cached tree id is reused only when every
         file in it was a cache hit, and a racy file never is."""
         kept = {p: e for p, e in files.items() if not _entry_racy(e, start_ns)}
-        payload = marshal.dumps((_VERSION, kept, folders))
+        payload = marshal.dumps((_VERSION, self.identity, kept, folders))
         # Not fsynced: losing the cache in a crash only costs a rehash, never correctness.
         write_framed(path, _KIND, payload, durable=False)
 

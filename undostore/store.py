@@ -76,6 +76,7 @@ class Store:
         self.restore_dir = os.path.join(self.path, "restore")
         self.tmp_dir = os.path.join(self.path, "tmp")
         self.root = root
+        self.identity = ""
         if create:
             self._ensure_layout()
         elif not os.path.isfile(os.path.join(self.path, "FORMAT")):
@@ -90,9 +91,12 @@ class Store:
         format_file = os.path.join(self.path, "FORMAT")
         if os.path.isfile(format_file):
             with open(format_file, encoding="utf-8", errors="replace") as f:
-                first = f.readline().strip()
-            if first != FORMAT_LINE:
-                raise StoreError(f"not an undostore store of this version ({first!r})", self.path)
+                lines = f.read().splitlines()
+            if not lines or lines[0].strip() != FORMAT_LINE:
+                found = lines[0].strip() if lines else ""
+                raise StoreError(f"not an undostore store of this version ({found!r})", self.path)
+            self.identity = next((line[4:].strip() for line in lines if line.startswith("id: ")),
+                                 "")
             return
         if os.path.isdir(self.path) and os.listdir(self.path):
             raise StoreError("folder exists, is not empty and is not an undostore store",
@@ -106,7 +110,9 @@ class Store:
                 _make_private_dirs(folder)
             from .atomic import atomic_write
 
-            note = f"{FORMAT_LINE}\nroot: {self.root or ''}\n"
+            # A random identity: caches bound to it are never trusted by another store.
+            self.identity = os.urandom(8).hex()
+            note = f"{FORMAT_LINE}\nid: {self.identity}\nroot: {self.root or ''}\n"
             atomic_write(format_file, note.encode("utf-8", "surrogateescape"))
         except OSError as err:
             raise StoreError(f"cannot create the store: {err.strerror}", self.path) from err

@@ -139,14 +139,15 @@ def walk(root: str, options: WalkOptions | None = None) -> list[Folder]:
     return _walk_threaded(root, start, options)
 
 
-def _count(folders: list[Folder], folder: Folder, total: int, options: WalkOptions) -> int:
+def _count(root: str, folders: list[Folder], folder: Folder, total: int,
+           options: WalkOptions) -> int:
     folders.append(folder)
     total += len(folder.files)
     if total > options.max_files:
         raise SnapshotError(
             f"more than {options.max_files:,} files to capture; raise the limit "
             "(max_files / --max-files) or ignore generated folders in .gitignore",
-            folder.path or ".")
+            root)  # the limit is on the whole root: name it, not the folder where it ran out
     return total
 
 
@@ -157,7 +158,7 @@ def _walk_serial(root: str, start: IgnoreRules, options: WalkOptions) -> list[Fo
     while stack:
         rel, rules = stack.pop()
         folder, todo = _scan_folder(root, rel, rules, options)
-        total = _count(folders, folder, total, options)
+        total = _count(root, folders, folder, total, options)
         stack.extend(todo)
     return folders
 
@@ -176,7 +177,7 @@ def _walk_threaded(root: str, start: IgnoreRules, options: WalkOptions) -> list[
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     folder, todo = future.result()
-                    total = _count(folders, folder, total, options)
+                    total = _count(root, folders, folder, total, options)
                     for rel, rules in todo:
                         pending.add(pool.submit(_scan_folder, root, rel, rules, options))
         except BaseException:

@@ -1,0 +1,444 @@
+"""Every bad input to a snapshot, through the library and through the `undostore` command.
+
+A failed snapshot must name the path and the cause, exit 1 (2 for a bad argument), print no id,
+and leave the store as it was: no new pack, no temp file. Special files are skipped with a
+warning and the snapshot succeeds. All faults are real: real permissions (a child process drops
+root's privileges), real files deleted or grown by another thread or process while the snapshot
+runs, real fifos, sockets and devices.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from undostore import SnapshotError, SnapshotOptions, UsageError, Workspace
+from undostore.atomic import TEMP_PREFIX
+
+from .conftest import IS_WINDOWS
+
+posix_only = pytest.mark.skipif(IS_WINDOWS, reason="POSIX file types and permissions")
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+NOBODY = 65534
+CHILD_TIMEOUT = 60
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None,
+            timeout: float = CHILD_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "undostore", *args], capture_output=True,
+                          text=True, errors="surrogateescape", env=env, timeout=timeout)
+
+
+def store_files(store: Path) -> tuple[set[str], list[str]]:
+    """(pack and index names, temp files anywhere in the store)."""
+    pack_dir = store / "objects" / "pack"
+    packs = {p.name for p in pack_dir.iterdir()} if pack_dir.is_dir() else set()
+    temps = [str(p) for p in store.rglob("*") if TEMP_PREFIX in p.name]
+    return packs, temps
+
+
+def assert_failed_cleanly(result: subprocess.CompletedProcess[str], store: Path,
+                          packs_before: set[str], path: str | Path, cause: str,
+                          code: int = 1) -> None:
+    assert result.returncode == code, result.stderr
+    assert result.stdout == "", "a failed snapshot prints no id"
+    assert str(path) in result.stderr, result.stderr
+    assert cause in result.stderr, result.stderr
+    packs, temps = store_files(store)
+    assert packs == packs_before, "a failed snapshot adds no pack"
+    assert temps == []
+
+
+def snapshot_cli(root: Path, store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("--root", str(root), "--store", str(store), "snapshot", *args)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> tuple[Path, Path]:
+    """A small tree and its store, with one good snapshot already taken."""
+    root = tmp_path / "tree"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("a")
+    (root / "sub" / "b.txt").write_text("b")
+    store = tmp_path / "store"
+    with Workspace(root, store=store) as ws:
+        ws.snapshot()
+    return root, store
+
+
+# --- unreadable file ---------------------------------------------------------------------------
+
+# Runs the snapshot in a process that cannot read a chmod-000 file. As root (who reads anyway),
+# it first takes a throwaway snapshot so every module the snapshot imports lazily is loaded,
+# then drops to `nobody` (the interpreter's own files may be unreadable to nobody).
+_UNPRIVILEGED_CHILD = textwrap.dedent("""
+    import os, sys
+    import undostore_cli.main
+    from undostore import UndostoreError, Workspace
+    mode, warm_root, warm_store, root, store, uid = sys.argv[1:7]
+    with Workspace(warm_root, store=warm_store) as ws:
+        ws.snapshot()
+    if os.geteuid() == 0:
+        os.setgroups([])
+        os.setgid(int(uid))
+        os.setuid(int(uid))
+    if mode == "cli":
+        undostore_cli.main.main(["--root", root, "--store", store, "snapshot"])
+    try:
+        with Workspace(root, store=store) as ws:
+            print(ws.snapshot().id)
+    except UndostoreError as err:
+        print(f"{type(err).__name__}: {err}", file=sys.stderr)
+        sys.exit(err.exit_code)
+""")
+
+
+@posix_only
+@pytest.mark.parametrize("what", ["file", "folder"])
+@pytest.mark.parametrize("mode", ["library", "cli"])
+def test_unreadable_file_or_folder_fails_naming_the_path(mode: str, what: str, tmp_path: Path):
+    # A folder outside pytest's 0700 temp root, so `nobody` can reach it.
+    work = Path(tempfile.mkdtemp(prefix="undostore-unreadable-"))
+    try:
+        os.chmod(work, 0o755)
+        root = work / "tree"
+        (root / "sub").mkdir(parents=True)
+        (root / "ok.txt").write_text("fine")
+        secret = root / "sub" / "secret.txt"
+        secret.write_text("no one may read this")
+        store = work / "store"
+        with Workspace(root, store=store) as ws:
+            ws.snapshot()
+        secret.write_text("changed, so the stat cache cannot answer for it")
+        locked = secret if what == "file" else secret.parent
+        warm = tmp_path / "warm"
+        warm.mkdir()
+        (warm / "f").write_text("warm-up")
+        if IS_ROOT:
+            for path in [work, *work.rglob("*")]:
+                os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+        locked.chmod(0)
+        packs_before, _ = store_files(store)
+        result = subprocess.run(
+            [sys.executable, "-c", _UNPRIVILEGED_CHILD, mode, str(warm), str(tmp_path / "ws"),
+             str(root), str(store), str(NOBODY)],
+            capture_output=True, text=True, timeout=CHILD_TIMEOUT)
+        assert_failed_cleanly(result, store, packs_before, locked, "Permission denied")
+        if mode == "library":
+            assert result.stderr.startswith("SnapshotError: ")
+    finally:
+        for path in (secret, secret.parent):
+            if path.exists():
+                path.chmod(0o755)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# --- a file that vanishes between the walk and the read ----------------------------------------
+
+
+def _many_files(root: Path, count: int) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        (root / f"f{i:05d}").write_text(f"file {i}")
+
+
+def test_file_vanishing_after_the_walk_fails_the_snapshot(tmp_path: Path):
+    root = tmp_path / "tree"
+    _many_files(root, 1500)
+    store = tmp_path / "store"
+    with Workspace(tmp_path / "tree", store=store):
+        pass
+    packs_before, _ = store_files(store)
+    deleted: list[str] = []
+
+    def delete_everything_on_first_progress(done: int, total: int) -> None:
+        # Called after 1,000 files were hashed: the walk has listed all 1,500.
+        if done < total and not deleted:
+            for name in os.listdir(root):
+                os.unlink(root / name)
+                deleted.append(name)
+
+    with Workspace(root, store=store) as ws, pytest.raises(SnapshotError) as caught:
+        ws.snapshot(options=SnapshotOptions(on_progress=delete_everything_on_first_progress,
+                                            hash_threads=1))
+    assert deleted, "the progress callback ran while files were still to be read"
+    assert "vanished" in caught.value.message
+    assert caught.value.path is not None
+    assert Path(caught.value.path).parent == root and Path(caught.value.path).name in deleted
+    assert store_files(store) == (packs_before, [])
+
+
+@posix_only
+def test_file_vanishing_under_the_command_fails_it_cleanly(tmp_path: Path):
+    """Another process deletes and recreates files without pause while `undostore snapshot` runs;
+    runs that catch a file between listing and reading must fail cleanly, never half-record."""
+    root = tmp_path / "tree"
+    churn = root / "churn"
+    _many_files(churn, 300)
+    store = tmp_path / "store"
+    assert snapshot_cli(root, store).returncode == 0
+    churner = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import os
+        folder = {str(churn)!r}
+        names = sorted(os.listdir(folder))
+        while True:
+            for name in names:
+                path = os.path.join(folder, name)
+                os.unlink(path)
+                with open(path, "w") as f:
+                    f.write(name)
+    """)])
+    vanished = 0
+    try:
+        for _ in range(40):
+            packs_before, _ = store_files(store)
+            result = snapshot_cli(root, store)
+            if result.returncode == 0:
+                assert len(result.stdout.strip()) == 40
+                continue
+            assert_failed_cleanly(result, store, packs_before, churn, "")
+            if "vanished" in result.stderr:
+                vanished += 1
+                if vanished >= 2:
+                    break
+    finally:
+        churner.kill()
+        churner.wait()
+    assert vanished >= 1, "no run caught a file between the walk and the read"
+
+
+# --- a file that changes while it is being read ------------------------------------------------
+
+BIG = 12 << 20  # above the streaming threshold: each read takes long enough to see writes
+
+
+def _appender(path: Path, stop: threading.Event) -> None:
+    with open(path, "ab", buffering=0) as f:
+        while not stop.is_set():
+            f.write(b"more bytes\n")
+
+
+def test_file_growing_during_the_snapshot_fails_it(tmp_path: Path):
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "steady.txt").write_text("steady")
+    growing = root / "growing.log"
+    growing.write_bytes(os.urandom(BIG))
+    store = tmp_path / "store"
+    with Workspace(root, store=store):
+        pass
+    packs_before, _ = store_files(store)
+    stop = threading.Event()
+    writer = threading.Thread(target=_appender, args=(growing, stop), daemon=True)
+    writer.start()
+    try:
+        with Workspace(root, store=store) as ws, pytest.raises(SnapshotError) as caught:
+            ws.snapshot()
+    finally:
+        stop.set()
+        writer.join()
+    assert caught.value.path == str(growing)
+    assert "changed while being read" in caught.value.message
+    assert store_files(store) == (packs_before, [])
+
+
+def test_file_growing_under_the_command_fails_it(tree: tuple[Path, Path]):
+    root, store = tree
+    growing = root / "sub" / "growing.log"
+    growing.write_bytes(os.urandom(BIG))
+    appender = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        with open({str(growing)!r}, "ab", buffering=0) as f:
+            while True:
+                f.write(b"more bytes\\n")
+    """)])
+    try:
+        deadline = time.monotonic() + 20
+        while growing.stat().st_size == BIG:  # wait until the other process really writes
+            assert time.monotonic() < deadline, "the appending process never started"
+            time.sleep(0.01)
+        packs_before, _ = store_files(store)
+        result = snapshot_cli(root, store)
+    finally:
+        appender.kill()
+        appender.wait()
+    assert_failed_cleanly(result, store, packs_before, growing, "changed while being read")
+
+
+# --- special files -----------------------------------------------------------------------------
+
+
+def _make_special_files(root: Path) -> list[str]:
+    """A fifo, a socket and (where allowed) a device; returns their relative paths."""
+    made = []
+    os.mkfifo(root / "fifo")
+    made.append("fifo")
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(root / "sub" / "sock"))
+    finally:
+        sock.close()
+    made.append("sub/sock")
+    try:
+        os.mknod(root / "sub" / "null", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+        made.append("sub/null")
+    except PermissionError:
+        pass  # creating devices needs privileges; the fifo and socket still test the rule
+    return made
+
+
+@posix_only
+def test_special_files_are_skipped_with_a_warning(tree: tuple[Path, Path], git):
+    root, store = tree
+    special = _make_special_files(root)
+    with Workspace(root, store=store) as ws:
+        result = ws.snapshot()
+    assert sorted(path for path, _ in result.warnings) == sorted(special)
+    assert all("not a regular file" in message for _, message in result.warnings)
+    assert result.files == 2
+    assert result.id == git.write_tree(root)  # git skips them too
+
+
+@posix_only
+def test_special_files_are_skipped_with_a_warning_by_the_command(tree: tuple[Path, Path]):
+    root, store = tree
+    special = _make_special_files(root)
+    result = snapshot_cli(root, store)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.strip()) == 40
+    for path in special:
+        assert f"warning: {path}: skipped" in result.stderr
+
+
+def test_file_replaced_by_a_fifo_after_the_walk_fails_without_hanging(tmp_path: Path):
+    """Opening a fifo for reading waits for a writer: the snapshot must not wait forever."""
+    if IS_WINDOWS:
+        pytest.skip("no fifos on Windows")
+    root = tmp_path / "tree"
+    _many_files(root, 1200)
+    script = textwrap.dedent(f"""
+        import os, sys
+        from undostore import SnapshotOptions, UndostoreError, Workspace
+        root = {str(root)!r}
+        def swap_files_for_fifos(done, total):
+            if done < total:
+                for name in os.listdir(root):
+                    os.unlink(os.path.join(root, name))
+                    os.mkfifo(os.path.join(root, name))
+        try:
+            with Workspace(root, store={str(tmp_path / "store")!r}) as ws:
+                ws.snapshot(options=SnapshotOptions(on_progress=swap_files_for_fifos,
+                                                    hash_threads=1))
+        except UndostoreError as err:
+            print(err, file=sys.stderr)
+            sys.exit(err.exit_code)
+    """)
+    try:
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                timeout=10)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the snapshot blocked opening a fifo that replaced a file after the walk")
+    assert result.returncode == 1, result.stderr
+    assert str(root) in result.stderr and "regular file" in result.stderr
+
+
+# --- refused roots -----------------------------------------------------------------------------
+
+
+@posix_only
+def test_file_system_root_is_refused(tmp_path: Path):
+    with pytest.raises(SnapshotError) as caught:
+        Workspace("/")
+    assert caught.value.path == "/" and "--force" in caught.value.message
+    result = run_cli("--root", "/", "snapshot")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "/: refusing" in result.stderr and "--force" in result.stderr
+    assert not (Path(os.environ["UNDOSTORE_HOME"]) / "stores").exists(), "no store is created"
+
+
+def test_home_folder_is_refused_unless_forced(tmp_path: Path):
+    home = Path(os.environ["HOME"]).resolve()
+    (home / "notes.txt").write_text("mine")
+    with pytest.raises(SnapshotError) as caught:
+        Workspace(home)
+    assert caught.value.path == str(home) and "home folder" in caught.value.message
+    result = run_cli("--root", str(home), "snapshot")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert f"{home}: refusing" in result.stderr and "--force" in result.stderr
+    assert not (home / ".undostore" / "stores").exists(), "no store is created"
+
+    forced = run_cli("--root", str(home), "--force", "snapshot", "--json")
+    assert forced.returncode == 0, forced.stderr
+    with Workspace(home, force=True) as ws:
+        result_forced = ws.snapshot()
+    # The store lies under the home folder here and is never captured.
+    assert result_forced.files == 1
+    assert f'"id": "{result_forced.id}"' in forced.stdout
+
+
+@posix_only
+def test_symlink_to_the_home_folder_is_refused(tmp_path: Path):
+    home = Path(os.environ["HOME"]).resolve()
+    link = tmp_path / "looks-harmless"
+    link.symlink_to(home)
+    result = run_cli("--root", str(link), "snapshot")
+    assert result.returncode == 1 and str(home) in result.stderr
+
+
+# --- too many files ----------------------------------------------------------------------------
+
+
+def test_more_files_than_the_limit_fail_with_a_clear_message(tree: tuple[Path, Path]):
+    root, store = tree
+    for i in range(5):
+        (root / f"extra{i}").write_text(str(i))
+    packs_before, _ = store_files(store)
+    with Workspace(root, store=store) as ws, pytest.raises(SnapshotError) as caught:
+        ws.snapshot(options=SnapshotOptions(max_files=3))
+    assert "more than 3 files" in caught.value.message
+    assert caught.value.path == os.path.realpath(root)
+    result = snapshot_cli(root, store, "--max-files", "3")
+    assert_failed_cleanly(result, store, packs_before, f"{os.path.realpath(root)}: more than 3",
+                          "more than 3 files")
+    assert "--max-files" in result.stderr
+    assert snapshot_cli(root, store, "--max-files", "7").returncode == 0
+
+
+def test_max_files_must_be_a_positive_number(tree: tuple[Path, Path]):
+    root, store = tree
+    result = snapshot_cli(root, store, "--max-files", "0")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert "--max-files" in result.stderr
+
+
+# --- roots that are not folders ----------------------------------------------------------------
+
+
+def test_missing_root_is_a_usage_error(tmp_path: Path):
+    missing = tmp_path / "does-not-exist"
+    with pytest.raises(UsageError) as caught:
+        Workspace(missing)
+    assert caught.value.path == str(missing)
+    result = run_cli("--root", str(missing), "snapshot")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert str(missing) in result.stderr and "not a folder" in result.stderr
+    assert not missing.exists()
+
+
+def test_root_that_is_a_file_is_a_usage_error(tmp_path: Path):
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    result = run_cli("--root", str(a_file), "snapshot")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert str(a_file) in result.stderr
