@@ -54,6 +54,12 @@ def main(argv: list[str] | None = None) -> None:
     except UndostoreError as err:
         click.echo(f"undostore: error: {err}", err=True)
         sys.exit(err.exit_code)
+    except OSError as err:
+        # The library turns the OSErrors it expects into UndostoreError; one that slips through
+        # still gets the path and the cause, not a traceback.
+        where = f"{err.filename}: " if err.filename else ""
+        click.echo(f"undostore: error: {where}{err.strerror or err}", err=True)
+        sys.exit(1)
     except KeyboardInterrupt:
         click.echo("undostore: interrupted", err=True)
         sys.exit(130)
