@@ -37,6 +37,7 @@ from .objects import (
     hash_object,
     object_header,
 )
+from .recent import remember
 from .statcache import Entry, FolderState, StatCache, make_entry
 from .store import Store
 from .walk import KIND_LINK, FileEntry, Folder, WalkOptions, walk
@@ -294,6 +295,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         writer.abort()
         raise
     store.refresh()
+    remember(store.path, root_tree)  # so gc's grace period covers this id
     unchanged = (not todo and len(new_entries) == len(cache.files)
                  and folder_states == cache.folders)
     if not unchanged:  # rewriting an identical cache would only cost time

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from dulwich.object_store import DiskObjectStore
 
 FORMAT_LINE = "undostore 1"
+_LAYOUT_NAMES = {"FORMAT", "lock", "objects", "sessions", "cache", "restore", "tmp", "refs"}
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
 
@@ -98,9 +99,11 @@ class Store:
             self.identity = next((line[4:].strip() for line in lines if line.startswith("id: ")),
                                  "")
             return
-        if os.path.isdir(self.path) and os.listdir(self.path):
+        if os.path.isdir(self.path) and set(os.listdir(self.path)) - _LAYOUT_NAMES:
             raise StoreError("folder exists, is not empty and is not an undostore store",
                              self.path)
+        # Two processes may create the same new store at once: creating the layout is
+        # idempotent, and FORMAT is linked into place whole, so the second one reads the first's.
         try:
             _make_private_dirs(self.path)
             for folder in (self.objects_dir, self.pack_dir, os.path.join(self.objects_dir, "info"),
@@ -111,11 +114,24 @@ class Store:
             from .atomic import atomic_write
 
             # A random identity: caches bound to it are never trusted by another store.
-            self.identity = os.urandom(8).hex()
-            note = f"{FORMAT_LINE}\nid: {self.identity}\nroot: {self.root or ''}\n"
-            atomic_write(format_file, note.encode("utf-8", "surrogateescape"))
+            identity = os.urandom(8).hex()
+            note = f"{FORMAT_LINE}\nid: {identity}\nroot: {self.root or ''}\n"
+            draft = os.path.join(self.tmp_dir, f"FORMAT-{identity}")
+            atomic_write(draft, note.encode("utf-8", "surrogateescape"))
+            try:
+                os.link(draft, format_file)  # fails if another process created the store first
+            except FileExistsError:
+                pass
+            except OSError:
+                # No hard links here (FAT, some network shares): a plain rename, last one wins.
+                if not os.path.exists(format_file):
+                    os.replace(draft, format_file)
+            finally:
+                if os.path.exists(draft):
+                    os.unlink(draft)
         except OSError as err:
             raise StoreError(f"cannot create the store: {err.strerror}", self.path) from err
+        self._ensure_layout()  # read back whichever FORMAT won
 
     # --- objects -----
 
@@ -149,7 +165,13 @@ class Store:
         """(type number, body) of an object, hash-checked. Raises IncompleteSnapshotError."""
         hex_id = sha.hex()
         try:
-            type_num, body = self.dulwich.get_raw(hex_id.encode("ascii"))
+            try:
+                type_num, body = self.dulwich.get_raw(hex_id.encode("ascii"))
+            except (KeyError, FileNotFoundError):
+                # A gc in another process may have repacked since the pack list was read:
+                # look again once before calling the object missing.
+                self.refresh()
+                type_num, body = self.dulwich.get_raw(hex_id.encode("ascii"))
         except KeyError:
             raise IncompleteSnapshotError(f"object {hex_id} is missing from the store",
                                           missing=[hex_id]) from None

@@ -1,0 +1,246 @@
+"""Restore speed against git, in the same run, on the same trees.
+
+    python benchmarks/bench_restore.py                 # 20,000 files, 2,000 modified, 5 repeats
+    python benchmarks/bench_restore.py --repeats 3 --workdir /tmp/br --keep
+
+Two cases (the targets of issue 4: undostore at most 2x git):
+
+- modified: a 20,000-file tree (1,000 folders) in which 2,000 files differ between snapshots A
+  and B. undostore restores A, then B, then A, ... (`Workspace.restore` in-process, and the
+  `undostore restore ID --yes` process); git does `git read-tree -m -u CUR NEW` between the same
+  two trees in a private git dir whose index tracks the same files. Both sides alternate.
+- new: the 20,000 files of A restored into an empty folder; git does `git checkout-index -a`
+  from an index holding A (the `git read-tree A` that fills the index is not timed).
+
+Durability is included on undostore's side: temp files are made durable before they are renamed
+(one `syncfs` per batch on Linux), and the restore journal is written and removed with fsyncs.
+git never fsyncs work-tree files (`core.fsync` covers only its own database), so git's numbers
+carry no durability cost. undostore's time also includes the safety snapshot it takes first (a
+walk of all 20,000 files), which `git read-tree` does not need because its index already holds
+their stat data. The machine is shared: ratios from the same run mean more than absolute times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
+import gen_tree  # noqa: E402
+from common import fmt_seconds, median  # noqa: E402
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def _all_files(root: str) -> list[str]:
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        out.extend(os.path.join(folder, name) for name in sorted(files))
+    return out
+
+
+def _modify(root: str, count: int, seed: int) -> list[str]:
+    """Append a line to `count` files chosen by `seed` (the same files in every copy)."""
+    rels = sorted(os.path.relpath(p, root) for p in _all_files(root))
+    chosen = random.Random(seed).sample(rels, count)
+    for rel in chosen:
+        with open(os.path.join(root, rel), "ab") as f:
+            f.write(f"# changed for the restore benchmark ({rel})\n".encode())
+    return chosen
+
+
+class Git:
+    """git with a private git dir and index over one work tree."""
+
+    def __init__(self, git_dir: str, work_tree: str, env: dict[str, str],
+                 index: str | None = None) -> None:
+        self.git_dir, self.work_tree = git_dir, work_tree
+        self.env = {**env, "GIT_DIR": git_dir, "GIT_WORK_TREE": work_tree,
+                    "GIT_INDEX_FILE": index or os.path.join(git_dir, "index")}
+
+    @staticmethod
+    def init(git_dir: str, env: dict[str, str]) -> None:
+        common.run_process(["git", "init", "-q", "--bare", git_dir], env=env).check()
+        for key, value in (("core.bare", "false"), ("core.autocrlf", "false"),
+                           ("core.filemode", "true"), ("core.symlinks", "true")):
+            common.run_process(["git", "--git-dir", git_dir, "config", key, value],
+                               env=env).check()
+
+    def run(self, *args: str) -> common.ProcessRun:
+        return common.run_process(["git", *args], cwd=self.work_tree, env=self.env).check()
+
+
+def _undostore_cli(root: str, store: str, target: str, env: dict[str, str]) -> common.ProcessRun:
+    argv = [sys.executable, "-m", "undostore", "--root", root, "--store", store,
+            "restore", target, "--yes", "--json"]
+    return common.run_process(argv, env=env).check()
+
+
+def bench_modified(work: str, files: int, folders: int, modified: int, repeats: int,
+                   env: dict[str, str]) -> dict[str, object]:
+    from undostore import Workspace
+
+    base = os.path.join(work, "base")
+    gen_tree.ensure("tree", base, files=files, folders=folders)
+    ours_root, git_root = os.path.join(work, "u"), os.path.join(work, "g")
+    for copy in (ours_root, git_root):
+        if os.path.exists(copy):
+            shutil.rmtree(copy)
+        shutil.copytree(base, copy, symlinks=True)
+    store = os.path.join(work, "ustore")
+    if os.path.exists(store):
+        shutil.rmtree(store)
+    ws = Workspace(ours_root, store)
+    snap_a = ws.snapshot().id
+    git_dir = os.path.join(work, "g.git")
+    if os.path.exists(git_dir):
+        shutil.rmtree(git_dir)
+    Git.init(git_dir, env)
+    git = Git(git_dir, git_root, env)
+    git.run("add", "-A")
+    git_a = git.run("write-tree").stdout.strip()
+    _modify(ours_root, modified, seed=7)
+    _modify(git_root, modified, seed=7)
+    time.sleep(0.1)  # let the stat data age past the racy window for both tools
+    snap_b = ws.snapshot().id
+    git.run("add", "-A")
+    git_b = git.run("write-tree").stdout.strip()
+    if (snap_a, snap_b) != (git_a, git_b):
+        raise RuntimeError(f"snapshot ids differ from git's: {snap_a}/{snap_b} vs {git_a}/{git_b}")
+    ws.snapshot()  # a warm stat cache, as after any earlier snapshot
+
+    lib, cli, git_times = [], [], []
+    now = snap_b
+    for i in range(repeats * 2):
+        new = snap_a if now == snap_b else snap_b
+        started = time.perf_counter()
+        result = ws.restore(new)
+        lib.append(time.perf_counter() - started)
+        assert len(result.modified) == modified, (len(result.modified), result.warnings)
+        git_times.append(git.run("read-tree", "-m", "-u", now, new).seconds)
+        now = new
+        if i % 2 == 1:  # the CLI process, every other step (it pays Python's start-up)
+            back = snap_a if now == snap_b else snap_b
+            cli.append(_undostore_cli(ours_root, store, back, env).seconds)
+            git_times.append(git.run("read-tree", "-m", "-u", now, back).seconds)
+            now = back
+    if ws.snapshot().id != now:
+        raise RuntimeError("after the restores, the files do not snapshot to the target")
+    ws.close()
+    return _row("modified", f"{modified:,} of {files:,} files", lib, cli, git_times,
+                "git read-tree -m -u")
+
+
+def bench_new(work: str, files: int, folders: int, repeats: int,
+              env: dict[str, str]) -> dict[str, object]:
+    from undostore import Workspace
+
+    base = os.path.join(work, "base")
+    gen_tree.ensure("tree", base, files=files, folders=folders)
+    store = os.path.join(work, "ustore-new")
+    if os.path.exists(store):
+        shutil.rmtree(store)
+    with Workspace(base, store) as source:
+        snap = source.snapshot().id
+    git_dir = os.path.join(work, "gnew.git")
+    if os.path.exists(git_dir):
+        shutil.rmtree(git_dir)
+    Git.init(git_dir, env)
+    filler = Git(git_dir, base, env, index=os.path.join(work, "gnew.index"))
+    filler.run("add", "-A")
+    if filler.run("write-tree").stdout.strip() != snap:
+        raise RuntimeError("snapshot id differs from git's tree id")
+    ours_root, git_root = os.path.join(work, "unew"), os.path.join(work, "gnew")
+    git = Git(git_dir, git_root, env, index=os.path.join(work, "gnew.index"))
+    lib, cli, git_times = [], [], []
+    for i in range(repeats):
+        for root in (ours_root, git_root):
+            if os.path.exists(root):
+                shutil.rmtree(root)
+            os.mkdir(root)
+        git.run("read-tree", snap)
+        git_times.append(git.run("checkout-index", "-a").seconds)
+        if i % 2 == 0:
+            with Workspace(ours_root, store) as ws:
+                started = time.perf_counter()
+                result = ws.restore(snap)
+                lib.append(time.perf_counter() - started)
+                assert len(result.created) == files, len(result.created)
+                if i == 0 and ws.snapshot().id != snap:
+                    raise RuntimeError("the restored files do not snapshot to the target")
+        else:
+            cli.append(_undostore_cli(ours_root, store, snap, env).seconds)
+    return _row("new", f"{files:,} files into an empty folder", lib, cli, git_times,
+                "git checkout-index -a")
+
+
+def _row(case: str, what: str, lib: list[float], cli: list[float], git: list[float],
+         git_command: str) -> dict[str, object]:
+    lib_m, cli_m, git_m = median(lib), median(cli), median(git)
+    return {"case": case, "what": what, "git_command": git_command,
+            "undostore_library_s": lib_m, "undostore_cli_s": cli_m, "git_s": git_m,
+            "ratio_library": lib_m / git_m, "ratio_cli": cli_m / git_m,
+            "samples": {"library": lib, "cli": cli, "git": git}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=20_000)
+    parser.add_argument("--folders", type=int, default=1_000)
+    parser.add_argument("--modified", type=int, default=2_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cases", default="modified,new")
+    parser.add_argument("--workdir", help="reuse this folder (trees are kept for the next run)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = parser.parse_args(argv)
+    if shutil.which("git") is None:
+        print("bench_restore: git is needed as the reference", file=sys.stderr)
+        return 1
+    work = args.workdir or tempfile.mkdtemp(prefix="undostore-bench-restore-")
+    os.makedirs(work, exist_ok=True)
+    home = os.path.join(work, "home")
+    os.makedirs(home, exist_ok=True)
+    env = common.isolated_env(home)
+    os.environ.update({k: v for k, v in env.items() if k.startswith(("UNDOSTORE_", "HOME"))})
+    rows = []
+    load_before = common.load_average()
+    try:
+        cases = args.cases.split(",")
+        if "modified" in cases:
+            rows.append(bench_modified(work, args.files, args.folders, args.modified,
+                                       args.repeats, env))
+        if "new" in cases:
+            rows.append(bench_new(work, args.files, args.folders, args.repeats, env))
+    finally:
+        if not args.keep and not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"restore benchmark: {args.files:,} files in {args.folders:,} folders, "
+          f"{args.repeats} repeats, load average {load_before} -> {common.load_average()}, "
+          f"{common.tool_version(['git', '--version'])}, Python {sys.version.split()[0]}")
+    print("\n| case | undostore (library) | undostore (CLI process) | git | git command | "
+          "library / git | CLI / git |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        print(f"| {row['what']} | {fmt_seconds(row['undostore_library_s'])} s | "
+              f"{fmt_seconds(row['undostore_cli_s'])} s | {fmt_seconds(row['git_s'])} s | "
+              f"`{row['git_command']}` | {row['ratio_library']:.2f}x | {row['ratio_cli']:.2f}x |")
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    out = os.path.join(RESULTS_DIR, f"restore-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump({"rows": rows, "load_average": [load_before, common.load_average()]}, f,
+                  indent=1)
+    print(f"\n(medians; samples in {out})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,719 @@
+"""Snapshot speed, store size and memory: the `undostore snapshot` process against git's
+`git add -A && git write-tree` in a private git dir, in the same run, on the same trees.
+
+    python benchmarks/bench_snapshot.py --quick            # 20k tree only, few repeats
+    python benchmarks/bench_snapshot.py                    # every case (several minutes)
+    python benchmarks/bench_snapshot.py --cases 20k,threads --keep --workdir /tmp/ub
+
+Every snapshot id is checked against git's tree id for the same files. Results are printed as
+markdown and written as JSON to benchmarks/results/ (see benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
+import gen_tree  # noqa: E402
+from common import MB, DiskUsage, dir_usage, drop_caches, fmt_mb, fmt_seconds, median  # noqa: E402
+
+CASES = ("20k", "20k-cold", "threads", "100k", "big-file", "node-modules", "startup", "profile")
+QUICK_CASES = ("20k", "20k-cold", "startup")
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+TREES = {
+    "20k": ("tree", {"files": 20_000, "folders": 1_000}),
+    "100k": ("tree", {"files": 100_000, "folders": 5_000}),
+    "big-file": ("big-file", {"size": 1 << 30}),
+    "node-modules": ("node-modules", {}),
+}
+MEMORY_LIMIT = 100 * MB
+THREAD_CHOICES = (1, 2, 4)
+
+
+@dataclass
+class Step:
+    """One snapshot by one subject."""
+
+    seconds: float
+    peak_rss: int | None
+    id: str
+    hashed: int | None = None
+
+
+class UndostoreCli:
+    """`undostore --root T --store S snapshot --json` as a child process, own store."""
+
+    def __init__(self, label: str, command: list[str], tree: str, state: str,
+                 env: dict[str, str]) -> None:
+        self.label, self.command, self.tree, self.env = label, command, tree, env
+        self.store = os.path.join(state, "store")
+
+    def reset(self) -> None:
+        shutil.rmtree(self.store, ignore_errors=True)
+
+    def snapshot(self, measure_memory: bool = False) -> Step:
+        run = common.run_process(
+            [*self.command, "--root", self.tree, "--store", self.store, "snapshot", "--json"],
+            cwd=self.tree, env=self.env, measure_memory=measure_memory).check()
+        payload = json.loads(run.stdout)
+        return Step(run.seconds, run.peak_rss, payload["id"], payload["hashed"])
+
+    def usage(self) -> DiskUsage:
+        return common.dir_usage_by_part(self.store)
+
+
+class GitCli:
+    """`git add -A && git write-tree` with a private GIT_DIR and a fresh index; the first
+    snapshot also counts `git init` (undostore's counts creating its store)."""
+
+    label = "git"
+
+    def __init__(self, tree: str, state: str, env: dict[str, str]) -> None:
+        self.tree = tree
+        self.git_dir = os.path.join(state, "git")
+        self.env = {**env, "GIT_DIR": self.git_dir, "GIT_WORK_TREE": tree}
+
+    def reset(self) -> None:
+        shutil.rmtree(self.git_dir, ignore_errors=True)
+
+    def snapshot(self, measure_memory: bool = False) -> Step:
+        runs = []
+        if not os.path.isdir(self.git_dir):
+            runs.append(self._git("init", "-q"))
+        runs.append(self._git("add", "-A", measure_memory=measure_memory))
+        runs.append(self._git("write-tree", measure_memory=measure_memory))
+        peaks = [r.peak_rss for r in runs if r.peak_rss is not None]
+        return Step(sum(r.seconds for r in runs), max(peaks) if peaks else None,
+                    runs[-1].stdout.strip())
+
+    def _git(self, *args: str, measure_memory: bool = False) -> common.ProcessRun:
+        return common.run_process(["git", *args], cwd=self.tree, env=self.env,
+                                  measure_memory=measure_memory).check()
+
+    def usage(self) -> DiskUsage:
+        return dir_usage(self.git_dir)
+
+
+@dataclass
+class Row:
+    case: str
+    undostore: float | None
+    git: float | None
+    unit: str = "s"
+    target: str = "—"
+    limit: float | None = None        # ratio limit, or an absolute limit when `absolute`
+    absolute: bool = False
+
+    @property
+    def ratio(self) -> float | None:
+        if self.undostore is None or not self.git:
+            return None
+        return self.undostore / self.git
+
+    @property
+    def passed(self) -> bool | None:
+        if self.limit is None or self.undostore is None:
+            return None
+        value = self.undostore if self.absolute else self.ratio
+        return value is not None and value <= self.limit
+
+
+@dataclass
+class Bench:
+    """Settings and everything measured in one run."""
+
+    workdir: str
+    repeats: int
+    first_repeats: int
+    cold_repeats: int
+    keep: bool
+    env: dict[str, str]
+    rows: list[Row] = field(default_factory=list)
+    details: dict[str, object] = field(default_factory=dict)
+    summaries: dict[str, dict[str, object]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)
+    cold_problem: str | None = None
+    python: str = sys.executable     # the interpreter the CLI runs with
+
+    def log(self, message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    def tree(self, name: str) -> gen_tree.TreeInfo:
+        shape, params = TREES[name]
+        path = os.path.join(self.workdir, "trees", name)
+        self.log(f"tree {name}: generating or reusing {path}")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return gen_tree.ensure(shape, path, **params)
+
+    def state(self, *parts: str) -> str:
+        path = os.path.join(self.workdir, "state", *parts)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def subjects(self, case: str, tree: str, both_clis: bool) -> list:
+        commands = common.undostore_commands(self.python)
+        if not both_clis:
+            commands = dict(list(commands.items())[:1])
+        subjects: list = [UndostoreCli(label, cmd, tree, self.state(case, label.replace(" ", "_")),
+                                       self.env) for label, cmd in commands.items()]
+        return [*subjects, GitCli(tree, self.state(case, "git"), self.env)]
+
+
+# --- measuring -----------------------------------------------------------------------------
+
+
+def _files_of(tree: str) -> list[str]:
+    out = []
+    for folder, dirs, files in os.walk(tree):
+        dirs[:] = sorted(d for d in dirs if d != "node_modules")
+        out.extend(os.path.join(folder, f) for f in sorted(files) if f != ".gitignore")
+    return out
+
+
+class Rewriter:
+    """Gives one file at a time new content; `undo()` puts every original byte back, so the
+    generated tree can be reused by later cases."""
+
+    def __init__(self, tree: str) -> None:
+        self.tree = tree
+        self.files = _files_of(tree)
+        self.originals: dict[str, bytes] = {}
+
+    def rewrite(self, round_no: int) -> str:
+        path = self.files[(len(self.files) // 2 + 7919 * round_no) % len(self.files)]
+        with open(path, "rb") as f:
+            old = f.read()
+        if not self.originals:
+            gen_tree.forget(self.tree)
+        self.originals.setdefault(path, old)
+        with open(path, "wb") as f:
+            f.write(b"# changed in round %d at %d\n" % (round_no, time.time_ns()) + old)
+        return path
+
+    def undo(self) -> None:
+        for path, data in self.originals.items():
+            with open(path, "wb") as f:
+                f.write(data)
+        if self.originals:
+            gen_tree.restored(self.tree)
+        self.originals.clear()
+
+
+def measure_tree(bench: Bench, case: str, tree: str, subjects: list, steps: tuple[str, ...],
+                 cold: bool, first_repeats: int, repeats: int, memory_steps: tuple[str, ...] = ()
+                 ) -> tuple[dict[str, dict[str, list[Step]]], dict[str, DiskUsage]]:
+    """Run `steps` for every subject, interleaved round by round so load hits all alike;
+    peak memory is measured in `memory_steps` only (it costs ~1 ms a run). Returns the runs, and
+    each subject's disk usage right after its (last) first snapshot."""
+    results: dict[str, dict[str, list[Step]]] = {s.label: {} for s in subjects}
+    sizes: dict[str, DiskUsage] = {}
+    rewriter = Rewriter(tree) if "one-change" in steps else None
+
+    def run(subject, step: str) -> None:  # noqa: ANN001
+        if cold:
+            drop_caches()
+        result = subject.snapshot(measure_memory=step in memory_steps)
+        results[subject.label].setdefault(step, []).append(result)
+
+    try:
+        for step in steps:
+            rounds = first_repeats if step == "first" else repeats
+            bench.log(f"{case}: {step} x{rounds}{' (cold)' if cold else ''}")
+            for round_no in range(rounds):
+                if step == "one-change" and rewriter:
+                    rewriter.rewrite(round_no)
+                for subject in subjects:
+                    if step == "first":
+                        subject.reset()
+                    run(subject, step)
+                ids = {s.label: results[s.label][step][-1].id for s in subjects}
+                if len(set(ids.values())) != 1:
+                    bench.mismatches.append(f"{case} {step} round {round_no}: {ids}")
+            if step == "first":
+                sizes = {s.label: s.usage() for s in subjects}
+    finally:
+        if rewriter:
+            rewriter.undo()
+    return results, sizes
+
+
+def _med(steps: list[Step]) -> float:
+    return median([s.seconds for s in steps])
+
+
+def _summary(results: dict[str, dict[str, list[Step]]]) -> dict[str, object]:
+    return {label: {step: {"median": _med(runs), "min": min(r.seconds for r in runs),
+                           "max": max(r.seconds for r in runs), "runs": [asdict(r) for r in runs]}
+                    for step, runs in per_step.items()}
+            for label, per_step in results.items()}
+
+
+def add_rows(bench: Bench, title: str, results: dict[str, dict[str, list[Step]]],
+             targets: dict[str, float]) -> None:
+    git = results["git"]
+    for label, per_step in results.items():
+        if label == "git":
+            continue
+        for step, runs in per_step.items():
+            limit = targets.get(step)
+            bench.rows.append(Row(f"{title}: {step} [{label}]", _med(runs), _med(git[step]),
+                                  target=f"≤ {limit}x git" if limit else "—", limit=limit))
+
+
+def add_size_rows(bench: Bench, title: str, subjects: list, usages: dict[str, DiskUsage],
+                  limit: float | None) -> None:
+    git_usage = usages["git"]
+    sizes: dict[str, object] = {"git": asdict(git_usage)}
+    for subject in subjects:
+        if subject.label == "git":
+            continue
+        usage = usages[subject.label]
+        sizes[subject.label] = {**asdict(usage), "parts": usage.parts}
+        bench.rows.append(Row(f"{title}: store size after first snapshot, MB [{subject.label}]",
+                              usage.disk / MB, git_usage.disk / MB, unit="MB",
+                              target=f"≤ {limit}x git" if limit else "—", limit=limit))
+    bench.details[f"{title} sizes"] = sizes
+
+
+# --- cases ---------------------------------------------------------------------------------
+
+
+def case_tree_20k(bench: Bench, cold: bool) -> None:
+    info = bench.tree("20k")
+    name = "20k-cold" if cold else "20k"
+    if cold and bench.cold_problem:
+        bench.notes.append(f"20k cold skipped: {bench.cold_problem}")
+        bench.log(f"{name}: skipped ({bench.cold_problem})")
+        return
+    subjects = bench.subjects(name, info.path, both_clis=True)
+    repeats = bench.cold_repeats if cold else bench.repeats
+    first = bench.cold_repeats if cold else bench.first_repeats
+    results, usages = measure_tree(bench, name, info.path, subjects,
+                                   ("first", "no-change", "one-change"), cold, first, repeats)
+    title = f"20k files, {'cold' if cold else 'warm'} cache"
+    add_rows(bench, title, results, {"first": 0.5, "no-change": 2.5, "one-change": 2.5})
+    add_size_rows(bench, title, subjects, usages, 0.25)
+    bench.summaries[title] = _summary(results)
+
+
+def case_100k(bench: Bench) -> None:
+    info = bench.tree("100k")
+    subjects = bench.subjects("100k", info.path, both_clis=False)
+    results, usages = measure_tree(bench, "100k", info.path, subjects, ("first", "no-change"),
+                                   False, 1, bench.repeats)
+    add_rows(bench, "100k files, warm", results, {"no-change": 2.5})
+    add_size_rows(bench, "100k files, warm", subjects, usages, None)
+    bench.summaries["100k files"] = _summary(results)
+
+
+def case_node_modules(bench: Bench) -> None:
+    info = bench.tree("node-modules")
+    subjects = bench.subjects("node-modules", info.path, both_clis=False)
+    results, _ = measure_tree(bench, "node-modules", info.path, subjects,
+                              ("first", "no-change"), False, bench.first_repeats, bench.repeats)
+    title = f"{info.files:,} files + ignored node_modules/ of {info.ignored_files:,}, warm"
+    add_rows(bench, title, results, {})
+    bench.summaries[title] = _summary(results)
+
+
+def case_big_file(bench: Bench) -> None:
+    info = bench.tree("big-file")
+    baseline_runs = [common.run_process([bench.python, "-c", "import undostore"],
+                                        env=bench.env, measure_memory=True).check()
+                     for _ in range(3)]
+    peaks = [r.peak_rss for r in baseline_runs if r.peak_rss is not None]
+    baseline = median(peaks) if peaks else None
+    subjects = bench.subjects("big-file", info.path, both_clis=False)
+    results, usages = measure_tree(bench, "big-file", info.path, subjects,
+                                   ("first", "no-change"), False, 1, max(1, bench.repeats // 2),
+                                   memory_steps=("first", "no-change"))
+    size = f"{info.bytes / 2**30:g} GiB" if info.bytes >= 2**30 else f"{info.bytes / 2**20:g} MiB"
+    title = f"one {size} file, warm"
+    add_rows(bench, title, results, {})
+    cli_label = subjects[0].label
+    first = results[cli_label]["first"][0]
+    git_first = results["git"]["first"][0]
+    above = (first.peak_rss - baseline) if first.peak_rss and baseline else None
+    bench.rows.append(Row(f"{title}: first snapshot peak RSS above `python -c \"import "
+                          f"undostore\"`, MB [{cli_label}] (git column: git's own peak RSS)",
+                          above / MB if above is not None else None,
+                          git_first.peak_rss / MB if git_first.peak_rss else None, unit="MB",
+                          target="< 100 MB", limit=MEMORY_LIMIT / MB, absolute=True))
+    bench.summaries[title] = _summary(results)
+    bench.details["big-file memory"] = {"baseline_import_undostore_rss": baseline,
+                                        "undostore_first_peak_rss": first.peak_rss,
+                                        "git_first_peak_rss": git_first.peak_rss}
+    add_size_rows(bench, title, subjects, usages, None)
+
+
+def case_threads(bench: Bench) -> None:
+    """SnapshotOptions(walk_threads, hash_threads) through the library, in this process."""
+    from undostore import Workspace
+    from undostore.snapshot import SnapshotOptions
+
+    info = bench.tree("20k")
+    configs: list[tuple[str, SnapshotOptions]] = [
+        (f"walk {w} / hash {h}", SnapshotOptions(walk_threads=w, hash_threads=h))
+        for w in THREAD_CHOICES for h in THREAD_CHOICES]
+    configs.append(("default (walk 1 / hash auto)", SnapshotOptions()))
+    table: dict[str, dict[str, float | None]] = {label: {} for label, _ in configs}
+    temperatures = [("warm", False)] + ([] if bench.cold_problem else [("cold", True)])
+    if bench.cold_problem:
+        bench.notes.append(f"threads cold skipped: {bench.cold_problem}")
+    for temperature, cold in temperatures:
+        firsts = bench.cold_repeats if cold else bench.first_repeats
+        repeats = bench.cold_repeats if cold else bench.repeats
+        samples: dict[tuple[str, str], list[float]] = {}
+        ids: set[str] = set()
+        for step, rounds in (("first", firsts), ("no-change", repeats)):
+            bench.log(f"threads {temperature}: {step} x{rounds} x{len(configs)} settings")
+            for _ in range(rounds):
+                for label, options in configs:
+                    store = os.path.join(bench.state("threads"), label.replace(" ", "_")
+                                         .replace("/", "").replace("(", "").replace(")", ""))
+                    if step == "first":
+                        shutil.rmtree(store, ignore_errors=True)
+                    if cold:
+                        drop_caches()
+                    started = time.perf_counter()
+                    with Workspace(info.path, store) as ws:
+                        result = ws.snapshot(options=options)
+                    samples.setdefault((label, step), []).append(time.perf_counter() - started)
+                    ids.add(result.id)
+        if len(ids) != 1:
+            bench.mismatches.append(f"threads {temperature}: different ids {sorted(ids)}")
+        for (label, step), values in samples.items():
+            table[label][f"{temperature} {step}"] = median(values)
+    bench.details["threads"] = table
+
+
+def case_startup(bench: Bench) -> None:
+    """What a no-change snapshot cannot go below: the interpreter, the imports, git's start."""
+    python = bench.python
+    commands = {"python -c pass": [python, "-c", "pass"],
+                "python -c 'import undostore'": [python, "-c", "import undostore"],
+                "python -c 'import undostore_cli.main'": [python, "-c",
+                                                          "import undostore_cli.main"],
+                "undostore --help": [*next(iter(common.undostore_commands(python).values())),
+                                     "--help"],
+                "git --version": ["git", "--version"]}
+    floors: dict[str, dict[str, float | None]] = {}
+    bench.log(f"startup: {len(commands)} commands x{bench.repeats}")
+    runs: dict[str, list[common.ProcessRun]] = {name: [] for name in commands}
+    for _ in range(bench.repeats):
+        for name, argv in commands.items():
+            runs[name].append(common.run_process(argv, env=bench.env).check())
+    for name, samples in runs.items():
+        memory = common.run_process(commands[name], env=bench.env, measure_memory=True).check()
+        floors[name] = {"median": median([r.seconds for r in samples]),
+                        "peak_rss": memory.peak_rss}
+    bench.details["startup"] = floors
+
+
+def markdown_startup(floors: dict[str, dict[str, float | None]]) -> str:
+    lines = ["| command | median s | peak RSS MB |", "|---|---:|---:|"]
+    lines += [f"| `{name}` | {fmt_seconds(v['median'])} | {fmt_mb(v['peak_rss'])} |"
+              for name, v in floors.items()]
+    return "\n".join(lines)
+
+
+PROFILE_KINDS = ("no-change", "one-change")
+
+
+def case_profile(bench: Bench) -> None:
+    """`-X importtime` and cProfile of the CLI's no-change and one-change snapshots (20k)."""
+    info = bench.tree("20k")
+    rewriter = Rewriter(info.path)
+    try:
+        bench.details["profile"] = _profile(bench, info.path, rewriter)
+    finally:
+        rewriter.undo()
+
+
+def _profile(bench: Bench, tree: str, rewriter: Rewriter) -> dict[str, dict[str, object]]:
+    state = bench.state("profile")
+    store = os.path.join(state, "store")
+    shutil.rmtree(store, ignore_errors=True)
+    snapshot = ["-m", "undostore", "--root", tree, "--store", store, "snapshot", "--json"]
+    common.run_process([bench.python, *snapshot], env=bench.env).check()  # the first
+    common.run_process([bench.python, *snapshot], env=bench.env).check()  # warm the cache
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    shorten = {repo + os.sep: "", os.path.dirname(os.__file__) + os.sep: "<stdlib>/"}
+    for path in sys.path:
+        if path.endswith("site-packages"):
+            shorten[path + os.sep] = "<site>/"
+    out: dict[str, dict[str, object]] = {}
+    for n, kind in enumerate(PROFILE_KINDS):
+        bench.log(f"profile: {kind}")
+        if kind == "one-change":
+            rewriter.rewrite(2000 + 2 * n)
+        imports = common.run_process([bench.python, "-X", "importtime", *snapshot],
+                                     env=bench.env).check()
+        costs = common.parse_importtime(imports.stderr)
+        top_level = sorted((c for c in costs if c.depth == 0), key=lambda c: -c.cumulative_us)
+        if kind == "one-change":
+            rewriter.rewrite(2001 + 2 * n)
+        prof = os.path.join(state, f"{kind}.prof")
+        run = common.run_process([bench.python, "-m", "cProfile", "-o", prof, *snapshot],
+                                 env=bench.env).check()
+        out[kind] = {
+            "importtime_wall_s": imports.seconds,
+            "import_total_us": sum(c.cumulative_us for c in costs if c.depth == 0),
+            "top_imports": [asdict(c) for c in top_level[:15]],
+            "cprofile_wall_s": run.seconds,
+            "snapshot_json": json.loads(run.stdout.strip().splitlines()[0]),
+            "cumtime": common.pstats_text(prof, "cumulative", 30, shorten),
+            "tottime": common.pstats_text(prof, "tottime", 20, shorten)}
+    return out
+
+
+def markdown_profile(profile: dict[str, dict[str, object]]) -> str:
+    parts = ["### Profile of the CLI snapshot on the 20k tree (warm)"]
+    for kind, data in profile.items():
+        snap = data["snapshot_json"]
+        parts += ["", f"#### {kind}: imports {data['import_total_us'] / 1e6:.3f} s in total "
+                      f"(under -X importtime, whole run {data['importtime_wall_s']:.3f} s); "
+                      f"cProfile run {data['cprofile_wall_s']:.3f} s, "
+                      f"hashed {snap['hashed']} (library's own seconds {snap['seconds']})",
+                  "", "| top-level import | cumulative ms | self ms |", "|---|---:|---:|"]
+        parts += [f"| {c['module']} | {c['cumulative_us'] / 1000:.1f} | {c['self_us'] / 1000:.1f} |"
+                  for c in data["top_imports"]]  # type: ignore[union-attr]
+        parts += ["", "cProfile, by cumulative time:", "", "```", str(data["cumtime"]), "```",
+                  "", "cProfile, by own time:", "", "```", str(data["tottime"]), "```"]
+    return "\n".join(parts)
+
+
+# --- output --------------------------------------------------------------------------------
+
+
+def _cell(row: Row, value: float | None) -> str:
+    return fmt_seconds(value) if row.unit == "s" else ("—" if value is None else f"{value:.1f}")
+
+
+def markdown_rows(rows: list[Row]) -> str:
+    lines = ["| case | undostore s | git s | ratio | target | pass/fail |",
+             "|---|---:|---:|---:|---|---|"]
+    for row in rows:
+        ratio = "—" if row.ratio is None else f"{row.ratio:.2f}x"
+        verdict = {True: "pass", False: "FAIL", None: "—"}[row.passed]
+        lines.append(f"| {row.case} | {_cell(row, row.undostore)} | {_cell(row, row.git)} | "
+                     f"{ratio} | {row.target} | {verdict} |")
+    return "\n".join(lines)
+
+
+def markdown_threads(table: dict[str, dict[str, float | None]]) -> str:
+    columns = ["warm first", "warm no-change", "cold first", "cold no-change"]
+    columns = [c for c in columns if any(c in v for v in table.values())]
+    lines = ["| library setting | " + " | ".join(f"{c} s" for c in columns) + " |",
+             "|---|" + "---:|" * len(columns)]
+    for label, values in table.items():
+        lines.append(f"| {label} | " + " | ".join(fmt_seconds(values.get(c)) for c in columns)
+                     + " |")
+    return "\n".join(lines)
+
+
+def markdown_runs(summaries: dict[str, dict[str, object]]) -> str:
+    lines = ["| case | subject | step | runs | median s | min s | max s | hashed |",
+             "|---|---|---|---:|---:|---:|---:|---|"]
+    for case, per_subject in summaries.items():
+        for subject, per_step in per_subject.items():
+            for step, stats in per_step.items():  # type: ignore[union-attr]
+                hashed = {r["hashed"] for r in stats["runs"]} - {None}
+                lines.append(f"| {case} | {subject} | {step} | {len(stats['runs'])} | "
+                             f"{fmt_seconds(stats['median'])} | {fmt_seconds(stats['min'])} | "
+                             f"{fmt_seconds(stats['max'])} | "
+                             f"{','.join(map(str, sorted(hashed))) or '—'} |")
+    return "\n".join(lines)
+
+
+def report(bench: Bench, meta: dict[str, object]) -> str:
+    parts = ["## undostore snapshot vs git add -A && git write-tree", ""]
+    parts += [f"- {k}: {v}" for k, v in meta.items()]
+    parts += [f"- NOTE: {n}" for n in bench.notes]
+    if bench.mismatches:
+        parts += [f"- ID MISMATCH: {m}" for m in bench.mismatches]
+    else:
+        parts.append("- every undostore snapshot id equalled git's write-tree id")
+    if bench.rows:
+        parts += ["", markdown_rows(bench.rows)]
+    sizes = {k: v for k, v in bench.details.items() if k.endswith(" sizes")}
+    if sizes:
+        parts += ["", "### Disk usage (st_blocks; apparent size in brackets)", ""]
+        for title, per_subject in sizes.items():
+            for label, usage in per_subject.items():  # type: ignore[union-attr]
+                inner = ", ".join(f"{name}/ {fmt_mb(size)}"
+                                  for name, size in usage.get("parts", {}).items())
+                parts.append(f"- {title[:-6]}, {label}: {fmt_mb(usage['disk'])} MB "
+                             f"({fmt_mb(usage['apparent'])} MB, {usage['files']:,} files)"
+                             + (f": {inner}" if inner else ""))
+    if "threads" in bench.details:
+        parts += ["", "### Library thread settings (20k tree, in-process, median)", "",
+                  markdown_threads(bench.details["threads"])]  # type: ignore[arg-type]
+    if "startup" in bench.details:
+        parts += ["", "### Start-up floors (median of runs)", "",
+                  markdown_startup(bench.details["startup"])]  # type: ignore[arg-type]
+    if bench.summaries:
+        parts += ["", "### Every measured step (the spread shows the noise)", "",
+                  markdown_runs(bench.summaries)]
+    if "profile" in bench.details:
+        parts += ["", markdown_profile(bench.details["profile"])]  # type: ignore[arg-type]
+    return "\n".join(parts) + "\n"
+
+
+def machine_meta(started_load: str, python: str, source: str) -> dict[str, object]:
+    import undostore
+
+    try:
+        from importlib.metadata import version
+
+        dulwich_version = version("dulwich")
+    except Exception:  # noqa: BLE001 (metadata is informational only)
+        dulwich_version = "unknown"
+    return {"date (UTC)": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+            "machine": f"{platform.platform()}, {os.cpu_count()} cores",
+            "load average at start (1/5/15 min)": started_load,
+            "load average at end": common.load_average(),
+            "python": sys.version.split()[0], "CLI interpreter": python,
+            "undostore": f"{undostore.__version__}, source digest {source} (undostore/, cli/)",
+            "dulwich": dulwich_version, "git": common.tool_version(["git", "--version"]),
+            "peak memory measured with": common.memory_method()}
+
+
+# --- main ----------------------------------------------------------------------------------
+
+
+WORKDIR_PARTS = ("trees", "state", "home", "pycache", "tiny")
+
+
+def remove_workdir(workdir: str, created: bool) -> None:
+    """Remove what this benchmark put in `workdir` (never anything else a user's folder holds),
+    and the folder itself if this run created it or it is left empty."""
+    for part in WORKDIR_PARTS:  # trees/ also holds the generator's marker files
+        shutil.rmtree(os.path.join(workdir, part), ignore_errors=True)
+    if created or not os.listdir(workdir):
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def warm_bytecode(bench: Bench) -> None:
+    """One snapshot of a tiny tree by each CLI, so later runs load bytecode, not source."""
+    tiny = os.path.join(bench.workdir, "tiny")
+    shutil.rmtree(tiny, ignore_errors=True)
+    os.makedirs(os.path.join(tiny, "tree", "sub"))
+    with open(os.path.join(tiny, "tree", "sub", "a.txt"), "wb") as f:
+        f.write(b"a\n")
+    for n, command in enumerate(common.undostore_commands(bench.python).values()):
+        for _ in range(2):  # the second run also takes the no-change path
+            common.run_process([*command, "--root", os.path.join(tiny, "tree"), "--store",
+                                os.path.join(tiny, f"store{n}"), "snapshot"],
+                               env=bench.env).check()
+    common.run_process([bench.python, "-c", "import dulwich.pack, dulwich.object_store"],
+                       env=bench.env).check()
+    shutil.rmtree(tiny)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help=f"smoke test: cases {','.join(QUICK_CASES)}, 2 repeats, 1 first")
+    parser.add_argument("--cases", help=f"comma-separated, from: {','.join(CASES)} (default all)")
+    parser.add_argument("--repeats", type=int, help="runs of each fast warm step (default 5)")
+    parser.add_argument("--first-repeats", type=int,
+                        help="runs of each warm first snapshot (default 3)")
+    parser.add_argument("--cold-repeats", type=int, help="runs of each cold step (default 3)")
+    parser.add_argument("--workdir", help="where trees and stores go (default: a temp dir in /tmp)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the workdir (trees are reused by the next run with it)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter the CLI runs with; its sibling `undostore` script is "
+                             "used too (e.g. a venv with a non-editable install). Default: this "
+                             "one")
+    parser.add_argument("--note", action="append", default=[],
+                        help="a note printed with the results (e.g. 'loaded machine')")
+    args = parser.parse_args(argv)
+    wanted = args.cases.split(",") if args.cases else list(QUICK_CASES if args.quick else CASES)
+    unknown = [c for c in wanted if c not in CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    args.cases = wanted
+    args.repeats = args.repeats or (2 if args.quick else 5)
+    args.first_repeats = args.first_repeats or (1 if args.quick else 3)
+    args.cold_repeats = args.cold_repeats or (2 if args.quick else 3)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if shutil.which("git") is None:
+        print("bench_snapshot: git is needed as the reference and was not found", file=sys.stderr)
+        return 1
+    if not os.path.isfile(args.python):
+        print(f"bench_snapshot: --python {args.python}: no such interpreter", file=sys.stderr)
+        return 1
+    started_load = common.load_average()
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    source = common.source_digest([os.path.join(repo, "undostore"), os.path.join(repo, "cli")])
+    workdir = args.workdir or tempfile.mkdtemp(prefix="undostore-bench-", dir="/tmp")
+    os.makedirs(workdir, exist_ok=True)
+    home = os.path.join(workdir, "home")
+    shutil.rmtree(home, ignore_errors=True)
+    os.makedirs(home)
+    pycache = os.path.join(workdir, "pycache")
+    env = common.isolated_env(home, pycache_prefix=pycache)
+    os.environ.clear()
+    os.environ.update(env)  # the in-process library runs (threads) see the same isolation
+    shutil.rmtree(os.path.join(workdir, "state"), ignore_errors=True)
+    bench = Bench(workdir, args.repeats, args.first_repeats, args.cold_repeats, args.keep, env,
+                  notes=list(args.note), python=os.path.abspath(args.python))
+    warm_bytecode(bench)
+    bench.notes.append(f"Python children keep bytecode in {pycache} (PYTHONPYCACHEPREFIX), "
+                       "as an installed package would; PYTHONDONTWRITEBYTECODE is removed")
+    if {"20k-cold", "threads"} & set(args.cases):
+        bench.cold_problem = common.cold_cache_status()
+    runners = {"20k": lambda: case_tree_20k(bench, False),
+               "20k-cold": lambda: case_tree_20k(bench, True),
+               "threads": lambda: case_threads(bench), "100k": lambda: case_100k(bench),
+               "big-file": lambda: case_big_file(bench),
+               "node-modules": lambda: case_node_modules(bench),
+               "startup": lambda: case_startup(bench), "profile": lambda: case_profile(bench)}
+    try:
+        for case in args.cases:
+            runners[case]()
+    finally:
+        if not args.keep:
+            remove_workdir(workdir, created=not args.workdir)
+    if common.source_digest([os.path.join(repo, "undostore"),
+                             os.path.join(repo, "cli")]) != source:
+        bench.notes.append("the undostore source changed during this run (others were editing "
+                           "it): runs may have measured different code")
+    meta = machine_meta(started_load, bench.python, source)
+    meta["cases"] = ",".join(args.cases)
+    meta["repeats (warm fast / warm first / cold)"] = (
+        f"{args.repeats} / {args.first_repeats} / {args.cold_repeats}")
+    text = report(bench, meta)
+    print(text)
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    out = os.path.join(RESULTS_DIR, time.strftime("snapshot-%Y%m%d-%H%M%S.json", time.gmtime()))
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump({"meta": meta, "notes": bench.notes, "mismatches": bench.mismatches,
+                   "rows": [{**asdict(r), "ratio": r.ratio, "passed": r.passed}
+                            for r in bench.rows],
+                   "details": bench.details, "summaries": bench.summaries, "markdown": text},
+                  f, indent=1, default=str)
+    print(f"results written to {out}", file=sys.stderr)
+    return 1 if bench.mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""`log`, `undo`, `redo`, `sessions`, `drop`, `gc`, `verify`: sessions and store upkeep."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+from .common import Context, emit, json_option, note, pass_context, session_option, yes_option
+
+
+def _when(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+def _point_line(kind: str, number: int, point: Any) -> str:
+    label = f"  {point.label}" if point.label else ""
+    return f"{kind} {number:>3}  {point.id[:12]}  {_when(point.time)}{label}"
+
+
+@click.command("log")
+@session_option
+@json_option
+@pass_context
+def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
+    """Show the undo points of a session, newest first, and its redo stack.
+
+    Each line: undo or redo, its number (1 is what the next undo or redo restores), the
+    snapshot id, when it was recorded, and its label.
+    """
+    log = ctx.workspace().log(session)
+    if not as_json and not log.undo and not log.redo:
+        note(f"undostore: session {log.session!r} has no undo points")
+
+    def plain() -> str:
+        lines = [_point_line("undo", i, p) for i, p in enumerate(log.undo, 1)]
+        lines += [_point_line("redo", i, p) for i, p in enumerate(log.redo, 1)]
+        return "\n".join(lines)
+
+    emit(as_json, log.to_json(), plain)
+
+
+def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_run: bool,
+                  as_json: bool) -> None:
+    from .cmd_restore import confirm_from_cli, render_restore
+
+    workspace = ctx.workspace()
+    action = workspace.undo if which == "undo" else workspace.redo
+    confirm = None if dry_run else confirm_from_cli(yes, action=which)
+    result = action(session, dry_run=dry_run, confirm=confirm)
+    render_restore(result, as_json, verb=f"{which}: restored")
+
+
+@click.command("undo")
+@session_option
+@yes_option
+@click.option("--dry-run", "-n", is_flag=True, help="Show what would change; change nothing.")
+@json_option
+@pass_context
+def undo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
+                 as_json: bool) -> None:
+    """Restore the newest undo point of the session.
+
+    The files as they are now are saved first (a safety snapshot), and become the redo entry,
+    so `redo` takes the undo back.
+    """
+    _undo_or_redo(ctx, "undo", session, yes, dry_run, as_json)
+
+
+@click.command("redo")
+@session_option
+@yes_option
+@click.option("--dry-run", "-n", is_flag=True, help="Show what would change; change nothing.")
+@json_option
+@pass_context
+def redo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
+                 as_json: bool) -> None:
+    """Take back the last undo of the session: restore the files as they were before it."""
+    _undo_or_redo(ctx, "redo", session, yes, dry_run, as_json)
+
+
+@click.command("sessions")
+@json_option
+@pass_context
+def sessions_command(ctx: Context, as_json: bool) -> None:
+    """List the sessions of this store with their numbers of undo and redo entries."""
+    infos = ctx.workspace().sessions()
+    if not as_json and not infos:
+        note("undostore: no sessions")
+    emit(as_json, {"sessions": [s.to_json() for s in infos]},
+         lambda: "\n".join(f"{s.name}  undo {s.undo}  redo {s.redo}" for s in infos))
+
+
+@click.command("drop")
+@session_option
+@json_option
+@pass_context
+def drop_command(ctx: Context, session: str | None, as_json: bool) -> None:
+    """Forget a session: its journal and its anchors (gc then frees what only it kept).
+
+    --session is required here: dropping the default session by accident would be a loss.
+    """
+    if session is None:
+        raise click.UsageError("drop needs --session NAME (the session to forget)")
+    dropped = ctx.workspace().drop(session)
+    if not as_json:
+        note(f"undostore: dropped session {session!r}" if dropped
+             else f"undostore: no session named {session!r}")
+    emit(as_json, {"dropped": dropped, "session": session}, None)
+
+
+@click.command("gc")
+@click.option("--grace", "grace", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Keep objects younger than this (default 3600): a snapshot taken moments "
+                   "ago by id stays restorable.")
+@json_option
+@pass_context
+def gc_command(ctx: Context, grace: float | None, as_json: bool) -> None:
+    """Release anchors no journal lists, prune what nothing reaches, repack, clean up."""
+    result = ctx.workspace().gc(grace_seconds=grace)
+    if result.missing and not as_json:
+        note(f"undostore: warning: {len(result.missing)} needed objects are missing from the "
+             "store; run `undostore verify`")
+    for path in result.busy_files:
+        note(f"undostore: warning: {path}: in use, not removed (the next gc retries)")
+
+    def plain() -> str:
+        return (f"freed {result.freed_bytes / 1e6:.1f} MB; objects {result.objects_before:,} -> "
+                f"{result.objects_after:,}; packs {result.packs_before} -> {result.packs_after}; "
+                f"anchors released {result.anchors_released}, restored "
+                f"{result.anchors_created}; {result.seconds:.2f} s")
+
+    emit(as_json, result.to_json(), plain)
+
+
+@click.command("verify")
+@click.argument("snapshot_id", metavar="[ID]", required=False)
+@json_option
+@pass_context
+def verify_command(ctx: Context, snapshot_id: str | None, as_json: bool) -> None:
+    """Check that every object the journals (or snapshot ID) need is present and intact.
+
+    Exit code 3 when something is missing or damaged; each problem is listed with its snapshot
+    and path.
+    """
+    from undostore.errors import IncompleteSnapshotError
+
+    result = ctx.workspace().verify(snapshot_id)
+
+    def plain() -> str:
+        lines = [f"{kind} {p.snapshot[:12]} {p.path or '(root)'} {p.id}: {p.reason}"
+                 for kind, problems in (("missing", result.missing), ("corrupt", result.corrupt))
+                 for p in problems]
+        verdict = "ok" if result.ok else "FAILED"
+        lines.append(f"{verdict}: {len(result.snapshots)} snapshots, {result.checked:,} objects "
+                     f"checked, {len(result.missing)} missing, {len(result.corrupt)} corrupt")
+        return "\n".join(lines)
+
+    emit(as_json, result.to_json(), plain)
+    if not result.ok:
+        sys.stdout.flush()
+        sys.exit(IncompleteSnapshotError.exit_code)
+
+
+COMMANDS = [log_command, undo_command, redo_command, sessions_command, drop_command, gc_command,
+            verify_command]

@@ -1,0 +1,172 @@
+"""The per-session journal: names safe as file names everywhere, the cap, redo clearing, and
+damaged journals set aside with a warning instead of a crash."""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from undostore import Workspace
+from undostore.atomic import read_framed, write_framed
+from undostore.errors import UsageError
+from undostore.journal import (
+    Journal,
+    Point,
+    SessionWarning,
+    decode_name,
+    encode_name,
+    journal_path,
+    load,
+    make_point,
+    save,
+    session_names,
+    validate_name,
+)
+from undostore.store import Store
+
+SHA_A = "a" * 40
+SHA_B = "b" * 40
+SHA_C = "c" * 40
+WINDOWS_FORBIDDEN = set('<>:"/\\|?*')
+
+names = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=40)
+
+
+@given(names)
+def test_encoded_name_round_trips_and_is_a_portable_file_name(name):
+    encoded = encode_name(name)
+    assert decode_name(encoded) == name
+    assert not WINDOWS_FORBIDDEN & set(encoded)
+    # Lower-case letters, digits, '_', '-' and %XX escapes only: no dots, spaces or capitals.
+    assert re.fullmatch(r"(?:[a-z0-9_-]|%[0-9A-F]{2})+", encoded)
+
+
+@given(names, names)
+def test_names_differing_only_in_case_get_different_files(a, b):
+    if a != b:
+        assert encode_name(a).lower() != encode_name(b).lower()
+
+
+@pytest.mark.parametrize("name", ["con", "NUL", "aux", "com1", "lpt9", "prn"])
+def test_windows_device_names_are_escaped(name):
+    encoded = encode_name(name)
+    assert encoded.lower() not in {"con", "nul", "aux", "com1", "lpt9", "prn"}
+    assert decode_name(encoded) == name
+
+
+@pytest.mark.parametrize("bad", ["", "a\nb", "tab\there", "x" * 101, "\x7f"])
+def test_bad_session_names_are_refused_with_a_usage_error(bad):
+    with pytest.raises(UsageError, match="session name"):
+        validate_name(bad)
+
+
+def test_foreign_file_names_are_not_sessions():
+    for foreign in ("A", "a.b", "%zz", "%61", ".undostore-tmp-1-2-x", ""):
+        assert decode_name(foreign) is None
+
+
+def test_recording_clears_redo_and_cap_drops_oldest():
+    journal = Journal("s")
+    for i, sha in enumerate((SHA_A, SHA_B, SHA_C)):
+        journal.record(Point(sha, float(i), f"p{i}"), limit=2)
+    assert [p.id for p in journal.undo] == [SHA_B, SHA_C]
+    undone = journal.take_undo()
+    journal.push_redo(undone, SHA_A, now=10.0)
+    assert journal.redo[-1].id == SHA_A and journal.redo[-1].label == "p2"
+    journal.record(Point(SHA_A, 11.0), limit=2)
+    assert journal.redo == []
+    assert journal.recorded == 4
+
+
+def test_redo_brings_back_label_meta_and_first_time():
+    journal = Journal("s")
+    journal.record(Point(SHA_A, 5.0, "turn", {"messages": 7}), limit=50)
+    undone = journal.take_undo()
+    journal.push_redo(undone, SHA_B, now=9.0)
+    journal.push_back(journal.take_redo(), SHA_C)
+    point = journal.undo[-1]
+    assert (point.id, point.time, point.label, dict(point.meta)) == (SHA_C, 5.0, "turn",
+                                                                      {"messages": 7})
+
+
+def test_journal_survives_a_save_and_load(tmp_path):
+    store = Store(str(tmp_path / "store"))
+    journal = Journal("agent")
+    journal.record(Point(SHA_A, 1.5, "first", {"n": 1, "nested": {"x": [1, 2]}}), limit=50)
+    journal.record(Point(SHA_B, 2.5, None), limit=50)
+    journal.push_redo(journal.take_undo(), SHA_C, now=3.0)
+    save(store, journal)
+    again = load(store, "agent")
+    assert again == journal
+    assert session_names(store) == ["agent"]
+
+
+def test_metadata_that_is_not_json_is_refused():
+    with pytest.raises(UsageError, match="metadata"):
+        make_point(SHA_A, "x", {"f": object()})
+    with pytest.raises(UsageError, match="snapshot id"):
+        make_point("abc", None, None)
+
+
+def _damage(path: str) -> None:
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    data[-3] ^= 0xFF
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def test_damaged_journal_is_moved_aside_with_a_warning_and_session_starts_empty(tmp_path):
+    store = Store(str(tmp_path / "store"))
+    journal = Journal("s")
+    journal.record(Point(SHA_A, 1.0), limit=50)
+    save(store, journal)
+    path = journal_path(store, "s")
+    _damage(path)
+    with pytest.warns(SessionWarning, match="damaged"):
+        loaded = load(store, "s")
+    assert loaded.undo == [] and loaded.redo == []
+    assert not os.path.exists(path)
+    aside = [f for f in os.listdir(store.sessions_dir) if ".corrupt-" in f]
+    assert len(aside) == 1
+
+
+def test_truncated_or_foreign_journal_counts_as_damaged(tmp_path):
+    store = Store(str(tmp_path / "store"))
+    path = journal_path(store, "s")
+    with open(path, "wb") as f:
+        f.write(b"UNDOSTOR")
+    with pytest.warns(SessionWarning):
+        assert load(store, "s").undo == []
+    # A well-framed journal of another session (a renamed file) is not trusted either.
+    other = Journal("other")
+    other.record(Point(SHA_A, 1.0), limit=50)
+    write_framed(path, b"JRNL", other.to_bytes())
+    with pytest.warns(SessionWarning):
+        assert load(store, "s").undo == []
+
+
+def test_snapshot_with_a_damaged_journal_records_into_a_fresh_one(tree_factory):
+    root = tree_factory({"a.txt": "1"})
+    ws = Workspace(root)
+    ws.snapshot(session="s", label="one")
+    _damage(journal_path(ws.store, "s"))
+    with pytest.warns(SessionWarning):
+        result = ws.snapshot(session="s", label="two")
+    log = ws.log("s")
+    assert [p.label for p in log.undo] == ["two"]
+    assert log.undo[0].id == result.id
+    assert read_framed(journal_path(ws.store, "s"), b"JRNL") is not None
+
+
+def test_missing_journal_is_an_empty_session_without_warning(tmp_path):
+    store = Store(str(tmp_path / "store"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load(store, "never").undo == []
+    assert session_names(store) == []

@@ -1,0 +1,371 @@
+"""Sessions through the library and the CLI: recording, the log, anchors following the journal,
+automatic gc, drop, and undo/redo sequences checked against a reference model."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from undostore import Workspace
+from undostore.anchors import anchored_sessions, held, session_dir
+from undostore.errors import ConfirmationNeeded, UsageError
+from undostore.verify import verify
+
+
+def _write(root: Path, name: str, text: str) -> None:
+    (root / name).write_text(text)
+
+
+def _files(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_snapshot_with_session_records_label_and_meta_newest_first(tree_factory):
+    root = tree_factory({"a.txt": "0"})
+    ws = Workspace(root)
+    ids = []
+    for turn in range(3):
+        _write(root, "a.txt", str(turn))
+        ids.append(ws.snapshot(session="agent", label=f"turn {turn}",
+                               meta={"messages": turn * 2}).id)
+    log = ws.log("agent")
+    assert [p.id for p in log.undo] == ids[::-1]
+    assert [p.label for p in log.undo] == ["turn 2", "turn 1", "turn 0"]
+    assert [p.meta["messages"] for p in log.undo] == [4, 2, 0]
+    assert log.redo == []
+    assert held(ws.store, "agent") == set(ids)
+
+
+def test_the_cap_drops_the_oldest_point_and_its_anchor(tree_factory, monkeypatch):
+    monkeypatch.setenv("UNDOSTORE_UNDO_LIMIT", "3")
+    root = tree_factory({"a.txt": "0"})
+    ws = Workspace(root)
+    ids = []
+    for turn in range(5):
+        _write(root, "a.txt", f"v{turn}")
+        ids.append(ws.snapshot(session="s").id)
+    assert [p.id for p in ws.log("s").undo] == ids[:1:-1]
+    assert held(ws.store, "s") == set(ids[2:])
+
+
+def test_sessions_are_separate_and_listed(tree_factory):
+    ws = Workspace(tree_factory({"a.txt": "0"}))
+    ws.snapshot(session="one")
+    ws.snapshot(session="two")
+    ws.snapshot(session="two")
+    assert [(s.name, s.undo, s.redo) for s in ws.sessions()] == [("one", 1, 0), ("two", 2, 0)]
+
+
+def test_session_from_environment_and_default(tree_factory, monkeypatch):
+    ws = Workspace(tree_factory({"a.txt": "0"}))
+    ws.snapshot(session="")   # an empty name means "not given": env, then "default"
+    monkeypatch.setenv("UNDOSTORE_SESSION", "from-env")
+    ws.snapshot(session="")
+    assert [s.name for s in ws.sessions()] == ["default", "from-env"]
+
+
+def test_drop_forgets_the_journal_and_the_anchors(tree_factory):
+    ws = Workspace(tree_factory({"a.txt": "0"}))
+    ws.snapshot(session="s")
+    assert ws.drop("s") is True
+    assert ws.sessions() == []
+    assert not os.path.exists(session_dir(ws.store, "s"))
+    assert ws.drop("s") is False
+
+
+def test_bad_session_name_or_empty_history_is_a_usage_error(tree_factory):
+    ws = Workspace(tree_factory({"a.txt": "0"}))
+    with pytest.raises(UsageError, match="control character"):
+        ws.log("bad\nname")
+    with pytest.raises(UsageError, match="nothing to undo"):
+        ws.undo("empty")
+    with pytest.raises(UsageError, match="nothing to redo"):
+        ws.redo("empty")
+
+
+def test_automatic_gc_runs_every_n_points_and_sweeps(tree_factory, monkeypatch):
+    monkeypatch.setenv("UNDOSTORE_GC_EVERY", "3")
+    root = tree_factory({"a.txt": "0"})
+    ws = Workspace(root)
+    stray = Path(session_dir(ws.store, "ghost"))
+    stray.mkdir(parents=True)
+    (stray / ("e" * 40)).write_text("e" * 40 + "\n")
+    for turn in range(2):
+        _write(root, "a.txt", str(turn))
+        ws.snapshot(session="s")
+    assert "ghost" in anchored_sessions(ws.store)
+    _write(root, "a.txt", "third")
+    ws.snapshot(session="s")
+    assert anchored_sessions(ws.store) == {"s"}
+
+
+def test_recording_cost_is_small(tree_factory):
+    """The undo point itself (journal + anchor) is a few ms; the 10 ms budget is checked by
+    benchmarks/bench_gc.py on the 20k tree. Here: 30 records stay well under 10 ms each."""
+    import time
+
+    from undostore.sessions import record_undo_point
+
+    ws = Workspace(tree_factory({"a.txt": "0"}))
+    sha = ws.snapshot().id
+    costs = []
+    with ws.store.lock:
+        for i in range(30):
+            started = time.perf_counter()
+            record_undo_point(ws, "s", sha, f"p{i}", {"i": i})
+            costs.append(time.perf_counter() - started)
+    costs.sort()
+    assert costs[len(costs) // 2] < 0.010
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def _cli(root: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "undostore", "--root", str(root), *args],
+                          capture_output=True, text=True, input=input, timeout=120)
+
+
+@pytest.mark.parametrize("command", ["log", "undo", "redo", "sessions", "drop", "gc", "verify"])
+def test_every_session_command_has_help(tmp_path, command):
+    out = _cli(tmp_path, command, "--help")
+    assert out.returncode == 0
+    assert "--json" in out.stdout
+    assert len(out.stdout.split("\n\n")[1].strip()) > 20   # a sentence, not just the usage
+
+
+def test_cli_log_sessions_drop_as_json(tree_factory):
+    root = tree_factory({"a.txt": "0"})
+    first = _cli(root, "snapshot", "--session", "s", "--label", "turn 1", "--json")
+    assert first.returncode == 0, first.stderr
+    snapshot = json.loads(first.stdout)["id"]
+    log = json.loads(_cli(root, "log", "--session", "s", "--json").stdout)
+    assert [(e["id"], e["label"]) for e in log["undo"]] == [(snapshot, "turn 1")]
+    assert set(log["undo"][0]) >= {"id", "time", "label"} and log["redo"] == []
+    listed = json.loads(_cli(root, "sessions", "--json").stdout)
+    assert listed == {"sessions": [{"name": "s", "undo": 1, "redo": 0}]}
+    plain = _cli(root, "log", "--session", "s")
+    assert plain.stdout.split()[:3] == ["undo", "1", snapshot[:12]]
+    assert _cli(root, "drop").returncode == 2
+    dropped = _cli(root, "drop", "--session", "s", "--json")
+    assert json.loads(dropped.stdout) == {"dropped": True, "session": "s"}
+    assert json.loads(_cli(root, "sessions", "--json").stdout) == {"sessions": []}
+
+
+def test_cli_gc_and_verify_report_as_json_with_exit_codes(tree_factory):
+    root = tree_factory({"a.txt": "0"})
+    assert _cli(root, "snapshot", "--session", "s").returncode == 0
+    gc = _cli(root, "gc", "--grace", "0", "--json")
+    assert gc.returncode == 0, gc.stderr
+    assert set(json.loads(gc.stdout)) >= {"freed_bytes", "objects_before", "objects_after"}
+    good = _cli(root, "verify", "--json")
+    assert good.returncode == 0 and json.loads(good.stdout)["ok"] is True
+    ws = Workspace(root)
+    ws.store.close()
+    for name in os.listdir(ws.store.pack_dir):
+        os.unlink(os.path.join(ws.store.pack_dir, name))
+    bad = _cli(root, "verify", "--json")
+    assert bad.returncode == 3
+    report = json.loads(bad.stdout)
+    assert report["ok"] is False and len(report["missing"]) == 1 and report["corrupt"] == []
+    assert _cli(root, "verify").stdout.startswith("missing ")
+
+
+# --- undo and redo ---------------------------------------------------------------------------
+
+
+def test_undo_restores_the_newest_point_and_redo_takes_it_back(tree_factory):
+    root = tree_factory({"a.txt": "before turn 1"})
+    ws = Workspace(root)
+    ws.snapshot(session="s", label="turn 1")
+    _write(root, "a.txt", "after turn 1")
+    (root / "new.txt").write_text("made by the agent")
+
+    undone = ws.undo("s")
+
+    assert _files(root) == {"a.txt": "before turn 1"}
+    assert sorted(undone.modified + undone.deleted) == ["a.txt", "new.txt"]
+    log = ws.log("s")
+    assert log.undo == [] and [p.label for p in log.redo] == ["turn 1"]
+    assert log.redo[0].id == undone.safety
+    assert held(ws.store, "s") == {undone.safety}
+
+    redone = ws.redo("s")
+
+    assert _files(root) == {"a.txt": "after turn 1", "new.txt": "made by the agent"}
+    assert redone.target == undone.safety
+    log = ws.log("s")
+    assert [p.label for p in log.undo] == ["turn 1"] and log.redo == []
+    assert log.undo[0].id == redone.safety   # the files at "turn 1", unchanged in between
+
+
+def test_dry_run_and_declined_confirmation_change_nothing(tree_factory):
+    root = tree_factory({"a.txt": "1"})
+    ws = Workspace(root)
+    ws.snapshot(session="s")
+    _write(root, "a.txt", "2")
+    before = ws.log("s")
+    plan = ws.undo("s", dry_run=True)
+    assert plan.dry_run and plan.modified == ["a.txt"]
+    with pytest.raises(ConfirmationNeeded):
+        ws.undo("s", confirm=lambda plan: False)
+    assert ws.log("s") == before
+    assert _files(root) == {"a.txt": "2"}
+
+
+def test_redo_after_editing_keeps_the_edits_one_undo_away(tree_factory):
+    root = tree_factory({"a.txt": "1"})
+    ws = Workspace(root)
+    ws.snapshot(session="s", label="p")
+    _write(root, "a.txt", "2")
+    ws.undo("s")
+    _write(root, "a.txt", "edited after the undo")
+    ws.redo("s")
+    assert _files(root) == {"a.txt": "2"}
+    ws.undo("s")
+    assert _files(root) == {"a.txt": "edited after the undo"}
+
+
+def test_gc_keeps_what_redo_needs(tree_factory):
+    root = tree_factory({"a.txt": "1"})
+    ws = Workspace(root)
+    ws.snapshot(session="s")
+    _write(root, "a.txt", "only the redo entry holds this")
+    ws.undo("s")
+    ws.gc(grace_seconds=0)
+    ws.redo("s")
+    assert _files(root) == {"a.txt": "only the redo entry holds this"}
+
+
+def test_cli_undo_and_redo_need_yes_without_a_terminal(tree_factory):
+    root = tree_factory({"a.txt": "1"})
+    assert _cli(root, "snapshot", "--session", "s").returncode == 0
+    _write(root, "a.txt", "2")
+    refused = _cli(root, "undo", "--session", "s", input="")
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    assert _files(root) == {"a.txt": "2"}
+    dry = _cli(root, "undo", "--session", "s", "--dry-run", "--json")
+    assert dry.returncode == 0 and json.loads(dry.stdout)["dry_run"] is True
+    undone = _cli(root, "undo", "--session", "s", "--yes", "--json")
+    assert undone.returncode == 0, undone.stderr
+    assert set(json.loads(undone.stdout)) >= {"target", "safety", "created", "modified",
+                                               "deleted"}
+    assert _files(root) == {"a.txt": "1"}
+    redone = _cli(root, "redo", "--session", "s", "--yes")
+    assert redone.returncode == 0 and redone.stdout.startswith("redo: restored")
+    assert _files(root) == {"a.txt": "2"}
+    assert _cli(root, "redo", "--session", "s", "--yes").returncode == 2
+
+
+class UndoRedoModel(RuleBasedStateMachine):
+    """The library against a reference model: the files on disk, the undo list (oldest first)
+    and the redo stack, each entry the files it stands for and its label."""
+
+    LIMIT = 4
+    PATHS = ("a.txt", "d/b.txt")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = tempfile.mkdtemp(prefix="undostore-model-")
+        self.root = Path(self.tmp) / "root"
+        self.root.mkdir()
+        os.environ["UNDOSTORE_UNDO_LIMIT"] = str(self.LIMIT)
+        os.environ["UNDOSTORE_GC_EVERY"] = "0"
+        self.ws = Workspace(self.root, Path(self.tmp) / "store")
+        self.disk: dict[str, str] = {}
+        self.undo_list: list[tuple[dict[str, str], str]] = []
+        self.redo_list: list[tuple[dict[str, str], str]] = []
+        self.labels = 0
+
+    def teardown(self) -> None:
+        self.ws.close()
+        os.environ.pop("UNDOSTORE_UNDO_LIMIT", None)
+        os.environ.pop("UNDOSTORE_GC_EVERY", None)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    @rule(path=st.sampled_from(PATHS), content=st.sampled_from(["x", "y", "zz", None]))
+    def edit(self, path: str, content: str | None) -> None:
+        disk = self.root / path
+        if content is None:
+            if disk.exists():
+                disk.unlink()
+            self.disk.pop(path, None)
+        else:
+            disk.parent.mkdir(parents=True, exist_ok=True)
+            disk.write_text(content)
+            self.disk[path] = content
+
+    @rule()
+    def record(self) -> None:
+        self.labels += 1
+        label = f"point {self.labels}"
+        self.ws.snapshot(session="s", label=label)
+        self.undo_list.append((dict(self.disk), label))
+        del self.undo_list[:-self.LIMIT]
+        self.redo_list.clear()
+
+    @precondition(lambda self: self.undo_list)
+    @rule()
+    def undo(self) -> None:
+        self.ws.undo("s")
+        files, label = self.undo_list.pop()
+        self.redo_list.append((dict(self.disk), label))
+        self.disk = dict(files)
+
+    @precondition(lambda self: self.redo_list)
+    @rule()
+    def redo(self) -> None:
+        self.ws.redo("s")
+        files, label = self.redo_list.pop()
+        self.undo_list.append((dict(self.disk), label))
+        self.disk = dict(files)
+
+    @precondition(lambda self: not self.undo_list)
+    @rule()
+    def undo_with_nothing_to_undo(self) -> None:
+        with pytest.raises(UsageError):
+            self.ws.undo("s")
+
+    @precondition(lambda self: not self.redo_list)
+    @rule()
+    def redo_with_nothing_to_redo(self) -> None:
+        with pytest.raises(UsageError):
+            self.ws.redo("s")
+
+    @rule()
+    def collect_garbage(self) -> None:
+        self.ws.gc(grace_seconds=0)
+        assert verify(self.ws).ok
+
+    @invariant()
+    def disk_matches(self) -> None:
+        assert _files(self.root) == self.disk
+
+    @invariant()
+    def journal_matches(self) -> None:
+        log = self.ws.log("s")
+        assert [p.label for p in log.undo] == [label for _, label in reversed(self.undo_list)]
+        assert [p.label for p in log.redo] == [label for _, label in reversed(self.redo_list)]
+        for point, (files, _) in zip(log.undo + log.redo,
+                                     [*reversed(self.undo_list), *reversed(self.redo_list)],
+                                     strict=True):
+            stored = {path: self.ws.store.read_blob(sha).decode()
+                      for path, _mode, sha in self.ws.store.iter_tree_files(
+                          bytes.fromhex(point.id))}
+            assert stored == files
+        assert held(self.ws.store, "s") == {p.id for p in log.undo + log.redo}
+
+
+TestUndoRedoModel = UndoRedoModel.TestCase
+TestUndoRedoModel.settings = settings(max_examples=25, stateful_step_count=20, deadline=None)

@@ -1,0 +1,168 @@
+"""Sessions: record undo points, undo, redo, list and drop (the library calls behind the CLI).
+
+Every change follows the same order, under the store lock: anchor the snapshots the journal is
+about to list, write the journal, release the anchors it no longer lists. A crash between two
+steps leaves at most an extra anchor, which the next gc's sweep releases.
+
+Undo restores the newest undo point through the safe restore (`Workspace.restore`); the restore's
+safety snapshot (the files as they were just before the undo) becomes the redo entry. Redo
+restores that safety snapshot, and the undo point comes back, with the id of the redo's own safety
+snapshot: that is the undone point itself when nothing was touched in between (snapshot ids are
+content hashes), and otherwise keeps the edits made between the undo and the redo one undo away.
+
+Settings (environment): `UNDOSTORE_UNDO_LIMIT` (undo points kept per session, default 50) and
+`UNDOSTORE_GC_EVERY` (run gc after every N undo points recorded in a session, default 20;
+0 turns automatic gc off).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import anchors
+from . import journal as journals
+from .errors import StoreError, UndostoreError, UsageError
+from .journal import Point, SessionWarning
+
+if TYPE_CHECKING:
+    from .restore import Confirm, RestoreResult
+    from .workspace import Workspace
+
+DEFAULT_GC_EVERY = 20
+
+
+@dataclass(frozen=True)
+class Log:
+    """A session's undo points, newest first, and its redo stack, next redo first."""
+
+    session: str
+    undo: list[Point]
+    redo: list[Point]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session, "undo": [p.to_json() for p in self.undo],
+                "redo": [p.to_json() for p in self.redo]}
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    name: str
+    undo: int
+    redo: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "undo": self.undo, "redo": self.redo}
+
+
+def gc_every() -> int:
+    """`UNDOSTORE_GC_EVERY`, else 20; 0 means never."""
+    return journals._env_int("UNDOSTORE_GC_EVERY", DEFAULT_GC_EVERY, minimum=0)
+
+
+def record_undo_point(ws: Workspace, session: str, snapshot_id_hex: str, label: str | None,
+                      meta: Mapping[str, Any] | None) -> None:
+    """Record `snapshot_id_hex` as the newest undo point of `session` (clears its redo stack).
+    Called with the store lock held, right after the snapshot."""
+    store = ws.store
+    point = journals.make_point(snapshot_id_hex, label, meta)
+    with store.lock:
+        journal = journals.load(store, session)
+        journal.record(point, journals.undo_limit())
+        _commit(ws, journal, new_ids=[point.id])
+        every = gc_every()
+        if every and journal.recorded % every == 0:
+            _auto_gc(ws)
+
+
+def _commit(ws: Workspace, journal: journals.Journal, new_ids: list[str]) -> None:
+    """Anchor, write the journal, release: the crash-safe order (module docstring)."""
+    store = ws.store
+    existing = anchors.held(store, journal.name)
+    anchors.hold(store, journal.name, new_ids, existing=existing)
+    journals.save(store, journal)
+    anchors.release(store, journal.name, keep=journal.ids(), existing=existing | set(new_ids))
+
+
+def _auto_gc(ws: Workspace) -> None:
+    from .gc import collect
+
+    try:
+        collect(ws)
+    except (UndostoreError, OSError) as err:
+        # The undo point is recorded; a failed gc only postpones the cleanup.
+        warnings.warn(SessionWarning(f"automatic gc failed: {err}"), stacklevel=3)
+
+
+def read_log(ws: Workspace, session: str) -> Log:
+    journal = journals.load(ws.store, session)
+    return Log(session, list(reversed(journal.undo)), list(reversed(journal.redo)))
+
+
+def undo(ws: Workspace, session: str, *, dry_run: bool = False,
+         confirm: Confirm | None = None) -> RestoreResult:
+    """Restore the newest undo point; it moves to the redo stack as the files were before."""
+    store = ws.store
+    with store.lock:
+        store.refresh()   # the point may live in a pack another process wrote since we looked
+        journal = journals.load(store, session)
+        if not journal.undo:
+            raise UsageError(f"nothing to undo in session {session!r}")
+        point = journal.undo[-1]
+        result = ws.restore(point.id, dry_run=dry_run, confirm=confirm)
+        if dry_run:
+            return result
+        safety = _safety_of(result)
+        journal.take_undo()
+        journal.push_redo(point, safety, time.time())
+        _commit(ws, journal, new_ids=[safety])
+    return result
+
+
+def redo(ws: Workspace, session: str, *, dry_run: bool = False,
+         confirm: Confirm | None = None) -> RestoreResult:
+    """Take back the last undo: restore the files as they were before it."""
+    store = ws.store
+    with store.lock:
+        store.refresh()
+        journal = journals.load(store, session)
+        if not journal.redo:
+            raise UsageError(f"nothing to redo in session {session!r}")
+        entry = journal.redo[-1]
+        result = ws.restore(entry.id, dry_run=dry_run, confirm=confirm)
+        if dry_run:
+            return result
+        safety = _safety_of(result)
+        journal.take_redo()
+        journal.push_back(entry, safety)
+        _commit(ws, journal, new_ids=[safety])
+    return result
+
+
+def _safety_of(result: RestoreResult) -> str:
+    safety = getattr(result, "safety", None)
+    if not isinstance(safety, str) or len(safety) != 40:
+        raise StoreError(f"restore returned no safety snapshot ({safety!r}); the journal is "
+                         "left as it was")
+    return safety
+
+
+def list_sessions(ws: Workspace) -> list[SessionInfo]:
+    out = []
+    for name in journals.session_names(ws.store):
+        journal = journals.load(ws.store, name)
+        out.append(SessionInfo(name, len(journal.undo), len(journal.redo)))
+    return out
+
+
+def drop_session(ws: Workspace, name: str) -> bool:
+    """Forget session `name`: its journal, then its anchors. False if it did not exist."""
+    journals.validate_name(name)
+    store = ws.store
+    with store.lock:
+        existed = journals.delete(store, name)
+        released = anchors.release(store, name)
+    return existed or released > 0
