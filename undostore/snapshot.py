@@ -223,14 +223,19 @@ def _git_mode(entry: FileEntry, st: os.stat_result, cache: StatCache) -> int:
     return MODE_EXEC if st.st_mode & stat.S_IXUSR else MODE_FILE
 
 
-def _choose_threads(options: SnapshotOptions, todo: list[FileEntry]) -> int:
+IO_THREADS = 4
+PROBE_FILES = 128
+SLOW_FILE_SECONDS = 150e-6   # a warm small file reads, hashes and compresses in 20-40 us here
+
+
+def _fixed_threads(options: SnapshotOptions, todo: list[FileEntry]) -> int:
+    """Threads decided before reading anything; 0 means "probe first"."""
     if options.hash_threads:
         return options.hash_threads
-    big = sum(e.st.st_size for e in todo)
-    # Threads pay only where hashing and zlib release the GIL: many bytes, not many files.
-    if big >= 64 << 20 and len(todo) > 1:
-        return min(4, os.cpu_count() or 1)
-    return 1
+    # Many bytes: hashlib and zlib release the GIL on large buffers, so threads pay.
+    if sum(e.st.st_size for e in todo) >= 64 << 20 and len(todo) > 1:
+        return IO_THREADS
+    return 0
 
 
 def take_snapshot(root: str, store: Store, options: SnapshotOptions | None = None
@@ -300,7 +305,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                  and folder_states == cache.folders)
     if not unchanged:  # rewriting an identical cache would only cost time
         try:
-            cache.save(cache_path, new_entries, folder_states, start_ns)
+            cache.save(cache_path, new_entries, folder_states, start_ns,
+                       fresh={entry.path for entry in todo})
         except OSError as err:
             # The snapshot itself is complete and durable; a missing cache only costs time.
             warn(cache_path, f"could not save the stat cache: {err.strerror or err}")
@@ -312,31 +318,42 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
 def _hash_all(root: str, store: Store, writer: PackWriter, todo: list[FileEntry],
               cache: StatCache, blobs: dict[str, tuple[int, bytes]],
               new_entries: dict[str, Entry], options: SnapshotOptions, total: int) -> None:
+    """Hash every file in `todo`. Small files on a warm cache go fastest on one thread (the
+    GIL); files that wait on the disk (a cold cache, a network share) go faster on several. So
+    unless told, hash the first files on one thread, time them, and move to a pool only when
+    they were slow (benchmarks/bench_snapshot.py, "threads")."""
     hasher = _Hasher(root, store, writer)
     done = total - len(todo)
-    threads = _choose_threads(options, todo)
 
     def record(entry: FileEntry, sha: bytes, st: os.stat_result) -> None:
+        nonlocal done
         mode = _git_mode(entry, st, cache)
         blobs[entry.path] = (mode, sha)
         new_entries[entry.path] = make_entry(st, mode, sha)
+        done += 1
+        if done % 1000 == 0:
+            options.on_progress(done, total)
 
+    threads = _fixed_threads(options, todo)
+    start = 0
+    if threads == 0:
+        probe = todo[:PROBE_FILES]
+        began = time.perf_counter()
+        for entry in probe:
+            record(entry, *hasher.blob_of(entry))
+        start = len(probe)
+        slow = probe and (time.perf_counter() - began) / len(probe) > SLOW_FILE_SECONDS
+        threads = IO_THREADS if slow and len(todo) - start >= 2 * PROBE_FILES else 1
+    rest = todo[start:]
     if threads <= 1:
-        for entry in todo:
-            sha, st = hasher.blob_of(entry)
-            record(entry, sha, st)
-            done += 1
-            if done % 1000 == 0:
-                options.on_progress(done, total)
+        for entry in rest:
+            record(entry, *hasher.blob_of(entry))
     else:
         from concurrent.futures import ThreadPoolExecutor  # only here: 5 ms of start-up
 
         with ThreadPoolExecutor(max_workers=threads) as pool:
-            for entry, (sha, st) in zip(todo, pool.map(hasher.blob_of, todo), strict=True):
-                record(entry, sha, st)
-                done += 1
-                if done % 1000 == 0:
-                    options.on_progress(done, total)
+            for entry, result in zip(rest, pool.map(hasher.blob_of, rest), strict=True):
+                record(entry, *result)
     options.on_progress(total, total)
 
 

@@ -112,12 +112,18 @@ class StatCache:
         return entry[5] if entry is not None else None
 
     def save(self, path: str, files: dict[str, Entry], folders: dict[str, FolderState],
-             start_ns: int) -> None:
+             start_ns: int, fresh: set[str] | None = None) -> None:
         """Write the new cache, leaving out racy entries (see the module docstring).
 
         Folder states need no such care: a folder's cached tree id is reused only when every
         file in it was a cache hit, and a racy file never is."""
-        kept = {p: e for p, e in files.items() if not _entry_racy(e, start_ns)}
+        if fresh is None:
+            kept = {p: e for p, e in files.items() if not _entry_racy(e, start_ns)}
+        else:
+            # Entries carried over from the loaded cache passed this test when it was saved;
+            # only the ones hashed in this run (`fresh`) can be racy.
+            racy = {p for p in fresh if _entry_racy(files[p], start_ns)}
+            kept = {p: e for p, e in files.items() if p not in racy} if racy else files
         payload = marshal.dumps((_VERSION, self.identity, kept, folders))
         # Not fsynced: losing the cache in a crash only costs a rehash, never correctness.
         write_framed(path, _KIND, payload, durable=False)

@@ -104,6 +104,13 @@ class Workspace:
         """Finish an interrupted restore before anything else touches the files."""
         if self._recovered:
             return
+        try:
+            pending = bool(os.listdir(self.store.restore_dir))
+        except FileNotFoundError:
+            pending = False
+        if not pending:  # the common case: skip importing the restore machinery (6 ms)
+            self._recovered = True
+            return
         from .restore import recover_pending
 
         recover_pending(self)
