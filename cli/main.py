@@ -10,9 +10,10 @@ from .common import Context
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--root", type=click.Path(file_okay=False), default=None,
+# Paths are checked by the library, whose messages name them as the system spells them.
+@click.option("--root", metavar="DIR", default=None,
               help="Folder to protect (default: the current folder).")
-@click.option("--store", type=click.Path(file_okay=False), default=None, envvar="UNDOSTORE_STORE",
+@click.option("--store", metavar="DIR", default=None, envvar="UNDOSTORE_STORE",
               help="Store folder (default: $UNDOSTORE_HOME/stores/<hash of root>).")
 @click.option("--force", is_flag=True, help="Allow the home folder or / as root.")
 @click.version_option(package_name="undostore")

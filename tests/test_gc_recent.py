@@ -19,12 +19,12 @@ def test_unlisted_snapshot_of_an_old_state_survives_gc_within_the_grace(tree_fac
     ws = Workspace(root)
     first = ws.snapshot()                       # state A: its objects land in a pack
     _age_packs(ws, 7200)                        # ... that is now older than the grace period
-    (root / "a.txt").write_text("state B\n")
+    (root / "a.txt").write_bytes(b"state B\n")
     ws.snapshot()
-    (root / "a.txt").write_text("state A\n")
+    (root / "a.txt").write_bytes(b"state A\n")
     again = ws.snapshot()                       # state A again: nothing new is written
     assert again.id == first.id and again.new_objects == 0
-    (root / "a.txt").write_text("state C\n")
+    (root / "a.txt").write_bytes(b"state C\n")
     ws.snapshot()                               # the stat cache now points at state C
     ws.gc(grace_seconds=3600)
     assert ws.verify(again.id).ok, "an id handed out a moment ago must stay restorable"
@@ -34,7 +34,7 @@ def test_unlisted_snapshot_older_than_the_grace_is_collected(tree_factory):
     root = tree_factory({"a.txt": "state A\n"})
     ws = Workspace(root)
     first = ws.snapshot()
-    (root / "a.txt").write_text("state B\n")
+    (root / "a.txt").write_bytes(b"state B\n")
     ws.snapshot()
     ws.gc(grace_seconds=0)
     ws.store.refresh()

@@ -104,6 +104,9 @@ def test_same_size_rewrite_with_restored_mtime_is_seen_by_ctime(old_tree: tuple[
     assert after.id != before.id
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason=(
+    "Windows: directory listings carry no inode and a replaced file can keep the old creation "
+    "time (st_ctime there), so as for git on Windows only mtime and size tell"))
 def test_replaced_file_with_same_size_and_mtime_is_seen(old_tree: tuple[Path, Path],
                                                          tmp_path: Path):
     root, store = old_tree

@@ -40,7 +40,7 @@ from .objects import (
 from .recent import remember
 from .statcache import Entry, FolderState, StatCache, make_entry
 from .store import Store
-from .walk import KIND_LINK, FileEntry, Folder, WalkOptions, walk
+from .walk import KIND_LINK, FileEntry, Folder, WalkOptions, disk_path, walk
 
 _IS_WINDOWS = sys.platform == "win32"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -121,7 +121,7 @@ class _Hasher:
         self.lock = threading.Lock()
 
     def blob_of(self, entry: FileEntry) -> tuple[bytes, os.stat_result]:
-        disk = os.path.join(self.root, entry.path)
+        disk = disk_path(self.root, entry.path)
         if entry.kind == KIND_LINK:
             return self._link_blob(entry, disk)
         last_error = ""

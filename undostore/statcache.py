@@ -85,10 +85,9 @@ class StatCache:
             if on_warning:
                 on_warning(path, "stat cache was damaged; discarded (all files are hashed again)")
             return empty
-        except IsADirectoryError:
-            quarantine(path)  # something else sits where the cache goes: move it aside
-            return empty
         except OSError:
+            if os.path.isdir(path):  # Windows says "access denied" where POSIX says EISDIR
+                quarantine(path)  # something else sits where the cache goes: move it aside
             return empty
         if payload is None:
             return empty

@@ -64,10 +64,17 @@ class WalkOptions:
     on_warning: Warn = _ignore_warning
 
 
+def disk_path(root: str, rel: str) -> str:
+    """The path on disk of `rel` ('/'-separated, relative to root), in the system's spelling."""
+    if not rel:
+        return root
+    return os.path.join(root, rel if os.sep == "/" else rel.replace("/", os.sep))
+
+
 def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
                  ) -> tuple[Folder, list[tuple[str, IgnoreRules]]]:
     """Read one folder: its kept files, and the sub-folders to walk with their rules."""
-    disk = os.path.join(root, rel) if rel else root
+    disk = disk_path(root, rel)
     try:
         with os.scandir(disk) as it:
             entries = list(it)
