@@ -20,10 +20,18 @@ from .errors import (
     UnsafePathError,
     UsageError,
 )
-from .snapshot import SnapshotOptions, SnapshotResult
 from .workspace import Workspace
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # Imported on first use: a command that takes no snapshot (diff of two ids, log) skips it.
+    if name in ("SnapshotOptions", "SnapshotResult"):
+        from . import snapshot
+
+        return getattr(snapshot, name)
+    raise AttributeError(f"module 'undostore' has no attribute {name!r}")
 
 __all__ = [
     "ConfirmationNeeded",

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import SnapshotError, UsageError, from_oserror
+from .errors import SnapshotError, from_oserror
 from .objects import (
     BLOB,
     CHUNK,
@@ -39,7 +39,7 @@ from .objects import (
 )
 from .recent import remember
 from .statcache import Entry, FolderState, StatCache, make_entry
-from .store import Store
+from .store import Store, check_root  # noqa: F401 (check_root: public here too)
 from .walk import KIND_LINK, FileEntry, Folder, WalkOptions, disk_path, walk
 
 _IS_WINDOWS = sys.platform == "win32"
@@ -86,20 +86,6 @@ class SnapshotResult:
     new_bytes: int
     seconds: float
     warnings: list[tuple[str, str]] = field(default_factory=list)
-
-
-def check_root(root: str, force: bool) -> str:
-    """The root's real path; refuses `/`, a drive root or the home folder unless forced."""
-    real = os.path.realpath(root)
-    if not os.path.isdir(real):
-        raise UsageError("root is not a folder", root)
-    home = os.path.realpath(os.path.expanduser("~"))
-    is_drive_root = os.path.dirname(real) == real
-    if not force and (is_drive_root or real == home):
-        what = "the file-system root" if is_drive_root else "your home folder"
-        # Exit 1 like every other input the snapshot refuses (issue 2), not a usage error.
-        raise SnapshotError(f"refusing to protect {what}: pass --force if you mean it", real)
-    return real
 
 
 def store_exclusion(root: str, store: Store) -> frozenset[str]:

@@ -23,7 +23,13 @@ import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from .errors import IncompleteSnapshotError, StoreError, UnknownSnapshotError
+from .errors import (
+    IncompleteSnapshotError,
+    SnapshotError,
+    StoreError,
+    UnknownSnapshotError,
+    UsageError,
+)
 from .lock import StoreLock
 from .objects import BLOB, TREE, PackIndexSet, decode_tree, object_header
 
@@ -44,6 +50,20 @@ def default_store_path(root: str) -> str:
     real = os.path.realpath(root)
     digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
     return os.path.join(default_home(), "stores", digest)
+
+
+def check_root(root: str, force: bool) -> str:
+    """The root's real path; refuses `/`, a drive root or the home folder unless forced."""
+    real = os.path.realpath(root)
+    if not os.path.isdir(real):
+        raise UsageError("root is not a folder", root)
+    home = os.path.realpath(os.path.expanduser("~"))
+    is_drive_root = os.path.dirname(real) == real
+    if not force and (is_drive_root or real == home):
+        what = "the file-system root" if is_drive_root else "your home folder"
+        # Exit 1 like every other input the snapshot refuses (issue 2), not a usage error.
+        raise SnapshotError(f"refusing to protect {what}: pass --force if you mean it", real)
+    return real
 
 
 def _make_private_dirs(path: str) -> None:

@@ -15,14 +15,14 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from .snapshot import SnapshotOptions, SnapshotResult, check_root, take_snapshot
-from .store import Store, default_store_path
+from .store import Store, check_root, default_store_path
 
 if TYPE_CHECKING:
     from .diff import Change
     from .gc import GcResult
     from .restore import Confirm, RestoreResult
     from .sessions import Log, SessionInfo
+    from .snapshot import SnapshotOptions, SnapshotResult
     from .verify import VerifyResult
 
 DEFAULT_SESSION = "default"
@@ -50,6 +50,8 @@ class Workspace:
                  meta: dict[str, Any] | None = None,
                  options: SnapshotOptions | None = None) -> SnapshotResult:
         """Capture the files now; with `session`, also record an undo point."""
+        from .snapshot import SnapshotOptions, take_snapshot  # not needed by diff, log, ...
+
         options = options or SnapshotOptions(force=self.force)
         if session is not None:
             from .journal import validate_name
@@ -69,6 +71,8 @@ class Workspace:
 
     def _snapshot_locked(self, options: SnapshotOptions | None = None) -> SnapshotResult:
         """A snapshot for internal use (safety snapshots, diff against now); lock already held."""
+        from .snapshot import SnapshotOptions, take_snapshot
+
         self.store.refresh()   # see snapshot(): never trust a pack list from before the lock
         return take_snapshot(self.root, self.store, options or SnapshotOptions(force=self.force))
 
