@@ -39,3 +39,22 @@ def test_unlisted_snapshot_older_than_the_grace_is_collected(tree_factory):
     ws.gc(grace_seconds=0)
     ws.store.refresh()
     assert not ws.store.has(bytes.fromhex(first.id)), "nothing lists it, the grace is over"
+
+
+def test_a_prefix_never_resolves_to_a_folder_of_a_snapshot(tree_factory):
+    """Every folder of a snapshot is a tree too; a short prefix naming `docs/`'s tree must
+    not be taken for a snapshot (restoring it would replace the whole root)."""
+    from undostore.errors import UnknownSnapshotError
+
+    root = tree_factory({"a.txt": "a\n", "docs": {"blob.bin": "x\n"}})
+    ws = Workspace(root)
+    snap = ws.snapshot().id
+    docs = next(sha for mode, name, sha in ws.store.read_tree(bytes.fromhex(snap))
+                if name == b"docs")
+    assert ws.resolve(snap[:6]).hex() == snap
+    try:
+        ws.resolve(docs.hex()[:8])
+    except UnknownSnapshotError:
+        pass
+    else:
+        raise AssertionError("a folder's tree resolved as a snapshot")

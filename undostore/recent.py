@@ -44,6 +44,11 @@ def remember(store_path: str, snapshot_id: bytes) -> None:
         pass  # only a protection for gc's grace period; the snapshot itself is complete
 
 
+def all_ids(store_path: str) -> set[bytes]:
+    """Every snapshot id on the list, whatever its age."""
+    return {sha for _, sha in _load(store_path)}
+
+
 def recent_ids(store_path: str, since: float) -> set[bytes]:
     """Snapshot ids handed out at or after `since` (seconds since the epoch)."""
     return {sha for when, sha in _load(store_path) if when >= since}

@@ -233,25 +233,49 @@ class Store:
         for idx in self.index._indexes.values():
             yield from idx.names()
 
+    def known_snapshots(self) -> set[bytes]:
+        """Ids this store handed out as snapshots: recent ones, and every id a session lists.
+
+        Prefixes resolve against these only: every folder of a snapshot is a tree too, and a
+        short prefix that happened to name `docs/`'s tree must not restore it as the root."""
+        from . import journal
+        from .anchors import anchored_ids
+        from .recent import all_ids
+
+        known = {bytes.fromhex(i) for i in anchored_ids(self) if len(i) == 40}
+        for name in journal.session_names(self):
+            known |= {bytes.fromhex(i) for i in journal.load(self, name).ids() if len(i) == 40}
+        return known | all_ids(self.path)
+
     def resolve(self, ref: str) -> bytes:
-        """The snapshot id named by `ref`: 40 hex, or a unique prefix of 4+ hex."""
+        """The snapshot id named by `ref`: 40 hex, or a unique prefix of 4+ hex of an id this
+        store handed out. Unknown: UnknownSnapshotError (exit 2); known but no longer complete
+        in the store: IncompleteSnapshotError (exit 3)."""
         text = ref.strip()
         if not _HEX.match(text):
             raise UnknownSnapshotError(f"not a snapshot id: {ref!r} (expected 4 to 40 hex digits)")
         text = text.lower()
+        known = self.known_snapshots()
         if len(text) == 40:
             sha = bytes.fromhex(text)
-            if not self.has(sha):
-                raise UnknownSnapshotError(f"unknown snapshot {text}")
-            return sha
-        matches = {sha for sha in self.object_ids() if sha.hex().startswith(text)}
-        trees = [sha for sha in matches if self._type_of(sha) == TREE]
-        if not trees:
+            if self.has(sha):
+                if self._type_of(sha) == TREE:
+                    return sha  # a full id is explicit: any tree the store holds
+                raise UnknownSnapshotError(f"{text} is not a snapshot (not a tree)")
+            candidates = [sha] if sha in known else []
+        else:
+            candidates = sorted(sha for sha in known if sha.hex().startswith(text))
+        if not candidates:
             raise UnknownSnapshotError(f"unknown snapshot {text}")
-        if len(trees) > 1:
-            names = ", ".join(sorted(t.hex()[:12] for t in trees))
+        if len(candidates) > 1:
+            names = ", ".join(c.hex()[:12] for c in candidates)
             raise UnknownSnapshotError(f"ambiguous snapshot id {text}: matches {names}")
-        return trees[0]
+        sha = candidates[0]
+        if not self.has(sha):
+            raise IncompleteSnapshotError(
+                f"snapshot {sha.hex()} is listed but missing from the store "
+                "(run `undostore verify` for details)", missing=[sha.hex()])
+        return sha
 
     def _type_of(self, sha: bytes) -> int | None:
         try:
