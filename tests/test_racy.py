@@ -211,3 +211,26 @@ def test_cache_copied_from_another_store_is_not_trusted(old_tree: tuple[Path, Pa
         assert len(files) == 3
         for _, _, sha in files:
             ws.store.read_blob(sha)
+
+
+def test_cache_is_not_trusted_once_a_pack_it_relied_on_is_deleted(tmp_path: Path):
+    """Deleting a pack by hand must not let a snapshot hand out an id whose blobs are gone."""
+    root = tmp_path / "tree"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_bytes(b"a\n")
+    (root / "sub" / "b.txt").write_bytes(b"b\n")
+    make_old(root / "a.txt")
+    make_old(root / "sub" / "b.txt")
+    store = tmp_path / "store"
+    with Workspace(root, store=store) as ws:
+        first = ws.snapshot()
+        ws.snapshot()                       # the cache now vouches for both blobs
+        (root / "c.txt").write_bytes(b"c\n")
+        ws.snapshot()                       # a second pack, holding c.txt and new trees
+    packs = sorted((store / "objects" / "pack").glob("*.pack"), key=os.path.getmtime)
+    packs[0].unlink()                       # the pack with a.txt and b.txt
+    packs[0].with_suffix(".idx").unlink()
+    with Workspace(root, store=store) as ws:
+        result = ws.snapshot()
+        assert ws.verify(result.id).ok, "every object of the id handed out is in the store"
+    assert first.id != result.id

@@ -34,10 +34,10 @@ from . import anchors
 from . import journal as journals
 from .atomic import TEMP_PREFIX, fsync_dir, replace_with_retry
 from .errors import IncompleteSnapshotError, StoreError, UsageError, from_oserror
-from .objects import MODE_TREE, TREE, _pack_record_header, decode_tree
+from .objects import MODE_TREE, TREE, PackIndexSet, _pack_record_header, decode_tree
 from .packs import DeltaRecord, PackFile, PackSet, Record, pack_census
 from .recent import recent_ids
-from .statcache import StatCache
+from .statcache import StatCache, rebind_packs
 
 if TYPE_CHECKING:
     from .workspace import Workspace
@@ -114,6 +114,9 @@ def _collect_packs(ws: Workspace, cutoff: float, result: GcResult) -> None:
     finally:
         packs.close()
         ws.store.close()
+    # gc kept everything the stat cache vouches for, but moved it: tell the cache where.
+    rebind_packs(os.path.join(ws.store.cache_dir, "statcache"), ws.store.identity,
+                 PackIndexSet(ws.store.pack_dir).pack_names())
 
 
 def _roots(ws: Workspace) -> tuple[set[bytes], set[bytes]]:

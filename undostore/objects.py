@@ -148,6 +148,10 @@ class PackIndexSet:
     def __contains__(self, sha: bytes) -> bool:
         return any(sha in index for index in self._indexes.values())
 
+    def pack_names(self) -> set[str]:
+        """Base names (`pack-<sha>`) of the complete packs."""
+        return {name[:-4] for name in self._indexes}
+
     def close(self) -> None:
         for index in self._indexes.values():
             index.close()

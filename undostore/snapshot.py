@@ -255,7 +255,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                                           on_warning=warn))
     cache_path = os.path.join(store.cache_dir, "statcache")
     cache = StatCache.load(cache_path, store.identity, on_warning=warn)
-    if cache.root is not None and not store.has(cache.root):
+    if cache.root is not None and (not store.has(cache.root)
+                                   or not cache.trusted_with(store.index.pack_names())):
         # The cache vouches for objects below its last root; if the store lost that root
         # (packs deleted, a store restored from an old backup), trust none of it.
         warn(cache_path, "store lacks the objects the stat cache relied on; hashing everything")
@@ -290,6 +291,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     unchanged = (not todo and len(new_entries) == len(cache.files)
                  and folder_states == cache.folders)
     if not unchanged:  # rewriting an identical cache would only cost time
+        cache.packs = tuple(sorted(store.index.pack_names()))
         try:
             cache.save(cache_path, new_entries, folder_states, start_ns,
                        fresh={entry.path for entry in todo})

@@ -20,7 +20,7 @@ import sys
 from .atomic import CorruptFrame, quarantine, read_framed, write_framed
 
 _KIND = b"STAT"
-_VERSION = (3, marshal.version, sys.implementation.cache_tag)
+_VERSION = (4, marshal.version, sys.implementation.cache_tag)
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
 
@@ -60,6 +60,9 @@ class StatCache:
         self.files: dict[str, Entry] = files or {}
         self.folders: dict[str, FolderState] = folders or {}
         self.identity = identity   # the store this cache belongs to
+        # The packs that held every object the cache vouches for when it was saved: if one of
+        # them is gone (deleted by hand, a store restored from backup), the cache is not trusted.
+        self.packs: tuple[str, ...] = ()
 
     @property
     def root(self) -> bytes | None:
@@ -92,13 +95,19 @@ class StatCache:
         if payload is None:
             return empty
         try:
-            version, identity, files, folders = marshal.loads(payload)
+            version, identity, packs, files, folders = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
             return empty
         if (version != _VERSION or identity != store_identity or not isinstance(files, dict)
                 or not isinstance(folders, dict)):
             return empty
-        return cls(files, folders, store_identity)
+        cache = cls(files, folders, store_identity)
+        cache.packs = tuple(packs)
+        return cache
+
+    def trusted_with(self, present_packs: set[str]) -> bool:
+        """Whether every pack this cache relied on is still in the store."""
+        return set(self.packs) <= present_packs
 
     def lookup(self, path: str, st: os.stat_result) -> Entry | None:
         entry = self.files.get(path)
@@ -123,7 +132,7 @@ class StatCache:
             # only the ones hashed in this run (`fresh`) can be racy.
             racy = {p for p in fresh if _entry_racy(files[p], start_ns)}
             kept = {p: e for p, e in files.items() if p not in racy} if racy else files
-        payload = marshal.dumps((_VERSION, self.identity, kept, folders))
+        payload = marshal.dumps((_VERSION, self.identity, self.packs, kept, folders))
         # Not fsynced: losing the cache in a crash only costs a rehash, never correctness.
         write_framed(path, _KIND, payload, durable=False)
 
@@ -132,3 +141,13 @@ def _entry_racy(entry: Entry, start_ns: int) -> bool:
     newest = max(entry[0], entry[1])
     margin = COARSE_MARGIN_NS if entry[0] % 1_000_000_000 == 0 else FINE_MARGIN_NS
     return newest >= start_ns - margin
+
+
+def rebind_packs(path: str, store_identity: str, packs: set[str]) -> None:
+    """After gc moved every object the cache vouches for into `packs`, say so in the cache
+    (gc keeps those objects, so the cache stays valid; only its pack list is out of date)."""
+    cache = StatCache.load(path, store_identity)
+    if not cache.files and not cache.folders:
+        return
+    cache.packs = tuple(sorted(packs))
+    cache.save(path, cache.files, cache.folders, start_ns=0, fresh=set())
