@@ -153,21 +153,24 @@ def main(argv: list[str] | None = None) -> int:
         info = gen_tree.ensure("tree", tree, files=args.files, folders=args.folders)
         print(f"tree: {info.files:,} files, {info.bytes / common.MB:.0f} MB "
               f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-        gen_tree.forget(tree)             # this run modifies it (and puts it back)
         git = Git(tree, os.path.join(work, f"git-{args.files}.gitdir"), env)
         rng = random.Random(SEED)
         text_files = [p for p in _files(tree) if os.path.getsize(p) > 0]
         ids = {}
+        gen_tree.forget(tree)             # modified below, and put back before `restored`
         for state, count in (("base", 0), ("named", args.changed), ("patched", args.patched)):
             originals = _modify(rng.sample(text_files, count), state)
-            started = time.perf_counter()
-            ours, theirs = _snapshot(tree, store), git.write_tree()
+            try:
+                started = time.perf_counter()
+                ours, theirs = _snapshot(tree, store), git.write_tree()
+            finally:
+                _restore(originals)
             if ours != theirs:
                 raise RuntimeError(f"snapshot id {ours} differs from git's tree id {theirs}")
             ids[state] = ours
             print(f"state {state}: {ours} ({time.perf_counter() - started:.0f} s)",
                   file=sys.stderr)
-            _restore(originals)
+        gen_tree.restored(tree)
 
         cli = next(iter(common.undostore_commands().values()))
         base = [*cli, "--root", tree, "--store", store, "diff"]

@@ -14,6 +14,7 @@ Two cases (the targets of issue 4: undostore at most 2x git):
 
 Durability is included on undostore's side: temp files are made durable before they are renamed
 (one `syncfs` per batch on Linux), and the restore journal is written and removed with fsyncs.
+Every timed step starts after an untimed `sync`, so no step pays for another's dirty pages.
 git never fsyncs work-tree files (`core.fsync` covers only its own database), so git's numbers
 carry no durability cost. undostore's time also includes the safety snapshot it takes first (a
 walk of all 20,000 files), which `git read-tree` does not need because its index already holds
@@ -79,6 +80,13 @@ class Git:
         return common.run_process(["git", *args], cwd=self.work_tree, env=self.env).check()
 
 
+def _settle() -> None:
+    """Write back every dirty page before a timed step, so no step pays for the previous one's
+    writes (undostore's syncfs would otherwise flush what git left in the page cache)."""
+    if hasattr(os, "sync"):
+        os.sync()
+
+
 def _undostore_cli(root: str, store: str, target: str, env: dict[str, str]) -> common.ProcessRun:
     argv = [sys.executable, "-m", "undostore", "--root", root, "--store", store,
             "restore", target, "--yes", "--json"]
@@ -122,15 +130,19 @@ def bench_modified(work: str, files: int, folders: int, modified: int, repeats: 
     now = snap_b
     for i in range(repeats * 2):
         new = snap_a if now == snap_b else snap_b
+        _settle()
         started = time.perf_counter()
         result = ws.restore(new)
         lib.append(time.perf_counter() - started)
         assert len(result.modified) == modified, (len(result.modified), result.warnings)
+        _settle()
         git_times.append(git.run("read-tree", "-m", "-u", now, new).seconds)
         now = new
         if i % 2 == 1:  # the CLI process, every other step (it pays Python's start-up)
             back = snap_a if now == snap_b else snap_b
+            _settle()
             cli.append(_undostore_cli(ours_root, store, back, env).seconds)
+            _settle()
             git_times.append(git.run("read-tree", "-m", "-u", now, back).seconds)
             now = back
     if ws.snapshot().id != now:
@@ -159,26 +171,37 @@ def bench_new(work: str, files: int, folders: int, repeats: int,
     filler.run("add", "-A")
     if filler.run("write-tree").stdout.strip() != snap:
         raise RuntimeError("snapshot id differs from git's tree id")
-    ours_root, git_root = os.path.join(work, "unew"), os.path.join(work, "gnew")
-    git = Git(git_dir, git_root, env, index=os.path.join(work, "gnew.index"))
     lib, cli, git_times = [], [], []
-    for i in range(repeats):
-        for root in (ours_root, git_root):
-            if os.path.exists(root):
-                shutil.rmtree(root)
-            os.mkdir(root)
-        git.run("read-tree", snap)
-        git_times.append(git.run("checkout-index", "-a").seconds)
-        if i % 2 == 0:
-            with Workspace(ours_root, store) as ws:
-                started = time.perf_counter()
-                result = ws.restore(snap)
-                lib.append(time.perf_counter() - started)
-                assert len(result.created) == files, len(result.created)
-                if i == 0 and ws.snapshot().id != snap:
-                    raise RuntimeError("the restored files do not snapshot to the target")
-        else:
-            cli.append(_undostore_cli(ours_root, store, snap, env).seconds)
+    made: list[str] = []
+    try:
+        for i in range(repeats):
+            # Fresh folders each time: deleting 20,000 files between steps would keep the disk
+            # busy while the next step is timed. They are all deleted at the end.
+            ours_root = os.path.join(work, f"unew{i}")
+            git_root = os.path.join(work, f"gnew{i}")
+            for root in (ours_root, git_root):
+                if os.path.exists(root):
+                    shutil.rmtree(root)
+                os.mkdir(root)
+                made.append(root)
+            git = Git(git_dir, git_root, env, index=os.path.join(work, "gnew.index"))
+            git.run("read-tree", snap)
+            _settle()
+            git_times.append(git.run("checkout-index", "-a").seconds)
+            _settle()
+            if i % 2 == 0:
+                with Workspace(ours_root, store) as ws:
+                    started = time.perf_counter()
+                    result = ws.restore(snap)
+                    lib.append(time.perf_counter() - started)
+                    assert len(result.created) == files, len(result.created)
+                    if i == 0 and ws.snapshot().id != snap:
+                        raise RuntimeError("the restored files do not snapshot to the target")
+            else:
+                cli.append(_undostore_cli(ours_root, store, snap, env).seconds)
+    finally:
+        for root in made:
+            shutil.rmtree(root, ignore_errors=True)
     return _row("new", f"{files:,} files into an empty folder", lib, cli, git_times,
                 "git checkout-index -a")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
@@ -100,8 +101,10 @@ def sessions_command(ctx: Context, as_json: bool) -> None:
 def drop_command(ctx: Context, session: str | None, as_json: bool) -> None:
     """Forget a session: its journal and its anchors (gc then frees what only it kept).
 
-    --session is required here: dropping the default session by accident would be a loss.
+    The session must be named (--session or $UNDOSTORE_SESSION): dropping the 'default'
+    session by accident would be a loss.
     """
+    session = session or os.environ.get("UNDOSTORE_SESSION") or None
     if session is None:
         raise click.UsageError("drop needs --session NAME (the session to forget)")
     dropped = ctx.workspace().drop(session)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import click
@@ -47,11 +48,14 @@ def snapshot_command(ctx: Context, session: str | None, label: str | None, max_f
                      as_json: bool) -> None:
     """Capture every file under the root that git would not ignore.
 
-    Prints the snapshot id (git's tree id of the root). With --session, the snapshot is also
-    recorded as an undo point of that session.
+    Prints the snapshot id (git's tree id of the root). With --session (or $UNDOSTORE_SESSION
+    set), the snapshot is also recorded as an undo point of that session.
     """
     from undostore.snapshot import SnapshotOptions
 
+    # $UNDOSTORE_SESSION names the session as --session does (the contract), so a host that
+    # sets it gets undo points from a plain `undostore snapshot`.
+    session = session or os.environ.get("UNDOSTORE_SESSION") or None
     if label is not None and session is None:
         raise click.UsageError("--label needs --session (a label names an undo point)")
     workspace = ctx.workspace()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 
 import click
@@ -41,29 +43,40 @@ def _register() -> None:
 _register()
 
 
+def _fail(as_json: bool, code: int, kind: str, message: str, path: str | None = None) -> None:
+    """End with `code`; with --json, stdout still gets exactly one JSON object (the error)."""
+    if as_json:
+        error = {"type": kind, "message": message, "path": path}
+        sys.stdout.write(json.dumps({"error": error, "exit_code": code}) + "\n")
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
     from undostore.errors import UndostoreError
 
+    args = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
         cli.main(args=argv, prog_name="undostore", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("undostore: aborted", err=True)
-        sys.exit(1)
+        _fail(as_json, 1, "Aborted", "aborted")
     except click.ClickException as err:
         err.show()
-        sys.exit(err.exit_code)
+        _fail(as_json, err.exit_code, "UsageError", err.format_message())
     except UndostoreError as err:
         click.echo(f"undostore: error: {err}", err=True)
-        sys.exit(err.exit_code)
+        _fail(as_json, err.exit_code, type(err).__name__, err.message, err.path)
     except OSError as err:
         # The library turns the OSErrors it expects into UndostoreError; one that slips through
         # still gets the path and the cause, not a traceback.
         where = f"{err.filename}: " if err.filename else ""
         click.echo(f"undostore: error: {where}{err.strerror or err}", err=True)
-        sys.exit(1)
+        _fail(as_json, 1, type(err).__name__, str(err.strerror or err),
+              os.fsdecode(err.filename) if err.filename else None)
     except KeyboardInterrupt:
         click.echo("undostore: interrupted", err=True)
-        sys.exit(130)
+        _fail(as_json, 130, "Interrupted", "interrupted")
     sys.exit(0)
 
 

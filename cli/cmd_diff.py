@@ -1,0 +1,153 @@
+"""`undostore diff FROM [TO]`: what changed, in git's formats (or one JSON object)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from .common import Context, json_option, pass_context
+
+if TYPE_CHECKING:
+    from undostore.diff import Change
+    from undostore.store import Store
+
+_PATHS_KEY = "undostore.diff.paths"
+
+
+class _DiffCommand(click.Command):
+    """Takes the paths after `--` aside, so `diff A -- p` is never read as `diff A p` (TO=p)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            at = args.index("--")
+            ctx.meta[_PATHS_KEY] = args[at + 1:]
+            args = args[:at]
+        return super().parse_args(ctx, args)
+
+
+@click.command("diff", cls=_DiffCommand)
+@click.argument("from_id", metavar="FROM")
+@click.argument("to_id", metavar="[TO]", required=False)
+@click.option("--name-status", "form", flag_value="name-status", default=True,
+              help="Status letter and path of each change (the default).")
+@click.option("--numstat", "form", flag_value="numstat",
+              help="Added and removed line counts per file ('-' for binary files).")
+@click.option("--stat", "form", flag_value="stat", help="git's diffstat graph and summary.")
+@click.option("--patch", "-p", "form", flag_value="patch", help="The changes as a unified diff.")
+@click.option("--find-renames", "-M", is_flag=True,
+              help="Report a deleted and an added file that are at least 50% alike as a rename.")
+@click.option("--color", "color", type=click.Choice(["auto", "always", "never"]),
+              default="auto", is_flag=False, flag_value="always", show_default=True,
+              help="Colour the output (auto: only on a terminal).")
+@json_option
+@pass_context
+@click.pass_context
+def diff_command(click_ctx: click.Context, ctx: Context, from_id: str, to_id: str | None,
+                 form: str, find_renames: bool, color: str, as_json: bool) -> None:
+    """Show what changed from snapshot FROM to snapshot TO (default: the files now).
+
+    Output matches `git diff-tree -r --no-renames` with the same flag on the same two trees.
+    Limit it to some paths with `-- PATH...` (files, folders or globs; relative to the current
+    folder when it is inside the root). Comparing with the files now takes a snapshot of them
+    that no session records.
+    """
+    from undostore.diff import compare
+
+    workspace = ctx.workspace()
+    paths = _root_relative(workspace.root, click_ctx.meta.get(_PATHS_KEY, []))
+    result = compare(workspace, from_id, to_id, paths=paths or None,
+                     find_renames=find_renames)
+    try:
+        if as_json:
+            from undostore.patch import fill_line_counts
+
+            fill_line_counts(workspace.store, result.changes)
+            _write_json({"from": result.from_id, "to": result.to_id,
+                         "to_is_now": result.to_is_now,
+                         "changes": [change.to_dict() for change in result.changes]})
+        else:
+            _write_text(form, workspace.store, result.changes, _want_color(color))
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as git does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(141 if os.name != "nt" else 1)
+
+
+def _write_text(form: str, store: Store, changes: list[Change], colored: bool) -> None:
+    from undostore.patch import GIT_COLORS, PLAIN, render
+
+    out = sys.stdout.buffer
+    for chunk in render(form, store, changes, GIT_COLORS if colored else PLAIN, _columns()):
+        out.write(chunk)
+    out.flush()
+
+
+def _write_json(payload: dict[str, Any]) -> None:
+    import json
+
+    text = json.dumps(payload, ensure_ascii=False)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A file name that is not UTF-8 holds surrogate escapes; \\u escapes keep the JSON valid
+        # and give back the exact name to a reader that decodes it like os.fsdecode.
+        data = json.dumps(payload).encode("ascii")
+    sys.stdout.buffer.write(data + b"\n")
+    sys.stdout.buffer.flush()
+
+
+def _want_color(choice: str) -> bool:
+    if choice != "auto":
+        return choice == "always"
+    try:
+        on_terminal = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+    term = os.environ.get("TERM")
+    return on_terminal and bool(term) and term != "dumb"
+
+
+def _columns() -> int:
+    """git's width for --stat: $COLUMNS, else the terminal's width, else 80."""
+    import re
+
+    match = re.match(r"\s*\+?(\d+)", os.environ.get("COLUMNS", ""))
+    if match and int(match.group(1)) > 0:
+        return int(match.group(1))
+    try:
+        if sys.stdout.isatty():
+            return os.get_terminal_size(sys.stdout.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        pass
+    return 80
+
+
+def _root_relative(root: str, specs: list[str]) -> list[str]:
+    """Path specs as '/'-separated paths under root. A relative spec is taken from the current
+    folder when that folder is inside root (as git does), else from root."""
+    from undostore.diff import normalize_spec
+    from undostore.errors import UsageError
+
+    here = os.path.realpath(os.getcwd())
+    inside = here == root or here.startswith(root.rstrip(os.sep) + os.sep)
+    out = []
+    for spec in specs:
+        if not os.path.isabs(spec) and not inside:
+            out.append(normalize_spec(spec))
+            continue
+        full = os.path.normpath(os.path.join(here, spec))
+        try:
+            rel = os.path.relpath(full, root) if full != root else "."
+        except ValueError:       # Windows: another drive
+            rel = full
+        if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+            raise UsageError(f"path {spec!r} is outside the root {root}")
+        out.append(normalize_spec(rel))
+    return out
+
+
+COMMANDS = [diff_command]

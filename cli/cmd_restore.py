@@ -1,0 +1,128 @@
+"""`undostore restore`: make the files equal to a snapshot, or roll an interrupted restore back.
+
+Also the helpers every command that restores shares (`undo` and `redo` use them too):
+`confirm_from_cli` turns `--yes` and the terminal into the library's `confirm` callback, and
+`render_restore` prints a RestoreResult as JSON or as a summary for people.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import click
+
+from .common import (
+    Context,
+    emit,
+    json_option,
+    note,
+    pass_context,
+    stdin_is_terminal,
+    yes_option,
+)
+
+if TYPE_CHECKING:
+    from undostore.plan import RestorePlan
+    from undostore.restore import RestoreResult
+
+PLAN_LINES_SHOWN = 50
+
+
+def confirm_from_cli(yes: bool, *, action: str = "restore"
+                     ) -> Callable[[RestorePlan], bool]:
+    """The `confirm` callback of a command: yes with `--yes`; otherwise the plan is shown on
+    stderr and the question asked on the terminal; with no terminal, ConfirmationNeeded (exit 2)
+    saying to pass --yes. The library calls it only when there is something to change."""
+
+    def confirm(plan: RestorePlan) -> bool:
+        if yes:
+            return True
+        if not stdin_is_terminal():
+            raise _needs_yes(action, plan)
+        for line in plan.lines(limit=PLAN_LINES_SHOWN):
+            note(f"  {line}")
+        note(plan.summary())
+        try:
+            return click.confirm(f"{action.capitalize()} now?", default=False, err=True)
+        except click.exceptions.Abort as err:
+            # End of input: no one can answer (Windows reports the NUL device as a terminal).
+            if isinstance(err.__context__, EOFError):
+                raise _needs_yes(action, plan) from None
+            raise
+
+    return confirm
+
+
+def _needs_yes(action: str, plan: RestorePlan) -> Exception:
+    from undostore.errors import ConfirmationNeeded
+
+    return ConfirmationNeeded(f"{action} would change files ({_counts(plan)}) and there is no "
+                              "terminal to ask: pass --yes to do it")
+
+
+def _counts(plan: RestorePlan) -> str:
+    return (f"{len(plan.create)} to create, {len(plan.modified)} to modify, "
+            f"{len(plan.delete)} to delete")
+
+
+def render_restore(result: RestoreResult, as_json: bool, *, verb: str = "restored") -> None:
+    """Print a restore's result: one JSON object (`--json`), else a summary line on stdout;
+    warnings go to stderr for people. `verb` names the action ("undone", "redone", ...)."""
+    for path, message in result.warnings:
+        note(f"warning: {path}: {message}")
+    emit(as_json, result.to_json(), lambda: _plain(result, verb))
+
+
+def _plain(result: RestoreResult, verb: str) -> str:
+    if not result.target:  # an unreadable journal was set aside (see abort_pending)
+        return "nothing was rolled back"
+    counts = (f"{len(result.created)} created, {len(result.modified)} modified, "
+              f"{len(result.deleted)} deleted")
+    if result.dry_run:
+        lines = result.plan.lines() if result.plan is not None else []
+        head = [*lines, f"dry run: would make the files equal to {result.target} ({counts})"]
+        return "\n".join(head)
+    if not result.changed:
+        return f"nothing to change: the files are already at {result.target}"
+    return (f"{verb} {result.target}: {counts}\n"
+            f"safety snapshot {result.safety} (restore it to take this back)")
+
+
+@click.command("restore")
+@click.argument("snapshot_id", metavar="[ID]", required=False)
+@click.option("--dry-run", "-n", is_flag=True, help="Show what would change; change nothing.")
+@yes_option
+@click.option("--abort", is_flag=True,
+              help="Roll an interrupted restore back to the safety snapshot taken before it.")
+@json_option
+@pass_context
+def restore_command(ctx: Context, snapshot_id: str | None, dry_run: bool, yes: bool,
+                    abort: bool, as_json: bool) -> None:
+    """Make the files under the root equal to snapshot ID.
+
+    A safety snapshot of the files is taken first (its id is printed, so the restore can be taken
+    back), the snapshot is checked to be complete in the store, and a file changed after the
+    safety snapshot is never overwritten. Ignored files, .git and the store are never touched.
+    Without --yes the plan is shown and the question asked on a terminal. With --abort, an
+    interrupted restore is rolled back instead (ID is not given then).
+    """
+    workspace = ctx.workspace()
+    if abort:
+        if snapshot_id is not None or dry_run:
+            raise click.UsageError("--abort takes no ID and no --dry-run")
+        result = workspace.abort_restore()
+        if result is None:
+            emit(as_json, {"aborted": False, "target": None, "safety": None, "created": [],
+                           "modified": [], "deleted": []}, "no interrupted restore to roll back")
+            return
+        render_restore(result, as_json, verb="rolled back to")
+        return
+    if snapshot_id is None:
+        raise click.UsageError("missing ID (the snapshot to restore), or pass --abort")
+    confirm = None if dry_run else confirm_from_cli(yes)
+    result = workspace.restore(snapshot_id, dry_run=dry_run, confirm=confirm)
+    render_restore(result, as_json)
+
+
+COMMANDS = [restore_command]

@@ -1,0 +1,217 @@
+"""A real restore process killed (SIGKILL on POSIX, TerminateProcess on Windows) at every step:
+until recovery each file holds its old or its new content, and then the next command finishes the
+restore to exactly the target, or `abort` rolls it back to exactly the safety snapshot, with no
+temp file left.
+
+The child stops at its k-th file operation through the test hook of checkout.Checkpoints
+(UNDOSTORE_TEST_STALL_AT / UNDOSTORE_TEST_STALL_FILE), writes a marker and waits; the test kills
+it there. Every k is tried until the restore runs to its end.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+
+from undostore import Workspace
+from undostore.restorelog import journal_path
+
+from .conftest import IS_WINDOWS, Exe, Link
+from .test_restore_support import disk_state, temp_files
+
+RESTORE = "import sys; from undostore import Workspace; Workspace(sys.argv[1]).restore(sys.argv[2])"
+RECOVER = "import sys; from undostore import Workspace; Workspace(sys.argv[1]).snapshot()"
+ABORT = "import sys; from undostore import Workspace; Workspace(sys.argv[1]).abort_restore()"
+
+
+def _spawn(code: str, *args: str, stall_at: int = 0, marker: str = "") -> subprocess.Popen:
+    env = dict(os.environ)
+    if stall_at:
+        env.update(UNDOSTORE_TEST_STALL_AT=str(stall_at), UNDOSTORE_TEST_STALL_FILE=marker)
+    return subprocess.Popen([sys.executable, "-c", code, *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _run_until_stall(proc: subprocess.Popen, marker: str, timeout: float = 120) -> bool:
+    """True once the child waits at its stall point (then it is killed); False if it ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(marker):
+            proc.kill()
+            proc.wait()
+            os.unlink(marker)
+            return True
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            assert proc.returncode == 0, err.decode()
+            return False
+        time.sleep(0.01)
+    proc.kill()
+    raise AssertionError("the child neither stalled nor finished")
+
+
+def _assert_each_file_old_or_new(root, old: dict, new: dict) -> None:
+    for path, value in disk_state(root).items():
+        if path.endswith("/") or os.path.basename(path).startswith(".undostore-tmp-"):
+            continue
+        assert value in (old.get(path), new.get(path)), f"{path} holds a mix: {value!r}"
+    present = disk_state(root)
+    for path in old.keys() | new.keys():
+        if path.endswith("/"):
+            continue
+        if path not in present:
+            assert path not in old or path not in new, f"{path} is missing (in both states)"
+
+
+def _spec() -> tuple[dict, dict]:
+    """(state A, state B): every kind of change a restore from B back to A makes."""
+    a = {"keep": "unchanged", "edit1": "A1", "edit2": "A2\n" * 100, "edit3": "A3",
+         "gone_in_b": "only in A", "sub": {"deep": {"new1": "n1", "new2": "n2"}},
+         "f2d": "a file in A", "d2f": {"inner1": "i1", "inner2": "i2"}, "ro": "read-only A"}
+    b = {"keep": "unchanged", "edit1": "B1", "edit2": "B2", "edit3": "B3",
+         "f2d": {"inner": "a folder in B"}, "d2f": "a file in B", "ro": "read-only B",
+         "only_b": {"x": "only in B", "y": {"z": "deep only in B"}}}
+    if not IS_WINDOWS:
+        a.update({"exec.sh": Exe("#!/bin/sh\n"), "link": Link("keep")})
+        b.update({"exec.sh": "#!/bin/sh\n", "link": Link("edit1")})
+    return a, b
+
+
+def _write(root, spec) -> None:
+    import shutil
+
+    from .conftest import make_tree
+
+    for name in os.listdir(root):
+        if name != ".git":
+            full = os.path.join(root, name)
+            if os.path.isdir(full) and not os.path.islink(full):
+                shutil.rmtree(full)
+            else:
+                os.chmod(full, 0o644) if not os.path.islink(full) else None
+                os.unlink(full)
+    make_tree(root, spec)
+    os.chmod(os.path.join(root, "ro"), 0o444)
+
+
+def test_kill_at_every_step_then_finish_or_abort(tree_factory, tmp_path):
+    spec_a, spec_b = _spec()
+    root = tree_factory({})
+    _write(root, spec_a)
+    ws = Workspace(root)
+    snap_a = ws.snapshot().id
+    state_a = disk_state(root)
+    _write(root, spec_b)
+    snap_b = ws.snapshot().id
+    state_b = disk_state(root)
+    marker = str(tmp_path / "stalled")
+    k = 0
+    while True:
+        k += 1
+        assert disk_state(root) == state_b
+        proc = _spawn(RESTORE, str(root), snap_a, stall_at=k, marker=marker)
+        if not _run_until_stall(proc, marker):
+            break
+        assert os.path.exists(journal_path(ws.store)), f"step {k}: no journal"
+        _assert_each_file_old_or_new(root, state_a, state_b)
+        if k % 2:   # the next command finishes the restore
+            assert Workspace(root).snapshot().id == snap_a, f"step {k}"
+            assert disk_state(root) == state_a, f"step {k}"
+            assert temp_files(root) == []
+            Workspace(root).restore(snap_b)
+        else:       # or it is rolled back
+            result = Workspace(root).abort_restore()
+            assert result is not None and result.target == snap_b, f"step {k}"
+            assert disk_state(root) == state_b, f"step {k}"
+            assert temp_files(root) == []
+            assert Workspace(root).snapshot().id == snap_b
+        assert not os.path.exists(journal_path(ws.store))
+    assert disk_state(root) == state_a
+    assert k > 15, f"only {k - 1} stall points: the hook did not cover the restore"
+
+
+def test_kill_during_recovery_and_during_abort(tree_factory, tmp_path):
+    spec_a, spec_b = _spec()
+    root = tree_factory({})
+    _write(root, spec_a)
+    ws = Workspace(root)
+    snap_a = ws.snapshot().id
+    state_a = disk_state(root)
+    _write(root, spec_b)
+    snap_b = ws.snapshot().id
+    state_b = disk_state(root)
+    marker = str(tmp_path / "stalled")
+    # Crash a restore half-way, then crash the recovery that finishes it.
+    assert _run_until_stall(_spawn(RESTORE, str(root), snap_a, stall_at=6, marker=marker), marker)
+    assert _run_until_stall(_spawn(RECOVER, str(root), stall_at=4, marker=marker), marker)
+    _assert_each_file_old_or_new(root, state_a, state_b)
+    assert Workspace(root).snapshot().id == snap_a
+    assert disk_state(root) == state_a
+    # Crash a restore, then crash the abort; the next command finishes the abort.
+    Workspace(root).restore(snap_b)
+    assert _run_until_stall(_spawn(RESTORE, str(root), snap_a, stall_at=8, marker=marker), marker)
+    assert _run_until_stall(_spawn(ABORT, str(root), stall_at=3, marker=marker), marker)
+    _assert_each_file_old_or_new(root, state_a, state_b)
+    assert Workspace(root).snapshot().id == snap_b
+    assert disk_state(root) == state_b
+    assert temp_files(root) == []
+
+
+def test_kill_after_random_delays_over_a_large_restore(tree_factory):
+    files = {f"d{i % 40}/f{i}.txt": f"version A of {i}\n" * (1 + i % 7) for i in range(1200)}
+    spec_a: dict = {}
+    for path, text in files.items():
+        folder, name = path.split("/")
+        spec_a.setdefault(folder, {})[name] = text
+    root = tree_factory(spec_a)
+    ws = Workspace(root)
+    snap_a = ws.snapshot().id
+    state_a = disk_state(root)
+    for i, path in enumerate(sorted(files)):
+        full = os.path.join(root, *path.split("/"))
+        if i % 3 == 0:
+            os.unlink(full)
+        elif i % 3 == 1:
+            with open(full, "w") as f:
+                f.write(f"version B of {i}\n")
+    for i in range(300):
+        os.makedirs(os.path.join(root, f"b{i % 10}"), exist_ok=True)
+        with open(os.path.join(root, f"b{i % 10}", f"n{i}"), "w") as f:
+            f.write("only in B\n")
+    snap_b = ws.snapshot().id
+    state_b = disk_state(root)
+    rng = random.Random(20261129)
+    low, high = 0.05, 5.0          # seconds after spawn: too early / too late, learnt as we go
+    interrupted = 0
+    for _ in range(20):
+        proc = _spawn(RESTORE, str(root), snap_a)
+        delay = rng.uniform(low, min(high, low + 2.0))
+        time.sleep(delay)
+        proc.kill()
+        proc.wait()
+        _assert_each_file_old_or_new(root, state_a, state_b)
+        if not os.path.exists(journal_path(ws.store)):
+            if disk_state(root) == state_a:     # it finished first: aim earlier
+                high = delay
+                Workspace(root).restore(snap_b)
+            else:                               # killed before its first change: aim later
+                assert disk_state(root) == state_b
+                low = delay
+            continue
+        interrupted += 1
+        if interrupted % 2:
+            assert Workspace(root).snapshot().id == snap_a
+            assert disk_state(root) == state_a
+            Workspace(root).restore(snap_b)
+        else:
+            result = Workspace(root).abort_restore()
+            assert result is not None
+            assert disk_state(root) == state_b
+        assert temp_files(root) == []
+        assert not os.path.exists(journal_path(ws.store))
+        if interrupted == 4:
+            break
+    assert interrupted >= 1, "no kill landed inside the restore"

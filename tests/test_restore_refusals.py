@@ -1,0 +1,351 @@
+"""What a restore refuses, and that a refusal changes nothing: incomplete snapshots, unsafe paths,
+files in the way, and files changed after the safety snapshot."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from undostore import (
+    ConflictError,
+    IncompleteSnapshotError,
+    PendingRecoveryError,
+    UnknownSnapshotError,
+    UnsafePathError,
+    Workspace,
+)
+from undostore.diskstate import is_case_insensitive
+from undostore.objects import BLOB, hash_object
+from undostore.restorelog import journal_path
+
+from .conftest import IS_WINDOWS, Link
+from .test_restore_support import craft_snapshot, disk_state, temp_files
+
+
+def _assert_nothing_changed(root, ws: Workspace, before) -> None:
+    assert disk_state(root) == before
+    assert not os.path.exists(journal_path(ws.store))
+    assert temp_files(root) == []
+
+
+# --- incomplete snapshots ------------------------------------------------------------------------
+
+
+def test_tree_that_outlived_a_blob_is_refused_before_any_change(tree_factory):
+    root = tree_factory({"a": "1", "b": "2"})
+    ws = Workspace(root)
+    ws.snapshot()
+    snap = craft_snapshot(ws.store, {"a": b"changed", "gone": ("missing", b"lost content")})
+    before = disk_state(root)
+    with pytest.raises(IncompleteSnapshotError) as info:
+        ws.restore(snap)
+    assert info.value.exit_code == 3
+    assert info.value.path == "gone"
+    assert info.value.missing == [hash_object(BLOB, b"lost content").hex()]
+    _assert_nothing_changed(root, ws, before)
+
+
+def test_missing_subtree_is_refused(tree_factory):
+    root = tree_factory({"a": "1"})
+    ws = Workspace(root)
+    ws.snapshot()
+    lost_tree = hash_object(2, b"")[:-1] + b"\x01"   # names a tree the store never had
+    snap = craft_snapshot(ws.store, {"a": b"1", "sub": ("raw", b"40000", lost_tree)})
+    before = disk_state(root)
+    with pytest.raises(IncompleteSnapshotError):
+        ws.restore(snap)
+    _assert_nothing_changed(root, ws, before)
+
+
+def test_corrupt_pack_byte_is_refused_before_any_change(tree_factory):
+    root = tree_factory({"a": "1"})
+    ws = Workspace(root)
+    ws.snapshot()
+    big = os.urandom(1 << 16)
+    (root / "big").write_bytes(big)
+    packs_before = set(os.listdir(ws.store.pack_dir))
+    snap = ws.snapshot().id
+    (pack,) = [n for n in set(os.listdir(ws.store.pack_dir)) - packs_before
+               if n.endswith(".pack")]
+    (root / "big").unlink()
+    path = os.path.join(ws.store.pack_dir, pack)
+    with open(path, "r+b") as f:   # the blob fills most of this pack: damage its middle
+        f.seek(os.path.getsize(path) // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    before = disk_state(root)
+    with pytest.raises(IncompleteSnapshotError) as info:
+        ws.restore(snap)
+    assert info.value.corrupt == [hash_object(BLOB, big).hex()]
+    _assert_nothing_changed(root, ws, before)
+
+
+def test_unknown_id_and_blob_id_are_usage_errors(tree_factory):
+    root = tree_factory({"a": "1"})
+    ws = Workspace(root)
+    ws.snapshot()
+    with pytest.raises(UnknownSnapshotError) as info:
+        ws.restore("deadbeef")
+    assert info.value.exit_code == 2
+    with pytest.raises(UnknownSnapshotError):
+        ws.restore(hash_object(BLOB, b"1").hex())
+
+
+# --- unsafe paths -----------------------------------------------------------------------------
+
+BAD_NAMES = {
+    "dotdot": b"..",
+    "dot": b".",
+    "empty": b"",
+    "slash inside a name": b"a/../../escape",
+    ".git": b".git",
+    ".GIT": b".GIT",
+    ".git with a trailing dot": b".git.",
+    ".git with a trailing space": b".git ",
+    "NTFS short name": b"GIT~1",
+    "NTFS stream": b".git::$INDEX_ALLOCATION",
+    "HFS ignorable": ".g\u200cit".encode(),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_NAMES.values()), ids=list(BAD_NAMES))
+def test_unsafe_name_is_refused_before_any_change(tree_factory, name):
+    root = tree_factory({"a": "1"})
+    ws = Workspace(root)
+    ws.snapshot()
+    snap = craft_snapshot(ws.store, {"a": b"changed", "sub": {name: {"hooks": {"x": b"boom"}}}})
+    before = disk_state(root)
+    with pytest.raises(UnsafePathError) as info:
+        ws.restore(snap)
+    assert info.value.exit_code == 3
+    assert info.value.path == "sub/" + os.fsdecode(name)
+    _assert_nothing_changed(root, ws, before)
+
+
+WINDOWS_NAMES = [b"a:b", b"CON", b"nul.txt", b"com1.tar.gz", b"LPT9", b"trail.", b"trail ",
+                 b"a<b", b"q?", b"ctl\x01"]
+
+
+@pytest.mark.skipif(not IS_WINDOWS, reason="Windows-only names (see test_restore_plan)")
+@pytest.mark.parametrize("name", WINDOWS_NAMES)
+def test_name_windows_cannot_hold_is_refused_on_windows(tree_factory, name):
+    root = tree_factory({"a": "1"})
+    ws = Workspace(root)
+    ws.snapshot()
+    snap = craft_snapshot(ws.store, {"a": b"changed", name: b"x"})
+    before = disk_state(root)
+    with pytest.raises(UnsafePathError):
+        ws.restore(snap)
+    _assert_nothing_changed(root, ws, before)
+
+
+def test_duplicate_name_in_one_tree_is_refused(tree_factory):
+    root = tree_factory({"a": "1"})
+    ws = Workspace(root)
+    ws.snapshot()
+    snap = craft_snapshot(ws.store, {b"dup": b"one", "dup": b"two"})
+    before = disk_state(root)
+    with pytest.raises(UnsafePathError, match="twice"):
+        ws.restore(snap)
+    _assert_nothing_changed(root, ws, before)
+
+
+def test_submodule_entry_is_refused(tree_factory):
+    root = tree_factory({"a": "1"})
+    ws = Workspace(root)
+    ws.snapshot()
+    snap = craft_snapshot(ws.store, {"a": b"2", "mod": ("raw", b"160000", b"\x11" * 20)})
+    before = disk_state(root)
+    with pytest.raises(UnsafePathError, match="submodule"):
+        ws.restore(snap)
+    _assert_nothing_changed(root, ws, before)
+
+
+def test_path_into_the_store_under_root_is_refused(tree_factory):
+    root = tree_factory({"a": "1"})
+    ws = Workspace(root, store=root / "st")
+    ws.snapshot()
+    snap = craft_snapshot(ws.store, {"a": b"1", "st": {"objects": {"x": b"overwrite"}}})
+    before = disk_state(root, skip=(".git", "st"))
+    with pytest.raises(UnsafePathError, match="store"):
+        ws.restore(snap)
+    assert disk_state(root, skip=(".git", "st")) == before
+
+
+def test_names_differing_only_in_case(tree_factory):
+    root = tree_factory({"x": "1"})
+    ws = Workspace(root)
+    ws.snapshot()
+    snap = craft_snapshot(ws.store, {"x": b"1", "a": b"lower", "A": b"upper"})
+    if is_case_insensitive(str(root)):
+        before = disk_state(root)
+        with pytest.raises(UnsafePathError, match="only in case"):
+            ws.restore(snap)
+        _assert_nothing_changed(root, ws, before)
+    else:
+        ws.restore(snap)
+        assert (root / "a").read_bytes() == b"lower" and (root / "A").read_bytes() == b"upper"
+
+
+@pytest.mark.skipif(IS_WINDOWS, reason="needs symlinks")
+def test_never_writes_through_an_ignored_symlinked_folder(tree_factory, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tree_factory({".gitignore": "build\n", "a": "1", "build": Link(str(outside))})
+    ws = Workspace(root)
+    ws.snapshot()
+    snap = craft_snapshot(ws.store, {".gitignore": b"build\n", "a": b"2",
+                                     "build": {"x": b"written outside the root"}})
+    before = disk_state(root)
+    with pytest.raises(UnsafePathError) as info:
+        ws.restore(snap)
+    assert info.value.path == "build"
+    assert os.listdir(outside) == []
+    _assert_nothing_changed(root, ws, before)
+
+
+# --- things in the way ---------------------------------------------------------------------------
+
+
+def test_ignored_file_where_the_target_has_a_file_is_not_overwritten(tree_factory):
+    root = tree_factory({".gitignore": "*.log\n", "a": "1", "x.log": "precious"})
+    ws = Workspace(root)
+    ws.snapshot()
+    snap = craft_snapshot(ws.store, {".gitignore": b"", "a": b"1", "x.log": b"other"})
+    before = disk_state(root)
+    with pytest.raises(ConflictError) as info:
+        ws.restore(snap)
+    assert info.value.path == "x.log"
+    _assert_nothing_changed(root, ws, before)
+
+
+def test_folder_holding_ignored_files_cannot_become_a_file(tree_factory):
+    root = tree_factory({".gitignore": "*.log\n", "d": {"a": "1", "keep.log": "ignored"}})
+    ws = Workspace(root)
+    ws.snapshot()
+    snap = craft_snapshot(ws.store, {".gitignore": b"*.log\n", "d": b"a file now"})
+    before = disk_state(root)
+    with pytest.raises(ConflictError) as info:
+        ws.restore(snap)
+    assert info.value.path == "d"
+    _assert_nothing_changed(root, ws, before)
+
+
+# --- conflicts ---------------------------------------------------------------------------------
+
+
+def test_file_changed_after_the_safety_snapshot_is_not_overwritten(tree_factory):
+    root = tree_factory({"a": "a0", "b": "b0", "c": "c0"})
+    ws = Workspace(root)
+    snap = ws.snapshot().id
+    for name in "abc":
+        (root / name).write_text(name + "1")
+
+    def someone_edits_b(plan):
+        (root / "b").write_text("b2, the user's newest work")
+        return True
+
+    with pytest.raises(ConflictError) as info:
+        ws.restore(snap, confirm=someone_edits_b)
+    assert info.value.exit_code == 3
+    assert info.value.path == "b"
+    assert (root / "b").read_text() == "b2, the user's newest work"
+    assert os.path.exists(journal_path(ws.store))
+    # Every later command refuses until the restore is finished or rolled back, also through
+    # the workspace object that ran the restore.
+    with pytest.raises(PendingRecoveryError, match="--abort"):
+        ws.snapshot()
+    with pytest.raises(PendingRecoveryError, match="--abort"):
+        Workspace(root).snapshot()
+    result = Workspace(root).abort_restore()
+    assert result is not None and result.operation == "abort"
+    assert [p for p, _ in result.warnings] == ["b"]
+    assert {n: (root / n).read_text() for n in "abc"} == {
+        "a": "a1", "b": "b2, the user's newest work", "c": "c1"}
+    assert not os.path.exists(journal_path(ws.store))
+    assert temp_files(root) == []
+    Workspace(root).snapshot()
+
+
+def test_file_created_after_the_safety_snapshot_is_not_overwritten(tree_factory):
+    root = tree_factory({"a": "1", "new": "from the snapshot"})
+    ws = Workspace(root)
+    snap = ws.snapshot().id
+    (root / "new").unlink()
+
+    def someone_creates_new(plan):
+        (root / "new").write_text("the user's file")
+        return True
+
+    with pytest.raises(ConflictError):
+        ws.restore(snap, confirm=someone_creates_new)
+    assert (root / "new").read_text() == "the user's file"
+    Workspace(root).abort_restore()
+    assert (root / "new").read_text() == "the user's file"
+
+
+def test_expected_snapshot_mismatch_is_a_conflict_before_any_write(tree_factory):
+    root = tree_factory({"a": "1", "b": "2"})
+    ws = Workspace(root)
+    old = ws.snapshot().id
+    (root / "a").write_text("agent")
+    expected = ws.snapshot().id
+    (root / "a").write_text("the user, after the agent")
+    (root / "b").write_text("b too")
+    before = disk_state(root)
+    with pytest.raises(ConflictError) as info:
+        ws.restore(old, expected=expected)
+    assert info.value.path == "a"
+    _assert_nothing_changed(root, ws, before)
+    (root / "a").write_text("agent")
+    (root / "b").write_text("2")
+    ws.restore(old, expected=expected)
+    assert (root / "a").read_text() == "1"
+
+
+def test_damaged_journal_blocks_until_set_aside(tree_factory):
+    root = tree_factory({"a": "1"})
+    ws = Workspace(root)
+    ws.snapshot()
+    with open(journal_path(ws.store), "wb") as f:
+        f.write(b"not a journal")
+    with pytest.raises(PendingRecoveryError, match="--abort"):
+        Workspace(root).snapshot()
+    result = Workspace(root).abort_restore()
+    assert result is not None and result.warnings
+    assert not os.path.exists(journal_path(ws.store))
+    assert os.listdir(ws.store.restore_dir) == []   # nothing left that looks pending
+    Workspace(root).snapshot()
+
+
+@pytest.mark.skipif(IS_WINDOWS or os.geteuid() == 0,
+                    reason="needs a folder its owner cannot write (root writes anyway)")
+def test_write_error_half_way_leaves_a_state_the_next_command_finishes(tree_factory):
+    root = tree_factory({"a": "1", "locked": {"f": "x"}})
+    ws = Workspace(root)
+    snap = ws.snapshot().id
+    (root / "a").write_text("2")
+    (root / "locked" / "new").write_text("added after the snapshot")
+    os.chmod(root / "locked", 0o555)         # deleting locked/new will fail
+    try:
+        with pytest.raises(PendingRecoveryError) as info:
+            ws.restore(snap)
+        assert info.value.path == "locked/new"
+        assert os.path.exists(journal_path(ws.store))
+    finally:
+        os.chmod(root / "locked", 0o755)
+    assert Workspace(root).snapshot().id == snap   # the next command finished it
+    assert (root / "a").read_text() == "1"
+
+
+def test_journal_write_killed_before_its_rename_leaves_nothing_pending(tree_factory):
+    root = tree_factory({"a": "1"})
+    ws = Workspace(root)
+    ws.snapshot()
+    stray = os.path.join(ws.store.restore_dir, ".undostore-tmp-123-456-journal")
+    with open(stray, "wb") as f:
+        f.write(b"half a journal")
+    Workspace(root).snapshot()          # looks, finds no journal, clears the stray temp
+    assert os.listdir(ws.store.restore_dir) == []
