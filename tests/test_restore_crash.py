@@ -215,3 +215,48 @@ def test_kill_after_random_delays_over_a_large_restore(tree_factory):
         if interrupted == 4:
             break
     assert interrupted >= 1, "no kill landed inside the restore"
+
+
+UNDO = ("import sys; from undostore import Workspace; "
+        "Workspace(sys.argv[1]).undo(session='s')")
+
+
+def test_an_undo_killed_at_any_step_still_moves_its_point_to_redo(tree_factory, tmp_path):
+    """Recovery finishes the files *and* the session step: the state before the undo stays
+    reachable by redo, whichever step the undo was killed at (or it was rolled back whole)."""
+    spec_a, spec_b = _spec()
+    root = tree_factory({})
+    _write(root, spec_a)
+    marker = str(tmp_path / "stalled")
+    k = 0
+    while True:
+        k += 1
+        _write(root, spec_a)
+        ws = Workspace(root)
+        for name in ws.sessions():
+            ws.drop(name.name)
+        snap_a = ws.snapshot(session="s", label="before").id
+        _write(root, spec_b)
+        snap_b = ws.snapshot().id
+        ws.close()
+        proc = _spawn(UNDO, str(root), stall_at=k, marker=marker)
+        if not _run_until_stall(proc, marker):
+            log = Workspace(root).log("s")
+            assert [p.id for p in log.redo] == [snap_b] and not log.undo
+            break
+        if k % 2:   # the next command finishes the undo, files and history
+            ws = Workspace(root)
+            assert ws.snapshot().id == snap_a, f"step {k}"
+            log = ws.log("s")
+            assert [p.id for p in log.redo] == [snap_b], f"step {k}: redo lost the state"
+            assert not log.undo, f"step {k}"
+            assert ws.redo("s").target == snap_b
+            assert ws.snapshot().id == snap_b
+        else:       # or it is rolled back, and the history with it stays as it was
+            ws = Workspace(root)
+            assert ws.abort_restore() is not None
+            log = ws.log("s")
+            assert [p.id for p in log.undo] == [snap_a] and not log.redo, f"step {k}"
+            assert ws.snapshot().id == snap_b
+        ws.close()
+    assert k > 15

@@ -122,6 +122,9 @@ class Journal:
     undo: list[Point] = field(default_factory=list)    # oldest first
     redo: list[Point] = field(default_factory=list)    # bottom first; last = next redo
     recorded: int = 0                                  # points ever recorded (drives auto gc)
+    # The token of the last undo/redo applied: a restore that finishes after a crash applies
+    # its step through sessions.complete_step, and this keeps that from happening twice.
+    last_step: str = ""
 
     def ids(self) -> set[str]:
         """Every snapshot id this journal lists (what its anchors must keep)."""
@@ -157,6 +160,7 @@ class Journal:
 
     def to_bytes(self) -> bytes:
         doc = {"format": _FORMAT, "session": self.name, "recorded": self.recorded,
+               "last_step": self.last_step,
                "undo": [_point_doc(p) for p in self.undo],
                "redo": [_point_doc(p) for p in self.redo]}
         return json.dumps(doc, ensure_ascii=False, separators=(",", ":"),
@@ -176,7 +180,11 @@ class Journal:
         undo, redo = doc.get("undo"), doc.get("redo")
         if not isinstance(undo, list) or not isinstance(redo, list):
             raise ValueError("bad lists")
-        return cls(name, [_point_from(d) for d in undo], [_point_from(d) for d in redo], recorded)
+        last_step = doc.get("last_step", "")
+        if not isinstance(last_step, str):
+            raise ValueError("bad step token")
+        return cls(name, [_point_from(d) for d in undo], [_point_from(d) for d in redo], recorded,
+                   last_step)
 
 
 def _point_doc(p: Point) -> dict[str, Any]:

@@ -136,8 +136,12 @@ class _CaseProbe:
 
 
 def restore_workspace(ws: Workspace, target: str, *, expected: str | None = None,
-                      dry_run: bool = False, confirm: Confirm | None = None) -> RestoreResult:
-    """Make the files under `ws.root` equal to snapshot `target` (see the module docstring)."""
+                      dry_run: bool = False, confirm: Confirm | None = None,
+                      context: dict | None = None) -> RestoreResult:
+    """Make the files under `ws.root` equal to snapshot `target` (see the module docstring).
+
+    `context` (JSON-able) is kept in the restore journal and handed to
+    `sessions.complete_step` once the files are restored, even by recovery after a crash."""
     started = time.perf_counter()
     with ws.store.lock:
         ws.store.refresh()  # packs another process wrote since this store object looked
@@ -162,6 +166,7 @@ def restore_workspace(ws: Workspace, target: str, *, expected: str | None = None
                 raise ConfirmationNeeded(f"restore of {plan.target[:12]} not confirmed; "
                                          "nothing was changed")
             journal = RestoreJournal.new("restore", plan.target, plan.safety, plan.safety, plan)
+            journal.context = dict(context or {})
             write_journal(ws.store, journal)
             ws._recovered = False  # until the journal is gone, every command must look at it
             outcome = _execute(ws, prepared, journal)
@@ -368,6 +373,12 @@ def _execute(ws: Workspace, prepared: _Prepared, journal: RestoreJournal,
             f"cannot {what}: {err.strerror or err}; the restore stopped half-way. Fix the cause "
             "and run any command to finish it, or run `undostore restore --abort` to roll back",
             checkout.current or err.filename) from err
+    if journal.context:
+        # Before the journal goes: a crash in between makes recovery run this again, and
+        # complete_step applies a step once only.
+        from .sessions import complete_step
+
+        complete_step(ws, journal.context, journal.target, journal.safety)
     remove_journal(ws.store)
     _remember_written(ws, cache_path, cache, prepared.plan, outcome)
     return outcome

@@ -40,6 +40,9 @@ class RestoreJournal:
     chmod: list[str] = field(default_factory=list)
     remove_dirs: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
+    # What the caller wants done once the files are restored (an undo/redo's session step),
+    # so that a restore finished by recovery after a crash completes the whole operation.
+    context: dict = field(default_factory=dict)
 
     @classmethod
     def new(cls, operation: str, target: str, safety: str, rollback: str,
@@ -99,7 +102,8 @@ def read_journal(store: Store) -> RestoreJournal | None:
         journal = RestoreJournal(**data)
         text_fields = (journal.operation, journal.token, journal.target, journal.safety,
                        journal.rollback)
-        if not all(isinstance(v, str) for v in text_fields) or not all(
+        if not all(isinstance(v, str) for v in text_fields) or not isinstance(
+                journal.context, dict) or not all(
                 isinstance(getattr(journal, name), list) for name in _LISTS):
             raise ValueError("unexpected field types")
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as err:

@@ -17,6 +17,7 @@ Settings (environment): `UNDOSTORE_UNDO_LIMIT` (undo points kept per session, de
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections.abc import Mapping
@@ -112,13 +113,13 @@ def undo(ws: Workspace, session: str, *, dry_run: bool = False,
         if not journal.undo:
             raise UsageError(f"nothing to undo in session {session!r}")
         point = journal.undo[-1]
-        result = ws.restore(point.id, dry_run=dry_run, confirm=confirm)
-        if dry_run:
-            return result
-        safety = _safety_of(result)
-        journal.take_undo()
-        journal.push_redo(point, safety, time.time())
-        _commit(ws, journal, new_ids=[safety])
+        from .restore import restore_workspace  # here: recording points never needs it
+
+        context = {"session": session, "step": "undo", "token": os.urandom(8).hex()}
+        result = restore_workspace(ws, point.id, dry_run=dry_run, confirm=confirm,
+                                   context=context)
+        if not dry_run:  # usually done already, inside the restore; a no-op restore is not
+            complete_step(ws, context, point.id, _safety_of(result))
     return result
 
 
@@ -132,14 +133,36 @@ def redo(ws: Workspace, session: str, *, dry_run: bool = False,
         if not journal.redo:
             raise UsageError(f"nothing to redo in session {session!r}")
         entry = journal.redo[-1]
-        result = ws.restore(entry.id, dry_run=dry_run, confirm=confirm)
-        if dry_run:
-            return result
-        safety = _safety_of(result)
-        journal.take_redo()
-        journal.push_back(entry, safety)
-        _commit(ws, journal, new_ids=[safety])
+        from .restore import restore_workspace
+
+        context = {"session": session, "step": "redo", "token": os.urandom(8).hex()}
+        result = restore_workspace(ws, entry.id, dry_run=dry_run, confirm=confirm,
+                                   context=context)
+        if not dry_run:
+            complete_step(ws, context, entry.id, _safety_of(result))
     return result
+
+
+def complete_step(ws: Workspace, context: dict, target: str, safety: str) -> None:
+    """Move an undo point to the redo stack (undo) or back (redo) once its restore to `target`
+    is done; `safety` is the restore's safety snapshot. Runs inside the restore, before its
+    journal is removed, so recovery after a crash runs it too; the step token makes it run
+    once only. The store lock is held."""
+    session, step, token = context.get("session"), context.get("step"), context.get("token")
+    if not isinstance(session, str) or step not in ("undo", "redo") or not isinstance(token, str):
+        return
+    journal = journals.load(ws.store, session)
+    if journal.last_step == token:
+        return
+    stack = journal.undo if step == "undo" else journal.redo
+    if not stack or stack[-1].id != target:
+        return  # the session changed since (dropped, or a new point): nothing left to move
+    if step == "undo":
+        journal.push_redo(journal.take_undo(), safety, time.time())
+    else:
+        journal.push_back(journal.take_redo(), safety)
+    journal.last_step = token
+    _commit(ws, journal, new_ids=[safety])
 
 
 def _safety_of(result: RestoreResult) -> str:
