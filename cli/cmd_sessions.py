@@ -17,7 +17,11 @@ def _when(seconds: float) -> str:
 
 
 def _point_line(kind: str, number: int, point: Any) -> str:
-    label = f"  {point.label}" if point.label else ""
+    # A redo entry is the state an undo left, not the undo point it took away: say which.
+    if point.label:
+        label = f"  (undid: {point.label})" if kind == "redo" else f"  {point.label}"
+    else:
+        label = ""
     return f"{kind} {number:>3}  {point.id[:12]}  {_when(point.time)}{label}"
 
 
@@ -29,7 +33,8 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
     """Show the undo points of a session, newest first, and its redo stack.
 
     Each line: undo or redo, its number (1 is what the next undo or redo restores), the
-    snapshot id, when it was recorded, and its label.
+    snapshot id, when it was recorded, and its label (for a redo entry, the label of the undo
+    point that the undo took away).
     """
     log = ctx.workspace().log(session)
     if not as_json and not log.undo and not log.redo:

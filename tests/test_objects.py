@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 
 from dulwich.object_format import SHA1
@@ -66,3 +67,35 @@ def test_git_verify_pack_accepts_our_pack(tmp_path, git):
     result = subprocess.run([git.exe, "verify-pack", "-v", base + ".idx"], capture_output=True)
     assert result.returncode == 0, result.stderr
     assert b"ok" in result.stdout
+
+
+def test_many_objects_and_a_stream_in_between_all_land_once(tmp_path):
+    """Small objects are compressed on a second thread, in batches; a streamed object in the
+    middle, duplicates and the last partial batch must all end up in the pack exactly once."""
+    writer = PackWriter(str(tmp_path))
+    small = [b"object %d\n" % i * (i % 5 + 1) for i in range(1000)]
+    for data in small[:500]:
+        writer.add(BLOB, hash_object(BLOB, data), data)
+    big = b"x" * (3 << 20)
+    writer.add_stream(BLOB, hash_object(BLOB, big), len(big), [big[:1 << 20], big[1 << 20:]])
+    for data in small[400:]:                       # 100 duplicates, then 500 new ones
+        writer.add(BLOB, hash_object(BLOB, data), data)
+    base = writer.commit()
+    index = PackIndexFile(base + ".idx")
+    assert index.count == 1001
+    store = Store(str(tmp_path / "store"))
+    os.replace(base + ".pack", os.path.join(store.pack_dir, os.path.basename(base) + ".pack"))
+    os.replace(base + ".idx", os.path.join(store.pack_dir, os.path.basename(base) + ".idx"))
+    store.refresh()
+    for data in (*small, big):
+        assert store.read_blob(hash_object(BLOB, data)) == data
+
+
+def test_aborted_pack_leaves_nothing_behind(tmp_path):
+    pack_dir = tmp_path / "pack"
+    writer = PackWriter(str(pack_dir))
+    for i in range(300):
+        data = b"%d" % i
+        writer.add(BLOB, hash_object(BLOB, data), data)
+    writer.abort()
+    assert os.listdir(pack_dir) == []
