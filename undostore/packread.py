@@ -158,6 +158,15 @@ class ObjectReader:
     def has(self, sha: bytes) -> bool:
         return any(pack.position(sha) is not None for pack in self._packs)
 
+    def type_of(self, sha: bytes) -> int | None:
+        """The object's type number from its record header (nothing inflated); None if absent."""
+        located = self._locate(sha)
+        if located is None:
+            return None
+        if located.type_num in (_OFS_DELTA, _REF_DELTA):
+            return self.store.read(sha)[0]
+        return located.type_num
+
     def size_of(self, sha: bytes) -> int:
         """The inflated size of an object (missing: IncompleteSnapshotError)."""
         located = self._locate(sha)

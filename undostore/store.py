@@ -278,8 +278,11 @@ class Store:
         return sha
 
     def _type_of(self, sha: bytes) -> int | None:
+        from .packread import ObjectReader  # reads the record header: no dulwich import
+
         try:
-            return self.read(sha)[0]
+            with ObjectReader(self) as reader:
+                return reader.type_of(sha)
         except IncompleteSnapshotError:
             return None
 
