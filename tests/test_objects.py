@@ -72,7 +72,8 @@ def test_git_verify_pack_accepts_our_pack(tmp_path, git):
 def test_many_objects_and_a_stream_in_between_all_land_once(tmp_path):
     """Small objects are compressed on a second thread, in batches; a streamed object in the
     middle, duplicates and the last partial batch must all end up in the pack exactly once."""
-    writer = PackWriter(str(tmp_path))
+    store = Store(str(tmp_path / "store"))
+    writer = PackWriter(store.pack_dir)
     small = [b"object %d\n" % i * (i % 5 + 1) for i in range(1000)]
     for data in small[:500]:
         writer.add(BLOB, hash_object(BLOB, data), data)
@@ -83,12 +84,11 @@ def test_many_objects_and_a_stream_in_between_all_land_once(tmp_path):
     base = writer.commit()
     index = PackIndexFile(base + ".idx")
     assert index.count == 1001
-    store = Store(str(tmp_path / "store"))
-    os.replace(base + ".pack", os.path.join(store.pack_dir, os.path.basename(base) + ".pack"))
-    os.replace(base + ".idx", os.path.join(store.pack_dir, os.path.basename(base) + ".idx"))
+    index.close()
     store.refresh()
     for data in (*small, big):
         assert store.read_blob(hash_object(BLOB, data)) == data
+    store.close()
 
 
 def test_aborted_pack_leaves_nothing_behind(tmp_path):
