@@ -63,7 +63,9 @@ class _Pack:
         if lo >= hi:
             return None
         self._lookups += 1
-        if self._names is None and self._lookups > _BISECT_AFTER:
+        # Copying the ids into a list costs O(pack size); it pays only after many lookups
+        # (a restore's thousands, not a diff's hundreds in a 100,000-object pack).
+        if self._names is None and self._lookups > max(_BISECT_AFTER, self.count // 16):
             idx = self.idx
             self._names = [idx[at:at + 20] for at in range(_NAMES_AT, _NAMES_AT + 20 * self.count,
                                                              20)]
