@@ -106,40 +106,32 @@ def read_log(ws: Workspace, session: str) -> Log:
 def undo(ws: Workspace, session: str, *, dry_run: bool = False,
          confirm: Confirm | None = None) -> RestoreResult:
     """Restore the newest undo point; it moves to the redo stack as the files were before."""
-    store = ws.store
-    with store.lock:
-        store.refresh()   # the point may live in a pack another process wrote since we looked
-        journal = journals.load(store, session)
-        if not journal.undo:
-            raise UsageError(f"nothing to undo in session {session!r}")
-        point = journal.undo[-1]
-        from .restore import restore_workspace  # here: recording points never needs it
-
-        context = {"session": session, "step": "undo", "token": os.urandom(8).hex()}
-        result = restore_workspace(ws, point.id, dry_run=dry_run, confirm=confirm,
-                                   context=context)
-        if not dry_run:  # usually done already, inside the restore; a no-op restore is not
-            complete_step(ws, context, point.id, _safety_of(result))
-    return result
+    return _step(ws, session, "undo", dry_run, confirm)
 
 
 def redo(ws: Workspace, session: str, *, dry_run: bool = False,
          confirm: Confirm | None = None) -> RestoreResult:
     """Take back the last undo: restore the files as they were before it."""
+    return _step(ws, session, "redo", dry_run, confirm)
+
+
+def _step(ws: Workspace, session: str, step: str, dry_run: bool,
+          confirm: Confirm | None) -> RestoreResult:
+    from .restore import restore_workspace  # here: recording points never needs it
+
     store = ws.store
     with store.lock:
-        store.refresh()
+        store.refresh()   # the point may live in a pack another process wrote since we looked
         journal = journals.load(store, session)
-        if not journal.redo:
-            raise UsageError(f"nothing to redo in session {session!r}")
-        entry = journal.redo[-1]
-        from .restore import restore_workspace
-
-        context = {"session": session, "step": "redo", "token": os.urandom(8).hex()}
-        result = restore_workspace(ws, entry.id, dry_run=dry_run, confirm=confirm,
+        stack = journal.undo if step == "undo" else journal.redo
+        if not stack:
+            raise UsageError(f"nothing to {step} in session {session!r}")
+        target = stack[-1].id
+        context = {"session": session, "step": step, "token": os.urandom(8).hex()}
+        result = restore_workspace(ws, target, dry_run=dry_run, confirm=confirm,
                                    context=context)
-        if not dry_run:
-            complete_step(ws, context, entry.id, _safety_of(result))
+        if not dry_run:  # usually done already, inside the restore; a no-op restore is not
+            complete_step(ws, context, target, _safety_of(result))
     return result
 
 
