@@ -3,10 +3,10 @@ large ones, and every object hash-checked before anything trusts its bytes.
 
 `Store.read` goes through dulwich and returns whole objects. A restore reads thousands of small
 objects (trees, blobs to write) and may read multi-GB blobs, so it looks objects up in the
-version-2 pack indexes itself (binary search in the mmapped `.idx`, or `bisect` over its names
-once a pack is asked often) and inflates whole (non-delta) records straight from the mmapped
-pack, in chunks for large objects. Delta records, which undostore never writes but a foreign or
-repacked store may hold, are read whole through `Store.read` (dulwich) instead.
+version-2 pack indexes itself (`objects.PackIndexFile`) and inflates whole (non-delta) records
+straight from the mmapped pack, in chunks for large objects. Delta records, which undostore
+never writes but a foreign or repacked store may hold, are read whole through `Store.read`
+(dulwich) instead.
 
 Every read checks the git hash of what it produced; a stream checks it at its end, and callers
 must not expose streamed bytes (rename the temp file into place) before the stream has ended.
@@ -14,89 +14,39 @@ must not expose streamed bytes (rename the temp file into place) before the stre
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import mmap
 import os
-import struct
 import zlib
 from collections.abc import Iterator
 
 from .errors import IncompleteSnapshotError
-from .objects import BLOB, CHUNK, TREE, object_header
+from .objects import BLOB, CHUNK, TREE, PackIndexFile, object_header
+from .packs import OFS_DELTA, REF_DELTA, parse_header
 from .store import Store
-
-_IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"
-_NAMES_AT = 8 + 256 * 4
-_OFS_DELTA = 6
-_REF_DELTA = 7
-_BISECT_AFTER = 64          # lookups in one pack before its names are copied into a list
 
 
 class _Pack:
-    """One complete pack: its mmapped index and data."""
+    """One complete pack: its index (objects.PackIndexFile) and its mmapped data."""
 
     def __init__(self, idx_path: str, pack_path: str) -> None:
-        self._idx_file = open(idx_path, "rb")  # noqa: SIM115 (closed in close())
-        self._pack_file = open(pack_path, "rb")  # noqa: SIM115
+        self.index = PackIndexFile(idx_path)
         try:
-            self.idx = mmap.mmap(self._idx_file.fileno(), 0, access=mmap.ACCESS_READ)
-            self.data = mmap.mmap(self._pack_file.fileno(), 0, access=mmap.ACCESS_READ)
+            with open(pack_path, "rb") as f:
+                self.data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except (OSError, ValueError):
-            self.close()
+            self.index.close()
             raise
-        if len(self.idx) < _NAMES_AT + 40 or self.idx[:8] != _IDX_MAGIC:
-            self.close()
-            raise ValueError(f"{idx_path}: not a version 2 pack index")
-        self.fanout = struct.unpack_from(">256L", self.idx, 8)
-        self.count = self.fanout[255]
-        self._offsets_at = _NAMES_AT + self.count * 24     # after names and CRCs
-        self._large_at = self._offsets_at + self.count * 4
-        self._names: list[bytes] | None = None
-        self._lookups = 0
 
     def position(self, sha: bytes) -> int | None:
-        """Index position of `sha` in this pack, or None."""
-        first = sha[0]
-        lo = self.fanout[first - 1] if first else 0
-        hi = self.fanout[first]
-        if lo >= hi:
-            return None
-        self._lookups += 1
-        # Copying the ids into a list costs O(pack size); it pays only after many lookups
-        # (a restore's thousands, not a diff's hundreds in a 100,000-object pack).
-        if self._names is None and self._lookups > max(_BISECT_AFTER, self.count // 16):
-            idx = self.idx
-            self._names = [idx[at:at + 20] for at in range(_NAMES_AT, _NAMES_AT + 20 * self.count,
-                                                             20)]
-        if self._names is not None:
-            at = bisect.bisect_left(self._names, sha, lo, hi)
-            return at if at < hi and self._names[at] == sha else None
-        idx = self.idx
-        while lo < hi:
-            mid = (lo + hi) // 2
-            probe = idx[_NAMES_AT + mid * 20:_NAMES_AT + mid * 20 + 20]
-            if probe < sha:
-                lo = mid + 1
-            elif probe > sha:
-                hi = mid
-            else:
-                return mid
-        return None
+        return self.index.position(sha)
 
     def offset(self, position: int) -> int:
-        (value,) = struct.unpack_from(">L", self.idx, self._offsets_at + position * 4)
-        if value & 0x80000000:
-            (value,) = struct.unpack_from(">Q", self.idx, self._large_at + (value & 0x7FFFFFFF) * 8)
-        return value
+        return self.index.offset_at(position)
 
     def close(self) -> None:
-        for name in ("idx", "data"):
-            mapped = getattr(self, name, None)
-            if mapped is not None:
-                mapped.close()
-        self._idx_file.close()
-        self._pack_file.close()
+        self.index.close()
+        self.data.close()
 
 
 class _Located:
@@ -139,22 +89,13 @@ class ObjectReader:
             if position is None:
                 continue
             offset = pack.offset(position)
-            data = pack.data
-            if offset + 2 > len(data):
+            if offset + 2 > len(pack.data):
                 raise _damaged(sha, "its record lies past the end of the pack")
-            byte = data[offset]
-            type_num = (byte >> 4) & 7
-            size = byte & 0x0F
-            shift = 4
-            at = offset + 1
-            while byte & 0x80:
-                if at >= len(data):
-                    raise _damaged(sha, "truncated record header")
-                byte = data[at]
-                size |= (byte & 0x7F) << shift
-                shift += 7
-                at += 1
-            return _Located(pack, at, type_num, size)
+            try:  # a header is at most a few bytes (and a delta's base reference)
+                type_num, size, header_len = parse_header(pack.data[offset:offset + 64])
+            except (ValueError, IndexError) as err:
+                raise _damaged(sha, f"bad record header: {err}") from None
+            return _Located(pack, offset + header_len, type_num, size)
         return None
 
     def has(self, sha: bytes) -> bool:
@@ -165,7 +106,7 @@ class ObjectReader:
         located = self._locate(sha)
         if located is None:
             return None
-        if located.type_num in (_OFS_DELTA, _REF_DELTA):
+        if located.type_num in (OFS_DELTA, REF_DELTA):
             return self.store.read(sha)[0]
         return located.type_num
 
@@ -174,7 +115,7 @@ class ObjectReader:
         located = self._locate(sha)
         if located is None:
             raise _missing(sha)
-        if located.type_num in (_OFS_DELTA, _REF_DELTA):
+        if located.type_num in (OFS_DELTA, REF_DELTA):
             return len(self.store.read(sha)[1])
         return located.size
 
@@ -183,7 +124,7 @@ class ObjectReader:
         located = self._locate(sha)
         if located is None:
             raise _missing(sha)
-        if located.type_num in (_OFS_DELTA, _REF_DELTA):
+        if located.type_num in (OFS_DELTA, REF_DELTA):
             return self.store.read(sha)
         body = b"".join(self._inflate(sha, located))
         check = hashlib.sha1(object_header(located.type_num, len(body)))
@@ -209,7 +150,7 @@ class ObjectReader:
         located = self._locate(sha)
         if located is None:
             raise _missing(sha)
-        if located.type_num in (_OFS_DELTA, _REF_DELTA):
+        if located.type_num in (OFS_DELTA, REF_DELTA):
             body = self.store.read_blob(sha)
             return body if len(body) <= limit else None
         if located.type_num != BLOB:
@@ -229,7 +170,7 @@ class ObjectReader:
         located = self._locate(sha)
         if located is None:
             raise _missing(sha)
-        if located.type_num in (_OFS_DELTA, _REF_DELTA):
+        if located.type_num in (OFS_DELTA, REF_DELTA):
             yield self.store.read_blob(sha)
             return
         if located.type_num != BLOB:

@@ -20,12 +20,11 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .objects import CHUNK, object_header
+from .objects import CHUNK, IDX_MAGIC, IDX_NAMES_AT, object_header
 
 OFS_DELTA = 6
 REF_DELTA = 7
-_IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"
-_FANOUT_END = 8 + 256 * 4
+_FANOUT_END = IDX_NAMES_AT
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +166,7 @@ def _read_index(path: str, pack_size: int) -> list[Record]:
     """The records of a version-2 pack index, in pack order."""
     with open(path, "rb") as f:
         data = f.read()
-    if len(data) < _FANOUT_END + 40 or data[:8] != _IDX_MAGIC:
+    if len(data) < _FANOUT_END + 40 or data[:8] != IDX_MAGIC:
         raise ValueError(f"{path}: not a version 2 pack index")
     count = struct.unpack_from(">L", data, _FANOUT_END - 4)[0]
     names_at = _FANOUT_END
@@ -235,7 +234,7 @@ def pack_census(pack_dir: str) -> dict[str, tuple[float, int]]:
                 head = f.read(_FANOUT_END)
         except OSError:
             continue
-        if len(head) == _FANOUT_END and head[:8] == _IDX_MAGIC:
+        if len(head) == _FANOUT_END and head[:8] == IDX_MAGIC:
             out[name[:-5]] = (mtime, struct.unpack_from(">L", head, _FANOUT_END - 4)[0])
     return out
 

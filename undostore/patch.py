@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from .diff import Change
     from .linediff import Edit, Hunk
+    from .objects import PackIndexFile
     from .store import Store
 
     class Blobs(Protocol):
@@ -330,11 +331,8 @@ class Abbrev:
     many packs, one merged sorted list of every id is cheaper, so it is built instead."""
 
     def __init__(self, store: Store, expected_ids: int = 0) -> None:
-        try:
-            self.indexes = list(store.index._indexes.values())
-            count = sum(idx.count for idx in self.indexes)
-        except AttributeError:       # a store without pack-index internals: fixed length
-            self.indexes, count = [], 0
+        self.indexes = store.index.indexes()
+        count = sum(idx.count for idx in self.indexes)
         self.min_len = max(MIN_ABBREV, (max(count.bit_length(), 1) + 1) // 2)
         self.merged: list[bytes] | None = None
         if expected_ids * len(self.indexes) * 10 > count:
@@ -356,24 +354,11 @@ class Abbrev:
         return hex_id[:length].encode()
 
 
-def _neighbours(idx, sha: bytes) -> list[bytes]:  # noqa: ANN001 (objects.PackIndexFile)
+def _neighbours(idx: PackIndexFile, sha: bytes) -> list[bytes]:
     """The ids sorting right before and after `sha` in one pack index (excluding `sha`)."""
-    data, base, fanout, count = idx._map, idx._names_at, idx._fanout, idx.count
-    lo = fanout[sha[0] - 1] if sha[0] else 0
-    hi = fanout[sha[0]]
-    found = False
-    while lo < hi:
-        mid = (lo + hi) // 2
-        probe = data[base + mid * 20:base + mid * 20 + 20]
-        if probe < sha:
-            lo = mid + 1
-        elif probe > sha:
-            hi = mid
-        else:
-            lo, found = mid, True
-            break
-    positions = [lo - 1, lo + 1] if found else [lo - 1, lo]
-    return [bytes(data[base + p * 20:base + p * 20 + 20]) for p in positions if 0 <= p < count]
+    at, found = idx.search(sha)
+    positions = [at - 1, at + 1] if found else [at - 1, at]
+    return [idx.name_at(p) for p in positions if 0 <= p < idx.count]
 
 
 def _common_hex(a: bytes, b: bytes) -> int:
