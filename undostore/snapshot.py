@@ -39,7 +39,7 @@ from .objects import (
 )
 from .recent import remember
 from .statcache import Entry, FolderState, StatCache, make_entry
-from .store import Store, check_root  # noqa: F401 (check_root: public here too)
+from .store import Store, check_root
 from .walk import KIND_LINK, FileEntry, Folder, WalkOptions, disk_path, walk
 
 _IS_WINDOWS = sys.platform == "win32"

@@ -46,10 +46,13 @@ def make_entry(st: os.stat_result, git_mode: int, sha: bytes) -> Entry:
 
 def is_racy(st: os.stat_result, start_ns: int) -> bool:
     """Whether a file's stat is too close to `start_ns` to prove a later change would show."""
-    newest = max(st.st_mtime_ns, st.st_ctime_ns)
-    coarse = st.st_mtime_ns % 1_000_000_000 == 0
+    return _racy(st.st_mtime_ns, st.st_ctime_ns, start_ns)
+
+
+def _racy(mtime_ns: int, ctime_ns: int, start_ns: int) -> bool:
+    coarse = mtime_ns % 1_000_000_000 == 0   # whole seconds: a coarse file system (FAT: 2 s)
     margin = COARSE_MARGIN_NS if coarse else FINE_MARGIN_NS
-    return newest >= start_ns - margin
+    return max(mtime_ns, ctime_ns) >= start_ns - margin
 
 
 class StatCache:
@@ -69,11 +72,6 @@ class StatCache:
         """The root tree of the last save: every object the cache vouches for is below it."""
         state = self.folders.get("")
         return state[0] if state is not None else None
-
-    @property
-    def trees(self) -> dict[str, bytes]:
-        """Folder path -> tree id, for every folder with a tree at the last save."""
-        return {path: state[0] for path, state in self.folders.items() if state[0] is not None}
 
     @classmethod
     def load(cls, path: str, store_identity: str = "", on_warning=None,  # noqa: ANN001
@@ -138,9 +136,7 @@ class StatCache:
 
 
 def _entry_racy(entry: Entry, start_ns: int) -> bool:
-    newest = max(entry[0], entry[1])
-    margin = COARSE_MARGIN_NS if entry[0] % 1_000_000_000 == 0 else FINE_MARGIN_NS
-    return newest >= start_ns - margin
+    return _racy(entry[0], entry[1], start_ns)
 
 
 def rebind_packs(path: str, store_identity: str, packs: set[str]) -> None:
