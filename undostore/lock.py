@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from types import TracebackType
 
 from .errors import StoreError
@@ -50,12 +51,14 @@ else:
 class StoreLock:
     """Exclusive lock on a store; re-entrant within one object."""
 
-    def __init__(self, path: str, timeout: float = 30.0, what: str = "") -> None:
+    def __init__(self, path: str, timeout: float = 30.0, what: str = "",
+                 on_acquire: Callable[[], None] | None = None) -> None:
         self.path = path
         self.timeout = timeout
         self.what = what or " ".join(os.path.basename(a) for a in sys.argv[:2])
         self._fd: int | None = None
         self._depth = 0
+        self.on_acquire = on_acquire   # runs each time the lock is newly taken
 
     def acquire(self) -> None:
         if self._depth:
@@ -82,6 +85,12 @@ class StoreLock:
             pass  # the note is only for messages
         self._fd = fd
         self._depth = 1
+        if self.on_acquire is not None:
+            try:
+                self.on_acquire()
+            except BaseException:
+                self.release()
+                raise
 
     def release(self) -> None:
         if not self._depth:

@@ -144,7 +144,6 @@ def restore_workspace(ws: Workspace, target: str, *, expected: str | None = None
     `sessions.complete_step` once the files are restored, even by recovery after a crash."""
     started = time.perf_counter()
     with ws.store.lock:
-        ws.store.refresh()  # packs another process wrote since this store object looked
         recover_pending(ws)
         target_sha = ws.store.resolve(target)
         expected_sha = ws.store.resolve(expected) if expected is not None else None

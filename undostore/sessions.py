@@ -121,7 +121,6 @@ def _step(ws: Workspace, session: str, step: str, dry_run: bool,
 
     store = ws.store
     with store.lock:
-        store.refresh()   # the point may live in a pack another process wrote since we looked
         journal = journals.load(store, session)
         stack = journal.undo if step == "undo" else journal.redo
         if not stack:

@@ -102,7 +102,10 @@ class Store:
             self._ensure_layout()
         elif not os.path.isfile(os.path.join(self.path, "FORMAT")):
             raise StoreError("no undostore store here", self.path)
-        self.lock = StoreLock(os.path.join(self.path, "lock"))
+        # Whoever takes the lock sees the packs as they are now: another process's gc may have
+        # repacked since this object last looked, and a stale pack list would claim pruned
+        # objects still exist (a snapshot would then skip writing them).
+        self.lock = StoreLock(os.path.join(self.path, "lock"), on_acquire=self.refresh)
         self._index: PackIndexSet | None = None
         self._dulwich: DiskObjectStore | None = None
 

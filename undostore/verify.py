@@ -63,7 +63,6 @@ def verify(ws: Workspace, snapshot_id: str | None = None) -> VerifyResult:
     """Check `snapshot_id`, or every snapshot any journal lists."""
     store = ws.store
     with store.lock:   # gc must not delete packs under our feet
-        store.refresh()   # see packs that other processes wrote (or removed) since we looked
         if snapshot_id is not None:
             snapshots = [store.resolve(snapshot_id).hex()]
         else:

@@ -58,9 +58,6 @@ class Workspace:
 
             validate_name(session_name(session))  # a bad name fails before any work is done
         with self.store.lock:
-            # Another process's gc may have repacked since this store object last looked:
-            # a stale pack list would claim pruned objects still exist and skip writing them.
-            self.store.refresh()
             self._recover_if_needed()
             result = take_snapshot(self.root, self.store, options)
             if session is not None:
@@ -73,7 +70,6 @@ class Workspace:
         """A snapshot for internal use (safety snapshots, diff against now); lock already held."""
         from .snapshot import SnapshotOptions, take_snapshot
 
-        self.store.refresh()   # see snapshot(): never trust a pack list from before the lock
         return take_snapshot(self.root, self.store, options or SnapshotOptions(force=self.force))
 
     def resolve(self, snapshot_id: str) -> bytes:
