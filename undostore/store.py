@@ -258,16 +258,17 @@ class Store:
         if not _HEX.match(text):
             raise UnknownSnapshotError(f"not a snapshot id: {ref!r} (expected 4 to 40 hex digits)")
         text = text.lower()
-        known = self.known_snapshots()
         if len(text) == 40:
             sha = bytes.fromhex(text)
             if self.has(sha):
                 if self._type_of(sha) == TREE:
                     return sha  # a full id is explicit: any tree the store holds
                 raise UnknownSnapshotError(f"{text} is not a snapshot (not a tree)")
-            candidates = [sha] if sha in known else []
+            # Only to tell "listed but gone" (exit 3) from "never heard of" (exit 2).
+            candidates = [sha] if sha in self.known_snapshots() else []
         else:
-            candidates = sorted(sha for sha in known if sha.hex().startswith(text))
+            candidates = sorted(sha for sha in self.known_snapshots()
+                                if sha.hex().startswith(text))
         if not candidates:
             raise UnknownSnapshotError(f"unknown snapshot {text}")
         if len(candidates) > 1:
