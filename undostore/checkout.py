@@ -31,6 +31,7 @@ from .packread import ObjectReader
 from .paths import IS_WINDOWS
 from .plan import Entry, RestorePlan
 from .restorelog import temp_prefix
+from .walk import disk_path
 
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -126,7 +127,7 @@ class Checkout:
         self._abs_dirs: dict[str, str] = {}
 
     def abs(self, rel: str) -> str:
-        return os.path.join(self.root, rel) if rel else self.root
+        return disk_path(self.root, rel)
 
     def _abs_dir(self, folder: str) -> str:
         disk = self._abs_dirs.get(folder)
@@ -426,7 +427,7 @@ def remove_temp_files(root: str, folders: Iterable[str], token: str) -> int:
     prefix = temp_prefix(token)
     removed = 0
     for folder in folders:
-        disk = os.path.join(root, folder) if folder else root
+        disk = disk_path(root, folder)
         if probe(disk).kind != DIR:
             continue
         try:

@@ -5,7 +5,6 @@ in the way of a restore plan before anything is written.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import Callable
@@ -13,10 +12,11 @@ from dataclasses import dataclass
 
 from .atomic import TEMP_PREFIX
 from .errors import ConflictError, UnsafePathError
-from .objects import BLOB, CHUNK, MODE_EXEC, MODE_LINK, hash_object, object_header
+from .objects import BLOB, MODE_EXEC, MODE_LINK, ChangedWhileReading, hash_blob_fd, hash_object
 from .paths import IS_WINDOWS
 from .plan import Entry, RestorePlan
 from .statcache import StatCache
+from .walk import disk_path
 
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -83,7 +83,7 @@ class DiskMatcher:
 
     def holds(self, rel: str, found: Probe, want: Entry) -> bool:
         mode, sha = want
-        disk = os.path.join(self.root, rel)
+        disk = disk_path(self.root, rel)
         if mode == MODE_LINK:
             if found.kind == LINK:
                 return hash_object(BLOB, os.fsencode(os.readlink(disk))) == sha
@@ -102,19 +102,15 @@ class DiskMatcher:
         if hit is not None:
             return hit[6]
         try:
-            fd = os.open(os.path.join(self.root, rel), os.O_RDONLY | _O_BINARY | _O_NOFOLLOW)
+            fd = os.open(disk_path(self.root, rel), os.O_RDONLY | _O_BINARY | _O_NOFOLLOW)
         except FileNotFoundError:
             return None
         try:
-            size = os.fstat(fd).st_size
-            digest = hashlib.sha1(object_header(BLOB, size))
-            got = 0
-            while block := os.read(fd, CHUNK):
-                got += len(block)
-                digest.update(block)
+            return hash_blob_fd(fd, os.fstat(fd).st_size)
+        except ChangedWhileReading:
+            return None
         finally:
             os.close(fd)
-        return digest.digest() if got == size else None
 
 
 def find_obstacles(root: str, plan: RestorePlan, current: dict[str, Entry],
@@ -134,7 +130,7 @@ def find_obstacles(root: str, plan: RestorePlan, current: dict[str, Entry],
         parent = rel.rpartition("/")[0]
         result = False
         if folder_exists(parent) and rel not in current:  # a captured file here is deleted
-            found = probe(os.path.join(root, rel))
+            found = probe(disk_path(root, rel))
             if found.kind in (LINK, OTHER):
                 raise UnsafePathError("is a symlink or junction that is not in the snapshot "
                                       "(ignored?); a restore never writes through it", rel)
@@ -149,7 +145,7 @@ def find_obstacles(root: str, plan: RestorePlan, current: dict[str, Entry],
     for path in plan.create:
         if not folder_exists(path.rpartition("/")[0]):
             continue
-        disk = os.path.join(root, path)
+        disk = disk_path(root, path)
         found = probe(disk)
         if found.kind == ABSENT:
             continue

@@ -51,6 +51,25 @@ def hash_object(type_num: int, data: bytes) -> bytes:
     return h.digest()
 
 
+def fd_chunks(fd: int) -> Iterator[bytes]:
+    """What is left to read of an open file, CHUNK bytes at a time."""
+    while block := os.read(fd, CHUNK):
+        yield block
+
+
+def hash_blob_fd(fd: int, size: int) -> bytes:
+    """The git blob id of an open file read to its end, streaming; ChangedWhileReading if it
+    did not hold `size` bytes (it changed since it was stat'ed)."""
+    digest = hashlib.sha1(object_header(BLOB, size))
+    got = 0
+    for block in fd_chunks(fd):
+        got += len(block)
+        digest.update(block)
+    if got != size:
+        raise ChangedWhileReading()
+    return digest.digest()
+
+
 def tree_sort_key(entry: tuple[int, bytes, bytes]) -> bytes:
     mode, name, _ = entry
     return name + b"/" if mode == MODE_TREE else name

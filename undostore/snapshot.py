@@ -13,7 +13,6 @@ memory stays flat and a file that changes while being read is caught.
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 import stat
 import sys
@@ -25,7 +24,6 @@ from dataclasses import dataclass, field
 from .errors import SnapshotError, from_oserror
 from .objects import (
     BLOB,
-    CHUNK,
     MODE_EXEC,
     MODE_FILE,
     MODE_LINK,
@@ -34,8 +32,9 @@ from .objects import (
     ChangedWhileReading,
     PackWriter,
     encode_tree,
+    fd_chunks,
+    hash_blob_fd,
     hash_object,
-    object_header,
 )
 from .recent import remember
 from .statcache import Entry, FolderState, StatCache, make_entry
@@ -150,14 +149,14 @@ class _Hasher:
                 sha = hash_object(BLOB, data)
                 self._store_small(sha, data)
                 return sha, after
-            sha = _hash_stream(fd, before.st_size)
+            sha = hash_blob_fd(fd, before.st_size)
             if _changed(before, os.fstat(fd)):
                 raise ChangedWhileReading()
             if not self._present(sha):
                 os.lseek(fd, 0, os.SEEK_SET)
                 with self.lock:
                     if sha not in self.writer:
-                        self.writer.add_stream(BLOB, sha, before.st_size, _chunks(fd))
+                        self.writer.add_stream(BLOB, sha, before.st_size, fd_chunks(fd))
             after = os.fstat(fd)
             if _changed(before, after):
                 raise ChangedWhileReading()
@@ -178,25 +177,6 @@ class _Hasher:
 def _changed(before: os.stat_result, after: os.stat_result) -> bool:
     return (before.st_size != after.st_size or before.st_mtime_ns != after.st_mtime_ns
             or before.st_ctime_ns != after.st_ctime_ns)
-
-
-def _chunks(fd: int):  # noqa: ANN202
-    while True:
-        block = os.read(fd, CHUNK)
-        if not block:
-            return
-        yield block
-
-
-def _hash_stream(fd: int, size: int) -> bytes:
-    h = hashlib.sha1(object_header(BLOB, size))
-    got = 0
-    for block in _chunks(fd):
-        got += len(block)
-        h.update(block)
-    if got != size:
-        raise ChangedWhileReading()
-    return h.digest()
 
 
 def _git_mode(entry: FileEntry, st: os.stat_result, cache: StatCache) -> int:
