@@ -34,7 +34,14 @@ from . import anchors
 from . import journal as journals
 from .atomic import TEMP_PREFIX, fsync_dir, replace_with_retry
 from .errors import IncompleteSnapshotError, StoreError, UsageError, from_oserror
-from .objects import MODE_TREE, TREE, PackIndexSet, _pack_record_header, decode_tree
+from .objects import (
+    MODE_TREE,
+    TREE,
+    PackIndexSet,
+    decode_tree,
+    encode_pack_index,
+    pack_record_header,
+)
 from .packs import DeltaRecord, PackFile, PackSet, Record, pack_census
 from .recent import recent_ids
 from .statcache import StatCache, rebind_packs
@@ -257,8 +264,6 @@ def _rewrite(ws: Workspace, packs: PackSet, doomed: list[PackFile], live: set[by
 def _write_pack(ws: Workspace, pack_dir: str, plan: list[tuple[PackFile, Record]]) -> str:
     """One new pack holding the planned records; returns its base path (visible once its index
     is in place)."""
-    from dulwich.pack import write_pack_index
-
     tmp = os.path.join(pack_dir, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.pack")
     idx_tmp = tmp[:-5] + ".idx"
     entries: list[tuple[bytes, int, int]] = []
@@ -282,9 +287,8 @@ def _write_pack(ws: Workspace, pack_dir: str, plan: list[tuple[PackFile, Record]
             os.fsync(out.fileno())
         for pack, _ in plan:
             pack.close()   # the new pack may replace one of them (same content, same name)
-        entries.sort()
         with open(idx_tmp, "wb") as idx:
-            write_pack_index(idx, entries, checksum, version=2)
+            idx.write(encode_pack_index(entries, checksum))
             idx.flush()
             os.fsync(idx.fileno())
         base = os.path.join(pack_dir, f"pack-{checksum.hex()}")
@@ -313,7 +317,7 @@ def _copy_record(ws: Workspace, pack: PackFile, record: Record, put) -> tuple[in
     except DeltaRecord:
         # Not written by undostore: store the object whole (its base may not be kept).
         type_num, body = ws.store.read(record.sha)
-        data = _pack_record_header(type_num, len(body)) + zlib.compress(body, 1)
+        data = pack_record_header(type_num, len(body)) + zlib.compress(body, 1)
         put(data)
         return zlib.crc32(data) & 0xFFFFFFFF, len(data)
     except ValueError as err:

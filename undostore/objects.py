@@ -219,7 +219,7 @@ class PackIndexSet:
 # --- writing -------------------------------------------------------------------------------
 
 
-def _pack_record_header(type_num: int, size: int) -> bytes:
+def pack_record_header(type_num: int, size: int) -> bytes:
     byte = (type_num << 4) | (size & 0x0F)
     size >>= 4
     out = bytearray()
@@ -310,7 +310,7 @@ class PackWriter:
     def _compress(self, batch: list[tuple[int, bytes, bytes]]) -> None:
         level = self.level
         for type_num, sha, data in batch:
-            record = _pack_record_header(type_num, len(data)) + zlib.compress(data, level)
+            record = pack_record_header(type_num, len(data)) + zlib.compress(data, level)
             self._append(sha, record, len(data))
 
     def _drain(self) -> None:
@@ -332,7 +332,7 @@ class PackWriter:
         if sha in self._seen:
             return
         self._drain()  # the file is written from one thread at a time
-        header = _pack_record_header(type_num, size)
+        header = pack_record_header(type_num, size)
         start = self._offset
         crc = zlib.crc32(header)
         self._file.write(header)
