@@ -97,7 +97,9 @@ def _write(root, spec) -> None:
     os.chmod(os.path.join(root, "ro"), 0o444)
 
 
-def test_kill_at_every_step_then_finish_or_abort(tree_factory, tmp_path):
+def _two_states(tree_factory):
+    """A root holding state B, snapshotted after state A: (root, workspace, (id, files) of A,
+    (id, files) of B)."""
     spec_a, spec_b = _spec()
     root = tree_factory({})
     _write(root, spec_a)
@@ -106,7 +108,11 @@ def test_kill_at_every_step_then_finish_or_abort(tree_factory, tmp_path):
     state_a = disk_state(root)
     _write(root, spec_b)
     snap_b = ws.snapshot().id
-    state_b = disk_state(root)
+    return root, ws, (snap_a, state_a), (snap_b, disk_state(root))
+
+
+def test_kill_at_every_step_then_finish_or_abort(tree_factory, tmp_path):
+    root, ws, (snap_a, state_a), (snap_b, state_b) = _two_states(tree_factory)
     marker = str(tmp_path / "stalled")
     k = 0
     while True:
@@ -134,15 +140,7 @@ def test_kill_at_every_step_then_finish_or_abort(tree_factory, tmp_path):
 
 
 def test_kill_during_recovery_and_during_abort(tree_factory, tmp_path):
-    spec_a, spec_b = _spec()
-    root = tree_factory({})
-    _write(root, spec_a)
-    ws = Workspace(root)
-    snap_a = ws.snapshot().id
-    state_a = disk_state(root)
-    _write(root, spec_b)
-    snap_b = ws.snapshot().id
-    state_b = disk_state(root)
+    root, ws, (snap_a, state_a), (snap_b, state_b) = _two_states(tree_factory)
     marker = str(tmp_path / "stalled")
     # Crash a restore half-way, then crash the recovery that finishes it.
     assert _run_until_stall(_spawn(RESTORE, str(root), snap_a, stall_at=6, marker=marker), marker)
