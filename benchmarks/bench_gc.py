@@ -74,8 +74,8 @@ def build_store(workdir: str, files: int, folders: int, snapshots: int, changes:
                 seed: int) -> dict[str, object]:
     """The tree, the store, and the timings of the setup rounds."""
     from undostore import Workspace
-    from undostore.sessions import record_undo_point
-    from undostore.snapshot import SnapshotOptions, take_snapshot
+    from undostore.history.sessions import record_undo_point
+    from undostore.snapshot.snapshot import SnapshotOptions, take_snapshot
 
     root = os.path.join(workdir, "tree")
     store = os.path.join(workdir, "store")

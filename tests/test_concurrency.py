@@ -14,12 +14,12 @@ import pytest
 
 from undostore import Workspace
 from undostore.errors import StoreError
-from undostore.lock import StoreLock
-from undostore.verify import verify
+from undostore.history.verify import verify
+from undostore.store.lock import StoreLock
 
 _HOLDER = textwrap.dedent("""
     import sys, time
-    from undostore.lock import StoreLock
+    from undostore.store.lock import StoreLock
     lock = StoreLock(sys.argv[1], what="test holder")
     lock.acquire()
     print("locked", flush=True)

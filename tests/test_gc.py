@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from undostore import Workspace
-from undostore.anchors import anchored_ids, anchored_sessions, session_dir
-from undostore.atomic import TEMP_PREFIX
 from undostore.errors import IncompleteSnapshotError
-from undostore.journal import journal_path
-from undostore.objects import BLOB, hash_object
-from undostore.packs import PackSet
-from undostore.verify import verify
+from undostore.git.objects import BLOB, hash_object
+from undostore.git.packfile import PackSet
+from undostore.history.anchors import anchored_ids, anchored_sessions, session_dir
+from undostore.history.journal import journal_path
+from undostore.history.verify import verify
+from undostore.store.atomic import TEMP_PREFIX
 
 MB = 1_000_000
 
@@ -181,7 +181,7 @@ def test_a_long_lived_workspace_does_not_trust_packs_another_gc_removed(tree_fac
 
 
 def test_gc_keeps_the_snapshots_a_pending_restore_needs(tree_factory):
-    from undostore.restorelog import RestoreJournal, remove_journal, write_journal
+    from undostore.restore.restorelog import RestoreJournal, remove_journal, write_journal
 
     root = tree_factory({"a.txt": "target content"})
     ws = Workspace(root)

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from undostore import Workspace
-from undostore.anchors import anchored_sessions, held, session_dir
 from undostore.errors import ConfirmationNeeded, UsageError
-from undostore.verify import verify
+from undostore.history.anchors import anchored_sessions, held, session_dir
+from undostore.history.verify import verify
 
 
 def _write(root: Path, name: str, text: str) -> None:
@@ -115,7 +115,7 @@ def test_recording_cost_is_small(tree_factory):
     benchmarks/bench_gc.py on the 20k tree. Here: 30 records stay well under 10 ms each."""
     import time
 
-    from undostore.sessions import record_undo_point
+    from undostore.history.sessions import record_undo_point
 
     ws = Workspace(tree_factory({"a.txt": "0"}))
     sha = ws.snapshot().id

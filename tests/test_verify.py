@@ -13,10 +13,18 @@ import pytest
 
 from undostore import Workspace
 from undostore.errors import UnknownSnapshotError
-from undostore.objects import BLOB, MODE_FILE, MODE_TREE, TREE, PackWriter, encode_tree, hash_object
-from undostore.packs import PackSet
-from undostore.sessions import record_undo_point
-from undostore.verify import verify
+from undostore.git.objects import (
+    BLOB,
+    MODE_FILE,
+    MODE_TREE,
+    TREE,
+    PackWriter,
+    encode_tree,
+    hash_object,
+)
+from undostore.git.packfile import PackSet
+from undostore.history.sessions import record_undo_point
+from undostore.history.verify import verify
 
 
 def _blob_of(ws: Workspace, snapshot: str, path: str) -> bytes:

@@ -15,15 +15,15 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from .store import Store, check_root, default_store_path
+from undostore.store.store import Store, check_root, default_store_path
 
 if TYPE_CHECKING:
-    from .diff import Change
-    from .gc import GcResult
-    from .restore import Confirm, RestoreResult
-    from .sessions import Log, SessionInfo
-    from .snapshot import SnapshotOptions, SnapshotResult
-    from .verify import VerifyResult
+    from undostore.diff.trees import Change
+    from undostore.history.gc import GcResult
+    from undostore.history.sessions import Log, SessionInfo
+    from undostore.history.verify import VerifyResult
+    from undostore.restore.restore import Confirm, RestoreResult
+    from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult
 
 DEFAULT_SESSION = "default"
 
@@ -50,25 +50,28 @@ class Workspace:
                  meta: dict[str, Any] | None = None,
                  options: SnapshotOptions | None = None) -> SnapshotResult:
         """Capture the files now; with `session`, also record an undo point."""
-        from .snapshot import SnapshotOptions, take_snapshot  # not needed by diff, log, ...
+        from undostore.snapshot.snapshot import (  # not needed by diff, log, ...
+            SnapshotOptions,
+            take_snapshot,
+        )
 
         options = options or SnapshotOptions(force=self.force)
         if session is not None:
-            from .journal import validate_name
+            from undostore.history.journal import validate_name
 
             validate_name(session_name(session))  # a bad name fails before any work is done
         with self.store.lock:
             self._recover_if_needed()
             result = take_snapshot(self.root, self.store, options)
             if session is not None:
-                from .sessions import record_undo_point
+                from undostore.history.sessions import record_undo_point
 
                 record_undo_point(self, session_name(session), result.id, label, meta)
         return result
 
     def _snapshot_locked(self, options: SnapshotOptions | None = None) -> SnapshotResult:
         """A snapshot for internal use (safety snapshots, diff against now); lock already held."""
-        from .snapshot import SnapshotOptions, take_snapshot
+        from undostore.snapshot.snapshot import SnapshotOptions, take_snapshot
 
         return take_snapshot(self.root, self.store, options or SnapshotOptions(force=self.force))
 
@@ -80,7 +83,7 @@ class Workspace:
     def diff(self, from_id: str, to_id: str | None = None, paths: list[str] | None = None,
              find_renames: bool = False) -> list[Change]:
         """Changes from snapshot `from_id` to `to_id` (None: the files now)."""
-        from .diff import diff_workspace
+        from undostore.diff.trees import diff_workspace
 
         return diff_workspace(self, from_id, to_id, paths=paths, find_renames=find_renames)
 
@@ -89,14 +92,14 @@ class Workspace:
     def restore(self, target: str, *, expected: str | None = None, dry_run: bool = False,
                 confirm: Confirm | None = None) -> RestoreResult:
         """Make the files equal to snapshot `target`, safely (see restore.py)."""
-        from .restore import restore_workspace
+        from undostore.restore.restore import restore_workspace
 
         return restore_workspace(self, target, expected=expected, dry_run=dry_run,
                                  confirm=confirm)
 
     def abort_restore(self) -> RestoreResult | None:
         """Roll an interrupted restore back to its safety snapshot."""
-        from .restore import abort_pending
+        from undostore.restore.restore import abort_pending
 
         return abort_pending(self)
 
@@ -111,7 +114,7 @@ class Workspace:
         if not pending:  # the common case: skip importing the restore machinery (6 ms)
             self._recovered = True
             return
-        from .restore import recover_pending
+        from undostore.restore.restore import recover_pending
 
         recover_pending(self)
         self._recovered = True
@@ -119,39 +122,39 @@ class Workspace:
     # --- sessions -----
 
     def log(self, session: str | None = None) -> Log:
-        from .sessions import read_log
+        from undostore.history.sessions import read_log
 
         return read_log(self, session_name(session))
 
     def undo(self, session: str | None = None, *, dry_run: bool = False,
              confirm: Confirm | None = None) -> RestoreResult:
-        from .sessions import undo
+        from undostore.history.sessions import undo
 
         return undo(self, session_name(session), dry_run=dry_run, confirm=confirm)
 
     def redo(self, session: str | None = None, *, dry_run: bool = False,
              confirm: Confirm | None = None) -> RestoreResult:
-        from .sessions import redo
+        from undostore.history.sessions import redo
 
         return redo(self, session_name(session), dry_run=dry_run, confirm=confirm)
 
     def sessions(self) -> list[SessionInfo]:
-        from .sessions import list_sessions
+        from undostore.history.sessions import list_sessions
 
         return list_sessions(self)
 
     def drop(self, session: str) -> bool:
-        from .sessions import drop_session
+        from undostore.history.sessions import drop_session
 
         return drop_session(self, session)
 
     def gc(self, grace_seconds: float | None = None) -> GcResult:
-        from .gc import collect
+        from undostore.history.gc import collect
 
         return collect(self, grace_seconds=grace_seconds)
 
     def verify(self, snapshot_id: str | None = None) -> VerifyResult:
-        from .verify import verify
+        from undostore.history.verify import verify
 
         return verify(self, snapshot_id)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .atomic import fsync_dir
+from undostore.store.atomic import fsync_dir
 
 
 def _load_syncfs():  # noqa: ANN202 (a ctypes function or None)

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from queue import SimpleQueue
 
-from .atomic import TEMP_PREFIX, fsync_dir
+from undostore.store.atomic import TEMP_PREFIX, fsync_dir
 
 TREE = 2
 BLOB = 3

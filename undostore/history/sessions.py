@@ -24,14 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import anchors
-from . import journal as journals
-from .errors import StoreError, UndostoreError, UsageError
-from .journal import Point, SessionWarning
+from undostore.errors import StoreError, UndostoreError, UsageError
+from undostore.history import anchors
+from undostore.history import journal as journals
+from undostore.history.journal import Point, SessionWarning
 
 if TYPE_CHECKING:
-    from .restore import Confirm, RestoreResult
-    from .workspace import Workspace
+    from undostore.restore.restore import Confirm, RestoreResult
+    from undostore.workspace import Workspace
 
 DEFAULT_GC_EVERY = 20
 
@@ -89,7 +89,7 @@ def _commit(ws: Workspace, journal: journals.Journal, new_ids: list[str]) -> Non
 
 
 def _auto_gc(ws: Workspace) -> None:
-    from .gc import collect
+    from undostore.history.gc import collect
 
     try:
         collect(ws)
@@ -117,7 +117,7 @@ def redo(ws: Workspace, session: str, *, dry_run: bool = False,
 
 def _step(ws: Workspace, session: str, step: str, dry_run: bool,
           confirm: Confirm | None) -> RestoreResult:
-    from .restore import restore_workspace  # here: recording points never needs it
+    from undostore.restore.restore import restore_workspace  # here: recording points never needs it
 
     store = ws.store
     with store.lock:

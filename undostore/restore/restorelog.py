@@ -19,8 +19,15 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 
-from .atomic import TEMP_PREFIX, CorruptFrame, fsync_dir, quarantine, read_framed, write_framed
-from .store import Store
+from undostore.store.atomic import (
+    TEMP_PREFIX,
+    CorruptFrame,
+    fsync_dir,
+    quarantine,
+    read_framed,
+    write_framed,
+)
+from undostore.store.store import Store
 
 _KIND = b"RSTR"
 _VERSION = 1

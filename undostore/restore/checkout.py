@@ -22,16 +22,16 @@ import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .atomic import replace_with_retry
-from .diskstate import ABSENT, DIR, FILE, LINK, OTHER, DiskMatcher, Probe, probe
-from .durable import Durability
-from .errors import ConflictError, UnsafePathError
-from .objects import MODE_EXEC, MODE_LINK
-from .packread import ObjectReader
-from .paths import IS_WINDOWS
-from .plan import Entry, RestorePlan
-from .restorelog import temp_prefix
-from .walk import disk_path
+from undostore.errors import ConflictError, UnsafePathError
+from undostore.git.objects import MODE_EXEC, MODE_LINK
+from undostore.git.reader import ObjectReader
+from undostore.restore.diskstate import ABSENT, DIR, FILE, LINK, OTHER, DiskMatcher, Probe, probe
+from undostore.restore.paths import IS_WINDOWS
+from undostore.restore.plan import Entry, RestorePlan
+from undostore.restore.restorelog import temp_prefix
+from undostore.snapshot.walk import disk_path
+from undostore.store.atomic import replace_with_retry
+from undostore.store.durable import Durability
 
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

@@ -12,7 +12,7 @@ import marshal
 import os
 import time
 
-from .atomic import CorruptFrame, read_framed, write_framed
+from undostore.store.atomic import CorruptFrame, read_framed, write_framed
 
 _KIND = b"RCNT"
 KEEP = 256

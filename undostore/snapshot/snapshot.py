@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import SnapshotError, from_oserror
-from .objects import (
+from undostore.errors import SnapshotError, from_oserror
+from undostore.git.objects import (
     BLOB,
     MODE_EXEC,
     MODE_FILE,
@@ -36,10 +36,10 @@ from .objects import (
     hash_blob_fd,
     hash_object,
 )
-from .recent import remember
-from .statcache import Entry, FolderState, StatCache, make_entry
-from .store import Store, check_root
-from .walk import KIND_LINK, FileEntry, Folder, WalkOptions, disk_path, walk
+from undostore.snapshot.walk import KIND_LINK, FileEntry, Folder, WalkOptions, disk_path, walk
+from undostore.store.recent import remember
+from undostore.store.statcache import Entry, FolderState, StatCache, make_entry
+from undostore.store.store import Store, check_root
 
 _IS_WINDOWS = sys.platform == "win32"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

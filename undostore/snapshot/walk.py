@@ -18,8 +18,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import SnapshotError, from_oserror
-from .ignore import IgnoreRules, read_ignore_file, root_rules
+from undostore.errors import SnapshotError, from_oserror
+from undostore.snapshot.ignore import IgnoreRules, read_ignore_file, root_rules
 
 _IS_WINDOWS = sys.platform == "win32"
 S_ISREG = stat.S_ISREG

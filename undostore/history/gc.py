@@ -30,11 +30,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import anchors
-from . import journal as journals
-from .atomic import TEMP_PREFIX, fsync_dir, replace_with_retry
-from .errors import IncompleteSnapshotError, StoreError, UsageError, from_oserror
-from .objects import (
+from undostore.errors import IncompleteSnapshotError, StoreError, UsageError, from_oserror
+from undostore.git.objects import (
     MODE_TREE,
     TREE,
     PackIndexSet,
@@ -42,12 +39,15 @@ from .objects import (
     encode_pack_index,
     pack_record_header,
 )
-from .packs import DeltaRecord, PackFile, PackSet, Record, pack_census
-from .recent import recent_ids
-from .statcache import StatCache, rebind_packs
+from undostore.git.packfile import DeltaRecord, PackFile, PackSet, Record, pack_census
+from undostore.history import anchors
+from undostore.history import journal as journals
+from undostore.store.atomic import TEMP_PREFIX, fsync_dir, replace_with_retry
+from undostore.store.recent import recent_ids
+from undostore.store.statcache import StatCache, rebind_packs
 
 if TYPE_CHECKING:
-    from .workspace import Workspace
+    from undostore.workspace import Workspace
 
 DEFAULT_GRACE_SECONDS = 3600.0
 SMALL_PACK_BYTES = 16 << 20
@@ -128,7 +128,7 @@ def _collect_packs(ws: Workspace, cutoff: float, result: GcResult) -> None:
 
 def _roots(ws: Workspace) -> tuple[set[bytes], set[bytes]]:
     """(snapshot and cached tree ids to walk, blob ids live as they are)."""
-    from .restore import pending_snapshot_ids
+    from undostore.restore.restore import pending_snapshot_ids
 
     store = ws.store
     snapshots: set[str] = set(anchors.anchored_ids(store))

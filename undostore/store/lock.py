@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-from .errors import StoreError
+from undostore.errors import StoreError
 
 if sys.platform == "win32":
     import msvcrt

@@ -13,13 +13,13 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import journal as journals
-from .errors import IncompleteSnapshotError
-from .objects import BLOB, MODE_TREE, TREE, decode_tree
-from .packs import DeltaRecord, PackSet
+from undostore.errors import IncompleteSnapshotError
+from undostore.git.objects import BLOB, MODE_TREE, TREE, decode_tree
+from undostore.git.packfile import DeltaRecord, PackSet
+from undostore.history import journal as journals
 
 if TYPE_CHECKING:
-    from .workspace import Workspace
+    from undostore.workspace import Workspace
 
 _GITLINK = 0o160000
 MISSING = "missing"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import sys
 
-from .errors import UnsafePathError
+from undostore.errors import UnsafePathError
 
 IS_WINDOWS = sys.platform == "win32"
 

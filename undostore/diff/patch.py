@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from typing import Protocol
 
-    from .diff import Change
-    from .linediff import Edit, Hunk
-    from .objects import PackIndexFile
-    from .store import Store
+    from undostore.diff.linediff import Edit, Hunk
+    from undostore.diff.trees import Change
+    from undostore.git.objects import PackIndexFile
+    from undostore.store.store import Store
 
     class Blobs(Protocol):
         """Where blob bodies come from: a `Store`, or a `packread.ObjectReader` over it."""
@@ -174,7 +174,7 @@ def _counts(old: bytes | BigBlob | None, new: bytes | BigBlob | None, same: bool
     assert not isinstance(old, BigBlob) and not isinstance(new, BigBlob)
     if old is None or new is None:
         return _count_lines(new or b""), _count_lines(old or b"")
-    from .linediff import diff_lines, split_lines
+    from undostore.diff.linediff import diff_lines, split_lines
 
     edits = diff_lines(split_lines(old), split_lines(new))
     return sum(e.n2 for e in edits), sum(e.n1 for e in edits)
@@ -188,7 +188,7 @@ def line_counts(blobs: Blobs, change: Change) -> tuple[int | None, int | None]:
 
 def fill_line_counts(store: Store, changes: list[Change]) -> None:
     """Compute the line counts of many changes at once (one pass over the store's packs)."""
-    from .packread import ObjectReader
+    from undostore.git.reader import ObjectReader
 
     with ObjectReader(store) as reader:
         for change in changes:
@@ -440,7 +440,7 @@ def _file_patch(name_a: bytes, name_b: bytes, one: _Side | None, two: _Side | No
     old_data = one.data if one else b""
     new_data = two.data if two else b""
     assert isinstance(old_data, bytes) and isinstance(new_data, bytes)
-    from .linediff import diff_lines, split_lines
+    from undostore.diff.linediff import diff_lines, split_lines
 
     old_lines, new_lines = split_lines(old_data), split_lines(new_data)
     edits = diff_lines(old_lines, new_lines) if old_data != new_data else []
@@ -462,7 +462,7 @@ _NO_NEWLINE = b"\\ No newline at end of file\n"
 def _hunk_headers(old_lines: list[bytes], new_lines: list[bytes], edits: list[Edit]
                   ) -> Iterator[tuple[bytes, int, int, Hunk]]:
     """(header line, first old line number, first new line number, hunk) per hunk."""
-    from .linediff import function_line, hunks
+    from undostore.diff.linediff import function_line, hunks
 
     func = b""
     searched_to = -1
@@ -656,7 +656,9 @@ def render(form: str, store: Store, changes: list[Change], colors: Colors = PLAI
     if form == "name-status":
         yield name_status(changes)
         return
-    from .packread import ObjectReader  # reads packs directly: no dulwich import on this path
+    from undostore.git.reader import (
+        ObjectReader,  # reads packs directly: no dulwich import on this path
+    )
 
     with ObjectReader(store) as reader:
         if form == "numstat":

@@ -17,7 +17,7 @@ import marshal
 import os
 import sys
 
-from .atomic import CorruptFrame, quarantine, read_framed, write_framed
+from undostore.store.atomic import CorruptFrame, quarantine, read_framed, write_framed
 
 _KIND = b"STAT"
 _VERSION = (4, marshal.version, sys.implementation.cache_tag)

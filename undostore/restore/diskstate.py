@@ -10,13 +10,20 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .atomic import TEMP_PREFIX
-from .errors import ConflictError, UnsafePathError
-from .objects import BLOB, MODE_EXEC, MODE_LINK, ChangedWhileReading, hash_blob_fd, hash_object
-from .paths import IS_WINDOWS
-from .plan import Entry, RestorePlan
-from .statcache import StatCache
-from .walk import disk_path
+from undostore.errors import ConflictError, UnsafePathError
+from undostore.git.objects import (
+    BLOB,
+    MODE_EXEC,
+    MODE_LINK,
+    ChangedWhileReading,
+    hash_blob_fd,
+    hash_object,
+)
+from undostore.restore.paths import IS_WINDOWS
+from undostore.restore.plan import Entry, RestorePlan
+from undostore.snapshot.walk import disk_path
+from undostore.store.atomic import TEMP_PREFIX
+from undostore.store.statcache import StatCache
 
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

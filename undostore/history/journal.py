@@ -28,9 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .atomic import CorruptFrame, quarantine, read_framed, write_framed
-from .errors import StoreError, UsageError, from_oserror
-from .store import Store
+from undostore.errors import StoreError, UsageError, from_oserror
+from undostore.store.atomic import CorruptFrame, quarantine, read_framed, write_framed
+from undostore.store.store import Store
 
 _KIND = b"JRNL"
 _FORMAT = 1

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .diff import Change
-    from .packread import ObjectReader
-    from .store import Store
+    from undostore.diff.trees import Change
+    from undostore.git.reader import ObjectReader
+    from undostore.store.store import Store
 
 MAX_SCORE = 60000
 MIN_SCORE = 30000                                      # 50%
@@ -203,7 +203,7 @@ def _best_of_rest(deleted: list[Change], added: list[Change], pairs: dict, used:
 
 
 def _renamed(store: Store, old: Change, new: Change, score: int) -> Change:
-    from .diff import Change
+    from undostore.diff.trees import Change
 
     change = Change(f"R{score * 100 // MAX_SCORE:03d}", new.path, old.path, old.old_mode,
                     new.new_mode, old.old_id, new.new_id)

@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .objects import CHUNK, IDX_MAGIC, IDX_NAMES_AT, object_header
+from undostore.git.objects import CHUNK, IDX_MAGIC, IDX_NAMES_AT, object_header
 
 OFS_DELTA = 6
 REF_DELTA = 7

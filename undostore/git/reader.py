@@ -20,10 +20,10 @@ import os
 import zlib
 from collections.abc import Iterator
 
-from .errors import IncompleteSnapshotError
-from .objects import BLOB, CHUNK, TREE, PackIndexFile, object_header
-from .packs import OFS_DELTA, REF_DELTA, parse_header
-from .store import Store
+from undostore.errors import IncompleteSnapshotError
+from undostore.git.objects import BLOB, CHUNK, TREE, PackIndexFile, object_header
+from undostore.git.packfile import OFS_DELTA, REF_DELTA, parse_header
+from undostore.store.store import Store
 
 
 class _Pack:

@@ -17,13 +17,13 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import IncompleteSnapshotError, UnknownSnapshotError, UsageError
-from .objects import MODE_TREE, TREE, decode_tree
+from undostore.errors import IncompleteSnapshotError, UnknownSnapshotError, UsageError
+from undostore.git.objects import MODE_TREE, TREE, decode_tree
 
 if TYPE_CHECKING:
-    from .packread import ObjectReader
-    from .store import Store
-    from .workspace import Workspace
+    from undostore.git.reader import ObjectReader
+    from undostore.store.store import Store
+    from undostore.workspace import Workspace
 
 _TYPE_MASK = 0o170000
 _GLOB_CHARS = "*?["
@@ -63,7 +63,7 @@ class Change:
         if self._counts is None:
             if self._store is None:
                 raise ValueError("line counts need the store this change was read from")
-            from .patch import line_counts
+            from undostore.diff.patch import line_counts
 
             self._counts = line_counts(self._store, self)
         return self._counts
@@ -238,7 +238,9 @@ def diff_trees(store: Store, from_sha20: bytes, to_sha20: bytes, paths: list[str
     """Changes from tree `from_sha20` to tree `to_sha20` (raw ids), in git's order. `paths`
     limits them to those path specs. Raises IncompleteSnapshotError naming every missing or
     damaged object the comparison needs."""
-    from .packread import ObjectReader  # reads packs directly: no dulwich import on this path
+    from undostore.git.reader import (
+        ObjectReader,  # reads packs directly: no dulwich import on this path
+    )
 
     filter_ = PathFilter(paths)
     with ObjectReader(store) as reader:
@@ -250,7 +252,7 @@ def diff_trees(store: Store, from_sha20: bytes, to_sha20: bytes, paths: list[str
         walk.check_complete()
         changes = walk.changes
         if find_renames:
-            from .renames import detect_renames
+            from undostore.diff.renames import detect_renames
 
             changes = detect_renames(store, reader, changes)
     return changes

@@ -16,9 +16,9 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .errors import UnknownSnapshotError, UnsafePathError
-from .objects import MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, decode_tree
-from .paths import IS_WINDOWS, check_name
+from undostore.errors import UnknownSnapshotError, UnsafePathError
+from undostore.git.objects import MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, decode_tree
+from undostore.restore.paths import IS_WINDOWS, check_name
 
 Entry = tuple[int, bytes]          # (git mode, raw blob id) of a file or symlink
 ReadTree = Callable[[bytes], bytes]  # tree id -> tree body (hash-checked by the reader)
@@ -172,7 +172,7 @@ def _check_entries(entries: list[tuple[int, bytes, bytes]], folder: str, windows
 
 def root_tree(read_object: Callable[[bytes], tuple[int, bytes]], sha: bytes) -> bytes:
     """The body of the tree a snapshot id names (a blob id is not a snapshot)."""
-    from .objects import TREE
+    from undostore.git.objects import TREE
 
     type_num, body = read_object(sha)
     if type_num != TREE:

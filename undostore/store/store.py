@@ -23,15 +23,15 @@ import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from .errors import (
+from undostore.errors import (
     IncompleteSnapshotError,
     SnapshotError,
     StoreError,
     UnknownSnapshotError,
     UsageError,
 )
-from .lock import StoreLock
-from .objects import BLOB, TREE, PackIndexSet, decode_tree, object_header
+from undostore.git.objects import BLOB, TREE, PackIndexSet, decode_tree, object_header
+from undostore.store.lock import StoreLock
 
 if TYPE_CHECKING:
     from dulwich.object_store import DiskObjectStore
@@ -134,7 +134,7 @@ class Store:
                            os.path.join(self.path, "refs"),
                            os.path.join(self.path, "refs", "undostore")):
                 _make_private_dirs(folder)
-            from .atomic import atomic_write
+            from undostore.store.atomic import atomic_write
 
             # A random identity: caches bound to it are never trusted by another store.
             identity = os.urandom(8).hex()
@@ -241,9 +241,9 @@ class Store:
 
         Prefixes resolve against these only: every folder of a snapshot is a tree too, and a
         short prefix that happened to name `docs/`'s tree must not restore it as the root."""
-        from . import journal
-        from .anchors import anchored_ids
-        from .recent import all_ids
+        from undostore.history import journal
+        from undostore.history.anchors import anchored_ids
+        from undostore.store.recent import all_ids
 
         known = {bytes.fromhex(i) for i in anchored_ids(self) if len(i) == 40}
         for name in journal.session_names(self):
@@ -282,7 +282,7 @@ class Store:
         return sha
 
     def _type_of(self, sha: bytes) -> int | None:
-        from .packread import ObjectReader  # reads the record header: no dulwich import
+        from undostore.git.reader import ObjectReader  # reads the record header: no dulwich import
 
         try:
             with ObjectReader(self) as reader:

@@ -35,11 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .atomic import TEMP_PREFIX
-from .checkout import BlobSource, Checkout, CheckoutResult, Checkpoints, remove_temp_files
-from .diskstate import DiskMatcher, find_obstacles, is_case_insensitive
-from .durable import Durability
-from .errors import (
+from undostore.errors import (
     ConfirmationNeeded,
     ConflictError,
     IncompleteSnapshotError,
@@ -49,8 +45,16 @@ from .errors import (
     UnsafePathError,
     from_oserror,
 )
-from .packread import ObjectReader
-from .plan import (
+from undostore.git.reader import ObjectReader
+from undostore.restore.checkout import (
+    BlobSource,
+    Checkout,
+    CheckoutResult,
+    Checkpoints,
+    remove_temp_files,
+)
+from undostore.restore.diskstate import DiskMatcher, find_obstacles, is_case_insensitive
+from undostore.restore.plan import (
     FlatTree,
     RestorePlan,
     expected_conflicts,
@@ -60,7 +64,7 @@ from .plan import (
     parent_dirs,
     root_tree,
 )
-from .restorelog import (
+from undostore.restore.restorelog import (
     JournalDamaged,
     RestoreJournal,
     read_journal,
@@ -68,11 +72,13 @@ from .restorelog import (
     set_journal_aside,
     write_journal,
 )
-from .snapshot import store_exclusion
-from .statcache import StatCache, is_racy, make_entry
+from undostore.snapshot.snapshot import store_exclusion
+from undostore.store.atomic import TEMP_PREFIX
+from undostore.store.durable import Durability
+from undostore.store.statcache import StatCache, is_racy, make_entry
 
 if TYPE_CHECKING:
-    from .workspace import Workspace
+    from undostore.workspace import Workspace
 
 Confirm = Callable[[RestorePlan], bool]
 
@@ -375,7 +381,7 @@ def _execute(ws: Workspace, prepared: _Prepared, journal: RestoreJournal,
     if journal.context:
         # Before the journal goes: a crash in between makes recovery run this again, and
         # complete_step applies a step once only.
-        from .sessions import complete_step
+        from undostore.history.sessions import complete_step
 
         complete_step(ws, journal.context, journal.target, journal.safety)
     remove_journal(ws.store)

@@ -25,13 +25,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import journal as journals
-from .atomic import atomic_write
-from .errors import StoreError, from_oserror
-from .store import Store
+from undostore.errors import StoreError, from_oserror
+from undostore.history import journal as journals
+from undostore.store.atomic import atomic_write
+from undostore.store.store import Store
 
 if TYPE_CHECKING:
-    from .workspace import Workspace
+    from undostore.workspace import Workspace
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
