@@ -96,7 +96,7 @@ def build_store(workdir: str, files: int, folders: int, snapshots: int, changes:
             t0 = time.perf_counter()
             result = take_snapshot(ws.root, ws.store, SnapshotOptions())
             t1 = time.perf_counter()
-            record_undo_point(ws, f"agent-{turn // POINTS_PER_SESSION}", result.id,
+            record_undo_point(ws.store, f"agent-{turn // POINTS_PER_SESSION}", result.id,
                               f"turn {turn}", {"turn": turn, "messages": 2 * turn})
             t2 = time.perf_counter()
         snapshot_seconds.append(t1 - t0)

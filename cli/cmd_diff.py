@@ -11,7 +11,7 @@ import click
 from .common import Context, json_option, pass_context
 
 if TYPE_CHECKING:
-    from undostore.diff.trees import Change
+    from undostore.diff.change import Change
     from undostore.store.store import Store
 
 _PATHS_KEY = "undostore.diff.paths"
@@ -54,12 +54,9 @@ def diff_command(click_ctx: click.Context, ctx: Context, from_id: str, to_id: st
     folder when it is inside the root). Comparing with the files now takes a snapshot of them
     that no session records.
     """
-    from undostore.diff.trees import compare
-
     workspace = ctx.workspace()
     paths = _root_relative(workspace.root, click_ctx.meta.get(_PATHS_KEY, []))
-    result = compare(workspace, from_id, to_id, paths=paths or None,
-                     find_renames=find_renames)
+    result = workspace.compare(from_id, to_id, paths=paths or None, find_renames=find_renames)
     try:
         if as_json:
             from undostore.diff.patch import fill_line_counts

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from undostore import IncompleteSnapshotError, UnknownSnapshotError, UsageError, Workspace
 from undostore.diff.linediff import diff_lines, hunks, split_lines
 from undostore.diff.patch import GIT_COLORS, PLAIN, Abbrev, quote_path, rename_label, render
-from undostore.diff.trees import diff_trees, diff_workspace
+from undostore.diff.trees import diff_trees
 from undostore.git.objects import (
     BLOB,
     MODE_FILE,
@@ -152,7 +152,7 @@ def test_binary_files_have_no_line_counts(tree_factory):
 
 def test_files_over_the_big_file_threshold_are_binary_and_never_read(tree_factory,
                                                                     monkeypatch):
-    import undostore.diff.patch as patch_module
+    import undostore.diff.content as patch_module
 
     ws, a, b, _ = snapshots(tree_factory, {"big.txt": "x\n" * 20, "small.txt": "a\n"},
                             lambda root: (put(root / "big.txt", "y\n" * 20),
@@ -186,7 +186,7 @@ def test_diff_against_now_takes_a_snapshot_no_journal_records(tree_factory):
     a = ws.snapshot().id
     put(root / "a", "2\n")
     put(root / "b", "new\n")
-    changes = diff_workspace(ws, a[:8])
+    changes = ws.diff(a[:8])
     assert [(c.status, c.path) for c in changes] == [("M", "a"), ("A", "b")]
     assert os.listdir(ws.store.sessions_dir) == []
 

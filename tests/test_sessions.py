@@ -123,7 +123,7 @@ def test_recording_cost_is_small(tree_factory):
     with ws.store.lock:
         for i in range(30):
             started = time.perf_counter()
-            record_undo_point(ws, "s", sha, f"p{i}", {"i": i})
+            record_undo_point(ws.store, "s", sha, f"p{i}", {"i": i})
             costs.append(time.perf_counter() - started)
     costs.sort()
     assert costs[len(costs) // 2] < 0.010
@@ -346,7 +346,7 @@ class UndoRedoModel(RuleBasedStateMachine):
     @rule()
     def collect_garbage(self) -> None:
         self.ws.gc(grace_seconds=0)
-        assert verify(self.ws).ok
+        assert verify(self.ws.store).ok
 
     @invariant()
     def disk_matches(self) -> None:

@@ -19,22 +19,24 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-if TYPE_CHECKING:
-    from typing import Protocol
+from undostore.diff.content import (
+    BigBlob,
+    Blobs,
+    count_lines,
+    counts_of,
+    is_binary,
+    line_counts,
+    read_side,
+)
+from undostore.diff.linediff import diff_lines, function_line, hunks, split_lines
 
+if TYPE_CHECKING:
+    from undostore.diff.change import Change
     from undostore.diff.linediff import Edit, Hunk
-    from undostore.diff.trees import Change
     from undostore.git.objects import PackIndexFile
     from undostore.store.store import Store
 
-    class Blobs(Protocol):
-        """Where blob bodies come from: a `Store`, or a `packread.ObjectReader` over it."""
-
-        def read_blob(self, sha: bytes) -> bytes: ...
-
 FORMS = ("name-status", "numstat", "stat", "patch")
-BINARY_PROBE = 8000
-BIG_FILE = 512 << 20          # git's core.bigFileThreshold: bigger files count as binary
 MIN_ABBREV = 7
 _TYPE_MASK = 0o170000
 _NULL_HEX = "0" * 40
@@ -132,68 +134,14 @@ GIT_COLORS = Colors(reset=b"\033[m", meta=b"\033[1m", frag=b"\033[36m", old=b"\0
                     new=b"\033[32m", whitespace=b"\033[41m")
 
 
-# --- blobs and line counts -------------------------------------------------------------------
-
-
-class BigBlob:
-    """A blob over git's big-file threshold: binary by definition, so never read."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-
-    def __len__(self) -> int:
-        return self.size
-
-
-def is_binary(data: bytes | BigBlob) -> bool:
-    return isinstance(data, BigBlob) or b"\0" in data[:BINARY_PROBE]
-
-
-def _blob(blobs: Blobs, hex_id: str | None) -> bytes | BigBlob | None:
-    if hex_id is None:
-        return None
-    sha = bytes.fromhex(hex_id)
-    size_of = getattr(blobs, "size_of", None)   # an ObjectReader knows sizes without inflating
-    if size_of is not None:
-        size = size_of(sha)
-        if size > BIG_FILE:
-            return BigBlob(size)
-    return blobs.read_blob(sha)
-
-
-def _count_lines(data: bytes) -> int:
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-
-
-def _counts(old: bytes | BigBlob | None, new: bytes | BigBlob | None, same: bool
-            ) -> tuple[int | None, int | None]:
-    if (old is not None and is_binary(old)) or (new is not None and is_binary(new)):
-        return None, None
-    if same:
-        return 0, 0
-    assert not isinstance(old, BigBlob) and not isinstance(new, BigBlob)
-    if old is None or new is None:
-        return _count_lines(new or b""), _count_lines(old or b"")
-    from undostore.diff.linediff import diff_lines, split_lines
-
-    edits = diff_lines(split_lines(old), split_lines(new))
-    return sum(e.n2 for e in edits), sum(e.n1 for e in edits)
-
-
-def line_counts(blobs: Blobs, change: Change) -> tuple[int | None, int | None]:
-    """(added, removed) lines of one change as git counts them; (None, None) if binary."""
-    old, new = _blob(blobs, change.old_id), _blob(blobs, change.new_id)
-    return _counts(old, new, change.old_id == change.new_id)
-
-
 def fill_line_counts(store: Store, changes: list[Change]) -> None:
     """Compute the line counts of many changes at once (one pass over the store's packs)."""
     from undostore.git.reader import ObjectReader
 
     with ObjectReader(store) as reader:
         for change in changes:
-            if change._counts is None:
-                change._counts = line_counts(reader, change)
+            if change.counts_cache is None:
+                change.counts_cache = line_counts(reader, change.old_id, change.new_id)
 
 
 # --- name-status, numstat, stat --------------------------------------------------------------
@@ -227,10 +175,10 @@ class _StatFile(NamedTuple):
 
 
 def _stat_file(blobs: Blobs, change: Change) -> _StatFile:
-    old, new = _blob(blobs, change.old_id), _blob(blobs, change.new_id)
+    old, new = read_side(blobs, change.old_id), read_side(blobs, change.new_id)
     same = change.old_id == change.new_id
-    added, removed = _counts(old, new, same)
-    change._counts = (added, removed)
+    added, removed = counts_of(old, new, same)
+    change.counts_cache = (added, removed)
     if added is None or removed is None:
         sizes = (0, 0) if same else (len(new or b""), len(old or b""))
         return _StatFile(_print_name(change), sizes[0], sizes[1], True)
@@ -395,7 +343,7 @@ def patch(store: Store, blobs: Blobs, changes: list[Change], colors: Colors = PL
 def _side(blobs: Blobs, mode: int | None, hex_id: str | None) -> _Side | None:
     if mode is None or hex_id is None:
         return None
-    data = _blob(blobs, hex_id)
+    data = read_side(blobs, hex_id)
     assert data is not None
     return _Side(mode, hex_id, data)
 
@@ -440,7 +388,6 @@ def _file_patch(name_a: bytes, name_b: bytes, one: _Side | None, two: _Side | No
     old_data = one.data if one else b""
     new_data = two.data if two else b""
     assert isinstance(old_data, bytes) and isinstance(new_data, bytes)
-    from undostore.diff.linediff import diff_lines, split_lines
 
     old_lines, new_lines = split_lines(old_data), split_lines(new_data)
     edits = diff_lines(old_lines, new_lines) if old_data != new_data else []
@@ -462,7 +409,6 @@ _NO_NEWLINE = b"\\ No newline at end of file\n"
 def _hunk_headers(old_lines: list[bytes], new_lines: list[bytes], edits: list[Edit]
                   ) -> Iterator[tuple[bytes, int, int, Hunk]]:
     """(header line, first old line number, first new line number, hunk) per hunk."""
-    from undostore.diff.linediff import function_line, hunks
 
     func = b""
     searched_to = -1
@@ -629,7 +575,7 @@ def _blank_at_eof(old: bytes, new: bytes) -> tuple[int, int]:
     blank_old, blank_new = _trailing_blank_lines(old), _trailing_blank_lines(new)
     if blank_new <= blank_old:
         return 0, 0
-    return _count_lines(old) - blank_old + 1, _count_lines(new) - blank_new + 1
+    return count_lines(old) - blank_old + 1, count_lines(new) - blank_new + 1
 
 
 def _trailing_blank_lines(data: bytes) -> int:
@@ -663,8 +609,8 @@ def render(form: str, store: Store, changes: list[Change], colors: Colors = PLAI
     with ObjectReader(store) as reader:
         if form == "numstat":
             for change in changes:
-                if change._counts is None:
-                    change._counts = line_counts(reader, change)
+                if change.counts_cache is None:
+                    change.counts_cache = line_counts(reader, change.old_id, change.new_id)
             yield numstat(changes)
         elif form == "stat":
             yield stat(reader, changes, width, colors)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from undostore.diff.change import Change
+from undostore.diff.content import BIG_FILE
+
 if TYPE_CHECKING:
-    from undostore.diff.trees import Change
     from undostore.git.reader import ObjectReader
     from undostore.store.store import Store
 
@@ -23,7 +25,6 @@ MAX_SCORE = 60000
 MIN_SCORE = 30000                                      # 50%
 BASENAME_MIN_SCORE = MIN_SCORE + (MAX_SCORE - MIN_SCORE) // 2
 RENAME_LIMIT = 1000
-BIG_FILE = 512 << 20
 CANDIDATES_PER_ADDED = 4
 _HASHBASE = 107927
 _U32 = 0xFFFFFFFF
@@ -203,9 +204,7 @@ def _best_of_rest(deleted: list[Change], added: list[Change], pairs: dict, used:
 
 
 def _renamed(store: Store, old: Change, new: Change, score: int) -> Change:
-    from undostore.diff.trees import Change
-
     change = Change(f"R{score * 100 // MAX_SCORE:03d}", new.path, old.path, old.old_mode,
                     new.new_mode, old.old_id, new.new_id)
-    change._store = store
+    change.source = store
     return change

@@ -2,82 +2,28 @@
 
 `diff_trees` walks both trees together in git's order and descends only into folders whose ids
 differ, so two 100,000-file snapshots that differ in a few files cost a few tree reads. It reads
-only the store (never the files under root). `diff_workspace` is the library call behind
-`undostore diff`: it resolves the ids and, when no second id is given, takes a fresh snapshot of
-the files now (recorded in no journal) to compare against.
-
-Line counts (`Change.added`/`removed`) need the blobs; they are computed on first access only
-(see `patch.line_counts`), so `--name-status` never reads a blob.
+only the store, never the files under root, and no blob: line counts are read on first use
+(`Change.added`), so `--name-status` never inflates a blob.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from undostore.diff.change import Change
 from undostore.errors import IncompleteSnapshotError, UnknownSnapshotError, UsageError
 from undostore.git.objects import MODE_TREE, TREE, decode_tree
 
 if TYPE_CHECKING:
     from undostore.git.reader import ObjectReader
     from undostore.store.store import Store
-    from undostore.workspace import Workspace
 
 _TYPE_MASK = 0o170000
 _GLOB_CHARS = "*?["
 _MAX_NAMED = 20  # missing objects named in one message
-
-
-@dataclass(eq=False)
-class Change:
-    """One changed path. `status`: A added, D deleted, M modified (content or mode), T type
-    changed (file <-> symlink), R<score> renamed (with `find_renames`; score 0-100)."""
-
-    status: str
-    path: str
-    old_path: str | None = None
-    old_mode: int | None = None
-    new_mode: int | None = None
-    old_id: str | None = None
-    new_id: str | None = None
-    _store: Store | None = field(default=None, init=False, repr=False)
-    _counts: tuple[int | None, int | None] | None = field(default=None, init=False, repr=False)
-
-    @property
-    def added(self) -> int | None:
-        """Lines added; None for a binary file."""
-        return self.line_counts()[0]
-
-    @property
-    def removed(self) -> int | None:
-        """Lines removed; None for a binary file."""
-        return self.line_counts()[1]
-
-    @property
-    def binary(self) -> bool:
-        return self.line_counts()[0] is None
-
-    def line_counts(self) -> tuple[int | None, int | None]:
-        if self._counts is None:
-            if self._store is None:
-                raise ValueError("line counts need the store this change was read from")
-            from undostore.diff.patch import line_counts
-
-            self._counts = line_counts(self._store, self)
-        return self._counts
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (`added`/`removed` null for binary files)."""
-        return {"status": self.status, "path": self.path, "old_path": self.old_path,
-                "added": self.added, "removed": self.removed,
-                "old_mode": _mode_text(self.old_mode), "new_mode": _mode_text(self.new_mode),
-                "old_id": self.old_id, "new_id": self.new_id}
-
-
-def _mode_text(mode: int | None) -> str | None:
-    return None if mode is None else f"{mode:06o}"
 
 
 @dataclass
@@ -218,7 +164,7 @@ class _Walk:
         for hex_id in (change.old_id, change.new_id):
             if hex_id is not None and not self.store.has(bytes.fromhex(hex_id)):
                 self.missing.append((hex_id, change.path))
-        change._store = self.store
+        change.source = self.store
         self.changes.append(change)
 
     def check_complete(self) -> None:
@@ -256,34 +202,6 @@ def diff_trees(store: Store, from_sha20: bytes, to_sha20: bytes, paths: list[str
 
             changes = detect_renames(store, reader, changes)
     return changes
-
-
-def compare(ws: Workspace, from_id: str, to_id: str | None = None,
-            paths: list[str] | None = None, find_renames: bool = False) -> DiffResult:
-    """Resolve the ids (to_id None: snapshot the files now, outside any journal) and diff."""
-    from_sha = _resolve(ws, from_id, "FROM")
-    if to_id is None:
-        with ws.store.lock:
-            ws._recover_if_needed()  # finish an interrupted restore first, as every command does
-            now = ws._snapshot_locked()
-        to_sha = bytes.fromhex(now.id)
-    else:
-        to_sha = _resolve(ws, to_id, "TO")
-    changes = diff_trees(ws.store, from_sha, to_sha, paths=paths, find_renames=find_renames)
-    return DiffResult(from_sha.hex(), to_sha.hex(), changes, to_is_now=to_id is None)
-
-
-def diff_workspace(ws: Workspace, from_id: str, to_id: str | None = None,
-                   paths: list[str] | None = None, find_renames: bool = False) -> list[Change]:
-    """Changes from snapshot `from_id` to `to_id` (None: the files now)."""
-    return compare(ws, from_id, to_id, paths=paths, find_renames=find_renames).changes
-
-
-def _resolve(ws: Workspace, ref: str, which: str) -> bytes:
-    try:
-        return ws.resolve(ref)
-    except UnknownSnapshotError as err:
-        raise UnknownSnapshotError(f"{which}: {err.message}") from None
 
 
 def _root_entries(reader: ObjectReader, sha: bytes, which: str) -> list[tuple[int, bytes, bytes]]:

@@ -19,11 +19,20 @@ import mmap
 import os
 import zlib
 from collections.abc import Iterator
+from typing import Protocol
 
 from undostore.errors import IncompleteSnapshotError
 from undostore.git.objects import BLOB, CHUNK, TREE, PackIndexFile, object_header
 from undostore.git.packfile import OFS_DELTA, REF_DELTA, parse_header
-from undostore.store.store import Store
+
+
+class ObjectSource(Protocol):
+    """What a reader reads from: a pack folder, and a whole-object read (dulwich) for the delta
+    records undostore never writes but a foreign pack may hold."""
+
+    pack_dir: str
+
+    def read(self, sha: bytes) -> tuple[int, bytes]: ...
 
 
 class _Pack:
@@ -66,7 +75,7 @@ def _damaged(sha: bytes, why: str) -> IncompleteSnapshotError:
 class ObjectReader:
     """Reads objects of one store; open it after the store's last write, close it when done."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: ObjectSource) -> None:
         self.store = store
         self._packs: list[_Pack] = []
         try:

@@ -23,15 +23,11 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from undostore.errors import StoreError, from_oserror
 from undostore.history import journal as journals
 from undostore.store.atomic import atomic_write
 from undostore.store.store import Store
-
-if TYPE_CHECKING:
-    from undostore.workspace import Workspace
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -119,9 +115,8 @@ class SweepResult:
     sessions_removed: int = 0
 
 
-def sweep(ws: Workspace) -> SweepResult:
+def sweep(store: Store) -> SweepResult:
     """Make the anchors match the journals (see the module docstring)."""
-    store = ws.store
     result = SweepResult()
     sessions = set(journals.session_names(store))
     for name in sessions:
@@ -152,3 +147,12 @@ def anchored_ids(store: Store) -> set[str]:
     for name in anchored_sessions(store):
         out.update(held(store, name))
     return out
+
+
+def listed_snapshots(store: Store) -> set[bytes]:
+    """Every snapshot id a journal lists or an anchor holds (raw ids): what `Store.resolve`
+    accepts prefixes of, besides the ids handed out recently."""
+    listed = set(anchored_ids(store))
+    for name in journals.session_names(store):
+        listed |= journals.load(store, name).ids()
+    return {bytes.fromhex(i) for i in listed if len(i) == 40}

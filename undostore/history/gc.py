@@ -42,12 +42,13 @@ from undostore.git.objects import (
 from undostore.git.packfile import DeltaRecord, PackFile, PackSet, Record, pack_census
 from undostore.history import anchors
 from undostore.history import journal as journals
+from undostore.restore.restorelog import pending_snapshot_ids
 from undostore.store.atomic import TEMP_PREFIX, fsync_dir, replace_with_retry
 from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache, rebind_packs
 
 if TYPE_CHECKING:
-    from undostore.workspace import Workspace
+    from undostore.store.store import Store
 
 DEFAULT_GRACE_SECONDS = 3600.0
 SMALL_PACK_BYTES = 16 << 20
@@ -80,16 +81,15 @@ class GcResult:
                 "busy_files": self.busy_files, "seconds": round(self.seconds, 4)}
 
 
-def collect(ws: Workspace, grace_seconds: float | None = None) -> GcResult:
+def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
     """Sweep anchors, prune what nothing needs, repack, clean up (see the module docstring)."""
     grace = DEFAULT_GRACE_SECONDS if grace_seconds is None else float(grace_seconds)
     if not grace >= 0:
         raise UsageError(f"grace period must be zero or more seconds, not {grace_seconds!r}")
-    store = ws.store
     started = time.perf_counter()
     result = GcResult()
     with store.lock:
-        swept = anchors.sweep(ws)
+        swept = anchors.sweep(store)
         result.anchors_created, result.anchors_released = swept.created, swept.released
         store.close()   # our own readers hold packs open, and Windows cannot delete open files
         cutoff = time.time() - grace
@@ -99,7 +99,7 @@ def collect(ws: Workspace, grace_seconds: float | None = None) -> GcResult:
         # Only packs older than the grace period can lose objects or be merged: with none,
         # there is nothing to mark (an automatic gc soon after the last one costs ~nothing).
         if any(mtime <= cutoff for mtime, _ in census.values()):
-            _collect_packs(ws, cutoff, result)
+            _collect_packs(store, cutoff, result)
         result.freed_bytes += _clean_temporaries(store.path, store.pack_dir, cutoff, result)
         census = pack_census(store.pack_dir)
         result.packs_after = len(census)
@@ -108,33 +108,30 @@ def collect(ws: Workspace, grace_seconds: float | None = None) -> GcResult:
     return result
 
 
-def _collect_packs(ws: Workspace, cutoff: float, result: GcResult) -> None:
-    tree_roots, live = _roots(ws)
-    packs = PackSet(ws.store.pack_dir)
+def _collect_packs(store: Store, cutoff: float, result: GcResult) -> None:
+    tree_roots, live = _roots(store)
+    packs = PackSet(store.pack_dir)
     try:
         old = [p for p in packs.packs if p.mtime <= cutoff]
         tree_roots |= _young_trees([p for p in packs.packs if p.mtime > cutoff])
-        tree_roots |= recent_ids(ws.store.path, cutoff)  # ids handed out within the grace
-        result.missing = _mark(ws, packs, tree_roots, live)
+        tree_roots |= recent_ids(store.path, cutoff)  # ids handed out within the grace
+        result.missing = _mark(store, packs, tree_roots, live)
         result.live_objects = len(live)
-        _rewrite(ws, packs, _choose(old, live), live, result)
+        _rewrite(store, packs, _choose(old, live), live, result)
     finally:
         packs.close()
-        ws.store.close()
+        store.close()
     # gc kept everything the stat cache vouches for, but moved it: tell the cache where.
-    rebind_packs(os.path.join(ws.store.cache_dir, "statcache"), ws.store.identity,
-                 PackIndexSet(ws.store.pack_dir).pack_names())
+    rebind_packs(os.path.join(store.cache_dir, "statcache"), store.identity,
+                 PackIndexSet(store.pack_dir).pack_names())
 
 
-def _roots(ws: Workspace) -> tuple[set[bytes], set[bytes]]:
+def _roots(store: Store) -> tuple[set[bytes], set[bytes]]:
     """(snapshot and cached tree ids to walk, blob ids live as they are)."""
-    from undostore.restore.restore import pending_snapshot_ids
-
-    store = ws.store
     snapshots: set[str] = set(anchors.anchored_ids(store))
     for name in journals.session_names(store):
         snapshots |= journals.load(store, name).ids()
-    snapshots |= set(pending_snapshot_ids(ws))
+    snapshots |= set(pending_snapshot_ids(store))
     trees = {bytes.fromhex(s) for s in snapshots if len(s) == 40}
     cache = StatCache.load(os.path.join(store.cache_dir, "statcache"), store.identity)
     # The cache is a hint file: take each value shaped like an id, never fail on one that is not.
@@ -164,7 +161,7 @@ def _young_trees(young: list[PackFile]) -> set[bytes]:
     return trees
 
 
-def _mark(ws: Workspace, packs: PackSet, roots: set[bytes], live: set[bytes]) -> list[str]:
+def _mark(store: Store, packs: PackSet, roots: set[bytes], live: set[bytes]) -> list[str]:
     """Add every object reachable from `roots` to `live`, reading trees only; returns the hex ids
     of reachable objects that the store lacks."""
     missing: list[str] = []
@@ -176,7 +173,7 @@ def _mark(ws: Workspace, packs: PackSet, roots: set[bytes], live: set[bytes]) ->
             continue
         seen_trees.add(sha)
         live.add(sha)
-        body = _tree_body(ws, packs, sha)
+        body = _tree_body(store, packs, sha)
         if body is None:
             missing.append(sha.hex())
             continue
@@ -190,7 +187,7 @@ def _mark(ws: Workspace, packs: PackSet, roots: set[bytes], live: set[bytes]) ->
     return missing
 
 
-def _tree_body(ws: Workspace, packs: PackSet, sha: bytes) -> bytes | None:
+def _tree_body(store: Store, packs: PackSet, sha: bytes) -> bytes | None:
     """A tree's body, hash-checked; None if the store lacks it. A damaged tree stops gc:
     what it references cannot be known, so nothing may be deleted."""
     found = packs.where.get(sha)
@@ -200,7 +197,7 @@ def _tree_body(ws: Workspace, packs: PackSet, sha: bytes) -> bytes | None:
     try:
         type_num, body = pack.body(record)
     except DeltaRecord:
-        type_num, body = ws.store.read(sha)
+        type_num, body = store.read(sha)
     except (OSError, ValueError) as err:
         raise IncompleteSnapshotError(
             f"tree {sha.hex()} is damaged ({err}); gc stopped and deleted nothing. "
@@ -225,7 +222,7 @@ def _choose(old: list[PackFile], live: set[bytes]) -> list[PackFile]:
     return [pack for pack, _ in doomed]
 
 
-def _rewrite(ws: Workspace, packs: PackSet, doomed: list[PackFile], live: set[bytes],
+def _rewrite(store: Store, packs: PackSet, doomed: list[PackFile], live: set[bytes],
              result: GcResult) -> None:
     if not doomed:
         return
@@ -241,7 +238,7 @@ def _rewrite(ws: Workspace, packs: PackSet, doomed: list[PackFile], live: set[by
             if record.sha in live and record.sha not in kept and record.sha not in planned:
                 planned.add(record.sha)
                 plan.append((pack, record))
-    new_base = _write_pack(ws, ws.store.pack_dir, plan) if plan else None
+    new_base = _write_pack(store, store.pack_dir, plan) if plan else None
     if new_base is not None and new_base not in doomed_names:
         result.freed_bytes -= os.path.getsize(new_base + ".pack") + os.path.getsize(
             new_base + ".idx")
@@ -261,7 +258,7 @@ def _rewrite(ws: Workspace, packs: PackSet, doomed: list[PackFile], live: set[by
                 break
 
 
-def _write_pack(ws: Workspace, pack_dir: str, plan: list[tuple[PackFile, Record]]) -> str:
+def _write_pack(store: Store, pack_dir: str, plan: list[tuple[PackFile, Record]]) -> str:
     """One new pack holding the planned records; returns its base path (visible once its index
     is in place)."""
     tmp = os.path.join(pack_dir, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.pack")
@@ -278,7 +275,7 @@ def _write_pack(ws: Workspace, pack_dir: str, plan: list[tuple[PackFile, Record]
             put(b"PACK" + struct.pack(">LL", 2, len(plan)))
             offset = 12
             for pack, record in plan:
-                crc, length = _copy_record(ws, pack, record, put)
+                crc, length = _copy_record(store, pack, record, put)
                 entries.append((record.sha, offset, crc))
                 offset += length
             checksum = digest.digest()
@@ -310,13 +307,13 @@ def _write_pack(ws: Workspace, pack_dir: str, plan: list[tuple[PackFile, Record]
                 pass
 
 
-def _copy_record(ws: Workspace, pack: PackFile, record: Record, put) -> tuple[int, int]:  # noqa: ANN001
+def _copy_record(store: Store, pack: PackFile, record: Record, put) -> tuple[int, int]:  # noqa: ANN001
     """Append one object to the new pack; returns (CRC-32, length) of what was written."""
     try:
         pack.whole_header(record)
     except DeltaRecord:
         # Not written by undostore: store the object whole (its base may not be kept).
-        type_num, body = ws.store.read(record.sha)
+        type_num, body = store.read(record.sha)
         data = pack_record_header(type_num, len(body)) + zlib.compress(body, 1)
         put(data)
         return zlib.crc32(data) & 0xFFFFFFFF, len(data)

@@ -308,10 +308,10 @@ def session_names(store: Store) -> list[str]:
 
 def undo_limit() -> int:
     """The cap on undo points: `UNDOSTORE_UNDO_LIMIT`, else 50."""
-    return _env_int("UNDOSTORE_UNDO_LIMIT", DEFAULT_LIMIT, minimum=1)
+    return env_int("UNDOSTORE_UNDO_LIMIT", DEFAULT_LIMIT, minimum=1)
 
 
-def _env_int(variable: str, default: int, minimum: int) -> int:
+def env_int(variable: str, default: int, minimum: int) -> int:
     text = os.environ.get(variable)
     if not text:
         return default

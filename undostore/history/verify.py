@@ -19,7 +19,7 @@ from undostore.git.packfile import DeltaRecord, PackSet
 from undostore.history import journal as journals
 
 if TYPE_CHECKING:
-    from undostore.workspace import Workspace
+    from undostore.store.store import Store
 
 _GITLINK = 0o160000
 MISSING = "missing"
@@ -59,9 +59,8 @@ class VerifyResult:
 _Relative = tuple[str, str, str, str]
 
 
-def verify(ws: Workspace, snapshot_id: str | None = None) -> VerifyResult:
+def verify(store: Store, snapshot_id: str | None = None) -> VerifyResult:
     """Check `snapshot_id`, or every snapshot any journal lists."""
-    store = ws.store
     with store.lock:   # gc must not delete packs under our feet
         if snapshot_id is not None:
             snapshots = [store.resolve(snapshot_id).hex()]
@@ -70,7 +69,7 @@ def verify(ws: Workspace, snapshot_id: str | None = None) -> VerifyResult:
             for name in journals.session_names(store):
                 listed |= journals.load(store, name).ids()
             snapshots = sorted(listed)
-        checker = _Checker(ws)
+        checker = _Checker(store)
         try:
             result = VerifyResult(ok=True, snapshots=snapshots)
             for snapshot in snapshots:
@@ -85,9 +84,9 @@ def verify(ws: Workspace, snapshot_id: str | None = None) -> VerifyResult:
 
 
 class _Checker:
-    def __init__(self, ws: Workspace) -> None:
-        self.ws = ws
-        self.packs = PackSet(ws.store.pack_dir)
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.packs = PackSet(store.pack_dir)
         self.trees: dict[bytes, list[_Relative]] = {}
         self.blobs: dict[bytes, tuple[str, str] | None] = {}
         self.checked = 0
@@ -138,7 +137,7 @@ class _Checker:
             type_num, body = pack.body(record)
         except DeltaRecord:
             try:
-                type_num, body = self.ws.store.read(sha)
+                type_num, body = self.store.read(sha)
             except IncompleteSnapshotError as err:
                 return [], (CORRUPT, err.message)
         except (OSError, ValueError) as err:
@@ -166,7 +165,7 @@ class _Checker:
             type_num, got = pack.object_hash(record)
         except DeltaRecord:
             try:
-                type_num, _ = self.ws.store.read(sha)
+                type_num, _ = self.store.read(sha)
             except IncompleteSnapshotError as err:
                 return CORRUPT, err.message
             got = sha

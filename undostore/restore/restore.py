@@ -1,6 +1,6 @@
 """Restore: make the files under root equal to a snapshot, safely, even across a crash.
 
-    result = restore_workspace(ws, "1a2b3c", confirm=lambda plan: ask(plan.summary()))
+    result = restore(worktree, "1a2b3c", confirm=lambda plan: ask(plan.summary()))
     result.safety      # the files as they were just before: restore it to take this back
 
 Under the store lock, in this order (nothing changes on disk before step 6):
@@ -78,12 +78,26 @@ from undostore.store.durable import Durability
 from undostore.store.statcache import StatCache, is_racy, make_entry
 
 if TYPE_CHECKING:
-    from undostore.workspace import Workspace
+    from undostore.snapshot.snapshot import SnapshotResult
+    from undostore.store.store import Store
 
 Confirm = Callable[[RestorePlan], bool]
+StepDone = Callable[[dict, str, str], None]
 
-__all__ = ["Confirm", "RestorePlan", "RestoreResult", "abort_pending", "pending_snapshot_ids",
-           "recover_pending", "restore_workspace"]
+__all__ = ["Confirm", "RestorePlan", "RestoreResult", "Worktree", "abort_pending",
+           "recover_pending", "restore"]
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """What a restore works on: the root, its store, how to snapshot the files now (the store
+    lock held), and what to run once the files are restored for a journal that carries a
+    `context` (a session step), before the journal goes, so a crash runs it again."""
+
+    root: str
+    store: Store
+    snapshot: Callable[[], SnapshotResult]
+    step_done: StepDone | None = None
 
 
 @dataclass
@@ -141,25 +155,25 @@ class _CaseProbe:
 # --- the public operations -----------------------------------------------------------------------
 
 
-def restore_workspace(ws: Workspace, target: str, *, expected: str | None = None,
+def restore(wt: Worktree, target: str, *, expected: str | None = None,
                       dry_run: bool = False, confirm: Confirm | None = None,
                       context: dict | None = None) -> RestoreResult:
-    """Make the files under `ws.root` equal to snapshot `target` (see the module docstring).
+    """Make the files under `wt.root` equal to snapshot `target` (see the module docstring).
 
-    `context` (JSON-able) is kept in the restore journal and handed to
-    `sessions.complete_step` once the files are restored, even by recovery after a crash."""
+    `context` (JSON-able) is kept in the restore journal and handed to `wt.step_done` once the
+    files are restored, even by recovery after a crash."""
     started = time.perf_counter()
-    with ws.store.lock:
-        recover_pending(ws)
-        target_sha = ws.store.resolve(target)
-        expected_sha = ws.store.resolve(expected) if expected is not None else None
-        safety = ws._snapshot_locked()
-        with ObjectReader(ws.store) as reader:
+    with wt.store.lock:
+        recover_pending(wt)
+        target_sha = wt.store.resolve(target)
+        expected_sha = wt.store.resolve(expected) if expected is not None else None
+        safety = wt.snapshot()
+        with ObjectReader(wt.store) as reader:
             bodies: dict[bytes, bytes] = {}
             bodies[target_sha] = root_tree(reader.read, target_sha)  # a blob is no snapshot
             current, wanted = flatten_difference(reader.read_tree_body, bytes.fromhex(safety.id),
                                                  target_sha, bodies=bodies)
-            prepared = _prepare(ws, reader, current, wanted)
+            prepared = _prepare(wt, reader, current, wanted)
             plan = prepared.plan
             if expected_sha is not None:
                 _check_expected(plan, _flat(reader, expected_sha, bodies))
@@ -172,36 +186,35 @@ def restore_workspace(ws: Workspace, target: str, *, expected: str | None = None
                                          "nothing was changed")
             journal = RestoreJournal.new("restore", plan.target, plan.safety, plan.safety, plan)
             journal.context = dict(context or {})
-            write_journal(ws.store, journal)
-            ws._recovered = False  # until the journal is gone, every command must look at it
-            outcome = _execute(ws, prepared, journal)
+            write_journal(wt.store, journal)
+            outcome = _execute(wt, prepared, journal)
     result.removed_dirs = outcome.removed_dirs
     result.warnings = outcome.warnings
     result.seconds = time.perf_counter() - started
     return result
 
 
-def recover_pending(ws: Workspace) -> None:
+def recover_pending(wt: Worktree) -> None:
     """Finish an interrupted restore (the store lock must be held). Raises PendingRecoveryError
     when it cannot, saying to run `undostore restore --abort`."""
     try:
-        journal = read_journal(ws.store)
+        journal = read_journal(wt.store)
     except JournalDamaged as err:
         raise PendingRecoveryError(
             f"{err}; the files may be partly restored. Run `undostore restore --abort` to set "
             "the journal aside, then compare the files with `undostore diff`") from None
     if journal is None:
-        _remove_stray_journal_temps(ws)
+        _remove_stray_journal_temps(wt)
         return
-    remove_temp_files(ws.root, journal.write_folders(), journal.token)
+    remove_temp_files(wt.root, journal.write_folders(), journal.token)
     try:
-        with ObjectReader(ws.store) as reader:
+        with ObjectReader(wt.store) as reader:
             bodies: dict[bytes, bytes] = {}
             current = _flat(reader, bytes.fromhex(journal.safety), bodies)
             wanted = _flat(reader, bytes.fromhex(journal.target), bodies, check=True)
-            prepared = _prepare(ws, reader, current, wanted, only=journal.touched(),
+            prepared = _prepare(wt, reader, current, wanted, only=journal.touched(),
                                 extra_dirs=journal.remove_dirs, fresh=False)
-            _execute(ws, prepared, journal, finishing=True)
+            _execute(wt, prepared, journal, finishing=True)
     except PendingRecoveryError:
         raise
     except UndostoreError as err:
@@ -212,25 +225,25 @@ def recover_pending(ws: Workspace) -> None:
             err.path) from err
 
 
-def abort_pending(ws: Workspace) -> RestoreResult | None:
+def abort_pending(wt: Worktree) -> RestoreResult | None:
     """Roll an interrupted restore back to the safety snapshot taken before it. Only the paths
     it touched are rolled back; one changed since by someone else is kept (and named in the
     warnings). Returns None when no restore is pending. A journal too damaged to read is moved
     aside instead (a result with empty ids whose warning says where to): nothing to roll back
     with, but every later command works again."""
     started = time.perf_counter()
-    with ws.store.lock:
+    with wt.store.lock:
         try:
-            journal = read_journal(ws.store)
+            journal = read_journal(wt.store)
         except JournalDamaged as err:
-            aside = set_journal_aside(ws.store)
+            aside = set_journal_aside(wt.store)
             return RestoreResult(target="", safety="", operation="abort", warnings=[
                 (aside, f"{err}: moved aside; nothing was rolled back")])
         if journal is None:
             return None
-        remove_temp_files(ws.root, journal.write_folders(), journal.token)
-        now = ws._snapshot_locked()
-        with ObjectReader(ws.store) as reader:
+        remove_temp_files(wt.root, journal.write_folders(), journal.token)
+        now = wt.snapshot()
+        with ObjectReader(wt.store) as reader:
             bodies: dict[bytes, bytes] = {}
             current = _flat(reader, bytes.fromhex(now.id), bodies)
             wanted = _flat(reader, bytes.fromhex(journal.rollback), bodies, check=True)
@@ -238,47 +251,37 @@ def abort_pending(ws: Workspace) -> RestoreResult | None:
                                       _flat(reader, bytes.fromhex(journal.safety), bodies),
                                       _flat(reader, bytes.fromhex(journal.target), bodies))
             created_dirs = {d for p in journal.create + journal.modify for d in parent_dirs(p)}
-            prepared = _prepare(ws, reader, current, wanted, only=only, extra_dirs=created_dirs)
+            prepared = _prepare(wt, reader, current, wanted, only=only, extra_dirs=created_dirs)
             plan = prepared.plan
             result = _result(plan, operation="abort")
             result.warnings = [(p, "kept as it is: changed after the interrupted restore")
                                for p in kept]
             if plan.is_empty and not plan.remove_dirs:
-                remove_journal(ws.store)
+                remove_journal(wt.store)
             else:
                 aborting = RestoreJournal.new("abort", plan.target, plan.safety,
                                               journal.rollback, plan)
-                write_journal(ws.store, aborting)
-                ws._recovered = False
-                outcome = _execute(ws, prepared, aborting)
+                write_journal(wt.store, aborting)
+                outcome = _execute(wt, prepared, aborting)
                 result.removed_dirs = outcome.removed_dirs
                 result.warnings += outcome.warnings
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _remove_stray_journal_temps(ws: Workspace) -> None:
+def _remove_stray_journal_temps(wt: Worktree) -> None:
     """A journal write killed before its rename leaves a temp file: the journal never existed,
     but the file would make every command look for one."""
     try:
-        names = os.listdir(ws.store.restore_dir)
+        names = os.listdir(wt.store.restore_dir)
     except OSError:
         return
     for name in names:
         if name.startswith(TEMP_PREFIX):
             try:
-                os.unlink(os.path.join(ws.store.restore_dir, name))
+                os.unlink(os.path.join(wt.store.restore_dir, name))
             except OSError:
                 pass
-
-
-def pending_snapshot_ids(ws: Workspace) -> set[str]:
-    """Hex ids a pending restore journal still needs (gc must keep them)."""
-    try:
-        journal = read_journal(ws.store)
-    except JournalDamaged:
-        return set()
-    return journal.snapshot_ids() if journal is not None else set()
 
 
 # --- steps ------------------------------------------------------------------------------------
@@ -291,13 +294,13 @@ def _flat(reader: ObjectReader, sha: bytes, bodies: dict[bytes, bytes],
     return flatten(reader.read_tree_body, sha, check=check, bodies=bodies)
 
 
-def _prepare(ws: Workspace, reader: ObjectReader, current: FlatTree, wanted: FlatTree, *,
+def _prepare(wt: Worktree, reader: ObjectReader, current: FlatTree, wanted: FlatTree, *,
              only: set[str] | None = None, extra_dirs: Iterable[str] = (), fresh: bool = True
              ) -> _Prepared:
     """Everything checked before the first change (a fresh plan also against the disk).
     `wanted` must come from a checking flatten (names, modes, duplicates)."""
-    _refuse_store_paths(ws, wanted)
-    case = _CaseProbe(ws.root)
+    _refuse_store_paths(wt, wanted)
+    case = _CaseProbe(wt.root)
     if wanted.case_clashes and case():
         first, second = wanted.case_clashes[0]
         raise UnsafePathError(f"differs from {first!r} only in case; this file system cannot "
@@ -306,15 +309,15 @@ def _prepare(ws: Workspace, reader: ObjectReader, current: FlatTree, wanted: Fla
     _check_complete(reader, wanted)
     try:
         if fresh:
-            find_obstacles(ws.root, plan, current.files, case)
+            find_obstacles(wt.root, plan, current.files, case)
     except OSError as err:
         raise from_oserror(err, "inspect", cls=SnapshotError) from err
     blobs = BlobSource.verified(reader, (plan.after[p][1] for p in plan.create + plan.modify))
     return _Prepared(plan, current, wanted, blobs, case)
 
 
-def _refuse_store_paths(ws: Workspace, wanted: FlatTree) -> None:
-    for store_rel in store_exclusion(ws.root, ws.store):
+def _refuse_store_paths(wt: Worktree, wanted: FlatTree) -> None:
+    for store_rel in store_exclusion(wt.root, wt.store):
         hits = [p for p in (store_rel, *parent_dirs(store_rel)) if p in wanted.files]
         if store_rel in wanted.dirs or hits:
             raise UnsafePathError("the snapshot writes into (or over) the store, which lies "
@@ -359,17 +362,17 @@ def _abort_scope(journal: RestoreJournal, now: FlatTree, rollback: FlatTree, bef
     return only, kept
 
 
-def _execute(ws: Workspace, prepared: _Prepared, journal: RestoreJournal,
+def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
              finishing: bool = False) -> CheckoutResult:
     """Apply a journaled plan; the journal goes once every change is durable."""
     checkpoint = Checkpoints()
     checkpoint("journal", "")  # a crash test stops here: journal written, nothing changed
-    cache_path = os.path.join(ws.store.cache_dir, "statcache")
-    cache = StatCache.load(cache_path, ws.store.identity)
-    checkout = Checkout(ws.root, prepared.plan, prepared.blobs, DiskMatcher(ws.root, cache),
+    cache_path = os.path.join(wt.store.cache_dir, "statcache")
+    cache = StatCache.load(cache_path, wt.store.identity)
+    checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
                         journal.token, target_dirs=prepared.wanted.dirs,
                         case_insensitive=prepared.case_insensitive, checkpoint=checkpoint,
-                        durability=Durability(ws.root))
+                        durability=Durability(wt.root))
     try:
         outcome = checkout.run()
     except OSError as err:
@@ -378,18 +381,16 @@ def _execute(ws: Workspace, prepared: _Prepared, journal: RestoreJournal,
             f"cannot {what}: {err.strerror or err}; the restore stopped half-way. Fix the cause "
             "and run any command to finish it, or run `undostore restore --abort` to roll back",
             checkout.current or err.filename) from err
-    if journal.context:
-        # Before the journal goes: a crash in between makes recovery run this again, and
-        # complete_step applies a step once only.
-        from undostore.history.sessions import complete_step
-
-        complete_step(ws, journal.context, journal.target, journal.safety)
-    remove_journal(ws.store)
-    _remember_written(ws, cache_path, cache, prepared.plan, outcome)
+    if journal.context and wt.step_done is not None:
+        # Before the journal goes: a crash in between makes recovery run this again, and a
+        # session step applies once only.
+        wt.step_done(journal.context, journal.target, journal.safety)
+    remove_journal(wt.store)
+    _remember_written(wt, cache_path, cache, prepared.plan, outcome)
     return outcome
 
 
-def _remember_written(ws: Workspace, cache_path: str, cache: StatCache, plan: RestorePlan,
+def _remember_written(wt: Worktree, cache_path: str, cache: StatCache, plan: RestorePlan,
                       outcome: CheckoutResult) -> None:
     """Record written files in the stat cache, so the next snapshot trusts them instead of
     reading them. One written too recently to be trusted, or touched by someone else after it

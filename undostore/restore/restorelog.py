@@ -136,3 +136,12 @@ def set_journal_aside(store: Store) -> str:
     except OSError:
         return quarantine(journal_path(store))
     return aside
+
+
+def pending_snapshot_ids(store: Store) -> set[str]:
+    """Hex ids a pending restore journal still needs (gc must keep them)."""
+    try:
+        journal = read_journal(store)
+    except JournalDamaged:
+        return set()
+    return journal.snapshot_ids() if journal is not None else set()

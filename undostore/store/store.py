@@ -20,7 +20,7 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from undostore.errors import (
@@ -32,6 +32,7 @@ from undostore.errors import (
 )
 from undostore.git.objects import BLOB, TREE, PackIndexSet, decode_tree, object_header
 from undostore.store.lock import StoreLock
+from undostore.store.recent import all_ids
 
 if TYPE_CHECKING:
     from dulwich.object_store import DiskObjectStore
@@ -108,6 +109,7 @@ class Store:
         self.lock = StoreLock(os.path.join(self.path, "lock"), on_acquire=self.refresh)
         self._index: PackIndexSet | None = None
         self._dulwich: DiskObjectStore | None = None
+        self.listed_snapshots: Callable[[], set[bytes]] = set
 
     # --- layout -----
 
@@ -237,18 +239,12 @@ class Store:
             yield from idx.names()
 
     def known_snapshots(self) -> set[bytes]:
-        """Ids this store handed out as snapshots: recent ones, and every id a session lists.
+        """Ids this store handed out as snapshots: recent ones, and those the history layer
+        lists (`listed_snapshots`, set by whoever opens the store with its history).
 
         Prefixes resolve against these only: every folder of a snapshot is a tree too, and a
         short prefix that happened to name `docs/`'s tree must not restore it as the root."""
-        from undostore.history import journal
-        from undostore.history.anchors import anchored_ids
-        from undostore.store.recent import all_ids
-
-        known = {bytes.fromhex(i) for i in anchored_ids(self) if len(i) == 40}
-        for name in journal.session_names(self):
-            known |= {bytes.fromhex(i) for i in journal.load(self, name).ids() if len(i) == 40}
-        return known | all_ids(self.path)
+        return self.listed_snapshots() | all_ids(self.path)
 
     def resolve(self, ref: str) -> bytes:
         """The snapshot id named by `ref`: 40 hex, or a unique prefix of 4+ hex of an id this
