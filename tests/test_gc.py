@@ -16,7 +16,7 @@ import pytest
 from undostore import Workspace
 from undostore.errors import IncompleteSnapshotError
 from undostore.git.objects import BLOB, hash_object
-from undostore.git.packfile import PackSet
+from undostore.git.reader import ObjectReader
 from undostore.history.anchors import anchored_ids, anchored_sessions, session_dir
 from undostore.history.journal import journal_path
 from undostore.history.verify import verify
@@ -209,7 +209,7 @@ def test_many_small_packs_become_one_and_a_second_gc_has_nothing_to_do(tree_fact
     for i in range(8):
         _write(root, "a.txt", str(i + 1))
         ws.snapshot(session="s")
-    assert len(PackSet(ws.store.pack_dir).packs) >= 8
+    assert len(ObjectReader(ws.store.pack_dir).packs) >= 8
     first = ws.gc(grace_seconds=0)
     assert first.packs_after == 1 and first.packs_before >= 8
     second = ws.gc(grace_seconds=0)
@@ -247,11 +247,10 @@ def test_gc_stops_and_deletes_nothing_when_a_live_record_is_damaged(tree_factory
     ws.snapshot(session="s")
     _write(root, "b.txt", "second pack")
     ws.snapshot(session="s")
-    packs = PackSet(ws.store.pack_dir)
     blob = next(sha for p, _m, sha in ws.store.iter_tree_files(
         bytes.fromhex(ws.log("s").undo[0].id)) if p == "a.txt")
-    pack, record = packs.where[blob]
-    packs.close()
+    with ObjectReader(ws.store.pack_dir) as packs:
+        pack, record = packs.record_of(blob)
     with open(pack.pack_path, "r+b") as f:
         f.seek(record.offset + record.length // 2)
         byte = f.read(1)

@@ -22,28 +22,21 @@ copied in chunks of at most 1 MiB.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import struct
 import time
-import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import IncompleteSnapshotError, StoreError, UsageError, from_oserror
-from undostore.git.objects import (
-    MODE_TREE,
-    TREE,
-    PackIndexSet,
-    decode_tree,
-    encode_pack_index,
-    pack_record_header,
-)
-from undostore.git.packfile import DeltaRecord, PackFile, PackSet, Record, pack_census
+from undostore.git.objects import MODE_GITLINK, MODE_TREE, TREE, Entry
+from undostore.git.packfile import DELTAS, Pack, Record, RecordDamaged
+from undostore.git.packwriter import PackWriter
+from undostore.git.reader import ObjectReader
+from undostore.git.treewalk import walk
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.restore.restorelog import pending_snapshot_ids
-from undostore.store.atomic import TEMP_PREFIX, fsync_dir, replace_with_retry
+from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache, rebind_packs
 
@@ -93,37 +86,42 @@ def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
         result.anchors_created, result.anchors_released = swept.created, swept.released
         store.close()   # our own readers hold packs open, and Windows cannot delete open files
         cutoff = time.time() - grace
-        census = pack_census(store.pack_dir)
-        result.packs_before = len(census)
-        result.objects_before = sum(count for _, count in census.values())
-        # Only packs older than the grace period can lose objects or be merged: with none,
-        # there is nothing to mark (an automatic gc soon after the last one costs ~nothing).
-        if any(mtime <= cutoff for mtime, _ in census.values()):
-            _collect_packs(store, cutoff, result)
+        reader = ObjectReader(store)
+        try:
+            result.packs_before, result.objects_before = _census(reader)
+            # Only packs older than the grace period can lose objects or be merged: with none,
+            # there is nothing to mark (an automatic gc soon after the last one costs ~nothing).
+            if any(p.mtime <= cutoff for p in reader.packs.values()):
+                _collect_packs(store, reader, cutoff, result)
+        finally:
+            reader.close()
+            store.close()
         result.freed_bytes += _clean_temporaries(store.path, store.pack_dir, cutoff, result)
-        census = pack_census(store.pack_dir)
-        result.packs_after = len(census)
-        result.objects_after = sum(count for _, count in census.values())
+        with ObjectReader(store.pack_dir) as after:
+            result.packs_after, result.objects_after = _census(after)
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _collect_packs(store: Store, cutoff: float, result: GcResult) -> None:
+def _census(reader: ObjectReader) -> tuple[int, int]:
+    """(packs, objects) of a store's complete packs."""
+    return len(reader.packs), sum(p.index.count for p in reader.packs.values())
+
+
+def _collect_packs(store: Store, reader: ObjectReader, cutoff: float, result: GcResult) -> None:
     tree_roots, live = _roots(store)
-    packs = PackSet(store.pack_dir)
-    try:
-        old = [p for p in packs.packs if p.mtime <= cutoff]
-        tree_roots |= _young_trees([p for p in packs.packs if p.mtime > cutoff])
-        tree_roots |= recent_ids(store.path, cutoff)  # ids handed out within the grace
-        result.missing = _mark(store, packs, tree_roots, live)
-        result.live_objects = len(live)
-        _rewrite(store, packs, _choose(old, live), live, result)
-    finally:
-        packs.close()
-        store.close()
+    packs = list(reader.packs.values())
+    old = [p for p in packs if p.mtime <= cutoff]
+    tree_roots |= _young_trees([p for p in packs if p.mtime > cutoff])
+    tree_roots |= recent_ids(store.path, cutoff)  # ids handed out within the grace
+    result.missing = _mark(reader, tree_roots, live)
+    result.live_objects = len(live)
+    new_base = _rewrite(store, reader, _choose(old, live), live, result)
     # gc kept everything the stat cache vouches for, but moved it: tell the cache where.
-    rebind_packs(os.path.join(store.cache_dir, "statcache"), store.identity,
-                 PackIndexSet(store.pack_dir).pack_names())
+    names = {p.name for p in packs if os.path.exists(p.idx_path)}
+    if new_base is not None:
+        names.add(os.path.basename(new_base))
+    rebind_packs(os.path.join(store.cache_dir, "statcache"), store.identity, names)
 
 
 def _roots(store: Store) -> tuple[set[bytes], set[bytes]]:
@@ -146,75 +144,55 @@ def _is_id(value: Any) -> bool:
     return isinstance(value, bytes) and len(value) == 20
 
 
-def _young_trees(young: list[PackFile]) -> set[bytes]:
+def _young_trees(young: list[Pack]) -> set[bytes]:
     """The trees written within the grace period. A snapshot taken moments ago without a session
     is listed nowhere, and its new trees may point at blobs that only old packs hold: walking
     from them keeps those blobs too."""
     trees: set[bytes] = set()
     for pack in young:
-        for record in pack.records:
+        for record in pack.records():
             try:
-                if pack.header(record)[0] == TREE:
+                if pack.header(record.offset)[0] == TREE:
                     trees.add(record.sha)
-            except (OSError, ValueError):
+            except RecordDamaged:
                 continue   # unreadable: its pack is kept whole anyway (it is young)
     return trees
 
 
-def _mark(store: Store, packs: PackSet, roots: set[bytes], live: set[bytes]) -> list[str]:
+def _mark(reader: ObjectReader, roots: set[bytes], live: set[bytes]) -> list[str]:
     """Add every object reachable from `roots` to `live`, reading trees only; returns the hex ids
     of reachable objects that the store lacks."""
     missing: list[str] = []
-    seen_trees: set[bytes] = set()
-    stack = list(roots)
-    while stack:
-        sha = stack.pop()
-        if sha in seen_trees:
-            continue
-        seen_trees.add(sha)
+    seen: set[bytes] = set()
+
+    def read(sha: bytes) -> list[Entry]:
+        seen.add(sha)
         live.add(sha)
-        body = _tree_body(store, packs, sha)
-        if body is None:
-            missing.append(sha.hex())
-            continue
-        for mode, _name, child in decode_tree(body):
-            if mode == MODE_TREE:
-                if child not in seen_trees:
-                    stack.append(child)
-            elif mode != _GITLINK:
-                live.add(child)
-    missing.extend(b.hex() for b in live - seen_trees if b not in packs)
+        try:
+            return reader.read_tree(sha)
+        except IncompleteSnapshotError as err:
+            if err.missing:
+                missing.append(sha.hex())
+                return []
+            raise IncompleteSnapshotError(
+                f"tree {sha.hex()} is damaged; gc stopped and deleted nothing. "
+                "Run `undostore verify`, then drop the sessions that need it",
+                corrupt=[sha.hex()]) from None
+
+    for root in roots:
+        if root not in seen:
+            for _path, mode, sha in walk(read, root, enter=lambda s: s not in seen):
+                if mode not in (MODE_GITLINK, MODE_TREE):
+                    live.add(sha)
+    missing.extend(b.hex() for b in live - seen if b not in reader)
     return missing
 
 
-def _tree_body(store: Store, packs: PackSet, sha: bytes) -> bytes | None:
-    """A tree's body, hash-checked; None if the store lacks it. A damaged tree stops gc:
-    what it references cannot be known, so nothing may be deleted."""
-    found = packs.where.get(sha)
-    if found is None:
-        return None
-    pack, record = found
-    try:
-        type_num, body = pack.body(record)
-    except DeltaRecord:
-        type_num, body = store.read(sha)
-    except (OSError, ValueError) as err:
-        raise IncompleteSnapshotError(
-            f"tree {sha.hex()} is damaged ({err}); gc stopped and deleted nothing. "
-            "Run `undostore verify`, then drop the sessions that need it",
-            corrupt=[sha.hex()], path=pack.pack_path) from err
-    if type_num != TREE:
-        raise IncompleteSnapshotError(f"object {sha.hex()} is listed as a snapshot or folder but "
-                                      "is not a tree; gc stopped and deleted nothing",
-                                      corrupt=[sha.hex()])
-    return body
-
-
-def _choose(old: list[PackFile], live: set[bytes]) -> list[PackFile]:
+def _choose(old: list[Pack], live: set[bytes]) -> list[Pack]:
     """The old packs to rewrite: those holding a dead object, and the small ones."""
     doomed = []
     for pack in old:
-        dead = any(r.sha not in live for r in pack.records)
+        dead = any(r.sha not in live for r in pack.records())
         if dead or pack.pack_size < SMALL_PACK_BYTES:
             doomed.append((pack, dead))
     if len(doomed) == 1 and not doomed[0][1]:
@@ -222,23 +200,25 @@ def _choose(old: list[PackFile], live: set[bytes]) -> list[PackFile]:
     return [pack for pack, _ in doomed]
 
 
-def _rewrite(store: Store, packs: PackSet, doomed: list[PackFile], live: set[bytes],
-             result: GcResult) -> None:
+def _rewrite(store: Store, reader: ObjectReader, doomed: list[Pack], live: set[bytes],
+             result: GcResult) -> str | None:
+    """Copy the live records of `doomed` into one new pack, then delete them; returns the new
+    pack's base path."""
     if not doomed:
-        return
+        return None
     doomed_names = {p.base for p in doomed}
     kept: set[bytes] = set()
-    for pack in packs.packs:
+    for pack in reader.packs.values():
         if pack.base not in doomed_names:
-            kept.update(r.sha for r in pack.records)
-    plan: list[tuple[PackFile, Record]] = []
+            kept.update(pack.index.names())
+    plan: list[tuple[Pack, Record]] = []
     planned: set[bytes] = set()
     for pack in doomed:
-        for record in pack.records:
+        for record in pack.records():
             if record.sha in live and record.sha not in kept and record.sha not in planned:
                 planned.add(record.sha)
                 plan.append((pack, record))
-    new_base = _write_pack(store, store.pack_dir, plan) if plan else None
+    new_base = _write_pack(reader, store.pack_dir, plan) if plan else None
     if new_base is not None and new_base not in doomed_names:
         result.freed_bytes -= os.path.getsize(new_base + ".pack") + os.path.getsize(
             new_base + ".idx")
@@ -256,83 +236,37 @@ def _rewrite(store: Store, packs: PackSet, doomed: list[PackFile], live: set[byt
             except OSError:
                 result.busy_files.append(path)   # open elsewhere (Windows); next gc retries
                 break
+    return new_base
 
 
-def _write_pack(store: Store, pack_dir: str, plan: list[tuple[PackFile, Record]]) -> str:
-    """One new pack holding the planned records; returns its base path (visible once its index
-    is in place)."""
-    tmp = os.path.join(pack_dir, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.pack")
-    idx_tmp = tmp[:-5] + ".idx"
-    entries: list[tuple[bytes, int, int]] = []
+def _write_pack(reader: ObjectReader, pack_dir: str, plan: list[tuple[Pack, Record]]) -> str:
+    """One new pack holding the planned records, copied verbatim (delta records whole)."""
+    writer = PackWriter(pack_dir)
     try:
-        with open(tmp, "wb") as out:
-            digest = hashlib.sha1()
-
-            def put(data: bytes) -> None:
-                digest.update(data)
-                out.write(data)
-
-            put(b"PACK" + struct.pack(">LL", 2, len(plan)))
-            offset = 12
-            for pack, record in plan:
-                crc, length = _copy_record(store, pack, record, put)
-                entries.append((record.sha, offset, crc))
-                offset += length
-            checksum = digest.digest()
-            out.write(checksum)
-            out.flush()
-            os.fsync(out.fileno())
+        for pack, record in plan:
+            try:
+                if pack.header(record.offset)[0] in DELTAS:
+                    # Not written by undostore: store the object whole (its base may not be kept).
+                    type_num, body = reader.read(record.sha)
+                    writer.add(type_num, record.sha, body)
+                else:
+                    writer.copy(pack, record)
+            except RecordDamaged as err:
+                raise IncompleteSnapshotError(
+                    f"object {record.sha.hex()} is damaged ({err}); gc stopped and deleted "
+                    "nothing. Run `undostore verify`, then drop the sessions that need it",
+                    corrupt=[record.sha.hex()], path=pack.pack_path) from err
         for pack, _ in plan:
             pack.close()   # the new pack may replace one of them (same content, same name)
-        with open(idx_tmp, "wb") as idx:
-            idx.write(encode_pack_index(entries, checksum))
-            idx.flush()
-            os.fsync(idx.fileno())
-        base = os.path.join(pack_dir, f"pack-{checksum.hex()}")
-        if os.path.exists(base + ".pack") and os.path.exists(base + ".idx"):
-            # A pack is named by the hash of its bytes: this one is already there (and may be
-            # open in another process, which Windows would not let us replace).
-            return base
-        replace_with_retry(tmp, base + ".pack")
-        replace_with_retry(idx_tmp, base + ".idx")
-        fsync_dir(pack_dir)
-        return base
+        base = writer.commit()
     except OSError as err:
-        raise from_oserror(err, "write the repacked objects", tmp, StoreError) from err
-    finally:
-        for path in (tmp, idx_tmp):
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-
-
-def _copy_record(store: Store, pack: PackFile, record: Record, put) -> tuple[int, int]:  # noqa: ANN001
-    """Append one object to the new pack; returns (CRC-32, length) of what was written."""
-    try:
-        pack.whole_header(record)
-    except DeltaRecord:
-        # Not written by undostore: store the object whole (its base may not be kept).
-        type_num, body = store.read(record.sha)
-        data = pack_record_header(type_num, len(body)) + zlib.compress(body, 1)
-        put(data)
-        return zlib.crc32(data) & 0xFFFFFFFF, len(data)
-    except ValueError as err:
-        raise _damaged(pack, record, str(err)) from err
-    crc = 0
-    for block in pack.chunks(record):
-        crc = zlib.crc32(block, crc)
-        put(block)
-    if crc & 0xFFFFFFFF != record.crc:
-        raise _damaged(pack, record, "CRC mismatch")
-    return record.crc, record.length
-
-
-def _damaged(pack: PackFile, record: Record, why: str) -> IncompleteSnapshotError:
-    return IncompleteSnapshotError(
-        f"object {record.sha.hex()} is damaged ({why}); gc stopped and deleted nothing. "
-        "Run `undostore verify`, then drop the sessions that need it",
-        corrupt=[record.sha.hex()], path=pack.pack_path)
+        writer.abort()
+        raise from_oserror(err, "write the repacked objects", pack_dir, StoreError) from err
+    except BaseException:
+        writer.abort()
+        raise
+    assert base is not None
+    return base
 
 
 def _clean_temporaries(store_path: str, pack_dir: str, cutoff: float, result: GcResult) -> int:

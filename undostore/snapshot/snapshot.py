@@ -29,12 +29,12 @@ from undostore.git.objects import (
     MODE_TREE,
     TREE,
     ChangedWhileReading,
-    PackWriter,
     encode_tree,
     fd_chunks,
     hash_blob_fd,
     hash_object,
 )
+from undostore.git.packwriter import PackWriter
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.walk import KIND_LINK, FileEntry, Folder, WalkOptions, disk_path, walk
 from undostore.store.recent import remember

@@ -10,7 +10,8 @@ Layout (see README "Store layout"):
     <store>/cache/statcache     the stat cache
     <store>/restore/            the journal of a restore in progress
 
-Objects are read through dulwich's `DiskObjectStore` (never `Repo`: no git config, no filters).
+Objects are read through one `git.reader.ObjectReader` over the pack folder (`Store.index`),
+refreshed whenever the lock is taken.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ import hashlib
 import os
 import re
 import stat
-import zlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from undostore.errors import (
     IncompleteSnapshotError,
@@ -30,12 +29,11 @@ from undostore.errors import (
     UnknownSnapshotError,
     UsageError,
 )
-from undostore.git.objects import BLOB, TREE, PackIndexSet, decode_tree, object_header
+from undostore.git.objects import BLOB, TREE, decode_tree
+from undostore.git.reader import ObjectReader
+from undostore.git.treewalk import walk
 from undostore.store.lock import StoreLock
 from undostore.store.recent import all_ids
-
-if TYPE_CHECKING:
-    from dulwich.object_store import DiskObjectStore
 
 FORMAT_LINE = "undostore 1"
 _LAYOUT_NAMES = {"FORMAT", "lock", "objects", "sessions", "cache", "restore", "tmp", "refs"}
@@ -107,8 +105,7 @@ class Store:
         # repacked since this object last looked, and a stale pack list would claim pruned
         # objects still exist (a snapshot would then skip writing them).
         self.lock = StoreLock(os.path.join(self.path, "lock"), on_acquire=self.refresh)
-        self._index: PackIndexSet | None = None
-        self._dulwich: DiskObjectStore | None = None
+        self._index: ObjectReader | None = None
         self.listed_snapshots: Callable[[], set[bytes]] = set
 
     # --- layout -----
@@ -161,10 +158,10 @@ class Store:
     # --- objects -----
 
     @property
-    def index(self) -> PackIndexSet:
-        """Fast membership over the store's packs (no dulwich import)."""
+    def index(self) -> ObjectReader:
+        """The store's objects: membership, pack names and hash-checked reads."""
         if self._index is None:
-            self._index = PackIndexSet(self.pack_dir)
+            self._index = ObjectReader(self)
         return self._index
 
     def has(self, sha: bytes) -> bool:
@@ -174,49 +171,28 @@ class Store:
         """See packs written since this object was opened (by this or another process)."""
         if self._index is not None:
             self._index.refresh()
-        if self._dulwich is not None:
-            self._dulwich.close()
-            self._dulwich = None
-
-    @property
-    def dulwich(self) -> DiskObjectStore:
-        if self._dulwich is None:
-            from dulwich.object_store import DiskObjectStore
-
-            self._dulwich = DiskObjectStore(self.objects_dir)
-        return self._dulwich
 
     def read(self, sha: bytes) -> tuple[int, bytes]:
         """(type number, body) of an object, hash-checked. Raises IncompleteSnapshotError."""
-        hex_id = sha.hex()
         try:
-            try:
-                type_num, body = self.dulwich.get_raw(hex_id.encode("ascii"))
-            except (KeyError, FileNotFoundError):
-                # A gc in another process may have repacked since the pack list was read:
-                # look again once before calling the object missing.
-                self.refresh()
-                type_num, body = self.dulwich.get_raw(hex_id.encode("ascii"))
-        except KeyError:
-            raise IncompleteSnapshotError(f"object {hex_id} is missing from the store",
-                                          missing=[hex_id]) from None
-        except (zlib.error, ValueError, OSError) as err:
-            raise IncompleteSnapshotError(f"object {hex_id} is damaged: {err}",
-                                          corrupt=[hex_id]) from err
-        if isinstance(body, list):
-            body = b"".join(body)
-        check = hashlib.sha1(object_header(type_num, len(body)))
-        check.update(body)
-        if check.digest() != sha:
-            raise IncompleteSnapshotError(f"object {hex_id} is damaged (hash mismatch)",
-                                          corrupt=[hex_id])
-        return type_num, body
+            return self.index.read(sha)
+        except IncompleteSnapshotError as err:
+            if not err.missing:
+                raise
+        # A gc in another process may have repacked since the pack list was read: look again
+        # once before calling the object missing.
+        self.refresh()
+        return self.index.read(sha)
 
     def read_tree(self, sha: bytes) -> list[tuple[int, bytes, bytes]]:
         type_num, body = self.read(sha)
         if type_num != TREE:
             raise UnknownSnapshotError(f"{sha.hex()} is not a snapshot (not a tree)")
-        return decode_tree(body)
+        try:
+            return decode_tree(body)
+        except ValueError as err:
+            raise IncompleteSnapshotError(f"object {sha.hex()} is damaged: {err}",
+                                          corrupt=[sha.hex()]) from None
 
     def read_blob(self, sha: bytes) -> bytes:
         type_num, body = self.read(sha)
@@ -226,17 +202,13 @@ class Store:
 
     def iter_tree_files(self, tree: bytes, prefix: str = "") -> Iterator[tuple[str, int, bytes]]:
         """Every (path, mode, raw id) of non-tree entries below `tree`, in git's order."""
-        for mode, name, sha in self.read_tree(tree):
-            path = prefix + os.fsdecode(name)
-            if mode == 0o040000:
-                yield from self.iter_tree_files(sha, path + "/")
-            else:
+        for path, mode, sha in walk(self.read_tree, tree, prefix=prefix):
+            if mode != 0o040000:
                 yield path, mode, sha
 
     def object_ids(self) -> Iterator[bytes]:
         """Every object id in the store's packs."""
-        for idx in self.index._indexes.values():
-            yield from idx.names()
+        return self.index.object_ids()
 
     def known_snapshots(self) -> set[bytes]:
         """Ids this store handed out as snapshots: recent ones, and those the history layer
@@ -278,11 +250,8 @@ class Store:
         return sha
 
     def _type_of(self, sha: bytes) -> int | None:
-        from undostore.git.reader import ObjectReader  # reads the record header: no dulwich import
-
         try:
-            with ObjectReader(self) as reader:
-                return reader.type_of(sha)
+            return self.index.type_of(sha)
         except IncompleteSnapshotError:
             return None
 
@@ -290,9 +259,6 @@ class Store:
         if self._index is not None:
             self._index.close()
             self._index = None
-        if self._dulwich is not None:
-            self._dulwich.close()
-            self._dulwich = None
 
     def __enter__(self) -> Store:
         return self
