@@ -67,7 +67,7 @@ def indexless_packs(pack_dir: str) -> list[str]:
 class Pack:
     """One complete pack, index and data mmapped; PackDamaged if it fails the open checks."""
 
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, check: bool = True) -> None:
         self.base = base
         self.pack_path = base + ".pack"
         self.idx_path = base + ".idx"
@@ -83,7 +83,11 @@ class Pack:
                     else b""
             self.pack_size, self.mtime = st.st_size, st.st_mtime
             self.idx_size = os.path.getsize(self.idx_path)
-            self._check()
+            # Records end before the trailer; a pack opened unchecked (salvage) may have lost
+            # its trailer, and each stream's own end (and its hash) tells where it stops.
+            self._end = len(self.data) - 20 if check else len(self.data)
+            if check:
+                self._check()
         except BaseException:
             self.close()
             raise
@@ -138,7 +142,7 @@ class Pack:
         """The zlib stream at `start` inflated, in chunks of at most CHUNK bytes; RecordDamaged
         unless it ends inside the pack and yields exactly `size` bytes."""
         data = self.data
-        end = len(data) - 20
+        end = self._end
         inflater = zlib.decompressobj()
         at = start
         # Deflate grows data by at most ~0.05% plus a few bytes: one slice holds a small stream.

@@ -32,6 +32,7 @@ from undostore.errors import (
 from undostore.git.objects import BLOB, TREE, decode_tree
 from undostore.git.reader import ObjectReader
 from undostore.git.treewalk import walk
+from undostore.store import damage
 from undostore.store.lock import StoreLock
 from undostore.store.recent import all_ids
 
@@ -104,7 +105,7 @@ class Store:
         # Whoever takes the lock sees the packs as they are now: another process's gc may have
         # repacked since this object last looked, and a stale pack list would claim pruned
         # objects still exist (a snapshot would then skip writing them).
-        self.lock = StoreLock(os.path.join(self.path, "lock"), on_acquire=self.refresh)
+        self.lock = StoreLock(os.path.join(self.path, "lock"), on_acquire=self._locked)
         self._index: ObjectReader | None = None
         self.listed_snapshots: Callable[[], set[bytes]] = set
 
@@ -171,6 +172,44 @@ class Store:
         """See packs written since this object was opened (by this or another process)."""
         if self._index is not None:
             self._index.refresh()
+
+    def _locked(self) -> None:
+        """The lock was just taken: see the packs as they are now, and heal damaged ones."""
+        self.refresh()
+        if self.index.damaged_packs:
+            self.heal()
+
+    # --- damage (store/damage.py) -----
+
+    def damaged_copies(self) -> set[tuple[bytes, str]]:
+        """(raw id, pack name) of the object copies that failed a check: never used again."""
+        return damage.load(self.path)
+
+    def note_damage(self, sha: bytes, pack: str, why: str) -> None:
+        """A reader found the copy of `sha` in `pack` damaged: record it, so no snapshot reuses
+        the id until the files provide a fresh copy."""
+        if self._index is not None:
+            self._index.skip.add((sha, pack))
+        try:
+            damage.record(self.path, sha, pack, why)
+        except OSError:
+            pass   # a read-only store: this process still skips the copy
+
+    def damaged_ids(self) -> set[bytes]:
+        """Ids whose every copy in the store is damaged (they count as absent)."""
+        return {sha for sha, _ in self.damaged_copies() if not self.has(sha)}
+
+    def heal(self) -> list[tuple[str, str, int, int]]:
+        """Heal the packs that failed their open checks (lock held): re-index an intact pack,
+        else salvage what checks and move it aside. Returns (pack, outcome, saved, lost)."""
+        done = []
+        with self.lock:
+            for base in sorted(self.index.damaged_packs):
+                outcome, saved, lost = damage.heal_pack(base, self.index.has)
+                done.append((base + ".pack", outcome, saved, lost))
+            damage.void_stat_cache(self.path)
+            self.refresh()
+        return done
 
     def read(self, sha: bytes) -> tuple[int, bytes]:
         """(type number, body) of an object, hash-checked. Raises IncompleteSnapshotError."""

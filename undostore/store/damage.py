@@ -1,0 +1,130 @@
+"""Damage found in a store, recorded so that it never spreads.
+
+`<store>/damaged` lists, one line each, the copies of objects that failed a check
+("<hex id> <pack name> <why>"): readers skip those copies, so an object whose only copy is
+damaged counts as absent and the next snapshot writes it again from the files. Recording damage
+also voids the stat cache, whose entries could vouch for the damaged id.
+A pack that fails its open checks is healed under the store lock: if the pack itself is intact
+its index is rebuilt; otherwise every object that still checks is copied into a new pack and
+the pack moves to `objects/pack/damaged/` (never deleted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+
+from undostore.git.packfile import DAMAGED_DIR, DELTAS, Pack, PackDamaged, RecordDamaged
+from undostore.git.packwriter import PackWriter, reindex
+from undostore.store.atomic import fsync_dir
+
+DAMAGED_FILE = "damaged"
+STAT_CACHE = os.path.join("cache", "statcache")
+
+
+def load(store_path: str) -> set[tuple[bytes, str]]:
+    """The damaged copies recorded in a store: (raw id, pack name)."""
+    try:
+        with open(os.path.join(store_path, DAMAGED_FILE), encoding="utf-8",
+                  errors="replace") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return set()
+    out = set()
+    for line in lines:
+        parts = line.split(" ", 2)
+        if len(parts) >= 2 and len(parts[0]) == 40:
+            try:
+                out.add((bytes.fromhex(parts[0]), parts[1]))
+            except ValueError:
+                continue
+    return out
+
+
+def record(store_path: str, sha: bytes, pack: str, why: str) -> None:
+    """Add one damaged copy (appended whole: one short write) and void the stat cache."""
+    line = f"{sha.hex()} {pack} {' '.join(why.split())}\n".encode()
+    fd = os.open(os.path.join(store_path, DAMAGED_FILE),
+                 os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0), 0o600)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+    void_stat_cache(store_path)
+
+
+def void_stat_cache(store_path: str) -> None:
+    try:
+        os.unlink(os.path.join(store_path, STAT_CACHE))
+    except OSError:
+        pass
+
+
+def heal_pack(base: str, has_elsewhere) -> tuple[str, int, int]:  # noqa: ANN001
+    """Heal one pack that failed its checks (the store lock is held). Returns (what was done:
+    "reindexed" or the folder it was moved to, objects saved, objects lost)."""
+    if _pack_intact(base + ".pack"):
+        try:
+            reindex(base + ".pack")
+            return "reindexed", 0, 0
+        except PackDamaged:
+            pass
+    saved, lost = salvage(base, has_elsewhere)
+    return move_aside(base), saved, lost
+
+
+def _pack_intact(pack_path: str) -> bool:
+    """Whether a pack's trailer is the SHA-1 of its bytes (reads the whole pack)."""
+    try:
+        with open(pack_path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    return len(data) >= 32 and hashlib.sha1(data[:-20]).digest() == data[-20:]
+
+
+def salvage(base: str, has_elsewhere) -> tuple[int, int]:  # noqa: ANN001
+    """Copy every object of a damaged pack that still hash-checks, and that no other pack
+    holds, into a new pack; returns (saved, lost). Needs a readable index."""
+    try:
+        pack = Pack(base, check=False)
+    except (PackDamaged, OSError, ValueError):
+        return 0, 0
+    saved = lost = 0
+    writer = PackWriter(os.path.dirname(base))
+    try:
+        for position, sha in enumerate(pack.index.names()):
+            if has_elsewhere(sha):
+                continue
+            try:
+                offset = pack.index.offset_at(position)
+                type_num, size, header_len = pack.header(offset)
+                if type_num in DELTAS:
+                    raise RecordDamaged("a delta (not salvaged)")
+                writer.add_stream(type_num, sha, size, pack.inflate(offset + header_len, size))
+                saved += 1
+            except Exception:   # noqa: BLE001 (any failure: this object is lost)
+                lost += 1
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        pack.close()
+    return saved, lost
+
+
+def move_aside(base: str) -> str:
+    """Move a pack and its index into `damaged/` beside them; returns that folder."""
+    folder = os.path.join(os.path.dirname(base), DAMAGED_DIR)
+    os.makedirs(folder, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    name = os.path.basename(base)
+    for ext in (".idx", ".pack"):   # index first: a pack without one is never trusted
+        try:
+            os.replace(base + ext, os.path.join(folder, f"{name}-{stamp}{ext}"))
+        except FileNotFoundError:
+            continue
+    fsync_dir(os.path.dirname(base))
+    return folder
