@@ -133,6 +133,9 @@ def gc_command(ctx: Context, grace: float | None, as_json: bool) -> None:
              "store; run `undostore verify`")
     for path in result.busy_files:
         note(f"undostore: warning: {path}: in use, not removed (the next gc retries)")
+    if result.damaged and not as_json:
+        note(f"undostore: warning: {len(result.damaged)} objects are damaged; their packs were "
+             "kept, nothing they might need was deleted; run `undostore verify --repair`")
 
     def plain() -> str:
         return (f"freed {result.freed_bytes / 1e6:.1f} MB; objects {result.objects_before:,} -> "

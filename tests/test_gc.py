@@ -11,10 +11,7 @@ import time
 import zlib
 from pathlib import Path
 
-import pytest
-
 from undostore import Workspace
-from undostore.errors import IncompleteSnapshotError
 from undostore.git.objects import BLOB, hash_object
 from undostore.git.reader import ObjectReader
 from undostore.history.anchors import anchored_ids, anchored_sessions, session_dir
@@ -223,25 +220,28 @@ def test_orphaned_temporary_files_go_only_after_the_grace_period(tree_factory):
     ws = Workspace(root)
     ws.snapshot(session="s")
     stale = [os.path.join(ws.store.pack_dir, f"{TEMP_PREFIX}123-dead.pack"),
-             os.path.join(ws.store.pack_dir, "pack-" + "0" * 40 + ".pack"),   # no index
              os.path.join(ws.store.sessions_dir, f"{TEMP_PREFIX}1-2-x.journal")]
+    junk = os.path.join(ws.store.pack_dir, "pack-" + "0" * 40 + ".pack")   # no index, no pack
     fresh = os.path.join(ws.store.cache_dir, f"{TEMP_PREFIX}9-9-statcache")
     long_ago = time.time() - 7200
-    for path in [*stale, fresh]:
+    for path in [*stale, fresh, junk]:
         with open(path, "wb") as f:
             f.write(b"x" * 1000)
-    for path in stale:
+    for path in [*stale, junk]:
         os.utime(path, (long_ago, long_ago))
 
     result = ws.gc(grace_seconds=3600)
 
-    assert result.temp_files_removed == 3
+    assert result.temp_files_removed == 2
     assert not any(os.path.exists(p) for p in stale)
     assert os.path.exists(fresh)
-    assert result.freed_bytes >= 3000
+    assert result.freed_bytes >= 2000
+    # An index-less pack that cannot be re-indexed is never deleted: it is moved aside.
+    assert not os.path.exists(junk) and result.healed_packs == [junk]
+    assert os.listdir(os.path.join(ws.store.pack_dir, "damaged"))
 
 
-def test_gc_stops_and_deletes_nothing_when_a_live_record_is_damaged(tree_factory):
+def test_gc_keeps_the_pack_of_a_damaged_live_record_and_reports_it(tree_factory):
     root = tree_factory({"a.txt": "some text that is long enough to damage\n" * 20})
     ws = Workspace(root)
     ws.snapshot(session="s")
@@ -256,12 +256,12 @@ def test_gc_stops_and_deletes_nothing_when_a_live_record_is_damaged(tree_factory
         byte = f.read(1)
         f.seek(-1, os.SEEK_CUR)
         f.write(bytes([byte[0] ^ 0xFF]))
-    names_before = sorted(os.listdir(ws.store.pack_dir))
 
-    with pytest.raises(IncompleteSnapshotError, match="damaged"):
-        ws.gc(grace_seconds=0)
+    result = ws.gc(grace_seconds=0)
 
-    assert sorted(os.listdir(ws.store.pack_dir)) == names_before
+    assert result.damaged == [blob.hex()]
+    assert result.kept_packs == [pack.pack_path]
+    assert os.path.exists(pack.pack_path) and os.path.exists(pack.idx_path)
 
 
 _RACER = textwrap.dedent("""

@@ -10,14 +10,13 @@ Under the store lock, `collect`:
    session may still be restored or diffed by id), and walks the trees in those packs too, so
    the older blobs such a snapshot shares stay; leaves alone every old pack that is large and
    fully live (so an automatic gc with little to do copies little);
-4. copies the live objects of the remaining old packs into one new pack, record by record,
-   verbatim (a whole record's compressed bytes are valid in any pack; its CRC-32 is checked
-   against the old index on the way), then deletes those old packs. The new pack is complete and
-   durable before anything is deleted, so a crash at any point loses nothing;
-5. removes orphaned temporary files and index-less packs older than the grace period.
-
-Memory stays bounded by the number of objects (ids and offsets), never by their size: records are
-copied in chunks of at most 1 MiB.
+4. copies the live objects of the remaining old packs into one new pack, verbatim and CRC-checked,
+   then deletes those old packs (the new pack is durable first: a crash loses nothing);
+5. removes temporary files older than the grace period.
+gc deletes only what it copied or proved unreachable: an index-less pack is re-indexed and kept,
+a pack with a bad index is re-indexed or healed (store/damage.py), a pack holding a record that
+fails its CRC stays where it is, and a damaged tree (what it lists is unknown) stops all pruning.
+What it could not account for is reported in `damaged`, with `verify --repair` as the way on.
 """
 
 from __future__ import annotations
@@ -29,14 +28,23 @@ from typing import TYPE_CHECKING, Any
 
 from undostore.errors import IncompleteSnapshotError, StoreError, UsageError, from_oserror
 from undostore.git.objects import MODE_GITLINK, MODE_TREE, TREE, Entry
-from undostore.git.packfile import DELTAS, Pack, Record, RecordDamaged
-from undostore.git.packwriter import PackWriter
+from undostore.git.packfile import (
+    DAMAGED_DIR,
+    DELTAS,
+    Pack,
+    PackDamaged,
+    Record,
+    RecordDamaged,
+    indexless_packs,
+)
+from undostore.git.packwriter import PackWriter, reindex
 from undostore.git.reader import ObjectReader
 from undostore.git.treewalk import walk
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.restore.restorelog import pending_snapshot_ids
 from undostore.store.atomic import TEMP_PREFIX
+from undostore.store.damage import move_aside
 from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache, rebind_packs
 
@@ -60,6 +68,9 @@ class GcResult:
     anchors_released: int = 0
     temp_files_removed: int = 0
     missing: list[str] = field(default_factory=list)        # live ids the store lacks
+    damaged: list[str] = field(default_factory=list)        # ids whose copies failed a check
+    kept_packs: list[str] = field(default_factory=list)     # packs left whole because of them
+    healed_packs: list[str] = field(default_factory=list)   # re-indexed or moved aside
     busy_files: list[str] = field(default_factory=list)     # old files that could not be removed
     seconds: float = 0.0
 
@@ -71,6 +82,8 @@ class GcResult:
                 "anchors_released": self.anchors_released,
                 "temp_files_removed": self.temp_files_removed,
                 "missing": self.missing[:100], "missing_count": len(self.missing),
+                "damaged": self.damaged[:100], "kept_packs": self.kept_packs,
+                "healed_packs": self.healed_packs,
                 "busy_files": self.busy_files, "seconds": round(self.seconds, 4)}
 
 
@@ -84,6 +97,7 @@ def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
     with store.lock:
         swept = anchors.sweep(store)
         result.anchors_created, result.anchors_released = swept.created, swept.released
+        result.healed_packs = _heal_indexes(store)
         store.close()   # our own readers hold packs open, and Windows cannot delete open files
         cutoff = time.time() - grace
         reader = ObjectReader(store)
@@ -114,8 +128,10 @@ def _collect_packs(store: Store, reader: ObjectReader, cutoff: float, result: Gc
     old = [p for p in packs if p.mtime <= cutoff]
     tree_roots |= _young_trees([p for p in packs if p.mtime > cutoff])
     tree_roots |= recent_ids(store.path, cutoff)  # ids handed out within the grace
-    result.missing = _mark(reader, tree_roots, live)
+    result.missing = _mark(reader, tree_roots, live, result.damaged)
     result.live_objects = len(live)
+    if result.damaged:
+        return   # what a damaged tree lists is unknown: nothing is proven unreachable
     new_base = _rewrite(store, reader, _choose(old, live), live, result)
     # gc kept everything the stat cache vouches for, but moved it: tell the cache where.
     names = {p.name for p in packs if os.path.exists(p.idx_path)}
@@ -159,9 +175,29 @@ def _young_trees(young: list[Pack]) -> set[bytes]:
     return trees
 
 
-def _mark(reader: ObjectReader, roots: set[bytes], live: set[bytes]) -> list[str]:
+def _heal_indexes(store: Store) -> list[str]:
+    """Re-index index-less packs and heal packs whose index fails its checksum (an id flipped
+    in an index would otherwise let gc drop the record). Lock held."""
+    healed = []
+    for pack_path in indexless_packs(store.pack_dir):
+        try:
+            reindex(pack_path)
+        except PackDamaged:
+            move_aside(pack_path[:-5])
+        healed.append(pack_path)
+    store.refresh()
+    bad = [base for base, pack in store.index.packs.items() if not pack.index.checksum_ok()]
+    for base in bad:
+        store.index.damaged_packs[base] = "its index fails its checksum"
+    if store.index.damaged_packs:
+        healed += [path for path, *_ in store.heal()]
+    return healed
+
+
+def _mark(reader: ObjectReader, roots: set[bytes], live: set[bytes],
+          damaged: list[str]) -> list[str]:
     """Add every object reachable from `roots` to `live`, reading trees only; returns the hex ids
-    of reachable objects that the store lacks."""
+    of reachable objects that the store lacks, and adds damaged trees to `damaged`."""
     missing: list[str] = []
     seen: set[bytes] = set()
 
@@ -171,13 +207,8 @@ def _mark(reader: ObjectReader, roots: set[bytes], live: set[bytes]) -> list[str
         try:
             return reader.read_tree(sha)
         except IncompleteSnapshotError as err:
-            if err.missing:
-                missing.append(sha.hex())
-                return []
-            raise IncompleteSnapshotError(
-                f"tree {sha.hex()} is damaged; gc stopped and deleted nothing. "
-                "Run `undostore verify`, then drop the sessions that need it",
-                corrupt=[sha.hex()]) from None
+            (missing if err.missing else damaged).append(sha.hex())
+            return []
 
     for root in roots:
         if root not in seen:
@@ -218,13 +249,15 @@ def _rewrite(store: Store, reader: ObjectReader, doomed: list[Pack], live: set[b
             if record.sha in live and record.sha not in kept and record.sha not in planned:
                 planned.add(record.sha)
                 plan.append((pack, record))
-    new_base = _write_pack(reader, store.pack_dir, plan) if plan else None
+    kept: set[str] = set()
+    new_base = _write_pack(reader, store.pack_dir, plan, kept, result) if plan else None
+    result.kept_packs = sorted(kept)
     if new_base is not None and new_base not in doomed_names:
         result.freed_bytes -= os.path.getsize(new_base + ".pack") + os.path.getsize(
             new_base + ".idx")
     for pack in doomed:
-        if pack.base == new_base:
-            continue   # the same records in the same order: the "new" pack is this one
+        if pack.base == new_base or pack.pack_path in kept:
+            continue   # the same records (the "new" pack is this one), or a damaged record
         pack.close()
         for path in (pack.idx_path, pack.pack_path):   # index first: no index, no pack
             try:
@@ -239,8 +272,10 @@ def _rewrite(store: Store, reader: ObjectReader, doomed: list[Pack], live: set[b
     return new_base
 
 
-def _write_pack(reader: ObjectReader, pack_dir: str, plan: list[tuple[Pack, Record]]) -> str:
-    """One new pack holding the planned records, copied verbatim (delta records whole)."""
+def _write_pack(reader: ObjectReader, pack_dir: str, plan: list[tuple[Pack, Record]],
+                kept: set[str], result: GcResult) -> str | None:
+    """One new pack holding the planned records, copied verbatim (delta records whole); a
+    record that fails its check is left where it is, and its pack goes to `kept`."""
     writer = PackWriter(pack_dir)
     try:
         for pack, record in plan:
@@ -251,11 +286,11 @@ def _write_pack(reader: ObjectReader, pack_dir: str, plan: list[tuple[Pack, Reco
                     writer.add(type_num, record.sha, body)
                 else:
                     writer.copy(pack, record)
-            except RecordDamaged as err:
-                raise IncompleteSnapshotError(
-                    f"object {record.sha.hex()} is damaged ({err}); gc stopped and deleted "
-                    "nothing. Run `undostore verify`, then drop the sessions that need it",
-                    corrupt=[record.sha.hex()], path=pack.pack_path) from err
+            except (RecordDamaged, IncompleteSnapshotError) as err:
+                if reader.on_damage is not None:
+                    reader.on_damage(record.sha, pack.name, str(err))
+                result.damaged.append(record.sha.hex())
+                kept.add(pack.pack_path)
         for pack, _ in plan:
             pack.close()   # the new pack may replace one of them (same content, same name)
         base = writer.commit()
@@ -265,21 +300,19 @@ def _write_pack(reader: ObjectReader, pack_dir: str, plan: list[tuple[Pack, Reco
     except BaseException:
         writer.abort()
         raise
-    assert base is not None
     return base
 
 
 def _clean_temporaries(store_path: str, pack_dir: str, cutoff: float, result: GcResult) -> int:
-    """Remove temporary files and index-less packs older than `cutoff`; returns bytes freed."""
+    """Remove undostore's temporary files older than `cutoff`; returns bytes freed."""
     freed = 0
     for folder, dirs, files in os.walk(store_path):
         if folder == store_path and "restore" in dirs:
             dirs.remove("restore")   # a pending restore's files are the restore module's
-        names = set(files)
+        if folder == pack_dir and DAMAGED_DIR in dirs:
+            dirs.remove(DAMAGED_DIR)   # kept for whoever wants to look: never deleted
         for name in files:
-            orphan_pack = (folder == pack_dir and name.endswith(".pack")
-                           and name[:-5] + ".idx" not in names)
-            if TEMP_PREFIX not in name and not orphan_pack:
+            if TEMP_PREFIX not in name:
                 continue
             path = os.path.join(folder, name)
             try:
