@@ -9,7 +9,16 @@ from typing import Any
 
 import click
 
-from .common import Context, emit, json_option, note, pass_context, session_option, yes_option
+from .common import (
+    Context,
+    emit,
+    json_option,
+    note,
+    note_damage,
+    pass_context,
+    session_option,
+    yes_option,
+)
 
 
 def _when(seconds: float) -> str:
@@ -37,6 +46,7 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
     point that the undo took away).
     """
     log = ctx.workspace().log(session)
+    note_damage(ctx.workspace())
     if not as_json and not log.undo and not log.redo:
         note(f"undostore: session {log.session!r} has no undo points")
 
@@ -93,6 +103,7 @@ def redo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
 def sessions_command(ctx: Context, as_json: bool) -> None:
     """List the sessions of this store with their numbers of undo and redo entries."""
     infos = ctx.workspace().sessions()
+    note_damage(ctx.workspace())
     if not as_json and not infos:
         note("undostore: no sessions")
     emit(as_json, {"sessions": [s.to_json() for s in infos]},
@@ -148,9 +159,12 @@ def gc_command(ctx: Context, grace: float | None, as_json: bool) -> None:
 
 @click.command("verify")
 @click.argument("snapshot_id", metavar="[ID]", required=False)
+@click.option("--repair", is_flag=True,
+              help="Re-index, move damaged packs aside, write again what the files still hold, "
+                   "keep salvaged journals; then report what is lost.")
 @json_option
 @pass_context
-def verify_command(ctx: Context, snapshot_id: str | None, as_json: bool) -> None:
+def verify_command(ctx: Context, snapshot_id: str | None, repair: bool, as_json: bool) -> None:
     """Check that every object the journals (or snapshot ID) need is present and intact.
 
     Exit code 3 when something is missing or damaged; each problem is listed with its snapshot
@@ -158,15 +172,22 @@ def verify_command(ctx: Context, snapshot_id: str | None, as_json: bool) -> None
     """
     from undostore.errors import IncompleteSnapshotError
 
-    result = ctx.workspace().verify(snapshot_id)
+    result = ctx.workspace().verify(snapshot_id, repair=repair)
+    if not as_json:
+        for line in result.damaged_sessions:
+            note(f"undostore: warning: {line}")
 
     def plain() -> str:
-        lines = [f"{kind} {p.snapshot[:12]} {p.path or '(root)'} {p.id}: {p.reason}"
+        lines = [f"repaired: {line}" for line in result.repaired]
+        lines += [f"{kind} {p.snapshot[:12]} {p.path or '(root)'} {p.id}: {p.reason}"
                  for kind, problems in (("missing", result.missing), ("corrupt", result.corrupt))
                  for p in problems]
         verdict = "ok" if result.ok else "FAILED"
         lines.append(f"{verdict}: {len(result.snapshots)} snapshots, {result.checked:,} objects "
                      f"checked, {len(result.missing)} missing, {len(result.corrupt)} corrupt")
+        if repair and result.lost_snapshots:
+            lines.append(f"lost: {len(result.lost_snapshots)} snapshots cannot be restored whole "
+                         "(the paths above); `undostore drop --session NAME` forgets a session")
         return "\n".join(lines)
 
     emit(as_json, result.to_json(), plain)

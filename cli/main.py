@@ -51,8 +51,17 @@ def _fail(as_json: bool, code: int, kind: str, message: str, path: str | None = 
     sys.exit(code)
 
 
+def _one_line_warning(message: Warning | str, *args: object, **kwargs: object) -> None:
+    """A library warning is one line for people, not Python's file:line and source."""
+    click.echo(f"undostore: warning: {message}", err=True)
+
+
 def main(argv: list[str] | None = None) -> None:
+    import warnings
+
     from undostore.errors import UndostoreError
+
+    warnings.showwarning = _one_line_warning
 
     args = sys.argv[1:] if argv is None else argv
     as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args

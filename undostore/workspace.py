@@ -196,10 +196,20 @@ class Workspace:
 
         return collect(self.store, grace_seconds=grace_seconds)
 
-    def verify(self, snapshot_id: str | None = None) -> VerifyResult:
+    def verify(self, snapshot_id: str | None = None, *, repair: bool = False) -> VerifyResult:
         from undostore.history.verify import verify
 
-        return verify(self.store, snapshot_id)
+        if not repair:
+            return verify(self.store, snapshot_id)
+        with self.store.lock:
+            self._recover_if_needed()
+            return verify(self.store, snapshot_id, repair=True, snapshot=self._snapshot_locked)
+
+    def damage_notes(self) -> list[str]:
+        """One line per session whose journal was damaged (see history/journal.py)."""
+        from undostore.history.journal import damage_notes
+
+        return damage_notes(self.store)
 
     def close(self) -> None:
         self.store.close()

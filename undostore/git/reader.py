@@ -54,6 +54,13 @@ class ObjectReader:
             except (PackDamaged, OSError, ValueError) as err:
                 self.damaged_packs[base] = str(err)
 
+    def set_aside(self, base: str, why: str) -> None:
+        """Stop using a pack found damaged after it was opened (closed, listed as damaged)."""
+        pack = self.packs.pop(base, None)
+        if pack is not None:
+            pack.close()
+        self.damaged_packs[base] = why
+
     # --- membership -----
 
     def _copies(self, sha: bytes, skipped: list[str] | None = None

@@ -28,23 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from undostore.errors import IncompleteSnapshotError, StoreError, UsageError, from_oserror
 from undostore.git.objects import MODE_GITLINK, MODE_TREE, TREE, Entry
-from undostore.git.packfile import (
-    DAMAGED_DIR,
-    DELTAS,
-    Pack,
-    PackDamaged,
-    Record,
-    RecordDamaged,
-    indexless_packs,
-)
-from undostore.git.packwriter import PackWriter, reindex
+from undostore.git.packfile import DAMAGED_DIR, DELTAS, Pack, Record, RecordDamaged
+from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
 from undostore.git.treewalk import walk
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.restore.restorelog import pending_snapshot_ids
 from undostore.store.atomic import TEMP_PREFIX
-from undostore.store.damage import move_aside
 from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache, rebind_packs
 
@@ -70,7 +61,7 @@ class GcResult:
     missing: list[str] = field(default_factory=list)        # live ids the store lacks
     damaged: list[str] = field(default_factory=list)        # ids whose copies failed a check
     kept_packs: list[str] = field(default_factory=list)     # packs left whole because of them
-    healed_packs: list[str] = field(default_factory=list)   # re-indexed or moved aside
+    healed_packs: list[str] = field(default_factory=list)   # "<pack>: what was done"
     busy_files: list[str] = field(default_factory=list)     # old files that could not be removed
     seconds: float = 0.0
 
@@ -97,7 +88,8 @@ def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
     with store.lock:
         swept = anchors.sweep(store)
         result.anchors_created, result.anchors_released = swept.created, swept.released
-        result.healed_packs = _heal_indexes(store)
+        # An id flipped in an index, or a lost index, would otherwise let gc drop records.
+        result.healed_packs = store.heal(full=True)
         store.close()   # our own readers hold packs open, and Windows cannot delete open files
         cutoff = time.time() - grace
         reader = ObjectReader(store)
@@ -173,25 +165,6 @@ def _young_trees(young: list[Pack]) -> set[bytes]:
             except RecordDamaged:
                 continue   # unreadable: its pack is kept whole anyway (it is young)
     return trees
-
-
-def _heal_indexes(store: Store) -> list[str]:
-    """Re-index index-less packs and heal packs whose index fails its checksum (an id flipped
-    in an index would otherwise let gc drop the record). Lock held."""
-    healed = []
-    for pack_path in indexless_packs(store.pack_dir):
-        try:
-            reindex(pack_path)
-        except PackDamaged:
-            move_aside(pack_path[:-5])
-        healed.append(pack_path)
-    store.refresh()
-    bad = [base for base, pack in store.index.packs.items() if not pack.index.checksum_ok()]
-    for base in bad:
-        store.index.damaged_packs[base] = "its index fails its checksum"
-    if store.index.damaged_packs:
-        healed += [path for path, *_ in store.heal()]
-    return healed
 
 
 def _mark(reader: ObjectReader, roots: set[bytes], live: set[bytes],

@@ -9,6 +9,7 @@ blob shared by 50 snapshots costs one check and is still reported under each wit
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,16 +48,30 @@ class VerifyResult:
     corrupt: list[Problem] = field(default_factory=list)
     checked: int = 0           # distinct objects read and hashed
     snapshots: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)    # with repair: one line per action
+    damaged_sessions: list[str] = field(default_factory=list)
+
+    @property
+    def lost_snapshots(self) -> list[str]:
+        """Snapshots that cannot be restored whole (after a repair: what is lost)."""
+        return sorted({p.snapshot for p in (*self.missing, *self.corrupt)})
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "missing": [p.to_json() for p in self.missing],
                 "corrupt": [p.to_json() for p in self.corrupt], "checked": self.checked,
-                "snapshots": self.snapshots}
+                "snapshots": self.snapshots, "repaired": self.repaired,
+                "lost_snapshots": self.lost_snapshots,
+                "damaged_sessions": self.damaged_sessions}
 
 
-def verify(store: Store, snapshot_id: str | None = None) -> VerifyResult:
-    """Check `snapshot_id`, or every snapshot any journal lists."""
+def verify(store: Store, snapshot_id: str | None = None, *, repair: bool = False,
+           snapshot: Callable[[], object] | None = None) -> VerifyResult:
+    """Check `snapshot_id`, or every snapshot any journal lists. With `repair`: heal packs
+    first (re-index, salvage, move aside), move packs holding a damaged object aside, write
+    what the files still hold (`snapshot`, a callable taking a snapshot with the lock held),
+    accept the salvage of damaged journals, and check again: what is left is what is lost."""
     with store.lock:   # gc must not delete packs under our feet
+        repaired = store.heal(full=True) if repair else []
         if snapshot_id is not None:
             snapshots = [store.resolve(snapshot_id).hex()]
         else:
@@ -64,20 +79,47 @@ def verify(store: Store, snapshot_id: str | None = None) -> VerifyResult:
             for name in journals.session_names(store):
                 listed |= journals.load(store, name).ids()
             snapshots = sorted(listed)
-        with ObjectReader(store) as reader:
-            checker = _Checker(reader)
-            roots = [bytes.fromhex(s) for s in snapshots]
-            for root in roots:
-                checker.check(root)
-            result = VerifyResult(ok=True, snapshots=snapshots, checked=checker.checked)
-            if checker.bad:
-                checker.find_dirty()
-                for snapshot, root in zip(snapshots, roots, strict=True):
-                    for path, sha, (kind, reason) in checker.problems(root):
-                        problem = Problem(snapshot, path, sha.hex(), reason)
-                        (result.missing if kind == MISSING else result.corrupt).append(problem)
+        result = _check(store, snapshots)
+        if repair and not result.ok:
+            repaired += _set_aside_damaged(store)
+            if snapshot is not None:
+                taken = snapshot()
+                repaired.append(f"snapshot {getattr(taken, 'id', '')} of the files: "
+                                f"{getattr(taken, 'new_objects', 0)} objects written again")
+            result = _check(store, snapshots)
+        if repair:
+            for name in journals.damaged_sessions(store):
+                journals.forget_damaged(store, name)
+                repaired.append(f"session {name!r}: salvaged journal kept")
+        result.repaired = repaired
+        result.damaged_sessions = journals.damage_notes(store)
+    return result
+
+
+def _check(store: Store, snapshots: list[str]) -> VerifyResult:
+    with ObjectReader(store) as reader:
+        checker = _Checker(reader)
+        roots = [bytes.fromhex(s) for s in snapshots]
+        for root in roots:
+            checker.check(root)
+        result = VerifyResult(ok=True, snapshots=snapshots, checked=checker.checked)
+        if checker.bad:
+            checker.find_dirty()
+            for snapshot, root in zip(snapshots, roots, strict=True):
+                for path, sha, (kind, reason) in checker.problems(root):
+                    problem = Problem(snapshot, path, sha.hex(), reason)
+                    (result.missing if kind == MISSING else result.corrupt).append(problem)
     result.ok = not result.missing and not result.corrupt
     return result
+
+
+def _set_aside_damaged(store: Store) -> list[str]:
+    """Packs holding a copy found damaged: salvage the rest of each and move it aside."""
+    names = {pack for _, pack in store.damaged_copies()}
+    for base, pack in list(store.index.packs.items()):
+        if pack.name in names:
+            store.index.set_aside(base, "it holds a damaged object")
+    return store.heal()
 
 
 class _Checker:

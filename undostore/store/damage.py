@@ -15,7 +15,14 @@ import hashlib
 import os
 import time
 
-from undostore.git.packfile import DAMAGED_DIR, DELTAS, Pack, PackDamaged, RecordDamaged
+from undostore.git.packfile import (
+    DAMAGED_DIR,
+    DELTAS,
+    Pack,
+    PackDamaged,
+    RecordDamaged,
+    indexless_packs,
+)
 from undostore.git.packwriter import PackWriter, reindex
 from undostore.store.atomic import fsync_dir
 
@@ -61,6 +68,18 @@ def void_stat_cache(store_path: str) -> None:
         pass
 
 
+def reindex_orphans(pack_dir: str) -> list[str]:
+    """Re-index every index-less pack (kept), or move it aside if it cannot be (lock held)."""
+    done = []
+    for pack_path in indexless_packs(pack_dir):
+        try:
+            reindex(pack_path)
+            done.append(f"{pack_path}: reindexed")
+        except PackDamaged:
+            done.append(f"{pack_path}: moved to {move_aside(pack_path[:-5])}")
+    return done
+
+
 def heal_pack(base: str, has_elsewhere) -> tuple[str, int, int]:  # noqa: ANN001
     """Heal one pack that failed its checks (the store lock is held). Returns (what was done:
     "reindexed" or the folder it was moved to, objects saved, objects lost)."""
@@ -71,7 +90,7 @@ def heal_pack(base: str, has_elsewhere) -> tuple[str, int, int]:  # noqa: ANN001
         except PackDamaged:
             pass
     saved, lost = salvage(base, has_elsewhere)
-    return move_aside(base), saved, lost
+    return f"moved to {move_aside(base)}", saved, lost
 
 
 def _pack_intact(pack_path: str) -> bool:

@@ -199,15 +199,25 @@ class Store:
         """Ids whose every copy in the store is damaged (they count as absent)."""
         return {sha for sha, _ in self.damaged_copies() if not self.has(sha)}
 
-    def heal(self) -> list[tuple[str, str, int, int]]:
-        """Heal the packs that failed their open checks (lock held): re-index an intact pack,
-        else salvage what checks and move it aside. Returns (pack, outcome, saved, lost)."""
+    def heal(self, full: bool = False) -> list[str]:
+        """Heal the packs that failed their open checks: re-index an intact pack, else salvage
+        what checks and move it aside. `full` also re-indexes index-less packs and checks every
+        index's own checksum (gc, verify --repair). Returns one line per pack healed."""
         done = []
         with self.lock:
+            if full:
+                done += damage.reindex_orphans(self.pack_dir)
+                self.refresh()
+                for base, pack in list(self.index.packs.items()):
+                    if not pack.index.checksum_ok():
+                        self.index.set_aside(base, "its index fails its checksum")
             for base in sorted(self.index.damaged_packs):
                 outcome, saved, lost = damage.heal_pack(base, self.index.has)
-                done.append((base + ".pack", outcome, saved, lost))
-            damage.void_stat_cache(self.path)
+                done.append(f"{base}.pack: {outcome}" + (
+                    f" ({saved} objects copied out, {lost} lost)" if outcome != "reindexed"
+                    else ""))
+            if done:
+                damage.void_stat_cache(self.path)
             self.refresh()
         return done
 
