@@ -40,11 +40,14 @@ class Workspace:
     """A root folder and its private store."""
 
     def __init__(self, root: str | os.PathLike[str] = ".",
-                 store: str | os.PathLike[str] | None = None, *, force: bool = False) -> None:
+                 store: str | os.PathLike[str] | None = None, *, force: bool = False,
+                 rebind: bool = False) -> None:
         self.root = check_root(os.fspath(root), force)
         self.force = force
         store_path = os.fspath(store) if store is not None else os.environ.get("UNDOSTORE_STORE")
-        self.store = Store(store_path or default_store_path(self.root), root=self.root)
+        # A store refuses another root unless `rebind` re-points it here (a moved project).
+        self.store = Store(store_path or default_store_path(self.root), root=self.root,
+                           rebind=rebind)
         self.store.listed_snapshots = self._listed_snapshots
         self._recovered = False
 

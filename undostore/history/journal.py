@@ -332,13 +332,15 @@ def salvage(store: Store, name: str, data: bytes) -> Journal:
             (journal.redo if 0 <= redo_at < match.start() else journal.undo).append(point)
     folder = os.path.join(store.path, "refs", "undostore", encode_name(name))  # anchors.py's
     try:
-        anchored = [a for a in os.listdir(folder) if _HEX40.match(a)]
+        anchored = {a: os.path.getmtime(os.path.join(folder, a)) for a in os.listdir(folder)
+                    if _HEX40.match(a)}
     except OSError:
-        anchored = []
+        anchored = {}
     for sha in sorted(set(anchored) - journal.ids()):
-        when = os.path.getmtime(os.path.join(folder, sha))
-        journal.undo.append(Point(sha, when, "(recovered from its anchor)"))
-    journal.undo.sort(key=lambda p: p.time)
+        journal.undo.append(Point(sha, anchored[sha], "(recovered from its anchor)"))
+    # Anchors are written as points are recorded: their times order the points even when a
+    # damaged digit changed the time in the journal.
+    journal.undo.sort(key=lambda p: anchored.get(p.id, p.time))
     journal.recorded = len(journal.undo)
     return journal
 

@@ -66,6 +66,11 @@ def check_root(root: str, force: bool) -> str:
     return real
 
 
+def same_root(a: str, b: str) -> bool:
+    """Whether two recorded roots name the same folder (case-folded where the system does)."""
+    return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
+
+
 def _make_private_dirs(path: str) -> None:
     """Create `path` and any missing parents with mode 0700 (`os.makedirs` applies the mode to
     the last folder only)."""
@@ -88,7 +93,8 @@ def _make_private_dirs(path: str) -> None:
 class Store:
     """One root's object database, refs, journals and caches."""
 
-    def __init__(self, path: str, root: str | None = None, create: bool = True) -> None:
+    def __init__(self, path: str, root: str | None = None, create: bool = True,
+                 rebind: bool = False) -> None:
         self.path = os.path.abspath(path)
         self.objects_dir = os.path.join(self.path, "objects")
         self.pack_dir = os.path.join(self.objects_dir, "pack")
@@ -98,16 +104,26 @@ class Store:
         self.tmp_dir = os.path.join(self.path, "tmp")
         self.root = root
         self.identity = ""
+        self.recorded_root = ""
         if create:
             self._ensure_layout()
         elif not os.path.isfile(os.path.join(self.path, "FORMAT")):
             raise StoreError("no undostore store here", self.path)
+        else:
+            self._ensure_layout()
         # Whoever takes the lock sees the packs as they are now: another process's gc may have
         # repacked since this object last looked, and a stale pack list would claim pruned
         # objects still exist (a snapshot would then skip writing them).
         self.lock = StoreLock(os.path.join(self.path, "lock"), on_acquire=self._locked)
         self._index: ObjectReader | None = None
         self.listed_snapshots: Callable[[], set[bytes]] = set
+        if root is not None and rebind:
+            self._rebind(root)
+        elif root is not None and self.recorded_root and not same_root(self.recorded_root, root):
+            # One store, one root: another root's snapshots would overwrite this root's files.
+            raise UsageError(
+                f"store {self.path} belongs to {self.recorded_root}, not {root}; if the project "
+                "moved, `undostore rebind` re-points the store to it")
 
     # --- layout -----
 
@@ -121,6 +137,8 @@ class Store:
                 raise StoreError(f"not an undostore store of this version ({found!r})", self.path)
             self.identity = next((line[4:].strip() for line in lines if line.startswith("id: ")),
                                  "")
+            self.recorded_root = next((line[6:].rstrip("\r\n") for line in lines
+                                       if line.startswith("root: ")), "")
             return
         if os.path.isdir(self.path) and set(os.listdir(self.path)) - _LAYOUT_NAMES:
             raise StoreError("folder exists, is not empty and is not an undostore store",
@@ -155,6 +173,16 @@ class Store:
         except OSError as err:
             raise StoreError(f"cannot create the store: {err.strerror}", self.path) from err
         self._ensure_layout()  # read back whichever FORMAT won
+
+    def _rebind(self, root: str) -> None:
+        """Record `root` as the root this store protects (after the project moved)."""
+        from undostore.store.atomic import atomic_write
+
+        note = f"{FORMAT_LINE}\nid: {self.identity}\nroot: {root}\n"
+        with self.lock:
+            atomic_write(os.path.join(self.path, "FORMAT"), note.encode("utf-8", "surrogateescape"))
+            damage.void_stat_cache(self.path)   # its stat fingerprints are the old root's
+        self.recorded_root = root
 
     # --- objects -----
 
