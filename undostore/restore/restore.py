@@ -69,6 +69,7 @@ from undostore.restore.restorelog import (
     RestoreJournal,
     read_journal,
     remove_journal,
+    remove_restore_temps,
     set_journal_aside,
     write_journal,
 )
@@ -236,9 +237,11 @@ def abort_pending(wt: Worktree) -> RestoreResult | None:
         try:
             journal = read_journal(wt.store)
         except JournalDamaged as err:
+            removed = remove_restore_temps(wt.root, wt.store.path)   # folders unknown: all
             aside = set_journal_aside(wt.store)
             return RestoreResult(target="", safety="", operation="abort", warnings=[
-                (aside, f"{err}: moved aside; nothing was rolled back")])
+                (aside, f"{err}: moved aside; nothing was rolled back, "
+                        f"{len(removed)} temp files removed")])
         if journal is None:
             return None
         remove_temp_files(wt.root, journal.write_folders(), journal.token)
