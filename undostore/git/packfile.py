@@ -113,15 +113,15 @@ class Pack:
         if self._records is None:
             index = self.index
             offsets = index.offsets()
+            names, crcs = index.name_list(), index.crcs()
             order = sorted(range(index.count), key=offsets.__getitem__)
-            end = len(self.data) - 20
+            ends = [offsets[i] for i in order[1:]] + [self._end]
             records = []
-            for rank, i in enumerate(order):
+            for i, stop in zip(order, ends, strict=True):
                 start = offsets[i]
-                stop = offsets[order[rank + 1]] if rank + 1 < len(order) else end
-                if not 12 <= start < stop <= end:
+                if not 12 <= start < stop <= self._end:
                     raise PackDamaged("its index lists overlapping or misplaced records")
-                records.append(Record(index.name_at(i), start, stop - start, index.crc_at(i)))
+                records.append(Record(names[i], start, stop - start, crcs[i]))
             self._records = records
         return self._records
 

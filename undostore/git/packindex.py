@@ -65,7 +65,7 @@ class PackIndexFile:
         self._lookups += 1
         # Copying the ids into a list costs O(index size); it pays only after many lookups.
         if self._names is None and self._lookups > max(_LIST_AFTER, self.count // 16):
-            self._names = list(self.names())
+            self.name_list()
         if self._names is not None:
             at = bisect.bisect_left(self._names, sha, lo, hi)
             return at, at < hi and self._names[at] == sha
@@ -111,9 +111,18 @@ class PackIndexFile:
             return list(small)
         return [self.offset_at(i) for i in range(self.count)]
 
+    def name_list(self) -> list[bytes]:
+        """Every id the index lists, sorted (copied once, then kept)."""
+        if self._names is None:
+            blob = self._map[IDX_NAMES_AT:self._crcs_at]
+            self._names = [blob[i:i + 20] for i in range(0, len(blob), 20)]
+        return self._names
+
     def names(self) -> Iterator[bytes]:
-        for i in range(self.count):
-            yield self.name_at(i)
+        return iter(self.name_list())
+
+    def crcs(self) -> tuple[int, ...]:
+        return struct.unpack_from(f">{self.count}L", self._map, self._crcs_at)
 
     def close(self) -> None:
         if isinstance(self._map, mmap.mmap):

@@ -188,7 +188,9 @@ def _mark(reader: ObjectReader, roots: set[bytes], live: set[bytes],
             for _path, mode, sha in walk(read, root, enter=lambda s: s not in seen):
                 if mode not in (MODE_GITLINK, MODE_TREE):
                     live.add(sha)
-    missing.extend(b.hex() for b in live - seen if b not in reader)
+    present = {sha for pack in reader.packs.values() for sha in pack.index.name_list()}
+    missing.extend(b.hex() for b in live - seen
+                   if b not in present or (reader.skip and b not in reader))
     return missing
 
 
@@ -196,7 +198,7 @@ def _choose(old: list[Pack], live: set[bytes]) -> list[Pack]:
     """The old packs to rewrite: those holding a dead object, and the small ones."""
     doomed = []
     for pack in old:
-        dead = any(r.sha not in live for r in pack.records())
+        dead = not live.issuperset(pack.index.name_list())
         if dead or pack.pack_size < SMALL_PACK_BYTES:
             doomed.append((pack, dead))
     if len(doomed) == 1 and not doomed[0][1]:
