@@ -224,7 +224,8 @@ def publish(tmp_pack: str, pack_dir: str, entries: list[IndexEntry], checksum: b
 def write_index(base: str, entries: list[IndexEntry], checksum: bytes, durable: bool = True,
                 pack_from: str | None = None) -> None:
     """Write `base`.idx (after moving `pack_from` to `base`.pack): temp, fsync, rename."""
-    idx_tmp = f"{base}.{TEMP_PREFIX}{os.urandom(4).hex()}.idx"
+    idx_tmp = os.path.join(os.path.dirname(base),
+                           f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.idx")
     try:
         with open(idx_tmp, "wb") as idx:
             idx.write(encode_pack_index(entries, checksum))

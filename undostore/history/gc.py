@@ -1,22 +1,13 @@
 """Garbage collection owned by the journals: keep what they need, drop the rest, repack.
 
-Under the store lock, `collect`:
-1. sweeps the anchors (anchors.sweep), so they match the journals;
-2. marks the live set: every tree and blob reachable from the anchors, every journal entry, the
-   snapshots of a pending restore, and the stat cache (its tree ids and blob ids: the next
-   snapshot reuses them without checking the store). Only tree objects are read; a blob is live
-   by its id, never inflated;
-3. leaves alone every pack younger than the grace period (a snapshot taken moments ago without a
-   session may still be restored or diffed by id), and walks the trees in those packs too, so
-   the older blobs such a snapshot shares stay; leaves alone every old pack that is large and
-   fully live (so an automatic gc with little to do copies little);
-4. copies the live objects of the remaining old packs into one new pack, verbatim and CRC-checked,
-   then deletes those old packs (the new pack is durable first: a crash loses nothing);
-5. removes temporary files older than the grace period.
-gc deletes only what it copied or proved unreachable: an index-less pack is re-indexed and kept,
-a pack with a bad index is re-indexed or healed (store/damage.py), a pack holding a record that
-fails its CRC stays where it is, and a damaged tree (what it lists is unknown) stops all pruning.
-What it could not account for is reported in `damaged`, with `verify --repair` as the way on.
+Under the store lock: sweep the anchors to match the journals; mark as live every tree and blob
+reachable from them, a pending restore and the stat cache (trees are read, blobs never); leave
+packs younger than the grace period alone (walking their trees too) and large fully-live ones;
+copy the live records of the other old packs verbatim (CRC-checked) into one durable new pack,
+then delete those packs; remove old temp files. It deletes only what it copied or proved
+unreachable: index-less packs are re-indexed and kept, bad indexes healed (store/damage.py), a
+pack holding a record that fails its check stays, a damaged tree stops all pruning, and what it
+could not account for is reported (`damaged`), with `verify --repair` as the way on.
 """
 
 from __future__ import annotations

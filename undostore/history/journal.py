@@ -1,22 +1,12 @@
-"""One session's undo history: undo points, a redo stack and a cap, in one checksummed file.
+"""One session's undo history: undo points (oldest first), a redo stack (next redo last), a cap.
 
-A journal lives at `<store>/sessions/<encoded name>.journal` and is rewritten whole, atomically,
-with an xxhash frame (`atomic.write_framed`): a reader sees the old journal or the new one. A
-journal damaged by a crash or an editor is moved aside to `<name>.journal.damaged` and its
-records are salvaged into a new journal (what still parses, plus every snapshot the session's
-anchors hold); while the damaged copy is there, gc keeps all the session's anchors, and
-`damage_notes` says how to end it (`verify --repair` keeps the salvage, `drop` drops the session).
-A damaged journal never stops a snapshot.
-
-Undo points are kept oldest first; the redo stack is kept bottom first (its last entry is the next
-redo). Recording a point clears the redo stack and drops the oldest points beyond the cap, so
-undo + redo never holds more than `limit` entries.
-
-Session names are free text (1 to 100 characters, no control characters). File names are made
-from them by percent-encoding every byte outside `[a-z0-9_-]` (capitals too, so "Agent" and
-"agent" stay apart on case-insensitive file systems), plus the first letter of a name that
-Windows reserves (CON, NUL, COM1...). The same encoding names the session's anchor folder under
-`refs/undostore/`, where it is also a valid git ref component.
+Stored at `<store>/sessions/<encoded name>.journal`, rewritten whole and atomically with an xxhash
+frame. A damaged journal never stops a snapshot: it is moved to `<name>.journal.damaged` and
+salvaged (points that still parse, plus every snapshot the session's anchors hold); gc keeps all
+the session's anchors until `verify --repair` accepts the salvage (`forget_damaged`) or `drop`
+drops the session; `damage_notes` says so in one line. Session names are free text; file and ref
+names percent-encode every byte outside `[a-z0-9_-]` (capitals too: case-insensitive file
+systems) and the first letter of names Windows reserves (CON, NUL...).
 """
 
 from __future__ import annotations
