@@ -26,6 +26,7 @@ from undostore.git.treewalk import walk
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.restore.restorelog import pending_snapshot_ids
+from undostore.store import damage
 from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache, rebind_packs
@@ -96,6 +97,7 @@ def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
         result.freed_bytes += _clean_temporaries(store.path, store.pack_dir, cutoff, result)
         with ObjectReader(store.pack_dir) as after:
             result.packs_after, result.objects_after = _census(after)
+            damage.prune(store.path, after.pack_names())
     result.seconds = time.perf_counter() - started
     return result
 

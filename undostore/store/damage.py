@@ -15,6 +15,7 @@ import hashlib
 import os
 import time
 
+from undostore.git.objects import CHUNK
 from undostore.git.packfile import (
     DAMAGED_DIR,
     DELTAS,
@@ -24,7 +25,7 @@ from undostore.git.packfile import (
     indexless_packs,
 )
 from undostore.git.packwriter import PackWriter, reindex
-from undostore.store.atomic import fsync_dir
+from undostore.store.atomic import atomic_write, fsync_dir
 
 DAMAGED_FILE = "damaged"
 STAT_CACHE = os.path.join("cache", "statcache")
@@ -59,6 +60,20 @@ def record(store_path: str, sha: bytes, pack: str, why: str) -> None:
     finally:
         os.close(fd)
     void_stat_cache(store_path)
+
+
+def prune(store_path: str, present_packs: set[str]) -> None:
+    """Forget recorded copies in packs that are gone (repacked by gc, or moved aside)."""
+    path = os.path.join(store_path, DAMAGED_FILE)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return
+    kept = [line for line in lines if len(line.split(" ", 2)) > 1
+            and line.split(" ", 2)[1] in present_packs]
+    if len(kept) != len(lines):
+        atomic_write(path, "".join(line + "\n" for line in kept).encode())
 
 
 def void_stat_cache(store_path: str) -> None:
@@ -97,10 +112,20 @@ def _pack_intact(pack_path: str) -> bool:
     """Whether a pack's trailer is the SHA-1 of its bytes (reads the whole pack)."""
     try:
         with open(pack_path, "rb") as f:
-            data = f.read()
+            size = os.fstat(f.fileno()).st_size
+            if size < 32:
+                return False
+            digest = hashlib.sha1()
+            left = size - 20
+            while left > 0:
+                block = f.read(min(CHUNK, left))
+                if not block:
+                    return False
+                digest.update(block)
+                left -= len(block)
+            return digest.digest() == f.read(20)
     except OSError:
         return False
-    return len(data) >= 32 and hashlib.sha1(data[:-20]).digest() == data[-20:]
 
 
 def salvage(base: str, has_elsewhere) -> tuple[int, int]:  # noqa: ANN001
