@@ -12,6 +12,15 @@ import click
 from .common import Context, emit, json_option, note, pass_context, session_option, yes_option
 
 
+def history_session(ctx: Context, session: str | None) -> str:
+    """The session a history command acts on; named on stderr when it was chosen as the one
+    with the newest undo point (no --session, no $UNDOSTORE_SESSION)."""
+    name, chosen = ctx.workspace().history_session(session)
+    if chosen:
+        note(f"undostore: session {name!r} (newest undo point)")
+    return name
+
+
 def _when(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
@@ -36,7 +45,7 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
     snapshot id, when it was recorded, and its label (for a redo entry, the label of the undo
     point that the undo took away).
     """
-    log = ctx.workspace().log(session)
+    log = ctx.workspace().log(history_session(ctx, session))
     if not as_json and not log.undo and not log.redo:
         note(f"undostore: session {log.session!r} has no undo points")
 
@@ -53,6 +62,7 @@ def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_
     from .cmd_restore import confirm_from_cli, render_restore
 
     workspace = ctx.workspace()
+    session = history_session(ctx, session)
     action = workspace.undo if which == "undo" else workspace.redo
     confirm = None if dry_run else confirm_from_cli(yes, action=which)
     result = action(session, dry_run=dry_run, confirm=confirm)

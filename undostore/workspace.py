@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from .discover import discover, named
 from .store import Store, check_root, default_store_path
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .restore import Confirm, RestoreResult
     from .sessions import Log, SessionInfo
     from .snapshot import SnapshotOptions, SnapshotResult
+    from .status import Status
     from .verify import VerifyResult
 
 DEFAULT_SESSION = "default"
@@ -36,11 +38,18 @@ def session_name(session: str | None) -> str:
 class Workspace:
     """A root folder and its private store."""
 
-    def __init__(self, root: str | os.PathLike[str] = ".",
+    def __init__(self, root: str | os.PathLike[str] | None = None,
                  store: str | os.PathLike[str] | None = None, *, force: bool = False) -> None:
-        self.root = check_root(os.fspath(root), force)
-        self.force = force
+        """`root` None: found from the current folder as the contract's "root" says
+        (`self.discovery` tells how); `store` None: `UNDOSTORE_STORE`, else the default."""
         store_path = os.fspath(store) if store is not None else os.environ.get("UNDOSTORE_STORE")
+        store_path = store_path or None
+        if root is None:
+            self.discovery = discover(store=store_path, force=force)
+        else:
+            self.discovery = named(root, store_path)
+        self.root = check_root(self.discovery.root if root is None else os.fspath(root), force)
+        self.force = force
         self.store = Store(store_path or default_store_path(self.root), root=self.root)
         self._recovered = False
 
@@ -118,22 +127,36 @@ class Workspace:
 
     # --- sessions -----
 
+    def history_session(self, session: str | None = None) -> tuple[str, bool]:
+        """(name, chosen) of the session `log`, `undo`, `redo` and `status` act on: `session`,
+        else `UNDOSTORE_SESSION`, else the one with the newest undo point (chosen: True), else
+        "default"."""
+        from .status import history_session
+
+        return history_session(self.store, session)
+
+    def status(self, session: str | None = None) -> Status:
+        """Undo and redo counts, a pending restore, the newest point's age (see status.py)."""
+        from .status import read_status
+
+        return read_status(self.store, session)
+
     def log(self, session: str | None = None) -> Log:
         from .sessions import read_log
 
-        return read_log(self, session_name(session))
+        return read_log(self, self.history_session(session)[0])
 
     def undo(self, session: str | None = None, *, dry_run: bool = False,
              confirm: Confirm | None = None) -> RestoreResult:
         from .sessions import undo
 
-        return undo(self, session_name(session), dry_run=dry_run, confirm=confirm)
+        return undo(self, self.history_session(session)[0], dry_run=dry_run, confirm=confirm)
 
     def redo(self, session: str | None = None, *, dry_run: bool = False,
              confirm: Confirm | None = None) -> RestoreResult:
         from .sessions import redo
 
-        return redo(self, session_name(session), dry_run=dry_run, confirm=confirm)
+        return redo(self, self.history_session(session)[0], dry_run=dry_run, confirm=confirm)
 
     def sessions(self) -> list[SessionInfo]:
         from .sessions import list_sessions
