@@ -29,7 +29,14 @@ def _register() -> None:
     from . import cmd_snapshot
 
     cli.add_command(cmd_snapshot.snapshot_command)
-    for module_name in ("cmd_diff", "cmd_restore", "cmd_sessions", "cmd_hook", "cmd_status", "cmd_mcp"):
+    for module_name in (
+        "cmd_diff",
+        "cmd_restore",
+        "cmd_sessions",
+        "cmd_hook",
+        "cmd_status",
+        "cmd_mcp",
+    ):
         try:
             module = __import__(f"undostore_cli.{module_name}", fromlist=["COMMANDS"])
         except ModuleNotFoundError as err:

@@ -60,7 +60,7 @@ def test_initialize_and_list_tools_with_schemas_and_descriptions(tree_factory):
 
     info, tools = session(root, script)
     assert info.name == "undostore"
-    assert TOOLS <= {t.name for t in tools}
+    assert {t.name for t in tools} >= TOOLS
     for t in tools:
         assert t.description and "\n" not in t.description
         assert t.input_schema["type"] == "object"
