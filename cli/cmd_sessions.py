@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from .common import Context, emit, json_option, note, pass_context, session_option, yes_option
+from .complete import complete_ids
 
 
 def history_session(ctx: Context, session: str | None) -> str:
@@ -122,10 +123,13 @@ def drop_command(ctx: Context, session: str | None, as_json: bool) -> None:
     session = session or os.environ.get("UNDOSTORE_SESSION") or None
     if session is None:
         raise click.UsageError("drop needs --session NAME (the session to forget)")
+    from undostore.errors import UsageError
+
     dropped = ctx.workspace().drop(session)
+    if not dropped:
+        raise UsageError(f"no session named {session!r} (see `undostore sessions`)")
     if not as_json:
-        note(f"undostore: dropped session {session!r}" if dropped
-             else f"undostore: no session named {session!r}")
+        note(f"undostore: dropped session {session!r}")
     emit(as_json, {"dropped": dropped, "session": session}, None)
 
 
@@ -154,7 +158,7 @@ def gc_command(ctx: Context, grace: float | None, as_json: bool) -> None:
 
 
 @click.command("verify")
-@click.argument("snapshot_id", metavar="[ID]", required=False)
+@click.argument("snapshot_id", metavar="[ID]", required=False, shell_complete=complete_ids)
 @json_option
 @pass_context
 def verify_command(ctx: Context, snapshot_id: str | None, as_json: bool) -> None:

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
+from .complete import complete_sessions
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -46,7 +48,9 @@ def json_option(f: F) -> F:
 
 def session_option(f: F) -> F:
     return click.option("--session", "-s", metavar="NAME", default=None,
-                        help="Session (undo history); default: $UNDOSTORE_SESSION or 'default'.")(f)
+                        shell_complete=complete_sessions,
+                        help="Session (undo history); default: $UNDOSTORE_SESSION, else the "
+                             "session with the newest undo point.")(f)
 
 
 def yes_option(f: F) -> F:

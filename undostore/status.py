@@ -95,17 +95,35 @@ def read_status(store: Store | None, session: str | None) -> Status:
                   chosen)
 
 
-def status_at(root: str | os.PathLike[str] | None = None, store: str | None = None,
-              session: str | None = None, *, force: bool = False) -> Status:
-    """`status` for a root found as `Workspace` finds it, without creating a store: a root
-    never protected has empty sessions."""
+def open_existing(root: str | os.PathLike[str] | None = None, store: str | None = None, *,
+                  force: bool = False) -> Store | None:
+    """The store of the root found as `Workspace` finds it, or None when that root was never
+    protected (nothing is created: for read-only callers such as status and completion)."""
     from .discover import discover, named
     from .store import check_root
 
     store = store or os.environ.get("UNDOSTORE_STORE") or None
     found = discover(store=store, force=force) if root is None else named(root, store)
     check_root(found.root, force)
-    if not found.existed:
+    return Store(found.store, root=found.root, create=False) if found.existed else None
+
+
+def status_at(root: str | os.PathLike[str] | None = None, store: str | None = None,
+              session: str | None = None, *, force: bool = False) -> Status:
+    """`status` without creating a store: a root never protected has empty sessions."""
+    opened = open_existing(root, store, force=force)
+    if opened is None:
         return read_status(None, session)
-    with Store(found.store, root=found.root, create=False) as opened:
+    with opened:
         return read_status(opened, session)
+
+
+def known_points(store: Store) -> list[tuple[str, str, journals.Point]]:
+    """(session, "undo" or "redo", point) for every entry of every journal, newest first:
+    what shell completion offers for ids."""
+    out = []
+    for name in journals.session_names(store):
+        journal = journals.load(store, name)
+        out += [(name, "undo", p) for p in journal.undo]
+        out += [(name, "redo", p) for p in journal.redo]
+    return sorted(out, key=lambda entry: entry[2].time, reverse=True)
