@@ -64,7 +64,7 @@ def _text(event: dict[str, Any], key: str) -> str | None:
 def record_prompt(ctx: Context, event: dict[str, Any]) -> None:
     """The undo point for a submitted prompt (one library call)."""
     from undostore import Workspace
-    from undostore.discover import discover
+    from undostore.store.discover import discover
 
     cwd = _text(event, "cwd")
     if cwd is not None and not os.path.isdir(cwd):

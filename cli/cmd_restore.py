@@ -24,8 +24,8 @@ from .common import (
 from .complete import complete_ids
 
 if TYPE_CHECKING:
-    from undostore.plan import RestorePlan
-    from undostore.restore import RestoreResult
+    from undostore.restore.plan import RestorePlan
+    from undostore.restore.restore import RestoreResult
 
 PLAN_LINES_SHOWN = 50
 

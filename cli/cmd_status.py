@@ -18,7 +18,7 @@ def status_command(ctx: Context, session: str | None, as_json: bool) -> None:
     Reads only the session journals: cheap enough to run on every prompt render, and it never
     creates a store (a folder never protected shows undo:0 redo:0).
     """
-    from undostore.status import status_at
+    from undostore.history.status import status_at
 
     status = status_at(ctx.root, ctx.store, session, force=ctx.force)
     if status.chosen:

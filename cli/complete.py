@@ -11,7 +11,7 @@ from click.shell_completion import CompletionItem
 
 
 def _store(ctx: click.Context) -> Any:
-    from undostore.status import open_existing
+    from undostore.history.status import open_existing
 
     params = ctx.find_root().params
     return open_existing(params.get("root"), params.get("store"), force=bool(params.get("force")))
@@ -20,7 +20,7 @@ def _store(ctx: click.Context) -> Any:
 def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str
                       ) -> list[CompletionItem]:
     try:
-        from undostore.journal import session_names
+        from undostore.history.journal import session_names
 
         store = _store(ctx)
         if store is None:
@@ -34,7 +34,7 @@ def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: st
 def complete_ids(ctx: click.Context, param: click.Parameter, incomplete: str
                  ) -> list[CompletionItem]:
     try:
-        from undostore.status import known_points
+        from undostore.history.status import known_points
 
         store = _store(ctx)
         if store is None:
