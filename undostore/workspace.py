@@ -78,7 +78,8 @@ class Workspace:
             if session is not None:
                 from undostore.history.sessions import record_undo_point
 
-                record_undo_point(self.store, session_name(session), result.id, label, meta)
+                result.recorded = record_undo_point(self.store, session_name(session),
+                                                    result.id, label, meta)
         return result
 
     def _snapshot_locked(self, options: SnapshotOptions | None = None) -> SnapshotResult:
