@@ -14,6 +14,7 @@ restore plus a journal step, and which ids a prefix may name. No library module 
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import UnknownSnapshotError
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from undostore.history.verify import VerifyResult
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult
+    from undostore.store.oplog import Op
 
 DEFAULT_SESSION = "default"
 
@@ -80,6 +82,8 @@ class Workspace:
 
                 result.recorded = record_undo_point(self.store, session_name(session),
                                                     result.id, label, meta)
+            self._log("snapshot", session=session_name(session) if session is not None else None,
+                      id=result.id, label=label if result.recorded else None)
         return result
 
     def _snapshot_locked(self, options: SnapshotOptions | None = None) -> SnapshotResult:
@@ -136,19 +140,24 @@ class Workspace:
         from undostore.restore.restore import restore
 
         try:
-            return restore(self._worktree(), target, expected=expected, dry_run=dry_run,
-                           confirm=confirm)
+            result = restore(self._worktree(), target, expected=expected, dry_run=dry_run,
+                             confirm=confirm)
         finally:
             self._recovered = False  # a restore that stopped half-way left a journal
+        self._log_restore("restore", result)
+        return result
 
     def abort_restore(self) -> RestoreResult | None:
         """Roll an interrupted restore back to its safety snapshot."""
         from undostore.restore.restore import abort_pending
 
         try:
-            return abort_pending(self._worktree())
+            result = abort_pending(self._worktree())
         finally:
             self._recovered = False
+        if result is not None:
+            self._log_restore("abort", result)
+        return result
 
     def _recover_if_needed(self) -> None:
         """Finish an interrupted restore before anything else touches the files (lock held)."""
@@ -189,21 +198,25 @@ class Workspace:
              confirm: Confirm | None = None) -> RestoreResult:
         from undostore.history.sessions import undo
 
+        name = self.history_session(session)[0]
         try:
-            return undo(self._worktree(), self.history_session(session)[0], dry_run=dry_run,
-                        confirm=confirm)
+            result = undo(self._worktree(), name, dry_run=dry_run, confirm=confirm)
         finally:
             self._recovered = False
+        self._log_restore("undo", result, session=name)
+        return result
 
     def redo(self, session: str | None = None, *, dry_run: bool = False,
              confirm: Confirm | None = None) -> RestoreResult:
         from undostore.history.sessions import redo
 
+        name = self.history_session(session)[0]
         try:
-            return redo(self._worktree(), self.history_session(session)[0], dry_run=dry_run,
-                        confirm=confirm)
+            result = redo(self._worktree(), name, dry_run=dry_run, confirm=confirm)
         finally:
             self._recovered = False
+        self._log_restore("redo", result, session=name)
+        return result
 
     def sessions(self) -> list[SessionInfo]:
         from undostore.history.sessions import list_sessions
@@ -213,12 +226,47 @@ class Workspace:
     def drop(self, session: str) -> bool:
         from undostore.history.sessions import drop_session
 
-        return drop_session(self.store, session)
+        dropped = drop_session(self.store, session)
+        if dropped:
+            self._log("drop", session=session)
+        return dropped
 
     def gc(self, grace_seconds: float | None = None) -> GcResult:
         from undostore.history.gc import collect
 
-        return collect(self.store, grace_seconds=grace_seconds)
+        result = collect(self.store, grace_seconds=grace_seconds)
+        self._log("gc", label=f"freed {result.freed_bytes} bytes, objects "
+                              f"{result.objects_before} -> {result.objects_after}")
+        return result
+
+    # --- the operation log -----
+
+    def ops(self, session: str | None = None, since: str | float | None = None) -> list[Op]:
+        """The operations done through this store, newest first (store/oplog.py); `since` is a
+        duration ('2h', '30m') or seconds ago."""
+        from undostore.store.oplog import read, since_cutoff
+
+        cutoff = (time.time() - since if isinstance(since, (int, float))
+                  else since_cutoff(since))
+        return read(self.store.path, session=session, since=cutoff)
+
+    def _log(self, op: str, **fields: str | None) -> None:
+        from undostore.store.oplog import Op, append
+
+        with self.store.lock:
+            append(self.store.path, Op(time.time(), op, **fields))
+
+    def _log_restore(self, op: str, result: RestoreResult, session: str | None = None) -> None:
+        if result.dry_run or not result.target:
+            return
+        label = None
+        if session is not None and op in ("undo", "redo"):
+            from undostore.history.journal import load
+
+            moved = load(self.store, session)
+            entries = moved.redo if op == "undo" else moved.undo
+            label = entries[-1].label if entries else None
+        self._log(op, session=session, id=result.target, label=label, safety=result.safety)
 
     def verify(self, snapshot_id: str | None = None) -> VerifyResult:
         from undostore.history.verify import verify
