@@ -17,11 +17,11 @@ SCRIPT = textwrap.dedent("""
             f.write("v%d\\n" % i)
         ids.append(ws.snapshot(session="x", label=str(i)).id)
     ws.diff(ids[0], ids[-1], find_renames=True)
-    for path, mode, sha in ws.store.iter_tree_files(bytes.fromhex(ids[3])):
-        ws.store.read_blob(sha)            # dulwich's reader opens packs
     ws.undo("x", confirm=lambda plan: True)
     ws.verify()
     ws.gc(grace_seconds=0)
+    for path, mode, sha in ws.store.iter_tree_files(bytes.fromhex(ids[3])):
+        ws.store.read_blob(sha)            # dulwich's reader opens packs, left open
     print("done")
 """)
 
