@@ -7,6 +7,7 @@ line on stderr, never 2 (exit 2 drops the user's prompt).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +150,21 @@ def test_two_hooked_prompts_then_two_undos_give_back_the_files_before_the_first(
         result = run("undo", "--yes", cwd=root)
         assert result.returncode == 0, result.stderr
     assert files(root) == before
+
+
+def test_a_cwd_at_the_file_system_root_fails_with_one_line_not_a_store_for_it(tmp_path):
+    top = os.path.abspath(os.sep)   # "/" here, "C:\\" on Windows
+    line = assert_failed_one_line(hook(prompt_event(Path(top), "hi")))
+    assert "refusing to protect the file-system root" in line
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="case-insensitive paths (Windows)")
+def test_a_cwd_spelled_in_another_case_finds_the_same_store(tree_factory):
+    root = tree_factory({"a.txt": "1", "sub": {"b.txt": "2"}})
+    with Workspace(root) as ws:
+        ws.snapshot(session="first")
+    event = prompt_event(root, "hi", session="second")
+    event["cwd"] = str(root / "sub").swapcase()
+    assert_done(hook(event))
+    with Workspace(root) as ws:
+        assert [s.name for s in ws.sessions()] == ["first", "second"]

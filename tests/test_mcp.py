@@ -167,3 +167,13 @@ def test_the_raw_protocol_answers_initialize_on_stdin(tree_factory):
     snapshot = json.loads(answers[2]["result"]["content"][0]["text"])
     with Workspace(root) as ws:
         assert snapshot["id"] == ws.snapshot().id
+
+
+def test_without_the_extra_the_command_says_what_to_install(tree_factory):
+    script = ("import sys\nsys.modules['mcp'] = None  # as if `undostore[mcp]` were not installed\n"
+              "from undostore_cli.main import main\nmain(['mcp'])\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            cwd=tree_factory({"a.txt": "1"}), timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.startswith("undostore: error: the MCP server needs the `mcp` package")
+    assert "pip install 'undostore[mcp]'" in result.stderr
