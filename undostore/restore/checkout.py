@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from undostore.errors import ConflictError, UnsafePathError
 from undostore.git.objects import MODE_EXEC, MODE_LINK
 from undostore.git.reader import ObjectReader
+from undostore.platform import IS_WINDOWS
 from undostore.restore.diskstate import ABSENT, DIR, FILE, LINK, OTHER, DiskMatcher, Probe, probe
-from undostore.restore.paths import IS_WINDOWS
 from undostore.restore.plan import Entry, RestorePlan
 from undostore.restore.restorelog import temp_prefix
 from undostore.snapshot.walk import disk_path

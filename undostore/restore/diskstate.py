@@ -19,7 +19,7 @@ from undostore.git.objects import (
     hash_blob_fd,
     hash_object,
 )
-from undostore.restore.paths import IS_WINDOWS
+from undostore.platform import IS_WINDOWS
 from undostore.restore.plan import Entry, RestorePlan
 from undostore.snapshot.walk import disk_path
 from undostore.store.atomic import TEMP_PREFIX

@@ -19,11 +19,9 @@ folder is a symlink is a fact about the disk, not about the name.
 from __future__ import annotations
 
 import re
-import sys
 
 from undostore.errors import UnsafePathError
-
-IS_WINDOWS = sys.platform == "win32"
+from undostore.platform import IS_WINDOWS
 
 # Code points HFS+ ignores when comparing names (git's `is_hfs_dotgit` list): `.g\u200cit` is
 # `.git` on a Mac.

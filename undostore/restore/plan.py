@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from undostore.errors import UnknownSnapshotError, UnsafePathError
 from undostore.git.objects import MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, decode_tree
-from undostore.restore.paths import IS_WINDOWS, check_name
+from undostore.platform import IS_WINDOWS
+from undostore.restore.paths import check_name
 
 Entry = tuple[int, bytes]          # (git mode, raw blob id) of a file or symlink
 ReadTree = Callable[[bytes], bytes]  # tree id -> tree body (hash-checked by the reader)

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-_CASE_INSENSITIVE = sys.platform in ("win32", "darwin")  # git's core.ignorecase default there
+from undostore.platform import IGNORE_CASE_DEFAULT
 
 _POSIX_CLASSES = {
     "alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "blank": " \\t", "cntrl": "\\x00-\\x1f\\x7f",
@@ -220,7 +219,7 @@ class IgnoreFile:
         if not alternatives:
             return None
         # re.ASCII: git folds case for ASCII letters only (and the text here is bytes).
-        flags = re.DOTALL | re.ASCII | (re.IGNORECASE if _CASE_INSENSITIVE else 0)
+        flags = re.DOTALL | re.ASCII | (re.IGNORECASE if IGNORE_CASE_DEFAULT else 0)
         return re.compile("|".join(alternatives), flags)
 
     @classmethod

@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 import os
 import stat
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -36,12 +35,12 @@ from undostore.git.objects import (
     hash_blob_fd,
     hash_object,
 )
+from undostore.platform import IS_WINDOWS
 from undostore.snapshot.walk import KIND_LINK, FileEntry, Folder, WalkOptions, disk_path, walk
 from undostore.store.recent import remember
 from undostore.store.statcache import Entry, FolderState, StatCache, make_entry
 from undostore.store.store import Store, check_root
 
-_IS_WINDOWS = sys.platform == "win32"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 # A file swapped for a fifo after the walk must not block the open; fstat then refuses it.
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -183,7 +182,7 @@ def _changed(before: os.stat_result, after: os.stat_result) -> bool:
 def _git_mode(entry: FileEntry, st: os.stat_result, cache: StatCache) -> int:
     if entry.kind == KIND_LINK:
         return MODE_LINK
-    if _IS_WINDOWS:
+    if IS_WINDOWS:
         # No exec bit on disk: keep what the last snapshot said (git's core.filemode=false).
         previous = cache.previous_mode(entry.path)
         return previous if previous in (MODE_FILE, MODE_EXEC) else MODE_FILE

@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from undostore.errors import SnapshotError, from_oserror
+from undostore.platform import is_junction
 from undostore.snapshot.ignore import IgnoreRules, read_ignore_file, root_rules
 
-_IS_WINDOWS = sys.platform == "win32"
 S_ISREG = stat.S_ISREG
 S_ISLNK = stat.S_ISLNK
-_REPARSE_POINT = getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0x400)
 
 KIND_FILE = "file"
 KIND_LINK = "link"
@@ -104,7 +102,7 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
         if is_dir:
             if path in skip_dirs or (is_ignored and is_ignored(path, True)):
                 continue
-            if _IS_WINDOWS and _is_junction(entry):
+            if is_junction(entry):
                 options.on_warning(path, "skipped: a junction (never followed)")
                 continue
             folder.subdirs.append(name)
@@ -125,14 +123,6 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
         else:
             options.on_warning(path, "skipped: not a regular file or symlink")
     return folder, todo
-
-
-def _is_junction(entry: os.DirEntry[str]) -> bool:
-    try:
-        attributes = entry.stat(follow_symlinks=False).st_file_attributes  # type: ignore[attr-defined]
-    except (OSError, AttributeError):
-        return False
-    return bool(attributes & _REPARSE_POINT)
 
 
 def walk(root: str, options: WalkOptions | None = None) -> list[Folder]:

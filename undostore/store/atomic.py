@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import os
 import struct
-import sys
 import time
 
 import xxhash
 
-_IS_WINDOWS = sys.platform == "win32"
+from undostore.platform import IS_WINDOWS
+
 TEMP_PREFIX = ".undostore-tmp-"
 
 
 def fsync_dir(path: str) -> None:
     """Make a rename or create inside `path` durable (a no-op where folders cannot be opened)."""
-    if _IS_WINDOWS:
+    if IS_WINDOWS:
         return
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -45,7 +45,7 @@ def replace_with_retry(src: str, dst: str, attempts: int = 20) -> None:
             os.replace(src, dst)
             return
         except PermissionError:
-            if not _IS_WINDOWS or attempt == attempts - 1:
+            if not IS_WINDOWS or attempt == attempts - 1:
                 raise
             time.sleep(0.05 * (attempt + 1))
 

@@ -13,13 +13,13 @@ fsynced before it is closed and each changed folder is fsynced at the end, like 
 from __future__ import annotations
 
 import os
-import sys
 
+from undostore.platform import IS_LINUX
 from undostore.store.atomic import fsync_dir
 
 
 def _load_syncfs():  # noqa: ANN202 (a ctypes function or None)
-    if not sys.platform.startswith("linux"):
+    if not IS_LINUX:
         return None
     try:
         import ctypes

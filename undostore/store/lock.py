@@ -15,8 +15,9 @@ from collections.abc import Callable
 from types import TracebackType
 
 from undostore.errors import StoreError
+from undostore.platform import IS_WINDOWS
 
-if sys.platform == "win32":
+if IS_WINDOWS:
     import msvcrt
 
     def _try_lock(fd: int) -> bool:

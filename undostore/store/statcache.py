@@ -17,6 +17,7 @@ import marshal
 import os
 import sys
 
+from undostore.platform import IS_WINDOWS
 from undostore.store.atomic import CorruptFrame, quarantine, read_framed, write_framed
 
 _KIND = b"STAT"
@@ -24,7 +25,6 @@ _VERSION = (4, marshal.version, sys.implementation.cache_tag)
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
 
-_IS_WINDOWS = sys.platform == "win32"
 
 # (mtime_ns, ctime_ns, size, inode, st_mode, git mode, raw blob id)
 Entry = tuple[int, int, int, int, int, int, bytes]
@@ -36,7 +36,7 @@ FolderState = tuple["bytes | None", tuple[str, ...]]
 def fingerprint(st: os.stat_result) -> Fingerprint:
     """What must be unchanged for a cached blob id to be trusted. Windows' scandir reports
     inode 0 (and os.stat a real one), so inodes are left out there."""
-    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if _IS_WINDOWS else st.st_ino,
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if IS_WINDOWS else st.st_ino,
             st.st_mode)
 
 
