@@ -112,12 +112,17 @@ def test_undo_after_two_snapshots_restores_the_first_state(tree_factory):
         (root / "a.txt").write_text("three")
         undone = [payload(await client.call_tool("undo", {"session": "s"})) for _ in range(2)]
         log = payload(await client.call_tool("log", {"session": "s"}))
-        return first, second, undone, log
+        ops = payload(await client.call_tool("ops", {"session": "s", "since": "1h"}))
+        return first, second, undone, log, ops
 
-    first, second, undone, log = session(root, script)
+    first, second, undone, log, ops = session(root, script)
     assert (root / "a.txt").read_text() == "one"
     assert [u["target"] for u in undone] == [second["id"], first["id"]]
     assert log["undo"] == [] and len(log["redo"]) == 2
+    assert [(o["op"], o["id"]) for o in ops["ops"]] == [
+        ("undo", first["id"]), ("undo", second["id"]), ("snapshot", second["id"]),
+        ("snapshot", first["id"])]
+    assert ops["ops"][1]["safety"] == undone[0]["safety"]
 
 
 def test_diff_returns_the_json_changes_and_the_requested_git_format(tree_factory):
