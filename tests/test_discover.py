@@ -151,3 +151,14 @@ def test_with_no_session_anywhere_the_default_is_default(tree_factory):
     result = run("undo", "--yes", cwd=root)
     assert result.returncode == 2
     assert "nothing to undo in session 'default'" in result.stderr
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="drive letters (Windows)")
+def test_drive_letter_case_and_separators_find_the_same_root_and_store(repo):
+    snapshot_id(repo)
+    plain = discover(repo / "src")
+    spelled = str(repo / "src").replace("\\", "/")
+    spelled = spelled[0].swapcase() + spelled[1:]        # c:/... for C:\...
+    found = discover(spelled)
+    assert (found.root.lower(), found.store.lower()) == (plain.root.lower(), plain.store.lower())
+    assert found.existed and found.how == FOUND_STORE
