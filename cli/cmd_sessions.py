@@ -19,6 +19,16 @@ from .common import (
     session_option,
     yes_option,
 )
+from .complete import complete_ids
+
+
+def history_session(ctx: Context, session: str | None) -> str:
+    """The session a history command acts on; named on stderr when it was chosen as the one
+    with the newest undo point (no --session, no $UNDOSTORE_SESSION)."""
+    name, chosen = ctx.workspace().history_session(session)
+    if chosen:
+        note(f"undostore: session {name!r} (newest undo point)")
+    return name
 
 
 def _when(seconds: float) -> str:
@@ -45,7 +55,7 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
     snapshot id, when it was recorded, and its label (for a redo entry, the label of the undo
     point that the undo took away).
     """
-    log = ctx.workspace().log(session)
+    log = ctx.workspace().log(history_session(ctx, session))
     note_damage(ctx.workspace())
     if not as_json and not log.undo and not log.redo:
         note(f"undostore: session {log.session!r} has no undo points")
@@ -63,6 +73,7 @@ def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_
     from .cmd_restore import confirm_from_cli, render_restore
 
     workspace = ctx.workspace()
+    session = history_session(ctx, session)
     action = workspace.undo if which == "undo" else workspace.redo
     confirm = None if dry_run else confirm_from_cli(yes, action=which)
     result = action(session, dry_run=dry_run, confirm=confirm)
@@ -123,10 +134,13 @@ def drop_command(ctx: Context, session: str | None, as_json: bool) -> None:
     session = session or os.environ.get("UNDOSTORE_SESSION") or None
     if session is None:
         raise click.UsageError("drop needs --session NAME (the session to forget)")
+    from undostore.errors import UsageError
+
     dropped = ctx.workspace().drop(session)
+    if not dropped:
+        raise UsageError(f"no session named {session!r} (see `undostore sessions`)")
     if not as_json:
-        note(f"undostore: dropped session {session!r}" if dropped
-             else f"undostore: no session named {session!r}")
+        note(f"undostore: dropped session {session!r}")
     emit(as_json, {"dropped": dropped, "session": session}, None)
 
 
@@ -160,7 +174,7 @@ def gc_command(ctx: Context, grace: float | None, as_json: bool) -> None:
 
 
 @click.command("verify")
-@click.argument("snapshot_id", metavar="[ID]", required=False)
+@click.argument("snapshot_id", metavar="[ID]", required=False, shell_complete=complete_ids)
 @click.option("--repair", is_flag=True,
               help="Re-index, move damaged packs aside, write again what the files still hold, "
                    "keep salvaged journals; then report what is lost.")

@@ -229,7 +229,7 @@ def test_a_flipped_byte_in_a_journal_then_gc_loses_no_history(tree_factory):
     assert gc.returncode == 0 and log.returncode == 0 and verify.returncode == 0
     assert [line.split()[2] for line in log.stdout.splitlines()] == [i[:12] for i in
                                                                       reversed(ids)]
-    for result in (log, verify, cli(root, "sessions")):
+    for result in (log, verify, cli(root, "sessions"), cli(root, "status")):
         one_clear_line_each(result.stderr)
         assert "damaged" in result.stderr and "verify --repair" in result.stderr
         assert "drop --session S" in result.stderr

@@ -156,6 +156,7 @@ def test_snapshot_with_a_damaged_journal_keeps_the_salvaged_points(tree_factory)
     ws = Workspace(root)
     ws.snapshot(session="s", label="one")
     _damage(journal_path(ws.store, "s"))
+    (root / "a.txt").write_text("2")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         result = ws.snapshot(session="s", label="two")

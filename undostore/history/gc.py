@@ -28,6 +28,7 @@ from undostore.history import journal as journals
 from undostore.restore.restorelog import pending_snapshot_ids
 from undostore.store import damage
 from undostore.store.atomic import TEMP_PREFIX
+from undostore.store.recent import KEEP_SECONDS as RECENT_KEEP_SECONDS
 from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache, rebind_packs
 
@@ -89,8 +90,11 @@ def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
             result.packs_before, result.objects_before = _census(reader)
             # Only packs older than the grace period can lose objects or be merged: with none,
             # there is nothing to mark (an automatic gc soon after the last one costs ~nothing).
+            # Ids handed out without a session stay a day (`ops` leads back to them), unless
+            # the caller set the grace period.
+            ids_cutoff = cutoff if grace_seconds is not None else time.time() - RECENT_KEEP_SECONDS
             if any(p.mtime <= cutoff for p in reader.packs.values()):
-                _collect_packs(store, reader, cutoff, result)
+                _collect_packs(store, reader, cutoff, result, min(cutoff, ids_cutoff))
         finally:
             reader.close()
             store.close()
@@ -107,12 +111,13 @@ def _census(reader: ObjectReader) -> tuple[int, int]:
     return len(reader.packs), sum(p.index.count for p in reader.packs.values())
 
 
-def _collect_packs(store: Store, reader: ObjectReader, cutoff: float, result: GcResult) -> None:
+def _collect_packs(store: Store, reader: ObjectReader, cutoff: float, result: GcResult,
+                   ids_cutoff: float) -> None:
     tree_roots, live = _roots(store)
     packs = list(reader.packs.values())
     old = [p for p in packs if p.mtime <= cutoff]
     tree_roots |= _young_trees([p for p in packs if p.mtime > cutoff])
-    tree_roots |= recent_ids(store.path, cutoff)  # ids handed out within the grace
+    tree_roots |= recent_ids(store.path, ids_cutoff)  # ids handed out lately
     result.missing = _mark(reader, tree_roots, live, result.damaged)
     result.live_objects = len(live)
     if result.damaged:

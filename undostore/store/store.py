@@ -40,7 +40,6 @@ FORMAT_LINE = "undostore 1"
 _LAYOUT_NAMES = {"FORMAT", "lock", "objects", "sessions", "cache", "restore", "tmp", "refs"}
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
-
 def default_home() -> str:
     return os.environ.get("UNDOSTORE_HOME") or os.path.join(os.path.expanduser("~"), ".undostore")
 
