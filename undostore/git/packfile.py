@@ -1,9 +1,10 @@
 """One pack (`pack-*.pack` with its `.idx`): open checks, record headers, the one inflater.
 
 A pack is complete when both files sit in the pack folder (`complete_packs`, the one rule; the
-writer renames the index in last). Opening checks what costs nothing to check: the pack's
-trailer equals the copy its index was written for, and the pack is long enough for every offset
-its index lists; a pack that fails raises PackDamaged and its objects count as absent.
+writer renames the index in last). Opening checks what is cheap to check: the index's own
+checksum, the pack's trailer equals the copy its index was written for, and the pack is long
+enough for every offset its index lists; a pack that fails raises PackDamaged and its objects
+count as absent.
 Every record is a header (type, inflated size; a delta's base reference) and a zlib stream;
 `inflate` is the only inflater, `copy` the only verbatim copy (CRC-checked against the index).
 Ours, not dulwich's: streaming multi-GB records from an mmap and copying records verbatim.
@@ -103,6 +104,8 @@ class Pack:
             raise PackDamaged("its object count differs from its index")
         if self.index.count and max(self.index.offsets()) + 2 > len(data) - 20:
             raise PackDamaged("its index lists records past its end")
+        if not self.index.checksum_ok():
+            raise PackDamaged("its index fails its checksum")
 
     @property
     def size(self) -> int:

@@ -211,17 +211,19 @@ def _rewrite(store: Store, reader: ObjectReader, doomed: list[Pack], live: set[b
     if not doomed:
         return None
     doomed_names = {p.base for p in doomed}
-    kept: set[bytes] = set()
+    skip = reader.skip
+    elsewhere: set[bytes] = set()   # live ids with an intact-looking copy in a pack that stays
     for pack in reader.packs.values():
         if pack.base not in doomed_names:
-            kept.update(pack.index.names())
-    plan: list[tuple[Pack, Record]] = []
-    planned: set[bytes] = set()
+            elsewhere.update(sha for sha in pack.index.name_list() if (sha, pack.name) not in skip)
+    # Every copy of each live object the doomed packs hold, known-damaged copies last.
+    plan: dict[bytes, list[tuple[Pack, Record]]] = {}
     for pack in doomed:
         for record in pack.records():
-            if record.sha in live and record.sha not in kept and record.sha not in planned:
-                planned.add(record.sha)
-                plan.append((pack, record))
+            if record.sha in live and record.sha not in elsewhere:
+                plan.setdefault(record.sha, []).append((pack, record))
+    for copies in plan.values():
+        copies.sort(key=lambda copy: (copy[1].sha, copy[0].name) in skip)
     kept: set[str] = set()
     new_base = _write_pack(reader, store.pack_dir, plan, kept, result) if plan else None
     result.kept_packs = sorted(kept)
@@ -245,26 +247,19 @@ def _rewrite(store: Store, reader: ObjectReader, doomed: list[Pack], live: set[b
     return new_base
 
 
-def _write_pack(reader: ObjectReader, pack_dir: str, plan: list[tuple[Pack, Record]],
-                kept: set[str], result: GcResult) -> str | None:
-    """One new pack holding the planned records, copied verbatim (delta records whole); a
-    record that fails its check is left where it is, and its pack goes to `kept`."""
+def _write_pack(reader: ObjectReader, pack_dir: str,
+                plan: dict[bytes, list[tuple[Pack, Record]]], kept: set[str],
+                result: GcResult) -> str | None:
+    """One new pack holding one copy of each planned object, copied verbatim (delta records
+    whole), trying its copies in turn; an object none of whose copies checks stays where it is,
+    and its packs go to `kept`."""
     writer = PackWriter(pack_dir)
     try:
-        for pack, record in plan:
-            try:
-                if pack.header(record.offset)[0] in DELTAS:
-                    # Not written by undostore: store the object whole (its base may not be kept).
-                    type_num, body = reader.read(record.sha)
-                    writer.add(type_num, record.sha, body)
-                else:
-                    writer.copy(pack, record)
-            except (RecordDamaged, IncompleteSnapshotError) as err:
-                if reader.on_damage is not None:
-                    reader.on_damage(record.sha, pack.name, str(err))
-                result.damaged.append(record.sha.hex())
-                kept.add(pack.pack_path)
-        for pack, _ in plan:
+        for sha, copies in plan.items():
+            if not any(_copy(reader, writer, pack, record) for pack, record in copies):
+                result.damaged.append(sha.hex())
+                kept.update(pack.pack_path for pack, _ in copies)
+        for pack in {pack for copies in plan.values() for pack, _ in copies}:
             pack.close()   # the new pack may replace one of them (same content, same name)
         base = writer.commit()
     except OSError as err:
@@ -274,6 +269,22 @@ def _write_pack(reader: ObjectReader, pack_dir: str, plan: list[tuple[Pack, Reco
         writer.abort()
         raise
     return base
+
+
+def _copy(reader: ObjectReader, writer: PackWriter, pack: Pack, record: Record) -> bool:
+    """Copy one record into `writer`; False (the damage recorded) if it does not check."""
+    try:
+        if pack.header(record.offset)[0] in DELTAS:
+            # Not written by undostore: store the object whole (its base may not be kept).
+            type_num, body = reader.read(record.sha)
+            writer.add(type_num, record.sha, body)
+        else:
+            writer.copy(pack, record)
+        return True
+    except (RecordDamaged, IncompleteSnapshotError) as err:
+        if reader.on_damage is not None:
+            reader.on_damage(record.sha, pack.name, str(err))
+        return False
 
 
 def _clean_temporaries(store_path: str, pack_dir: str, cutoff: float, result: GcResult) -> int:

@@ -228,16 +228,13 @@ class Store:
 
     def heal(self, full: bool = False) -> list[str]:
         """Heal the packs that failed their open checks: re-index an intact pack, else salvage
-        what checks and move it aside. `full` also re-indexes index-less packs and checks every
-        index's own checksum (gc, verify --repair). Returns one line per pack healed."""
+        what checks and move it aside. `full` also re-indexes index-less packs (gc, verify
+        --repair). Returns one line per pack healed."""
         done = []
         with self.lock:
             if full:
                 done += damage.reindex_orphans(self.pack_dir)
                 self.refresh()
-                for base, pack in list(self.index.packs.items()):
-                    if not pack.index.checksum_ok():
-                        self.index.set_aside(base, "its index fails its checksum")
             for base in sorted(self.index.damaged_packs):
                 outcome, saved, lost = damage.heal_pack(base, self.index.has)
                 done.append(f"{base}.pack: {outcome}" + (
