@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from undostore import Workspace
+from undostore.errors import IncompleteSnapshotError
 from undostore.git.objects import MODE_TREE
 from undostore.git.reader import ObjectReader
 from undostore.store.store import default_store_path
@@ -289,3 +290,13 @@ def test_abort_with_a_damaged_restore_journal_removes_every_temp_file(tree_facto
     assert snap.returncode == 0 and ".undostore-tmp-rfeed-1" in snap.stderr
     (root / ".undostore-tmp-rfeed-1").unlink()
     assert snap.stdout.strip() == git.write_tree(root)
+
+
+def test_an_intact_object_of_another_type_is_refused_but_not_recorded_as_damage(tree_factory):
+    root = tree_factory({"a.txt": "text\n"})
+    with Workspace(root) as ws:
+        snapshot = ws.snapshot().id
+        blob = next(s for _p, _m, s in ws.store.iter_tree_files(bytes.fromhex(snapshot)))
+        with pytest.raises(IncompleteSnapshotError, match="expected a tree"):
+            ws.store.index.read_tree_body(blob)
+        assert ws.store.damaged_copies() == set() and ws.store.has(blob)

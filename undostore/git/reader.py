@@ -105,9 +105,9 @@ class ObjectReader:
         if self.on_damage is not None:
             self.on_damage(sha, pack.name, why)
 
-    def _open(self, sha: bytes, want: int | None = None) -> tuple[Pack, int, int, int] | None:
-        """(pack, stream start, type, size) of the first intact-looking copy, a delta copy
-        resolved by `_delta`; None if absent. Raises if every copy is damaged."""
+    def _open(self, sha: bytes) -> tuple[Pack, int, int, int] | None:
+        """(pack, stream start, type, size) of the first copy whose header reads; None if
+        absent. Raises if every copy is damaged."""
         why = ""
         skipped: list[str] = []
         for pack, position in list(self._copies(sha, skipped)):
@@ -118,19 +118,16 @@ class ObjectReader:
                 why = str(err)
                 self._damage(sha, pack, why)
                 continue
-            if want is not None and type_num not in (want, *DELTAS):
-                why = f"expected a {'tree' if want == TREE else 'blob'}"
-                self._damage(sha, pack, why)
-                continue
             return pack, offset + header_len, type_num, size
         if why or skipped:
             raise _damaged(sha, why or f"its copy in {skipped[0]} failed a check before")
         return None
 
     def _whole(self, sha: bytes, want: int | None = None) -> tuple[int, bytes]:
-        """(type, body), hash-checked, trying each copy in turn."""
+        """(type, body), hash-checked, trying each copy in turn; an intact object of another
+        type than `want` is refused without counting as damage."""
         while True:
-            found = self._open(sha, want)
+            found = self._open(sha)
             if found is None:
                 raise _missing(sha)
             pack, start, type_num, size = found
@@ -140,9 +137,12 @@ class ObjectReader:
                 else:
                     body = b"".join(pack.inflate(start, size))
                 _check(sha, type_num, body)
-                return type_num, body
             except (RecordDamaged, PackDamaged) as err:
                 self._damage(sha, pack, str(err))
+                continue
+            if want is not None and type_num != want:
+                raise _damaged(sha, f"expected a {'tree' if want == TREE else 'blob'}")
+            return type_num, body
 
     def type_of(self, sha: bytes) -> int | None:
         """The object's type from its record header (nothing inflated); None if absent."""
@@ -176,10 +176,10 @@ class ObjectReader:
 
     def small_blob(self, sha: bytes, limit: int) -> bytes | None:
         """A blob's bytes, hash-checked, if it is at most `limit` bytes; None if larger."""
-        found = self._open(sha, BLOB)
+        found = self._open(sha)
         if found is None:
             raise _missing(sha)
-        if found[2] not in DELTAS and found[3] > limit:
+        if found[2] == BLOB and found[3] > limit:
             return None
         body = self._whole(sha, BLOB)[1]
         return body if len(body) <= limit else None
@@ -187,11 +187,11 @@ class ObjectReader:
     def blob_chunks(self, sha: bytes) -> Iterator[bytes]:
         """A blob's bytes in chunks, in constant memory; the hash is checked after the last
         chunk (IncompleteSnapshotError there if it does not match)."""
-        found = self._open(sha, BLOB)
+        found = self._open(sha)
         if found is None:
             raise _missing(sha)
         pack, start, type_num, size = found
-        if type_num in DELTAS:
+        if type_num != BLOB:   # a delta, or not a blob at all (refused after its hash check)
             yield self._whole(sha, BLOB)[1]
             return
         check = hashlib.sha1(object_header(BLOB, size))
