@@ -210,25 +210,6 @@ class ObjectReader:
         """Inflate and hash a blob without keeping it; returns its size."""
         return sum(len(chunk) for chunk in self.blob_chunks(sha))
 
-    def check_record(self, pack: Pack, record: Record) -> int:
-        """Inflate and hash one record where it lies (verify, repair); returns its type.
-        RecordDamaged (and `on_damage`) if it does not check."""
-        try:
-            type_num, size, header_len = pack.header(record.offset)
-            if type_num in DELTAS:
-                type_num, body = _delta(pack, record.sha)
-                _check(record.sha, type_num, body)
-                return type_num
-            digest = hashlib.sha1(object_header(type_num, size))
-            for chunk in pack.inflate(record.offset + header_len, size):
-                digest.update(chunk)
-            if digest.digest() != record.sha:
-                raise RecordDamaged("its content does not hash to its id")
-            return type_num
-        except (RecordDamaged, PackDamaged) as err:
-            self._damage(record.sha, pack, str(err))
-            raise
-
     def close(self) -> None:
         for pack in self.packs.values():
             pack.close()
