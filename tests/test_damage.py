@@ -4,6 +4,7 @@ the real CLI (one line each, no Python warning format)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -319,3 +320,23 @@ def test_an_intact_object_of_another_type_is_refused_but_not_recorded_as_damage(
         with pytest.raises(IncompleteSnapshotError, match="expected a tree"):
             ws.store.index.read_tree_body(blob)
         assert ws.store.damaged_copies() == set() and ws.store.has(blob)
+
+
+def test_an_index_less_cut_pack_has_its_whole_records_copied_out_before_it_moves_aside(
+        tree_factory):
+    root, first, second = two_states(tree_factory)
+    pack = newest_pack(root)
+    with ObjectReader(str(pack_dir(root))) as reader:
+        listed = len(reader.packs[str(pack)[:-5]].index.name_list())
+    Path(str(pack)[:-5] + ".idx").unlink()
+    os.truncate(pack, pack.stat().st_size - 40)    # the last record and the trailer
+
+    gc = cli(root, "gc", "--grace", "0", "--json")
+
+    assert gc.returncode == 0, gc.stderr
+    healed = json.loads(gc.stdout)["healed_packs"]
+    assert len(healed) == 1 and "moved to" in healed[0]
+    saved = int(healed[0].split("(")[1].split()[0])
+    assert 0 < saved < listed
+    every_object_checks(root, first)
+    assert os.listdir(pack_dir(root) / "damaged")

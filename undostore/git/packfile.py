@@ -13,13 +13,14 @@ Ours, not dulwich's: streaming multi-GB records from an mmap and copying records
 from __future__ import annotations
 
 import bisect
+import hashlib
 import mmap
 import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from undostore.git.objects import CHUNK
+from undostore.git.objects import CHUNK, object_header
 from undostore.git.packindex import PackIndexFile
 
 OFS_DELTA = 6
@@ -66,7 +67,11 @@ def indexless_packs(pack_dir: str) -> list[str]:
 
 
 class Pack:
-    """One complete pack, index and data mmapped; PackDamaged if it fails the open checks."""
+    """One complete pack, index and data mmapped; PackDamaged if it fails the open checks.
+    Unchecked (`check=False`, for salvage) a pack opens without a readable index too
+    (`index` None: only `header`, `inflate` and `scan` work)."""
+
+    index: PackIndexFile
 
     def __init__(self, base: str, check: bool = True) -> None:
         self.base = base
@@ -75,15 +80,17 @@ class Pack:
         self.name = os.path.basename(base)
         try:
             self.index = PackIndexFile(self.idx_path)
-        except ValueError as err:
-            raise PackDamaged(f"its index is unreadable ({err})") from None
+        except (OSError, ValueError) as err:
+            if check:
+                raise PackDamaged(f"its index is unreadable ({err})") from None
+            self.index = None  # type: ignore[assignment]
         try:
             with open(self.pack_path, "rb") as f:
                 st = os.fstat(f.fileno())
                 self.data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if st.st_size \
                     else b""
             self.pack_size, self.mtime = st.st_size, st.st_mtime
-            self.idx_size = os.path.getsize(self.idx_path)
+            self.idx_size = os.path.getsize(self.idx_path) if self.index is not None else 0
             # Records end before the trailer; a pack opened unchecked (salvage) may have lost
             # its trailer, and each stream's own end (and its hash) tells where it stops.
             self._end = len(self.data) - 20 if check else len(self.data)
@@ -172,6 +179,40 @@ class Pack:
         if produced != size:
             raise RecordDamaged(f"it inflates to {produced} bytes, its header says {size}")
 
+    def scan(self) -> Iterator[tuple[int, bytes, int, int]]:
+        """(type, id computed from the bytes, size, stream start) of each whole record from the
+        start of the pack, stopping at the first that does not inflate and hash (or a delta):
+        what a pack holds when its index cannot be trusted."""
+        at = 12
+        while at < len(self.data):
+            try:
+                type_num, size, header_len = self.header(at)
+                if type_num in DELTAS:
+                    return
+                digest = hashlib.sha1(object_header(type_num, size))
+                inflater = zlib.decompressobj()
+                start = at = at + header_len
+                produced = 0
+                pending = b""
+                while not inflater.eof:
+                    if not pending:
+                        pending = self.data[at:at + CHUNK]
+                        if not pending:
+                            return
+                        at += len(pending)
+                    out = inflater.decompress(pending, CHUNK)
+                    pending = inflater.unconsumed_tail
+                    produced += len(out)
+                    if produced > size:
+                        return
+                    digest.update(out)
+                at -= len(inflater.unused_data)
+            except (RecordDamaged, zlib.error):
+                return
+            if produced != size:
+                return
+            yield type_num, digest.digest(), size, start
+
     def copy(self, record: Record) -> Iterator[bytes]:
         """The record's bytes verbatim, in chunks; RecordDamaged at the end if its CRC-32 is not
         the one its index lists (a caller rolls back what it wrote)."""
@@ -186,7 +227,7 @@ class Pack:
     def close(self) -> None:
         if isinstance(getattr(self, "data", None), mmap.mmap):
             self.data.close()
-        if hasattr(self, "index"):
+        if getattr(self, "index", None) is not None:
             self.index.close()
 
 

@@ -15,7 +15,7 @@ import hashlib
 import os
 import time
 
-from undostore.git.objects import CHUNK
+from undostore.git.objects import CHUNK, ChangedWhileReading
 from undostore.git.packfile import (
     DAMAGED_DIR,
     DELTAS,
@@ -83,18 +83,6 @@ def void_stat_cache(store_path: str) -> None:
         pass
 
 
-def reindex_orphans(pack_dir: str) -> list[str]:
-    """Re-index every index-less pack (kept), or move it aside if it cannot be (lock held)."""
-    done = []
-    for pack_path in indexless_packs(pack_dir):
-        try:
-            reindex(pack_path)
-            done.append(f"{pack_path}: reindexed")
-        except PackDamaged:
-            done.append(f"{pack_path}: moved to {move_aside(pack_path[:-5])}")
-    return done
-
-
 def heal_pack(base: str, has_elsewhere) -> tuple[str, int, int]:  # noqa: ANN001
     """Heal one pack that failed its checks (the store lock is held). Returns (what was done:
     "reindexed" or the folder it was moved to, objects saved, objects lost)."""
@@ -130,33 +118,59 @@ def _pack_intact(pack_path: str) -> bool:
 
 def salvage(base: str, has_elsewhere) -> tuple[int, int]:  # noqa: ANN001
     """Copy every object of a damaged pack that still hash-checks, and that no other pack
-    holds, into a new pack; returns (saved, lost). Needs a readable index."""
+    holds, into a new pack; returns (saved, lost). Objects are found through the index when it
+    checks, and by reading the pack from its start (ids computed) in any case."""
     try:
         pack = Pack(base, check=False)
-    except (PackDamaged, OSError, ValueError):
+    except OSError:
         return 0, 0
-    saved = lost = 0
+    found: dict[bytes, tuple[int, int, int]] = {}   # id -> (type, size, stream start)
+    listed: set[bytes] = set()
+    if pack.index is not None and pack.index.checksum_ok():
+        for position, sha in enumerate(pack.index.name_list()):
+            listed.add(sha)
+            try:
+                type_num, size, header_len = pack.header(pack.index.offset_at(position))
+            except RecordDamaged:
+                continue
+            if type_num not in DELTAS:
+                found[sha] = (type_num, size, pack.index.offset_at(position) + header_len)
+    for type_num, sha, size, start in pack.scan():
+        found.setdefault(sha, (type_num, size, start))
+    wanted = {sha for sha in listed | set(found) if not has_elsewhere(sha)}
+    saved = 0
     writer = PackWriter(os.path.dirname(base))
     try:
-        for position, sha in enumerate(pack.index.names()):
-            if has_elsewhere(sha):
+        for sha, (type_num, size, start) in found.items():
+            if sha not in wanted:
                 continue
             try:
-                offset = pack.index.offset_at(position)
-                type_num, size, header_len = pack.header(offset)
-                if type_num in DELTAS:
-                    raise RecordDamaged("a delta (not salvaged)")
-                writer.add_stream(type_num, sha, size, pack.inflate(offset + header_len, size))
+                writer.add_stream(type_num, sha, size, pack.inflate(start, size))
                 saved += 1
-            except Exception:   # noqa: BLE001 (any failure: this object is lost)
-                lost += 1
+            except (RecordDamaged, ChangedWhileReading):
+                continue   # does not hash to the id the index gives: lost
         writer.commit()
     except BaseException:
         writer.abort()
         raise
     finally:
         pack.close()
-    return saved, lost
+    return saved, len(wanted) - saved
+
+
+def reindex_orphans(pack_dir: str, has_elsewhere) -> list[str]:  # noqa: ANN001
+    """Re-index every index-less pack (kept); one that cannot be re-indexed has what still
+    checks copied out and is moved aside (lock held)."""
+    done = []
+    for pack_path in indexless_packs(pack_dir):
+        try:
+            reindex(pack_path)
+            done.append(f"{pack_path}: reindexed")
+        except PackDamaged:
+            saved, lost = salvage(pack_path[:-5], has_elsewhere)
+            done.append(f"{pack_path}: moved to {move_aside(pack_path[:-5])} ({saved} objects "
+                        "copied out)")
+    return done
 
 
 def move_aside(base: str) -> str:

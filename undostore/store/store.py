@@ -233,7 +233,7 @@ class Store:
         done = []
         with self.lock:
             if full:
-                done += damage.reindex_orphans(self.pack_dir)
+                done += damage.reindex_orphans(self.pack_dir, self.index.has)
                 self.refresh()
             for base in sorted(self.index.damaged_packs):
                 outcome, saved, lost = damage.heal_pack(base, self.index.has)
