@@ -148,9 +148,10 @@ class Pack:
         """(type, inflated size, header length) of the record at `offset`."""
         return parse_header(self.data[offset:offset + 64])
 
-    def inflate(self, start: int, size: int) -> Iterator[bytes]:
+    def inflate(self, start: int, size: int, ends: list[int] | None = None) -> Iterator[bytes]:
         """The zlib stream at `start` inflated, in chunks of at most CHUNK bytes; RecordDamaged
-        unless it ends inside the pack and yields exactly `size` bytes."""
+        unless it ends inside the pack and yields exactly `size` bytes. Where the stream ended
+        is appended to `ends`."""
         data = self.data
         end = self._end
         inflater = zlib.decompressobj()
@@ -178,40 +179,27 @@ class Pack:
             raise RecordDamaged(f"zlib: {err}") from None
         if produced != size:
             raise RecordDamaged(f"it inflates to {produced} bytes, its header says {size}")
+        if ends is not None:
+            ends.append(at - len(pending) - len(inflater.unused_data))
 
     def scan(self) -> Iterator[tuple[int, bytes, int, int]]:
         """(type, id computed from the bytes, size, stream start) of each whole record from the
-        start of the pack, stopping at the first that does not inflate and hash (or a delta):
-        what a pack holds when its index cannot be trusted."""
+        start of the pack, stopping at the first that does not inflate (or a delta): what a
+        pack holds when its index cannot be trusted."""
         at = 12
-        while at < len(self.data):
+        while at < self._end:
+            ends: list[int] = []
             try:
                 type_num, size, header_len = self.header(at)
                 if type_num in DELTAS:
                     return
                 digest = hashlib.sha1(object_header(type_num, size))
-                inflater = zlib.decompressobj()
-                start = at = at + header_len
-                produced = 0
-                pending = b""
-                while not inflater.eof:
-                    if not pending:
-                        pending = self.data[at:at + CHUNK]
-                        if not pending:
-                            return
-                        at += len(pending)
-                    out = inflater.decompress(pending, CHUNK)
-                    pending = inflater.unconsumed_tail
-                    produced += len(out)
-                    if produced > size:
-                        return
-                    digest.update(out)
-                at -= len(inflater.unused_data)
-            except (RecordDamaged, zlib.error):
+                for chunk in self.inflate(at + header_len, size, ends):
+                    digest.update(chunk)
+            except RecordDamaged:
                 return
-            if produced != size:
-                return
-            yield type_num, digest.digest(), size, start
+            yield type_num, digest.digest(), size, at + header_len
+            at = ends[0]
 
     def copy(self, record: Record) -> Iterator[bytes]:
         """The record's bytes verbatim, in chunks; RecordDamaged at the end if its CRC-32 is not
