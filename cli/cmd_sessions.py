@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from .common import Context, emit, json_option, note, pass_context, session_option, yes_option
+from .pending import mention_pending
 
 
 def _when(seconds: float) -> str:
@@ -37,6 +38,7 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
     point that the undo took away).
     """
     log = ctx.workspace().log(session)
+    payload = mention_pending(ctx.workspace(), log.to_json(), as_json)
     if not as_json and not log.undo and not log.redo:
         note(f"undostore: session {log.session!r} has no undo points")
 
@@ -45,7 +47,7 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
         lines += [_point_line("redo", i, p) for i, p in enumerate(log.redo, 1)]
         return "\n".join(lines)
 
-    emit(as_json, log.to_json(), plain)
+    emit(as_json, payload, plain)
 
 
 def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_run: bool,
@@ -93,9 +95,11 @@ def redo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
 def sessions_command(ctx: Context, as_json: bool) -> None:
     """List the sessions of this store with their numbers of undo and redo entries."""
     infos = ctx.workspace().sessions()
+    payload = mention_pending(ctx.workspace(), {"sessions": [s.to_json() for s in infos]},
+                              as_json)
     if not as_json and not infos:
         note("undostore: no sessions")
-    emit(as_json, {"sessions": [s.to_json() for s in infos]},
+    emit(as_json, payload,
          lambda: "\n".join(f"{s.name}  undo {s.undo}  redo {s.redo}" for s in infos))
 
 
@@ -156,6 +160,7 @@ def verify_command(ctx: Context, snapshot_id: str | None, as_json: bool) -> None
     from undostore.errors import IncompleteSnapshotError
 
     result = ctx.workspace().verify(snapshot_id)
+    payload = mention_pending(ctx.workspace(), result.to_json(), as_json)
 
     def plain() -> str:
         lines = [f"{kind} {p.snapshot[:12]} {p.path or '(root)'} {p.id}: {p.reason}"
@@ -166,7 +171,7 @@ def verify_command(ctx: Context, snapshot_id: str | None, as_json: bool) -> None
                      f"checked, {len(result.missing)} missing, {len(result.corrupt)} corrupt")
         return "\n".join(lines)
 
-    emit(as_json, result.to_json(), plain)
+    emit(as_json, payload, plain)
     if not result.ok:
         sys.stdout.flush()
         sys.exit(IncompleteSnapshotError.exit_code)

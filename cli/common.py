@@ -30,6 +30,10 @@ class Context:
             from undostore import Workspace
 
             self._workspace = Workspace(self.root, self.store, force=self.force)
+            # A restore a crash left half-done is finished by whatever command comes next:
+            # say so, and how to roll it back instead.
+            self._workspace.on_recovery = lambda pending: note(
+                f"undostore: {pending.finishing_notice()}")
         return self._workspace
 
 

@@ -14,6 +14,7 @@ restore plus a journal step, and which ids a prefix may name. No library module 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import UnknownSnapshotError
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from undostore.history.gc import GcResult
     from undostore.history.sessions import Log, SessionInfo
     from undostore.history.verify import VerifyResult
+    from undostore.restore.pending import PendingRestore
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult
 
@@ -47,6 +49,9 @@ class Workspace:
         self.store = Store(store_path or default_store_path(self.root), root=self.root)
         self.store.listed_snapshots = self._listed_snapshots
         self._recovered = False
+        # Called before a command finishes a restore a crash left half-done (see
+        # restore.PendingRestore.finishing_notice); the CLI prints it on stderr.
+        self.on_recovery: Callable[[PendingRestore], None] | None = None
 
     def _listed_snapshots(self) -> set[bytes]:
         from undostore.history.anchors import listed_snapshots
@@ -118,7 +123,8 @@ class Workspace:
 
         return Worktree(self.root, self.store, self._snapshot_locked,
                         step_done=lambda context, target, safety: complete_step(
-                            self.store, context, target, safety))
+                            self.store, context, target, safety),
+                        on_recovery=self.on_recovery)
 
     def restore(self, target: str, *, expected: str | None = None, dry_run: bool = False,
                 confirm: Confirm | None = None) -> RestoreResult:
@@ -139,6 +145,12 @@ class Workspace:
             return abort_pending(self._worktree())
         finally:
             self._recovered = False
+
+    def pending_restore(self) -> PendingRestore | None:
+        """The restore a crash left half-done (the next command finishes it), or None."""
+        from undostore.restore.pending import pending_restore
+
+        return pending_restore(self.store)
 
     def _recover_if_needed(self) -> None:
         """Finish an interrupted restore before anything else touches the files (lock held)."""
