@@ -125,8 +125,9 @@ def drop_command(ctx: Context, session: str | None, as_json: bool) -> None:
 
 @click.command("gc")
 @click.option("--grace", "grace", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
-              help="Keep objects younger than this (default 3600): a snapshot taken moments "
-                   "ago by id stays restorable.")
+              help="Keep snapshots handed out outside sessions for this long (default 86400: "
+                   "a day), so an id printed by `snapshot` or a restore's safety snapshot stays "
+                   "restorable. Sessions keep their own.")
 @json_option
 @pass_context
 def gc_command(ctx: Context, grace: float | None, as_json: bool) -> None:

@@ -30,6 +30,7 @@ from undostore.history import journal as journals
 from undostore.history.gc import collect
 from undostore.history.journal import Point, SessionWarning
 from undostore.restore.restore import Confirm, RestoreResult, Worktree, restore
+from undostore.store.recent import forget as forget_recent
 
 if TYPE_CHECKING:
     from undostore.store.store import Store
@@ -85,6 +86,7 @@ def _commit(store: Store, journal: journals.Journal, new_ids: list[str]) -> None
     anchors.hold(store, journal.name, new_ids, existing=existing)
     journals.save(store, journal)
     anchors.release(store, journal.name, keep=journal.ids(), existing=existing | set(new_ids))
+    forget_recent(store.path, {bytes.fromhex(i) for i in new_ids})  # the journal keeps them
 
 
 def _auto_gc(store: Store) -> None:
