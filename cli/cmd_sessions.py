@@ -140,12 +140,34 @@ def gc_command(ctx: Context, grace: float | None, as_json: bool) -> None:
         note(f"undostore: warning: {path}: in use, not removed (the next gc retries)")
 
     def plain() -> str:
-        return (f"freed {result.freed_bytes / 1e6:.1f} MB; objects {result.objects_before:,} -> "
-                f"{result.objects_after:,}; packs {result.packs_before} -> {result.packs_after}; "
-                f"anchors released {result.anchors_released}, restored "
-                f"{result.anchors_created}; {result.seconds:.2f} s")
+        summary = (f"freed {result.freed_bytes / 1e6:.1f} MB; objects {result.objects_before:,} "
+                   f"-> {result.objects_after:,}; packs {result.packs_before} -> "
+                   f"{result.packs_after}; anchors released {result.anchors_released}, restored "
+                   f"{result.anchors_created}; {result.seconds:.2f} s")
+        return summary + ("\n" + _kept_line(result.kept, grace) if result.kept else "")
 
     emit(as_json, result.to_json(), plain)
+
+
+_KEPT_WORDS = {"files_now": "the files now",
+               "pending_restore": "a pending restore",
+               "shared": "shared by several of these"}
+
+
+def _kept_line(kept: list[dict[str, Any]], grace: float | None) -> str:
+    """Why gc freed what it freed: what holds the bytes it kept, largest first."""
+    hours = (86400 if grace is None else grace) / 3600
+    parts = []
+    for item in kept:
+        if item["what"] == "session":
+            what = f"session {item['session']!r} alone (`drop` frees it)"
+        elif item["what"] == "outside_sessions":
+            what = (f"snapshots taken outside sessions in the last {hours:g} h "
+                    "(`gc --grace 0` frees them)")
+        else:
+            what = _KEPT_WORDS.get(item["what"], item["what"])
+        parts.append(f"{what} {item['bytes'] / 1e6:.1f} MB")
+    return "kept: " + "; ".join(parts)
 
 
 @click.command("verify")

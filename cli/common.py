@@ -34,7 +34,15 @@ class Context:
             # say so, and how to roll it back instead.
             self._workspace.on_recovery = lambda pending: note(
                 f"undostore: {pending.finishing_notice()}")
+            self._workspace.on_evict = _note_eviction
         return self._workspace
+
+
+def _note_eviction(eviction: Any) -> None:
+    why = ("older than UNDOSTORE_KEEP_DAYS" if eviction.reason == "keep_days"
+           else "to keep the store under UNDOSTORE_MAX_STORE_MB")
+    note(f"undostore: dropped undo point {eviction.id[:12]} of session {eviction.session!r} "
+         f"({why})")
 
 
 pass_context = click.make_pass_decorator(Context)

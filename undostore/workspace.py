@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from undostore.diff.change import Change
     from undostore.diff.trees import DiffResult
     from undostore.history.gc import GcResult
+    from undostore.history.retention import Eviction
     from undostore.history.sessions import Log, SessionInfo
     from undostore.history.verify import VerifyResult
     from undostore.restore.pending import PendingRestore
@@ -52,6 +53,9 @@ class Workspace:
         # Called before a command finishes a restore a crash left half-done (see
         # restore.PendingRestore.finishing_notice); the CLI prints it on stderr.
         self.on_recovery: Callable[[PendingRestore], None] | None = None
+        # Called for each undo point retention drops (UNDOSTORE_KEEP_DAYS, _MAX_STORE_MB):
+        # the operation log records it.
+        self.on_evict: Callable[[Eviction], None] | None = None
 
     def _listed_snapshots(self) -> set[bytes]:
         from undostore.history.anchors import listed_snapshots
@@ -74,7 +78,8 @@ class Workspace:
             if session is not None:
                 from undostore.history.sessions import record_undo_point
 
-                record_undo_point(self.store, session_name(session), result.id, label, meta)
+                record_undo_point(self.store, session_name(session), result.id, label, meta,
+                                  on_evict=self.on_evict)
         return result
 
     def _snapshot_locked(self, options: SnapshotOptions | None = None) -> SnapshotResult:
@@ -204,9 +209,10 @@ class Workspace:
         return drop_session(self.store, session)
 
     def gc(self, grace_seconds: float | None = None) -> GcResult:
-        from undostore.history.gc import collect
+        """gc, and what holds the bytes it kept (`kept`: why it freed what it freed)."""
+        from undostore.history.retention import collect_explained
 
-        return collect(self.store, grace_seconds=grace_seconds)
+        return collect_explained(self.store, grace_seconds=grace_seconds)
 
     def verify(self, snapshot_id: str | None = None) -> VerifyResult:
         from undostore.history.verify import verify

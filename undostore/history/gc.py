@@ -71,6 +71,7 @@ class GcResult:
     missing: list[str] = field(default_factory=list)        # live ids the store lacks
     busy_files: list[str] = field(default_factory=list)     # old files that could not be removed
     seconds: float = 0.0
+    kept: list[dict[str, Any]] = field(default_factory=list)  # what holds the rest (retention)
 
     def to_json(self) -> dict[str, Any]:
         return {"freed_bytes": self.freed_bytes, "objects_before": self.objects_before,
@@ -80,7 +81,8 @@ class GcResult:
                 "anchors_released": self.anchors_released,
                 "temp_files_removed": self.temp_files_removed,
                 "missing": self.missing[:100], "missing_count": len(self.missing),
-                "busy_files": self.busy_files, "seconds": round(self.seconds, 4)}
+                "busy_files": self.busy_files, "seconds": round(self.seconds, 4),
+                "kept": self.kept}
 
 
 def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
