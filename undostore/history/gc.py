@@ -45,13 +45,14 @@ from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.restore.restorelog import pending_snapshot_ids
 from undostore.store.atomic import TEMP_PREFIX, fsync_dir, replace_with_retry
+from undostore.store.recent import KEEP_SECONDS as RECENT_KEEP_SECONDS
 from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache, rebind_packs
 
 if TYPE_CHECKING:
     from undostore.store.store import Store
 
-DEFAULT_GRACE_SECONDS = 86400.0   # ids handed out outside sessions stay restorable this long
+DEFAULT_GRACE_SECONDS = RECENT_KEEP_SECONDS   # ids handed out outside sessions stay a day
 TEMP_GRACE_SECONDS = 3600.0       # a younger temp file may be a pack still being written
 SMALL_PACK_BYTES = 16 << 20
 _GITLINK = 0o160000

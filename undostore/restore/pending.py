@@ -30,9 +30,12 @@ class PendingRestore:
     damaged: str | None = None   # why the journal cannot be read (then the ids are empty)
 
     def to_json(self) -> dict[str, Any]:
-        return {"operation": self.operation, "target": self.target or None,
-                "safety": self.safety or None, "rollback": self.rollback or None,
-                "files": self.files, "started": self.started, "damaged": self.damaged}
+        if self.damaged is not None:
+            return {"operation": None, "target": None, "safety": None, "rollback": None,
+                    "files": None, "started": None, "damaged": self.damaged}
+        return {"operation": self.operation, "target": self.target, "safety": self.safety,
+                "rollback": self.rollback, "files": self.files, "started": self.started,
+                "damaged": None}
 
     def describe(self) -> str:
         """One line for people: what is pending and the two ways out."""
