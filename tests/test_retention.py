@@ -82,6 +82,11 @@ def test_twelve_points_of_8_mb_fit_under_max_store_mb_40(tree_factory):
     log = ws.log("s")
     assert log.undo[0].label == "p11" and len(log.undo) + len(dropped) == 12
     assert len(dropped) >= 6 and all("UNDOSTORE_MAX_STORE_MB" in line for line in dropped)
+    ops = json.loads(_cli(root, "ops", "--json").stdout)["ops"]
+    assert sum(op["op"] == "snapshot" for op in ops) == 12
+    evicted = [op for op in ops if op["op"] == "evict"]
+    assert len(evicted) == len(dropped) and {op["session"] for op in evicted} == {"s"}
+    assert {op["id"][:12] for op in evicted} == {line.split()[4] for line in dropped}
     (root / "data.bin").write_bytes(b"edited after the last point")
     undone = _cli(root, "undo", "--session", "s", "--yes")
     assert undone.returncode == 0, undone.stderr
