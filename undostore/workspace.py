@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .diff import Change
     from .gc import GcResult
     from .restore import Confirm, RestoreResult
+    from .revert import RevertResult
     from .sessions import Log, SessionInfo
     from .snapshot import SnapshotOptions, SnapshotResult
     from .verify import VerifyResult
@@ -31,6 +32,22 @@ DEFAULT_SESSION = "default"
 def session_name(session: str | None) -> str:
     """`--session`, else `UNDOSTORE_SESSION`, else "default" (the contract)."""
     return session or os.environ.get("UNDOSTORE_SESSION") or DEFAULT_SESSION
+
+
+def _next_point(ws: Workspace, point: str) -> str | None:
+    """The undo point after `point` in the session listing it (its last listing, so a turn that
+    changed nothing is skipped); None when it is the newest. Not an undo point: UsageError."""
+    from . import journal as journals
+    from .errors import UsageError
+
+    wanted = ws.store.resolve(point).hex()
+    for name in journals.session_names(ws.store):
+        ids = [p.id for p in journals.load(ws.store, name).undo]
+        if wanted in ids:
+            at = len(ids) - 1 - ids[::-1].index(wanted)
+            return ids[at + 1] if at + 1 < len(ids) else None
+    raise UsageError(f"{wanted[:12]} is not an undo point of any session: name the state to "
+                     "revert to as well (revert FROM TO)")
 
 
 class Workspace:
@@ -93,6 +110,17 @@ class Workspace:
 
         return restore_workspace(self, target, expected=expected, dry_run=dry_run,
                                  confirm=confirm)
+
+    def revert(self, from_id: str, to_id: str | None = None, *, merge: bool = False,
+               dry_run: bool = False, confirm: Confirm | None = None) -> RevertResult:
+        """Take back the change FROM -> TO on the files now, keeping later changes (revert.py).
+        With one id, an undo point: TO is the session's next point, or the files now."""
+        from .revert import revert_workspace
+
+        if to_id is None:
+            to_id = _next_point(self, from_id)
+        return revert_workspace(self, from_id, to_id, merge=merge, dry_run=dry_run,
+                                confirm=confirm)
 
     def abort_restore(self) -> RestoreResult | None:
         """Roll an interrupted restore back to its safety snapshot."""
