@@ -167,34 +167,27 @@ class _Merger:
 
     def merge(self, path: str, base: Entry | None, ours: Entry | None,
               theirs: Entry | None) -> Entry | None:
+        """The merged entry of one path (None: absent), as git's tree merge decides it."""
         if ours in (base, theirs):
             return theirs
-        if base is None or ours is None or theirs is None:
-            return self._one_side_missing(path, base, ours, theirs)
-        if _is_link(base[0]) or _is_link(ours[0]) or _is_link(theirs[0]):
-            result, conflict = merge_value(base, ours, theirs)
+        if ours is None or theirs is None:
+            self.conflicts.append(path)   # modify/delete: git leaves the modified side
+            return ours if ours is not None else theirs
+        if _is_link(ours[0]) or _is_link(theirs[0]):
+            result, conflict = merge_value(base, ours, theirs)   # a link, or two types
             if conflict:
                 self.conflicts.append(path)
             return result
-        mode, mode_conflict = merge_value(base[0], ours[0], theirs[0])
-        sha, content_conflict = merge_value(base[1], ours[1], theirs[1])
+        # Two regular files (an add/add merges over an empty base, as git's does).
+        base_mode, base_sha = base if base is not None else (None, None)
+        mode, mode_conflict = merge_value(base_mode, ours[0], theirs[0])
+        sha, content_conflict = merge_value(base_sha, ours[1], theirs[1])
         if content_conflict:
-            sha, content_conflict = self._merge_content(base[1], ours[1], theirs[1])
+            sha, content_conflict = self._merge_content(base_sha, ours[1], theirs[1])
         if mode_conflict or content_conflict:
             self.conflicts.append(path)
         assert mode is not None and sha is not None
         return (mode, sha)
-
-    def _one_side_missing(self, path: str, base: Entry | None, ours: Entry | None,
-                          theirs: Entry | None) -> Entry | None:
-        """Modify/delete and add/add (ours differs from both base and theirs)."""
-        self.conflicts.append(path)
-        if base is None and ours is not None and theirs is not None:
-            if not (_is_link(ours[0]) or _is_link(theirs[0])):
-                sha, _ = self._merge_content(None, ours[1], theirs[1])
-                return (ours[0], sha)
-            return ours
-        return ours if ours is not None else theirs   # git leaves the modified side
 
     def _merge_content(self, base: bytes | None, ours: bytes,
                        theirs: bytes) -> tuple[bytes, bool]:
