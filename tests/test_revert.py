@@ -2,7 +2,8 @@
 
 The history is a start state, turns, and the user's edits, made both as undostore snapshots of
 a root and as commits of a private git repository. The turn to take back is reverted by
-`Workspace.revert` and by `git revert --no-commit -X no-renames` of that turn's commit. Clean:
+`Workspace.revert` and by `git revert --no-commit --strategy=recursive -X no-renames` of that
+turn's commit (undostore pairs files by path, never by rename). Clean:
 every file, mode and symlink is byte for byte what git leaves. Conflicting: the same paths
 conflict; without `merge` nothing changes, with `merge` every path git merged cleanly is
 identical and text conflicts carry the same hunks (marker labels aside).
@@ -87,7 +88,9 @@ class History:
 
     def git_revert(self, k: int) -> list[str]:
         """git reverts the change from state k-1 to state k; the conflicting paths."""
-        self.run("revert", "--no-commit", "-X", "no-renames", self.commits[k], check=False)
+        # merge-ort in git 2.39 ignores -X no-renames; the recursive strategy honours it.
+        self.run("revert", "--no-commit", "--strategy=recursive", "-X", "no-renames",
+                 self.commits[k], check=False)
         out = self.run("ls-files", "-u", "-z")
         return sorted({e.split(b"\t", 1)[1].decode() for e in out.split(b"\0") if e})
 
