@@ -29,7 +29,7 @@ def _register() -> None:
     from . import cmd_snapshot
 
     cli.add_command(cmd_snapshot.snapshot_command)
-    for module_name in ("cmd_diff", "cmd_restore", "cmd_sessions"):
+    for module_name in ("cmd_diff", "cmd_restore", "cmd_revert", "cmd_sessions"):
         try:
             module = __import__(f"undostore_cli.{module_name}", fromlist=["COMMANDS"])
         except ModuleNotFoundError as err:
@@ -43,11 +43,16 @@ def _register() -> None:
 _register()
 
 
-def _fail(as_json: bool, code: int, kind: str, message: str, path: str | None = None) -> None:
-    """End with `code`; with --json, stdout still gets exactly one JSON object (the error)."""
+def _fail(as_json: bool, code: int, kind: str, message: str, path: str | None = None,
+          conflicts: list[str] | None = None) -> None:
+    """End with `code`; with --json, stdout still gets exactly one JSON object (the error, and
+    the conflicting paths of a refused revert)."""
     if as_json:
         error = {"type": kind, "message": message, "path": path}
-        sys.stdout.write(json.dumps({"error": error, "exit_code": code}) + "\n")
+        doc = {"error": error, "exit_code": code}
+        if conflicts is not None:
+            doc["conflicts"] = conflicts
+        sys.stdout.write(json.dumps(doc) + "\n")
     sys.exit(code)
 
 
@@ -66,7 +71,8 @@ def main(argv: list[str] | None = None) -> None:
         _fail(as_json, err.exit_code, "UsageError", err.format_message())
     except UndostoreError as err:
         click.echo(f"undostore: error: {err}", err=True)
-        _fail(as_json, err.exit_code, type(err).__name__, err.message, err.path)
+        _fail(as_json, err.exit_code, type(err).__name__, err.message, err.path,
+              getattr(err, "conflicts", None))
     except OSError as err:
         # The library turns the OSErrors it expects into UndostoreError; one that slips through
         # still gets the path and the cause, not a traceback.

@@ -197,7 +197,7 @@ class _Merger:
         ours_data, theirs_data = read(ours), read(theirs)
         if is_binary(base_data) or is_binary(ours_data) or is_binary(theirs_data):
             return ours, True
-        merged = merge_text(base_data, ours_data, theirs_data, *self.labels)
+        merged = merge_text(base_data, ours_data, theirs_data, *self.labels, alnum=False)
         sha = hash_object(BLOB, merged.data)
         self.new_blobs[sha] = merged.data
         return sha, not merged.clean
