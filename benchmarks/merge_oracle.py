@@ -2,8 +2,8 @@
 
     python benchmarks/merge_oracle.py [N] [SEED]
 
-Compares undostore's `textmerge.merge_text` and, when installed, the PyPI package `merge3`
-(with and without its `reprocess` step) against git on N random base/ours/theirs triples
+Compares undostore's `undostore.diff.merge.merge_text` and, when installed, the PyPI package
+`merge3` (with and without its `reprocess` step) against git on N random base/ours/theirs triples
 (ours and theirs are random edits of base; small alphabets so edits collide). Prints, per
 engine, how many outputs are byte-identical to git's and how many agree on clean vs conflict.
 Runs git; for development only (the library never runs git).
@@ -20,8 +20,8 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from undostore.linediff import split_lines  # noqa: E402
-from undostore.textmerge import merge_text  # noqa: E402
+from undostore.diff.linediff import split_lines  # noqa: E402
+from undostore.diff.merge import merge_text  # noqa: E402
 
 ALPHABET = [b"a", b"b", b"c", b"d", b"{", b"}", b"", b"x = 1", b"  return"]
 
@@ -83,9 +83,9 @@ def main() -> None:
         sys.exit("git not found")
     try:
         import merge3  # noqa: F401
-        engines = ["textmerge", "merge3", "merge3+reprocess"]
+        engines = ["undostore", "merge3", "merge3+reprocess"]
     except ImportError:
-        engines = ["textmerge"]
+        engines = ["undostore"]
     same = dict.fromkeys(engines, 0)
     verdict = dict.fromkeys(engines, 0)
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,14 +93,14 @@ def main() -> None:
             base, ours, theirs = case(rng)
             want, code = git_merge(tmp, base, ours, theirs)
             for engine in engines:
-                if engine == "textmerge":
+                if engine == "undostore":
                     got = merge_text(base, ours, theirs, "ours", "theirs")
                     data, conflicts = got.data, got.conflicts
                 else:
                     data, conflicts = merge3_merge(base, ours, theirs, "reprocess" in engine)
                 same[engine] += data == want
                 verdict[engine] += (conflicts == 0) == (code == 0)
-                if engine == "textmerge" and (data != want or conflicts != code):
+                if engine == "undostore" and (data != want or conflicts != code):
                     print("differs:", base, ours, theirs, want, data, code, conflicts)
     for engine in engines:
         print(f"{engine:18} identical to git: {same[engine]}/{n}   "

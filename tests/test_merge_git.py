@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from undostore.textmerge import is_binary, merge_text, merge_value
+from undostore.diff.merge import is_binary, merge_text, merge_value
 
 WORDS = [b"a", b"b", b"c", b"d", b"{", b"}", b"", b"  x = 1", b"return", b"#"]
 

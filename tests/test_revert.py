@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from undostore import Workspace
 from undostore.errors import UsageError
-from undostore.revert import RevertConflict
+from undostore.restore.revert import RevertConflict
 
 from .conftest import IS_WINDOWS, Exe, Link
 from .test_restore_support import disk_state

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from undostore import Workspace
-from undostore.restorelog import journal_path
+from undostore.restore.restorelog import journal_path
 
 from .conftest import IS_WINDOWS, Exe, Link
 from .test_restore_crash import _assert_each_file_old_or_new, _run_until_stall, _spawn
