@@ -185,6 +185,10 @@ CLEAN_CASES = {
     "symlink retargeted": [
         START, _with(START, link=Link("keep.txt")), _with(START, link=Link("keep.txt"),
                                                           keep_dot_txt=b"user\n")],
+    "a NUL past the first 8000 bytes is still text": [
+        _with(START, a_dot_txt=b"x\n" * 5000 + b"\0\n"),
+        _with(START, a_dot_txt=b"x\n" * 5000 + b"turn\n\0\n"),
+        _with(START, a_dot_txt=b"user\n" + b"x\n" * 4999 + b"turn\n\0\n")],
     "later turn untouched": [
         START, _with(START, a_dot_txt=_edit(LINES, (10, None))),
         _with(START, a_dot_txt=_edit(LINES, (10, None)), d__e_dot_txt=b"turn 2\n")],
@@ -215,6 +219,41 @@ def test_clean_reverts_leave_the_files_git_revert_leaves(git, tmp_path, name):
 @pytest.mark.parametrize("name", sorted(CONFLICT_CASES))
 def test_conflicting_reverts_name_the_paths_git_revert_names(git, tmp_path, name):
     assert check_against_git(git, tmp_path, CONFLICT_CASES[name], 1) != []
+
+
+FOLDER = {"a.txt": b"a\n", "d/e.txt": b"e\n"}
+FILE_FOLDER_CASES = {
+    "the turn removed a folder, a file took its name since": [
+        FOLDER, {"a.txt": b"a\n"}, {"a.txt": b"a\n", "d": b"file\n"}],
+    "the turn made a file of a folder, edited since": [
+        FOLDER, {"a.txt": b"a\n", "d": b"file\n"}, {"a.txt": b"a\n", "d": b"file\nuser\n"}],
+    "the turn made a file of a folder, kept since": [
+        FOLDER, {"a.txt": b"a\n", "d": b"file\n"}, {"a.txt": b"a\nuser\n", "d": b"file\n"}],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILE_FOLDER_CASES))
+def test_file_folder_clashes_conflict_on_the_paths_git_names(git, tmp_path, name):
+    """git also parks one side under `d~HEAD`; undostore keeps the files now instead."""
+    history = History(git, tmp_path)
+    try:
+        for spec in FILE_FOLDER_CASES[name]:
+            history.step(spec)
+        expected = history.git_revert(1)
+        now = disk_state(history.mine)
+        if expected:
+            with pytest.raises(RevertConflict) as refused:
+                history.ws.revert(history.ids[0], history.ids[1])
+            assert refused.value.conflicts == expected
+            assert disk_state(history.mine) == now
+            merged = history.ws.revert(history.ids[0], history.ids[1], merge=True)
+            assert merged.conflicts == expected
+            assert disk_state(history.mine)["d"] == now["d"]
+        else:
+            history.ws.revert(history.ids[0], history.ids[1])
+            assert disk_state(history.mine) == disk_state(history.ref)
+    finally:
+        history.close()
 
 
 def test_revert_of_an_undo_point_takes_back_that_turn_only(tmp_path):

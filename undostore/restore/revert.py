@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from undostore.diff.merge import is_binary, merge_text, merge_value
+from undostore.diff.merge import BINARY_PROBE, is_binary, merge_text, merge_value
 from undostore.errors import ConflictError
 from undostore.git.objects import (
     BLOB,
@@ -142,7 +142,7 @@ def build_revert_tree(store: Store, from_sha: bytes, to_sha: bytes, ours_sha: by
     root = root if root is not None else _empty_tree(store)
     remember(store.path, root)  # gc's grace period covers the id until the restore lists it
     tree.target = root.hex()
-    tree.conflicts.sort()
+    tree.conflicts = sorted(set(tree.conflicts))
     return tree
 
 
@@ -195,16 +195,29 @@ class _Merger:
 
     def _merge_content(self, base: bytes | None, ours: bytes,
                        theirs: bytes) -> tuple[bytes, bool]:
-        """(blob id, conflict) of the line merge; a binary side makes it a conflict on ours."""
+        """(blob id, conflict) of the line merge; a binary side makes it a conflict on ours
+        (told from each blob's first 8000 bytes, so large binaries are never read whole)."""
+        shas = [sha for sha in (base, ours, theirs) if sha is not None]
+        if any(is_binary(self._head(sha)) for sha in shas):
+            return ours, True
         read = self.reader.read_blob
         base_data = read(base) if base is not None else b""
-        ours_data, theirs_data = read(ours), read(theirs)
-        if is_binary(base_data) or is_binary(ours_data) or is_binary(theirs_data):
-            return ours, True
-        merged = merge_text(base_data, ours_data, theirs_data, *self.labels, alnum=False)
+        merged = merge_text(base_data, read(ours), read(theirs), *self.labels, alnum=False)
         sha = hash_object(BLOB, merged.data)
         self.new_blobs[sha] = merged.data
         return sha, not merged.clean
+
+    def _head(self, sha: bytes) -> bytes:
+        head = b""
+        chunks = self.reader.blob_chunks(sha)
+        try:
+            for chunk in chunks:
+                head += chunk
+                if len(head) >= BINARY_PROBE:
+                    break
+        finally:
+            chunks.close()
+        return head
 
 
 def _is_link(mode: int) -> bool:
