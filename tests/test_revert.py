@@ -26,7 +26,7 @@ from undostore.restore.revert import RevertConflict
 from .conftest import IS_WINDOWS, Exe, Link
 from .test_restore_support import disk_state
 
-pytestmark = pytest.mark.skipif(IS_WINDOWS, reason="symlinks and exec bits in every history")
+posix_only = pytest.mark.skipif(IS_WINDOWS, reason="symlinks and exec bits in these histories")
 
 Spec = dict[str, "bytes | Exe | Link"]
 
@@ -212,11 +212,13 @@ CONFLICT_CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CLEAN_CASES))
+@posix_only
 def test_clean_reverts_leave_the_files_git_revert_leaves(git, tmp_path, name):
     assert check_against_git(git, tmp_path, CLEAN_CASES[name], 1) == []
 
 
 @pytest.mark.parametrize("name", sorted(CONFLICT_CASES))
+@posix_only
 def test_conflicting_reverts_name_the_paths_git_revert_names(git, tmp_path, name):
     assert check_against_git(git, tmp_path, CONFLICT_CASES[name], 1) != []
 
@@ -233,6 +235,7 @@ FILE_FOLDER_CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(FILE_FOLDER_CASES))
+@posix_only
 def test_file_folder_clashes_conflict_on_the_paths_git_names(git, tmp_path, name):
     """git also parks one side under `d~HEAD`; undostore keeps the files now instead."""
     history = History(git, tmp_path)
@@ -350,6 +353,7 @@ def histories(draw) -> tuple[list[Spec], int]:
     return states, draw(st.integers(1, 3))
 
 
+@posix_only
 @settings(max_examples=40, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
 @given(case=histories())

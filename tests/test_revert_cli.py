@@ -25,10 +25,10 @@ def _history(tree_factory):
     root = tree_factory({"a.txt": LINES, "b.txt": "b\n"})
     with Workspace(root) as ws:
         p1 = ws.snapshot(session="agent").id
-        (root / "a.txt").write_text(_edit(LINES, 3, "turn 1"))
-        (root / "new.txt").write_text("from turn 1\n")
+        (root / "a.txt").write_text(_edit(LINES, 3, "turn 1"), newline="")
+        (root / "new.txt").write_text("from turn 1\n", newline="")
         p2 = ws.snapshot(session="agent").id
-    (root / "a.txt").write_text(_edit(_edit(LINES, 3, "turn 1"), 25, "turn 2"))
+    (root / "a.txt").write_text(_edit(_edit(LINES, 3, "turn 1"), 25, "turn 2"), newline="")
     return root, p1, p2
 
 
@@ -40,7 +40,7 @@ def test_revert_of_one_undo_point_takes_back_that_turn_and_keeps_the_next(tree_f
     assert {"target", "safety", "created", "modified", "deleted", "conflicts"} <= result.keys()
     assert (result["modified"], result["deleted"], result["conflicts"]) == (
         ["a.txt"], ["new.txt"], [])
-    assert (root / "a.txt").read_text() == _edit(LINES, 25, "turn 2")
+    assert (root / "a.txt").read_bytes().decode() == _edit(LINES, 25, "turn 2")
     assert not (root / "new.txt").exists()
     # The safety snapshot takes the revert back.
     back = run_cli("restore", result["safety"], "--yes", root=root)
@@ -50,8 +50,8 @@ def test_revert_of_one_undo_point_takes_back_that_turn_and_keeps_the_next(tree_f
 
 def test_conflicts_are_refused_with_exit_3_naming_every_path_and_nothing_changes(tree_factory):
     root, p1, p2 = _history(tree_factory)
-    (root / "a.txt").write_text(_edit(LINES, 3, "user"))
-    (root / "new.txt").write_text("user changed it\n")
+    (root / "a.txt").write_text(_edit(LINES, 3, "user"), newline="")
+    (root / "new.txt").write_text("user changed it\n", newline="")
     before = disk_state(root)
     done = run_cli("revert", p1, p2, "--yes", "--json", root=root)
     assert done.returncode == 3, done.stderr
@@ -63,11 +63,11 @@ def test_conflicts_are_refused_with_exit_3_naming_every_path_and_nothing_changes
 
 def test_merge_writes_git_style_markers_and_lists_the_conflicts(tree_factory):
     root, p1, p2 = _history(tree_factory)
-    (root / "a.txt").write_text(_edit(LINES, 3, "user"))
+    (root / "a.txt").write_text(_edit(LINES, 3, "user"), newline="")
     done = run_cli("revert", p1, p2, "--merge", "--yes", "--json", root=root)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["conflicts"] == ["a.txt"]
-    text = (root / "a.txt").read_text()
+    text = (root / "a.txt").read_bytes().decode()
     assert f"<<<<<<< files now\nuser\n=======\nline 3\n>>>>>>> before {p1[:12]}\n" in text
     assert not (root / "new.txt").exists()
 

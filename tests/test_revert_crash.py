@@ -37,18 +37,18 @@ def _history(tree_factory):
     ws = Workspace(root)
     from_id = ws.snapshot().id
     for i in range(8):
-        (root / f"t{i}.txt").write_text(_edit(LINES, (5, f"turn {i}")))
+        (root / f"t{i}.txt").write_text(_edit(LINES, (5, f"turn {i}")), newline="")
     (root / "gone.txt").unlink()
-    (root / "added.txt").write_text("added by the turn\n")
-    (root / "sub" / "deep.txt").write_text(_edit(LINES, (2, "turn")))
+    (root / "added.txt").write_text("added by the turn\n", newline="")
+    (root / "sub" / "deep.txt").write_text(_edit(LINES, (2, "turn")), newline="")
     if not IS_WINDOWS:
         (root / "run.sh").chmod(0o644)
         (root / "link").unlink()
         os.symlink("t1.txt", root / "link")
     to_id = ws.snapshot().id
     for i in range(0, 8, 2):   # later edits far from the turn's
-        (root / f"t{i}.txt").write_text(_edit(LINES, (5, f"turn {i}"), (30, "later")))
-    (root / "t7.txt").write_text(_edit(LINES, (5, "later, same line")))   # a conflict
+        (root / f"t{i}.txt").write_text(_edit(LINES, (5, f"turn {i}"), (30, "later")), newline="")
+    (root / "t7.txt").write_text(_edit(LINES, (5, "later, same line")), newline="")  # conflicts
     return root, ws, from_id, to_id
 
 
