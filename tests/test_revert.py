@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from undostore import Workspace
-from undostore.errors import UsageError
+from undostore.errors import ConflictError, UsageError
 from undostore.restore.revert import RevertConflict
 
 from .conftest import IS_WINDOWS, Exe, Link
@@ -292,6 +292,29 @@ def test_one_id_that_is_no_undo_point_is_a_usage_error(tmp_path):
         plain = ws.snapshot().id
         with pytest.raises(UsageError, match="not an undo point"):
             ws.revert(plain)
+
+
+def test_a_file_changed_while_the_revert_runs_is_never_overwritten(tmp_path):
+    """The merge is made from a snapshot; the restore underneath re-checks every file it
+    writes, so an edit landing after that snapshot stops the revert instead of being lost."""
+    root = tmp_path / "r"
+    root.mkdir()
+    with Workspace(root) as ws:
+        write_state(root, {"a.txt": LINES, "b.txt": b"b\n"})
+        before = ws.snapshot().id
+        write_state(root, {"a.txt": _edit(LINES, (3, b"turn\n")), "b.txt": b"turn\n"})
+        after = ws.snapshot().id
+
+        def type_meanwhile(plan) -> bool:
+            (root / "a.txt").write_bytes(b"typed meanwhile\n")
+            return True
+
+        with pytest.raises(ConflictError, match="a.txt"):
+            ws.revert(before, after, confirm=type_meanwhile)
+        assert (root / "a.txt").read_bytes() == b"typed meanwhile\n"
+        assert ws.abort_restore() is not None
+        assert disk_state(root) == {"a.txt": ("file", b"typed meanwhile\n", False),
+                                    "b.txt": ("file", b"turn\n", False)}
 
 
 def test_dry_run_changes_nothing_and_says_what_would_change(tmp_path):
