@@ -235,3 +235,21 @@ def test_ctrl_c_while_finishing_a_killed_restore_rolls_it_back(tree_factory, tmp
     assert b"finishing" in err and b"rolled back" in err
     assert disk_state(root) == state_b
     _nothing_pending(root)
+
+
+def test_ctrl_c_during_a_revert_rolls_it_back_and_exits_130(tree_factory, tmp_path):
+    from .test_revert_crash import _history
+
+    root, ws, from_id, to_id = _history(tree_factory)
+    ws.close()
+    before = disk_state(root)
+    marker = str(tmp_path / "stalled")
+    proc = _spawn([*CLI, "--root", str(root), "revert", from_id, to_id, "--merge", "--yes"], 7,
+                  marker)
+    assert _wait_for(proc, marker)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert b"rolled back" in err
+    assert disk_state(root) == before
+    _nothing_pending(root)
