@@ -44,7 +44,9 @@ class InterruptGuard:
     def __exit__(self, kind: type[BaseException] | None, err: BaseException | None,
                  tb: TracebackType | None) -> None:
         if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
+            # None: the handler before was not set from Python; the default is all we can give.
+            previous = self._previous if self._previous is not None else signal.SIG_DFL
+            signal.signal(signal.SIGINT, previous)
             self._installed = False
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
