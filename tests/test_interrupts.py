@@ -253,3 +253,37 @@ def test_ctrl_c_during_a_revert_rolls_it_back_and_exits_130(tree_factory, tmp_pa
     assert b"rolled back" in err
     assert disk_state(root) == before
     _nothing_pending(root)
+
+
+ABORT_WITH_CTRL_C = """
+import os, signal, sys
+from undostore import Workspace
+from undostore.errors import Interrupted
+ws = Workspace(sys.argv[1])
+take = ws._snapshot_locked
+def snapshot(*args):
+    os.kill(os.getpid(), signal.SIGINT)   # Ctrl-C while `restore --abort` rolls back
+    return take(*args)
+ws._snapshot_locked = snapshot
+try:
+    ws.abort_restore()
+except Interrupted as err:
+    print(err.message)
+    sys.exit(130)
+print("not interrupted")
+"""
+
+
+def test_ctrl_c_during_restore_abort_waits_until_the_roll_back_is_done(tree_factory, tmp_path):
+    root, snap_a, _, _, state_b = _states(tree_factory)
+    marker = str(tmp_path / "stalled")
+    proc = _spawn([*CLI, "--root", str(root), "restore", snap_a, "--yes"], 15, marker)
+    assert _wait_for(proc, marker)
+    proc.kill()
+    proc.wait()
+    done = subprocess.run([sys.executable, "-c", ABORT_WITH_CTRL_C, str(root)],
+                          capture_output=True, timeout=60)
+    assert done.returncode == 130, done.stderr
+    assert b"roll-back" in done.stdout and b"was done" in done.stdout
+    assert disk_state(root) == state_b
+    _nothing_pending(root)
