@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from queue import SimpleQueue
 
+from undostore.errors import store_write_error
 from undostore.git.objects import CHUNK, ChangedWhileReading, object_header
 from undostore.git.packfile import Pack, PackDamaged, Record, record_header
 from undostore.git.packindex import encode_pack_index
@@ -45,13 +46,18 @@ class PackWriter:
     MAX_IN_FLIGHT = 8
 
     def __init__(self, pack_dir: str, durable: bool = True, level: int = 1) -> None:
-        os.makedirs(pack_dir, exist_ok=True)
         self.pack_dir = pack_dir
         self.durable = durable
         self.level = level
+        # <store>/objects/pack: a failed write names the store (errors.store_write_error)
+        self.store_path = os.path.dirname(os.path.dirname(os.path.abspath(pack_dir)))
         self._tmp = os.path.join(pack_dir, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.pack")
-        self._file = open(self._tmp, "w+b")  # noqa: SIM115 (closed in commit/abort)
-        self._file.write(b"PACK\x00\x00\x00\x02\x00\x00\x00\x00")
+        try:
+            os.makedirs(pack_dir, exist_ok=True)
+            self._file = open(self._tmp, "w+b")  # noqa: SIM115 (closed in commit/abort)
+        except OSError as err:
+            raise store_write_error(err, self.store_path) from err
+        self._write(b"PACK\x00\x00\x00\x02\x00\x00\x00\x00")
         self._offset = 12
         self._entries: list[IndexEntry] = []
         self._seen: set[bytes] = set()
@@ -65,6 +71,14 @@ class PackWriter:
 
     def __contains__(self, sha: bytes) -> bool:
         return sha in self._seen
+
+    def _write(self, data: bytes) -> None:
+        """Append to the temp pack; the disk refusing (full, quota, read-only) is the store's
+        error, never the error of the file being captured."""
+        try:
+            self._file.write(data)
+        except OSError as err:
+            raise store_write_error(err, self.store_path) from err
 
     def __len__(self) -> int:
         return len(self._seen)
@@ -105,7 +119,7 @@ class PackWriter:
         level = self.level
         for type_num, sha, data in batch:
             record = record_header(type_num, len(data)) + zlib.compress(data, level)
-            self._file.write(record)
+            self._write(record)
             self._entries.append((sha, self._offset, zlib.crc32(record)))
             self._counted(sha, len(data), len(record))
 
@@ -137,11 +151,14 @@ class PackWriter:
         try:
             for block in blocks:
                 crc = zlib.crc32(block, crc)
-                self._file.write(block)
+                self._write(block)
                 length += len(block)
         except BaseException:
-            self._file.seek(start)
-            self._file.truncate()
+            try:
+                self._file.seek(start)
+                self._file.truncate()
+            except OSError:
+                pass   # the whole pack is dropped by abort() anyway
             raise
         self._entries.append((sha, start, crc))
         self._counted(sha, raw_size, length)
@@ -159,11 +176,21 @@ class PackWriter:
             self._write_record(record.sha, raw_size, pack.copy(record))
 
     def commit(self) -> str | None:
-        """Finish and publish the pack; returns its base path, None if it is empty."""
+        """Finish and publish the pack; returns its base path, None if it is empty. On any
+        failure (a full disk, Ctrl-C) nothing of it stays: no temp pack, no index-less pack."""
         self._drain()
         if not self._entries:
             self.abort()
             return None
+        try:
+            return self._finish()
+        except BaseException as err:
+            self.abort()
+            if isinstance(err, OSError):
+                raise store_write_error(err, self.store_path) from err
+            raise
+
+    def _finish(self) -> str:
         f = self._file
         f.seek(8)
         f.write(struct.pack(">L", len(self._entries)))
@@ -189,6 +216,8 @@ class PackWriter:
             self._worker = None
         try:
             self._file.close()
+        except OSError:
+            pass   # flushing onto a full disk fails again: the file goes anyway
         finally:
             _unlink(self._tmp)
 
@@ -226,6 +255,7 @@ def write_index(base: str, entries: list[IndexEntry], checksum: bytes, durable: 
     """Write `base`.idx (after moving `pack_from` to `base`.pack): temp, fsync, rename."""
     idx_tmp = os.path.join(os.path.dirname(base),
                            f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.idx")
+    placed = False
     try:
         with open(idx_tmp, "wb") as idx:
             idx.write(encode_pack_index(entries, checksum))
@@ -234,7 +264,12 @@ def write_index(base: str, entries: list[IndexEntry], checksum: bytes, durable: 
                 os.fsync(idx.fileno())
         if pack_from is not None:
             replace_with_retry(pack_from, base + ".pack")
+            placed = True
         replace_with_retry(idx_tmp, base + ".idx")
+    except BaseException:
+        if placed and not os.path.exists(base + ".idx"):
+            _unlink(base + ".pack")   # an index-less pack of ours is of no use to anyone
+        raise
     finally:
         _unlink(idx_tmp)
     if durable:

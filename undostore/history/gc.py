@@ -1,10 +1,13 @@
 """Garbage collection owned by the journals: keep what they need, drop the rest, repack.
 
 Under the store lock: sweep the anchors to match the journals; mark as live every tree and blob
-reachable from them, a pending restore and the stat cache (trees are read, blobs never); leave
-packs younger than the grace period alone (walking their trees too) and large fully-live ones;
-copy the live records of the other old packs verbatim (CRC-checked) into one durable new pack,
-then delete those packs; remove old temp files. It deletes only what it copied or proved
+reachable from them, a pending restore, the stat cache (trees are read, blobs never) and every
+snapshot handed out outside the journals within the grace period (a day by default,
+store/recent.py); leave large fully-live packs alone (no pack is kept for being young: `drop`
+then `gc` frees at once); copy the live records of the other packs verbatim (CRC-checked) into
+one durable new pack, then delete those packs; remove temp files older than an hour (or the
+grace, if shorter: a younger one may be a pack being written). It deletes only what it copied or
+proved
 unreachable: index-less packs are re-indexed and kept, bad indexes healed (store/damage.py), a
 pack holding a record that fails its check stays, a damaged tree stops all pruning, and what it
 could not account for is reported (`damaged`), with `verify --repair` as the way on.
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import IncompleteSnapshotError, StoreError, UsageError, from_oserror
-from undostore.git.objects import MODE_GITLINK, MODE_TREE, TREE, Entry
+from undostore.git.objects import MODE_GITLINK, MODE_TREE, Entry
 from undostore.git.packfile import DAMAGED_DIR, DELTAS, Pack, Record, RecordDamaged
 from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
@@ -35,7 +38,8 @@ from undostore.store.statcache import StatCache, rebind_packs
 if TYPE_CHECKING:
     from undostore.store.store import Store
 
-DEFAULT_GRACE_SECONDS = 3600.0
+DEFAULT_GRACE_SECONDS = RECENT_KEEP_SECONDS   # ids handed out outside sessions stay a day
+TEMP_GRACE_SECONDS = 3600.0       # a younger temp file may be a pack still being written
 SMALL_PACK_BYTES = 16 << 20
 _GITLINK = 0o160000
 
@@ -57,6 +61,7 @@ class GcResult:
     healed_packs: list[str] = field(default_factory=list)   # "<pack>: what was done"
     busy_files: list[str] = field(default_factory=list)     # old files that could not be removed
     seconds: float = 0.0
+    kept: list[dict[str, Any]] = field(default_factory=list)  # what holds the rest (retention)
 
     def to_json(self) -> dict[str, Any]:
         return {"freed_bytes": self.freed_bytes, "objects_before": self.objects_before,
@@ -68,7 +73,8 @@ class GcResult:
                 "missing": self.missing[:100], "missing_count": len(self.missing),
                 "damaged": self.damaged[:100], "kept_packs": self.kept_packs,
                 "healed_packs": self.healed_packs,
-                "busy_files": self.busy_files, "seconds": round(self.seconds, 4)}
+                "busy_files": self.busy_files, "seconds": round(self.seconds, 4),
+                "kept": self.kept}
 
 
 def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
@@ -84,21 +90,17 @@ def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
         # An id flipped in an index, or a lost index, would otherwise let gc drop records.
         result.healed_packs = store.heal(full=True)
         store.close()   # our own readers hold packs open, and Windows cannot delete open files
-        cutoff = time.time() - grace
+        now = time.time()
         reader = ObjectReader(store)
         try:
             result.packs_before, result.objects_before = _census(reader)
-            # Only packs older than the grace period can lose objects or be merged: with none,
-            # there is nothing to mark (an automatic gc soon after the last one costs ~nothing).
-            # Ids handed out without a session stay a day (`ops` leads back to them), unless
-            # the caller set the grace period.
-            ids_cutoff = cutoff if grace_seconds is not None else time.time() - RECENT_KEEP_SECONDS
-            if any(p.mtime <= cutoff for p in reader.packs.values()):
-                _collect_packs(store, reader, cutoff, result, min(cutoff, ids_cutoff))
+            if reader.packs:
+                _collect_packs(store, reader, now - grace, result)
         finally:
             reader.close()
             store.close()
-        result.freed_bytes += _clean_temporaries(store.path, store.pack_dir, cutoff, result)
+        result.freed_bytes += _clean_temporaries(store.path, store.pack_dir,
+                                                 now - min(grace, TEMP_GRACE_SECONDS), result)
         with ObjectReader(store.pack_dir) as after:
             result.packs_after, result.objects_after = _census(after)
             damage.prune(store.path, after.pack_names())
@@ -111,18 +113,15 @@ def _census(reader: ObjectReader) -> tuple[int, int]:
     return len(reader.packs), sum(p.index.count for p in reader.packs.values())
 
 
-def _collect_packs(store: Store, reader: ObjectReader, cutoff: float, result: GcResult,
-                   ids_cutoff: float) -> None:
+def _collect_packs(store: Store, reader: ObjectReader, since: float, result: GcResult) -> None:
     tree_roots, live = _roots(store)
     packs = list(reader.packs.values())
-    old = [p for p in packs if p.mtime <= cutoff]
-    tree_roots |= _young_trees([p for p in packs if p.mtime > cutoff])
-    tree_roots |= recent_ids(store.path, ids_cutoff)  # ids handed out lately
+    tree_roots |= recent_ids(store.path, since)  # ids handed out within the grace
     result.missing = _mark(reader, tree_roots, live, result.damaged)
     result.live_objects = len(live)
     if result.damaged:
         return   # what a damaged tree lists is unknown: nothing is proven unreachable
-    new_base = _rewrite(store, reader, _choose(old, live), live, result)
+    new_base = _rewrite(store, reader, _choose(packs, live), live, result)
     # gc kept everything the stat cache vouches for, but moved it: tell the cache where.
     names = {p.name for p in packs if os.path.exists(p.idx_path)}
     if new_base is not None:
@@ -148,21 +147,6 @@ def _roots(store: Store) -> tuple[set[bytes], set[bytes]]:
 
 def _is_id(value: Any) -> bool:
     return isinstance(value, bytes) and len(value) == 20
-
-
-def _young_trees(young: list[Pack]) -> set[bytes]:
-    """The trees written within the grace period. A snapshot taken moments ago without a session
-    is listed nowhere, and its new trees may point at blobs that only old packs hold: walking
-    from them keeps those blobs too."""
-    trees: set[bytes] = set()
-    for pack in young:
-        for record in pack.records():
-            try:
-                if pack.header(record.offset)[0] == TREE:
-                    trees.add(record.sha)
-            except RecordDamaged:
-                continue   # unreadable: its pack is kept whole anyway (it is young)
-    return trees
 
 
 def _mark(reader: ObjectReader, roots: set[bytes], live: set[bytes],
@@ -192,10 +176,10 @@ def _mark(reader: ObjectReader, roots: set[bytes], live: set[bytes],
     return missing
 
 
-def _choose(old: list[Pack], live: set[bytes]) -> list[Pack]:
-    """The old packs to rewrite: those holding a dead object, and the small ones."""
+def _choose(packs: list[Pack], live: set[bytes]) -> list[Pack]:
+    """The packs to rewrite: those holding a dead object, and the small ones."""
     doomed = []
-    for pack in old:
+    for pack in packs:
         dead = not live.issuperset(pack.index.name_list())
         if dead or pack.pack_size < SMALL_PACK_BYTES:
             doomed.append((pack, dead))
