@@ -365,21 +365,31 @@ def git_common_dir(root: str) -> str | None:
     return git_dir
 
 
-def global_excludes_path(root: str) -> str | None:
-    """Where git would read the user's global excludes for `root`, without running git."""
-    home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+def _xdg_config_home() -> str:
+    return os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+
+
+def git_config_files(root: str) -> list[str]:
+    """The git config files git would read for `root`, in order (system, global, repository)."""
+    xdg = _xdg_config_home()
     configs: list[str] = []
     if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
         configs.append(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
-    configs += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
+    configs += [os.path.join(xdg, "git", "config"), os.path.join(os.path.expanduser("~"),
+                                                                 ".gitconfig")]
     if os.environ.get("GIT_CONFIG_GLOBAL"):
         configs[-2:] = [os.environ["GIT_CONFIG_GLOBAL"]]
     common_dir = git_common_dir(root)
     if common_dir is not None:
         configs.append(os.path.join(common_dir, "config"))
+    return configs
+
+
+def global_excludes_path(root: str) -> str | None:
+    """Where git would read the user's global excludes for `root`, without running git."""
+    xdg = _xdg_config_home()
     chosen: str | None = None
-    for config in configs:
+    for config in git_config_files(root):
         data = _read_optional(config)
         if data is None:
             continue

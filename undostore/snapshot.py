@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .changes import WALK_FULL, Scan, scan
 from .errors import SnapshotError, from_oserror
 from .objects import (
     BLOB,
@@ -39,7 +40,7 @@ from .objects import (
 from .recent import remember
 from .statcache import Entry, FolderState, StatCache, make_entry
 from .store import Store, check_root
-from .walk import KIND_LINK, FileEntry, Folder, WalkOptions, disk_path, walk
+from .walk import KIND_LINK, FileEntry, Folder, WalkOptions, disk_path
 
 _IS_WINDOWS = sys.platform == "win32"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -85,6 +86,7 @@ class SnapshotResult:
     new_bytes: int
     seconds: float
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    walk: str = WALK_FULL     # "full", or "watchman": only what watchman said changed was read
 
 
 def store_exclusion(root: str, store: Store) -> frozenset[str]:
@@ -233,10 +235,6 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         options.on_warning(path, message)
 
     real_root = check_root(root, options.force)
-    folders = walk(real_root, WalkOptions(threads=options.walk_threads,
-                                          max_files=options.max_files,
-                                          skip_dirs=store_exclusion(real_root, store),
-                                          on_warning=warn))
     cache_path = os.path.join(store.cache_dir, "statcache")
     cache = StatCache.load(cache_path, store.identity, on_warning=warn)
     if cache.root is not None and (not store.has(cache.root)
@@ -245,13 +243,21 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         # (packs deleted, a store restored from an old backup), trust none of it.
         warn(cache_path, "store lacks the objects the stat cache relied on; hashing everything")
         cache = StatCache(identity=store.identity)
+    found = scan(real_root, cache, WalkOptions(threads=options.walk_threads,
+                                               max_files=options.max_files,
+                                               skip_dirs=store_exclusion(real_root, store),
+                                               on_warning=warn), warn)
 
     blobs: dict[str, tuple[int, bytes]] = {}
-    new_entries: dict[str, Entry] = {}
+    new_entries: dict[str, Entry] = found.base_files
     todo: list[FileEntry] = []
     dirty: set[str] = set()   # folders with a file that had to be hashed
     lookup = cache.lookup
-    for folder in folders:
+    for folder in found.carried:   # watchman: folders above a change, rebuilt from the cache
+        for entry in folder.files:
+            cached = new_entries[entry.path]
+            blobs[entry.path] = (cached[5], cached[6])
+    for folder in found.scanned:
         for entry in folder.files:
             hit = lookup(entry.path, entry.st)
             if hit is not None:
@@ -265,7 +271,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     writer = PackWriter(store.pack_dir, durable=options.durable)
     try:
         _hash_all(real_root, store, writer, todo, cache, blobs, new_entries, options, total)
-        root_tree, folder_states = _build_trees(folders, blobs, dirty, cache, store, writer)
+        root_tree, folder_states = _build_trees([*found.scanned, *found.carried], blobs, dirty,
+                                                cache, store, writer, found.base_states)
         writer.commit()
     except BaseException:
         writer.abort()
@@ -273,7 +280,9 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     store.refresh()
     remember(store.path, root_tree)  # so gc's grace period covers this id
     unchanged = (not todo and len(new_entries) == len(cache.files)
-                 and folder_states == cache.folders)
+                 and folder_states == cache.folders and not _new_watch(cache, found))
+    if found.monitor is not None:
+        cache.fsmonitor = found.monitor
     if not unchanged:  # rewriting an identical cache would only cost time
         cache.packs = tuple(sorted(store.index.pack_names()))
         try:
@@ -282,9 +291,29 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         except OSError as err:
             # The snapshot itself is complete and durable; a missing cache only costs time.
             warn(cache_path, f"could not save the stat cache: {err.strerror or err}")
+    if found.base_states:  # files under folders taken from the cache were not counted
+        total = sum(len(names) for _, names in folder_states.values()) - len(folder_states) + 1
     return SnapshotResult(id=root_tree.hex(), files=total, hashed=len(todo),
                           new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
-                          seconds=time.perf_counter() - started, warnings=warnings)
+                          seconds=time.perf_counter() - started, warnings=warnings,
+                          walk=found.walk)
+
+
+# Over this many paths reported by watchman, save the new clock even when nothing kept changed
+# (the next query then starts from it instead of reporting the same paths again).
+RESAVE_AFTER_PATHS = 256
+
+
+def _new_watch(cache: StatCache, found: Scan) -> bool:
+    """Whether the watchman state to save differs from the cache's in more than its clock."""
+    new, old = found.monitor, cache.fsmonitor
+    if new is None:
+        return False
+    if old is None or old[1] != new[1] or found.walk == WALK_FULL:
+        return True
+    (watch, relative, _, recrawls), (old_watch, old_relative, _, old_recrawls) = new[0], old[0]
+    return ((watch, relative, recrawls) != (old_watch, old_relative, old_recrawls)
+            or found.changed > RESAVE_AFTER_PATHS)
 
 
 def _hash_all(root: str, store: Store, writer: PackWriter, todo: list[FileEntry],
@@ -336,14 +365,16 @@ def _hash_all(root: str, store: Store, writer: PackWriter, todo: list[FileEntry]
 
 
 def _build_trees(folders: list[Folder], blobs: dict[str, tuple[int, bytes]], dirty: set[str],
-                 cache: StatCache, store: Store, writer: PackWriter
+                 cache: StatCache, store: Store, writer: PackWriter,
+                 base: dict[str, FolderState] | None = None
                  ) -> tuple[bytes, dict[str, FolderState]]:
     """Tree ids bottom-up; new trees go into the pack. Folders with no kept file are omitted.
 
     A folder whose files were all cache hits, whose names are those of the last snapshot and
     whose sub-folders kept their tree ids keeps its cached tree id without re-encoding (git's
-    cache-tree idea): a no-change snapshot builds no tree at all."""
-    states: dict[str, FolderState] = {}
+    cache-tree idea): a no-change snapshot builds no tree at all. `base`: states of folders
+    not in `folders`, still valid (watchman said nothing below them changed)."""
+    states: dict[str, FolderState] = base if base is not None else {}
     previous = cache.folders
     for folder in sorted(folders, key=lambda f: f.path.count("/") if f.path else -1,
                          reverse=True):

@@ -20,7 +20,7 @@ import sys
 from .atomic import CorruptFrame, quarantine, read_framed, write_framed
 
 _KIND = b"STAT"
-_VERSION = (4, marshal.version, sys.implementation.cache_tag)
+_VERSION = (5, marshal.version, sys.implementation.cache_tag)
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
 
@@ -66,6 +66,8 @@ class StatCache:
         # The packs that held every object the cache vouches for when it was saved: if one of
         # them is gone (deleted by hand, a store restored from backup), the cache is not trusted.
         self.packs: tuple[str, ...] = ()
+        # Watchman's (token, ignore fingerprint) when this picture was taken (changes.py).
+        self.fsmonitor: tuple | None = None
 
     @property
     def root(self) -> bytes | None:
@@ -93,7 +95,7 @@ class StatCache:
         if payload is None:
             return empty
         try:
-            version, identity, packs, files, folders = marshal.loads(payload)
+            version, identity, packs, files, folders, fsmonitor = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
             return empty
         if (version != _VERSION or identity != store_identity or not isinstance(files, dict)
@@ -101,6 +103,7 @@ class StatCache:
             return empty
         cache = cls(files, folders, store_identity)
         cache.packs = tuple(packs)
+        cache.fsmonitor = fsmonitor if isinstance(fsmonitor, tuple) else None
         return cache
 
     def trusted_with(self, present_packs: set[str]) -> bool:
@@ -130,7 +133,8 @@ class StatCache:
             # only the ones hashed in this run (`fresh`) can be racy.
             racy = {p for p in fresh if _entry_racy(files[p], start_ns)}
             kept = {p: e for p, e in files.items() if p not in racy} if racy else files
-        payload = marshal.dumps((_VERSION, self.identity, self.packs, kept, folders))
+        payload = marshal.dumps((_VERSION, self.identity, self.packs, kept, folders,
+                                 self.fsmonitor))
         # Not fsynced: losing the cache in a crash only costs a rehash, never correctness.
         write_framed(path, _KIND, payload, durable=False)
 
