@@ -90,8 +90,14 @@ def frame(kind: bytes, payload: bytes) -> bytes:
     """Wrap `payload` with a header that lets `unframe` detect truncation and corruption."""
     if len(kind) != 4:
         raise ValueError("kind must be 4 bytes")
-    digest = xxhash.xxh3_64_intdigest(kind + payload)
-    return _HEADER.pack(_MAGIC, kind, len(payload), digest) + payload
+    return _HEADER.pack(_MAGIC, kind, len(payload), _digest(kind, payload)) + payload
+
+
+def _digest(kind: bytes, payload: bytes | memoryview) -> int:
+    """xxh3_64 of kind + payload, without copying a large payload to join them."""
+    hasher = xxhash.xxh3_64(kind)
+    hasher.update(payload)
+    return hasher.intdigest()
 
 
 def unframe(kind: bytes, data: bytes) -> bytes | None:
@@ -99,12 +105,11 @@ def unframe(kind: bytes, data: bytes) -> bytes | None:
     if len(data) < _HEADER.size:
         return None
     magic, got_kind, length, digest = _HEADER.unpack_from(data)
-    payload = data[_HEADER.size:]
-    if magic != _MAGIC or got_kind != kind or length != len(payload):
+    if magic != _MAGIC or got_kind != kind or length != len(data) - _HEADER.size:
         return None
-    if xxhash.xxh3_64_intdigest(kind + payload) != digest:
+    if _digest(kind, memoryview(data)[_HEADER.size:]) != digest:
         return None
-    return payload
+    return data[_HEADER.size:]
 
 
 def write_framed(path: str, kind: bytes, payload: bytes, durable: bool = True) -> None:

@@ -16,9 +16,10 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from .capture import is_complete
 from .fsmonitor import Changes, Monitor, Token, fsmonitor_mode
 from .ignore import (
     IgnoreRules,
@@ -28,16 +29,13 @@ from .ignore import (
     read_ignore_file,
     root_rules,
 )
-from .statcache import Entry, FolderState, StatCache
+from .statcache import Record, StatCache, split_names
 from .walk import (
-    KIND_FILE,
-    KIND_LINK,
-    FileEntry,
     Folder,
     WalkOptions,
     _scan_folder,
     disk_path,
-    walk,
+    iter_walk,
 )
 
 WALK_FULL = "full"
@@ -53,16 +51,15 @@ Warn = Callable[[str, str], None]
 class Scan:
     """What a snapshot works from.
 
-    `scanned`: folders read from disk now (every folder for a full walk); `carried`: folders
-    above them rebuilt from the cache (files with `st=None`, blob ids in `base_files`);
-    `base_states`/`base_files`: cached folder states and entries still valid (empty for a full
-    walk); `monitor`: what to save with the cache for the next query (None: nothing)."""
+    `scanned`: folders read from disk now (every folder for a full walk, yielded as the walk
+    goes); `carried`: folders above them taken from the cache as they are (their records are in
+    `base`); `base`: cached records still valid (empty for a full walk); `monitor`: what to save
+    with the cache for the next query (None: nothing)."""
 
     walk: str
-    scanned: list[Folder]
-    carried: list[Folder] = field(default_factory=list)
-    base_states: dict[str, FolderState] = field(default_factory=dict)
-    base_files: dict[str, Entry] = field(default_factory=dict)
+    scanned: Iterable[Folder]
+    carried: list[str] = field(default_factory=list)
+    base: dict[str, Record] = field(default_factory=dict)
     monitor: tuple | None = None
     changed: int = 0              # paths watchman reported
 
@@ -93,13 +90,15 @@ def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn) ->
     mode = fsmonitor_mode(on_warning)
     monitor = None if mode == "off" else Monitor.open(root, mode, options.skip_dirs, on_warning)
     if monitor is None:
-        return Scan(WALK_FULL, walk(root, options))
+        return Scan(WALK_FULL, iter_walk(root, options))
     with monitor:
         fingerprint = ignore_fingerprint(root)
         saved = cache.fsmonitor
         token = Token.from_tuple(saved[0]) if isinstance(saved, tuple) and saved else None
         new_token: Token | None = None
-        if token is not None and saved[1] == fingerprint and "" in cache.folders:
+        root_record = cache.records.get("")
+        if (token is not None and saved[1] == fingerprint and root_record is not None
+                and root_record[0] is not False):
             changes: Changes = monitor.since(token)
             new_token = changes.token
             if changes.paths is not None and new_token is not None:
@@ -109,7 +108,7 @@ def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn) ->
                     return partial
         if new_token is None and not monitor.failed:
             new_token = monitor.clock()  # before the walk: a write during it shows next time
-        folders = walk(root, options)
+        folders = iter_walk(root, options)
         state = (new_token.to_tuple(), fingerprint) if new_token is not None else None
         return Scan(WALK_FULL, folders, monitor=state)
 
@@ -124,8 +123,7 @@ class _Partial:
     def __init__(self, root: str, cache: StatCache, options: WalkOptions) -> None:
         self.root = root
         self.options = options
-        self.states: dict[str, FolderState] = dict(cache.folders)
-        self.files: dict[str, Entry] = dict(cache.files)
+        self.records: dict[str, Record] = dict(cache.records)
         self._rules: dict[str, IgnoreRules] = {}
         self._real: dict[str, bool] = {"": True}
 
@@ -133,10 +131,9 @@ class _Partial:
         """The rules for entries of `folder` (its own `.gitignore` included)."""
         rules = self._rules.get(folder)
         if rules is None:
-            above = root_rules(self.root) if folder == "" else self.rules_inside(_parent(folder))
             own = read_ignore_file(os.path.join(disk_path(self.root, folder), ".gitignore"),
                                    base=folder, follow_symlinks=False)
-            rules = self._rules[folder] = above.with_folder_file(own)
+            rules = self._rules[folder] = self.inherited(folder).with_folder_file(own)
         return rules
 
     def inherited(self, folder: str) -> IgnoreRules:
@@ -158,42 +155,28 @@ class _Partial:
 
     def subdirs(self, folder: str) -> list[str]:
         prefix = folder + "/" if folder else ""
-        state = self.states.get(folder)
-        return [prefix + n for n in state[1] if prefix + n in self.states] if state else []
-
-    def drop_files_of(self, folder: str) -> None:
-        prefix = folder + "/" if folder else ""
-        state = self.states.get(folder)
-        for name in state[1] if state else ():
-            self.files.pop(prefix + name, None)
+        record = self.records.get(folder)
+        if record is None:
+            return []
+        return [prefix + n for n in split_names(record[1]) if prefix + n in self.records]
 
     def drop_subtree(self, folder: str) -> None:
         for sub in self.subdirs(folder):
             self.drop_subtree(sub)
-        self.drop_files_of(folder)
-        self.states.pop(folder, None)
-
-    def complete(self, folder: str) -> bool:
-        """Whether every name the cache lists in `folder` is a cached file or folder (a file
-        left out as racy, or a state dropped by a restore, means: read it from disk)."""
-        state = self.states.get(folder)
-        if state is None:
-            return False
-        prefix = folder + "/" if folder else ""
-        return all(prefix + n in self.files or prefix + n in self.states for n in state[1])
+        self.records.pop(folder, None)
 
 
 def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
              ) -> Scan | None:
     """The scan for watchman's `paths`, or None when only a full walk is sure."""
-    if len(paths) > MAX_CHANGED_SHARE * len(cache.files) + 64:
-        return None
+    if len(paths) > MAX_CHANGED_SHARE * 8 * len(cache.records) + 64:
+        return None  # about a quarter of the files, at the usual ~8 files a folder
     work = _Partial(root, cache, options)
-    states = cache.folders
+    records = cache.records
     rescan: set[str] = set()
     for path in paths:
         parent, _, name = path.rpartition("/")
-        if parent in states:
+        if parent in records:
             if name == ".gitignore" or (not parent and name == UNDOSTORE_IGNORE):
                 return None  # what is kept may change anywhere below
             rescan.add(parent)
@@ -203,7 +186,7 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
         child = parts[0]
         for i in range(1, len(parts)):
             candidate = "/".join(parts[:i])
-            if candidate not in states:
+            if candidate not in records:
                 child = candidate
                 break
             above = candidate
@@ -219,14 +202,14 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
         while folder and not work.real_dir(folder):
             folder = _parent(folder)
         todo.add(folder)
-    # Folders above are rebuilt from the cache; one with a name the cache lacks is read too.
+    # Folders above are taken from the cache; one the cache cannot vouch for whole is read.
     carried: set[str] = set()
     for folder in list(todo):
         while folder:
             folder = _parent(folder)
             if folder in todo or folder in carried:
                 continue
-            if work.complete(folder):
+            if is_complete(folder, records):
                 carried.add(folder)
             else:
                 todo.add(folder)
@@ -242,23 +225,19 @@ def _read(work: _Partial, todo: set[str], carried: set[str], changed: int) -> Sc
             continue
         before = set(work.subdirs(folder))
         found, subs = _scan_folder(work.root, folder, work.inherited(folder), work.options)
-        work.drop_files_of(folder)
         scanned.append(found)
         now = {sub for sub, _ in subs}
         for gone in before - now:
             work.drop_subtree(gone)
             removed.add(gone)
         for sub, rules in subs:
-            if sub not in work.states:
+            if sub not in work.records:
                 scanned.extend(_walk_below(work, sub, rules))
     built = {f.path for f in scanned}
-    carried_folders = [_from_cache(work, path) for path in carried if path not in built]
     for path in built:
-        work.states.pop(path, None)
-    for folder in carried_folders:
-        work.states.pop(folder.path, None)
-    return Scan(WALK_WATCHMAN, scanned, carried_folders, work.states, work.files,
-                changed=changed)
+        work.records.pop(path, None)
+    kept = [path for path in carried if path in work.records and path not in built]
+    return Scan(WALK_WATCHMAN, scanned, kept, work.records, changed=changed)
 
 
 def _walk_below(work: _Partial, top: str, rules: IgnoreRules) -> list[Folder]:
@@ -271,18 +250,3 @@ def _walk_below(work: _Partial, top: str, rules: IgnoreRules) -> list[Folder]:
         out.append(folder)
         stack.extend(subs)
     return out
-
-
-def _from_cache(work: _Partial, path: str) -> Folder:
-    """A folder rebuilt from the cache: its files' entries and its sub-folders' names."""
-    prefix = path + "/" if path else ""
-    folder = Folder(path)
-    for name in work.states[path][1]:
-        full = prefix + name
-        if full in work.states:
-            folder.subdirs.append(name)
-        else:
-            mode = work.files[full][5]
-            kind = KIND_LINK if mode == 0o120000 else KIND_FILE
-            folder.files.append(FileEntry(name, full, kind, None))  # type: ignore[arg-type]
-    return folder

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .capture import EMPTY_TREE as EMPTY_TREE  # noqa: F401 (the empty tree's id, public here)
+from .capture import Todo, Work, build_trees, carried_work, count_files, match_folder
 from .changes import WALK_FULL, Scan, scan
 from .errors import SnapshotError, from_oserror
 from .objects import (
@@ -28,19 +30,16 @@ from .objects import (
     MODE_EXEC,
     MODE_FILE,
     MODE_LINK,
-    MODE_TREE,
-    TREE,
     ChangedWhileReading,
     PackWriter,
-    encode_tree,
     fd_chunks,
     hash_blob_fd,
     hash_object,
 )
 from .recent import remember
-from .statcache import Entry, FolderState, StatCache, make_entry
+from .statcache import StatCache, make_entry
 from .store import Store, check_root
-from .walk import KIND_LINK, FileEntry, Folder, WalkOptions, disk_path
+from .walk import KIND_LINK, FileEntry, WalkOptions, disk_path
 
 _IS_WINDOWS = sys.platform == "win32"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -49,7 +48,6 @@ _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
 STREAM_THRESHOLD = 8 << 20
 READ_ATTEMPTS = 3
-EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 
 
 Progress = Callable[[int, int], None]
@@ -248,51 +246,34 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                                                skip_dirs=store_exclusion(real_root, store),
                                                on_warning=warn), warn)
 
-    blobs: dict[str, tuple[int, bytes]] = {}
-    new_entries: dict[str, Entry] = found.base_files
-    todo: list[FileEntry] = []
-    dirty: set[str] = set()   # folders with a file that had to be hashed
-    lookup = cache.lookup
-    for folder in found.carried:   # watchman: folders above a change, rebuilt from the cache
-        for entry in folder.files:
-            cached = new_entries[entry.path]
-            blobs[entry.path] = (cached[5], cached[6])
-    for folder in found.scanned:
-        for entry in folder.files:
-            hit = lookup(entry.path, entry.st)
-            if hit is not None:
-                blobs[entry.path] = (hit[5], hit[6])
-                new_entries[entry.path] = hit
-            else:
-                todo.append(entry)
-                dirty.add(folder.path)
-    total = len(blobs) + len(todo)
+    todo: Todo = []
+    works = [match_folder(folder, cache, todo) for folder in found.scanned]
+    works += [carried_work(path, found.base[path], cache.records) for path in found.carried]
+    base = {p: r for p, r in found.base.items() if p not in found.carried}
+    total = sum(work.nfiles for work in works)
 
     writer = PackWriter(store.pack_dir, durable=options.durable)
     try:
-        _hash_all(real_root, store, writer, todo, cache, blobs, new_entries, options, total)
-        root_tree, folder_states = _build_trees([*found.scanned, *found.carried], blobs, dirty,
-                                                cache, store, writer, found.base_states)
+        _hash_all(real_root, store, writer, todo, cache, options, total)
+        root_tree, records = build_trees(works, base, cache, store, writer, start_ns)
         writer.commit()
     except BaseException:
         writer.abort()
         raise
     store.refresh()
     remember(store.path, root_tree)  # so gc's grace period covers this id
-    unchanged = (not todo and len(new_entries) == len(cache.files)
-                 and folder_states == cache.folders and not _new_watch(cache, found))
+    unchanged = not todo and records == cache.records and not _new_watch(cache, found)
+    if found.base:  # files under folders taken from the cache were not counted
+        total = cache.count if unchanged and cache.count >= 0 else count_files(records)
     if found.monitor is not None:
         cache.fsmonitor = found.monitor
     if not unchanged:  # rewriting an identical cache would only cost time
         cache.packs = tuple(sorted(store.index.pack_names()))
         try:
-            cache.save(cache_path, new_entries, folder_states, start_ns,
-                       fresh={entry.path for entry in todo})
+            cache.save_records(cache_path, records, total)
         except OSError as err:
             # The snapshot itself is complete and durable; a missing cache only costs time.
             warn(cache_path, f"could not save the stat cache: {err.strerror or err}")
-    if found.base_states:  # files under folders taken from the cache were not counted
-        total = sum(len(names) for _, names in folder_states.values()) - len(folder_states) + 1
     return SnapshotResult(id=root_tree.hex(), files=total, hashed=len(todo),
                           new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
                           seconds=time.perf_counter() - started, warnings=warnings,
@@ -316,9 +297,8 @@ def _new_watch(cache: StatCache, found: Scan) -> bool:
             or found.changed > RESAVE_AFTER_PATHS)
 
 
-def _hash_all(root: str, store: Store, writer: PackWriter, todo: list[FileEntry],
-              cache: StatCache, blobs: dict[str, tuple[int, bytes]],
-              new_entries: dict[str, Entry], options: SnapshotOptions, total: int) -> None:
+def _hash_all(root: str, store: Store, writer: PackWriter, todo: Todo, cache: StatCache,
+              options: SnapshotOptions, total: int) -> None:
     """Hash every file in `todo`. Small files on a warm cache go fastest on one thread (the
     GIL); files that wait on the disk (a cold cache, a network share) go faster on several. So
     unless told, hash the first files on one thread, time them, and move to a pool only when
@@ -326,82 +306,40 @@ def _hash_all(root: str, store: Store, writer: PackWriter, todo: list[FileEntry]
     hasher = _Hasher(root, store, writer)
     done = total - len(todo)
 
-    def record(entry: FileEntry, sha: bytes, st: os.stat_result) -> None:
+    def record(item: tuple[Work, int, FileEntry], sha: bytes, st: os.stat_result) -> None:
         nonlocal done
-        mode = _git_mode(entry, st, cache)
-        blobs[entry.path] = (mode, sha)
-        new_entries[entry.path] = make_entry(st, mode, sha)
+        work, index, entry = item
+        work.entries[index] = make_entry(st, _git_mode(entry, st, cache), sha)  # type: ignore[index]
+        work.fresh.append(index)
+        work.hashed = True
         done += 1
         if done % 1000 == 0:
             options.on_progress(done, total)
 
-    threads = _fixed_threads(options, todo)
+    threads = _fixed_threads(options, [entry for _, _, entry in todo])
     start = 0
     if threads == 0:
         probe = todo[:PROBE_FILES]
         began = time.perf_counter()
-        for entry in probe:
-            record(entry, *hasher.blob_of(entry))
+        for item in probe:
+            record(item, *hasher.blob_of(item[2]))
         start = len(probe)
         slow = probe and (time.perf_counter() - began) / len(probe) > SLOW_FILE_SECONDS
         threads = IO_THREADS if slow and len(todo) - start >= 2 * PROBE_FILES else 1
     rest = todo[start:]
     if threads <= 1:
-        for entry in rest:
-            record(entry, *hasher.blob_of(entry))
+        for item in rest:
+            record(item, *hasher.blob_of(item[2]))
     else:
         from concurrent.futures import ThreadPoolExecutor  # only here: 5 ms of start-up
 
-        def hash_batch(batch: list[FileEntry]) -> list[tuple[bytes, os.stat_result]]:
-            return [hasher.blob_of(entry) for entry in batch]
+        def hash_batch(batch: Todo) -> list[tuple[bytes, os.stat_result]]:
+            return [hasher.blob_of(item[2]) for item in batch]
 
         # Batches: one future per file costs more in hand-offs than a small file's work.
         batches = [rest[i:i + BATCH_FILES] for i in range(0, len(rest), BATCH_FILES)]
         with ThreadPoolExecutor(max_workers=threads) as pool:
             for batch, results in zip(batches, pool.map(hash_batch, batches), strict=True):
-                for entry, result in zip(batch, results, strict=True):
-                    record(entry, *result)
+                for item, result in zip(batch, results, strict=True):
+                    record(item, *result)
     options.on_progress(total, total)
-
-
-def _build_trees(folders: list[Folder], blobs: dict[str, tuple[int, bytes]], dirty: set[str],
-                 cache: StatCache, store: Store, writer: PackWriter,
-                 base: dict[str, FolderState] | None = None
-                 ) -> tuple[bytes, dict[str, FolderState]]:
-    """Tree ids bottom-up; new trees go into the pack. Folders with no kept file are omitted.
-
-    A folder whose files were all cache hits, whose names are those of the last snapshot and
-    whose sub-folders kept their tree ids keeps its cached tree id without re-encoding (git's
-    cache-tree idea): a no-change snapshot builds no tree at all. `base`: states of folders
-    not in `folders`, still valid (watchman said nothing below them changed)."""
-    states: dict[str, FolderState] = base if base is not None else {}
-    previous = cache.folders
-    for folder in sorted(folders, key=lambda f: f.path.count("/") if f.path else -1,
-                         reverse=True):
-        path = folder.path
-        prefix = path + "/" if path else ""
-        names = (*(e.name for e in folder.files), *folder.subdirs)
-        before = previous.get(path)
-        if (before is not None and path not in dirty and before[1] == names
-                and all(states[prefix + d][0] == previous.get(prefix + d, (0,))[0]
-                        for d in folder.subdirs)):
-            states[path] = before
-            continue
-        entries: list[tuple[int, bytes, bytes]] = []
-        for entry in folder.files:
-            mode, sha = blobs[entry.path]
-            entries.append((mode, os.fsencode(entry.name), sha))
-        for name in folder.subdirs:
-            sub = states[prefix + name][0]
-            if sub is not None:
-                entries.append((MODE_TREE, os.fsencode(name), sub))
-        if not entries and path:
-            states[path] = (None, names)
-            continue
-        body = encode_tree(entries)
-        sha = hash_object(TREE, body)
-        if (before is None or before[0] != sha) and sha not in writer and not store.has(sha):
-            writer.add(TREE, sha, body)
-        states[path] = (sha, names)
-    root = states[""][0] if "" in states else EMPTY_TREE
-    return root or EMPTY_TREE, states

@@ -1,4 +1,5 @@
-"""The stat cache: path -> (stat fingerprint, mode, blob id), so unchanged files are never re-read.
+"""The stat cache: per folder, its tree id, its names, and each file's (stat fingerprint, mode,
+blob id), so unchanged files are never re-read and unchanged folders never re-encoded.
 
 A cached entry is trusted only when the file's fingerprint (mtime, ctime, size, inode, mode bits)
 is unchanged *and* the entry was not racy when saved. Racy means the file was modified so close to
@@ -6,6 +7,14 @@ the snapshot's start that a later write in the same clock tick could leave its s
 (git's "racy git" problem): such entries are dropped at save time, so the file is hashed again next
 time. The window is 50 ms for file systems with sub-second timestamps and 3 s for those with whole
 seconds (FAT keeps 2 s), which also covers the kernel's coarse clock lagging `time.time_ns()`.
+
+Format (lean on purpose: a 100,000-file cache loads as ~20,000 objects, not ~800,000): one record
+per folder, `(tree id, names, entry names, entries)`. The tree id is None for a folder with no kept
+file and False when only entries are known (a restore dropped the folder's tree id). `names` are
+the folder's names NUL-joined, files first then sub-folders, as the walk found them; `entry names`
+is None when the entries are those of the first files of `names` in order, else the NUL-joined
+names they belong to; `entries` packs each as `ENTRY` (60 bytes). Entries are decoded one folder
+at a time, when that folder is looked at.
 
 The file is framed with an xxhash checksum; a torn, corrupt or foreign cache is discarded and the
 snapshot simply hashes everything (correct, only slower).
@@ -15,12 +24,13 @@ from __future__ import annotations
 
 import marshal
 import os
+import struct
 import sys
 
 from .atomic import CorruptFrame, quarantine, read_framed, write_framed
 
 _KIND = b"STAT"
-_VERSION = (5, marshal.version, sys.implementation.cache_tag)
+_VERSION = (6, marshal.version, sys.implementation.cache_tag)
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
 
@@ -31,6 +41,11 @@ Entry = tuple[int, int, int, int, int, int, bytes]
 Fingerprint = tuple[int, int, int, int, int]
 # A folder's tree id (None: no kept file below it) and the names it held, in walk order.
 FolderState = tuple["bytes | None", tuple[str, ...]]
+# (tree id | None | False, names, entry names | None, packed entries); see the module docstring.
+Record = tuple["bytes | None | bool", str, "str | None", bytes]
+
+ENTRY = struct.Struct("<qqqQII20s")
+_SEP = "\0"
 
 
 def fingerprint(st: os.stat_result) -> Fingerprint:
@@ -55,25 +70,71 @@ def _racy(mtime_ns: int, ctime_ns: int, start_ns: int) -> bool:
     return max(mtime_ns, ctime_ns) >= start_ns - margin
 
 
+def entry_racy(entry: Entry, start_ns: int) -> bool:
+    return _racy(entry[0], entry[1], start_ns)
+
+
+def split_names(joined: str) -> tuple[str, ...]:
+    return tuple(joined.split(_SEP)) if joined else ()
+
+
+def join_names(names: tuple[str, ...] | list[str]) -> str:
+    return _SEP.join(names)
+
+
+def pack_entries(entries: list[Entry]) -> bytes:
+    pack = ENTRY.pack
+    return b"".join([pack(*e) for e in entries])
+
+
+def record_entries(record: Record) -> dict[str, Entry]:
+    """A record's entries by file name."""
+    _, names, entry_names, blob = record
+    if not blob:
+        return {}
+    decoded = ENTRY.iter_unpack(blob)
+    if entry_names is None:
+        return dict(zip(names.split(_SEP), decoded, strict=False))  # files come first
+    return dict(zip(entry_names.split(_SEP), decoded, strict=True))
+
+
 class StatCache:
     """Loaded once per snapshot; a new one is saved after the snapshot's pack is committed."""
 
     def __init__(self, files: dict[str, Entry] | None = None,
                  folders: dict[str, FolderState] | None = None, identity: str = "") -> None:
-        self.files: dict[str, Entry] = files or {}
-        self.folders: dict[str, FolderState] = folders or {}
+        self.records: dict[str, Record] = (
+            _records_from(files or {}, folders or {}, None) if files or folders else {})
         self.identity = identity   # the store this cache belongs to
         # The packs that held every object the cache vouches for when it was saved: if one of
         # them is gone (deleted by hand, a store restored from backup), the cache is not trusted.
         self.packs: tuple[str, ...] = ()
         # Watchman's (token, ignore fingerprint) when this picture was taken (changes.py).
         self.fsmonitor: tuple | None = None
+        self._entries: dict[str, dict[str, Entry]] = {}   # decoded folders, for `lookup`
+        self.count = -1     # files in the snapshot that saved the records (-1: unknown)
 
     @property
     def root(self) -> bytes | None:
         """The root tree of the last save: every object the cache vouches for is below it."""
-        state = self.folders.get("")
-        return state[0] if state is not None else None
+        record = self.records.get("")
+        return record[0] if record is not None and isinstance(record[0], bytes) else None
+
+    @property
+    def files(self) -> dict[str, Entry]:
+        """Every entry by path (decodes the whole cache: for restore and gc, not snapshots)."""
+        out: dict[str, Entry] = {}
+        for folder, record in self.records.items():
+            prefix = folder + "/" if folder else ""
+            for name, entry in record_entries(record).items():
+                out[prefix + name] = entry
+        return out
+
+    @property
+    def folders(self) -> dict[str, FolderState]:
+        """Every folder's (tree id, names) where the tree id is known."""
+        return {path: (r[0], split_names(r[1])) for path, r in self.records.items()
+                if r[0] is not False}
 
     @classmethod
     def load(cls, path: str, store_identity: str = "", on_warning=None,  # noqa: ANN001
@@ -95,59 +156,97 @@ class StatCache:
         if payload is None:
             return empty
         try:
-            version, identity, packs, files, folders, fsmonitor = marshal.loads(payload)
+            version, identity, packs, fsmonitor, count, records = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
             return empty
-        if (version != _VERSION or identity != store_identity or not isinstance(files, dict)
-                or not isinstance(folders, dict)):
+        if version != _VERSION or identity != store_identity or not isinstance(records, dict):
             return empty
-        cache = cls(files, folders, store_identity)
+        cache = cls(identity=store_identity)
+        cache.records = records
         cache.packs = tuple(packs)
         cache.fsmonitor = fsmonitor if isinstance(fsmonitor, tuple) else None
+        cache.count = count if isinstance(count, int) else -1
         return cache
 
     def trusted_with(self, present_packs: set[str]) -> bool:
         """Whether every pack this cache relied on is still in the store."""
         return set(self.packs) <= present_packs
 
+    def entries_in(self, folder: str) -> dict[str, Entry]:
+        """The cached entries of the files directly in `folder`, by name (decoded once)."""
+        decoded = self._entries.get(folder)
+        if decoded is None:
+            record = self.records.get(folder)
+            decoded = self._entries[folder] = record_entries(record) if record else {}
+        return decoded
+
     def lookup(self, path: str, st: os.stat_result) -> Entry | None:
-        entry = self.files.get(path)
+        folder, _, name = path.rpartition("/")
+        entry = self.entries_in(folder).get(name)
         if entry is not None and entry[:5] == fingerprint(st):
             return entry
         return None
 
     def previous_mode(self, path: str) -> int | None:
-        entry = self.files.get(path)
+        folder, _, name = path.rpartition("/")
+        entry = self.entries_in(folder).get(name)
         return entry[5] if entry is not None else None
 
     def save(self, path: str, files: dict[str, Entry], folders: dict[str, FolderState],
              start_ns: int, fresh: set[str] | None = None) -> None:
-        """Write the new cache, leaving out racy entries (see the module docstring).
+        """Write a cache from entries by path and folder states, leaving out racy entries.
 
         Folder states need no such care: a folder's cached tree id is reused only when every
         file in it was a cache hit, and a racy file never is."""
         if fresh is None:
-            kept = {p: e for p, e in files.items() if not _entry_racy(e, start_ns)}
+            racy = {p for p, e in files.items() if entry_racy(e, start_ns)}
         else:
             # Entries carried over from the loaded cache passed this test when it was saved;
             # only the ones hashed in this run (`fresh`) can be racy.
-            racy = {p for p in fresh if _entry_racy(files[p], start_ns)}
-            kept = {p: e for p, e in files.items() if p not in racy} if racy else files
-        payload = marshal.dumps((_VERSION, self.identity, self.packs, kept, folders,
-                                 self.fsmonitor))
+            racy = {p for p in fresh if entry_racy(files[p], start_ns)}
+        self.save_records(path, _records_from(files, folders, racy))
+
+    def save_records(self, path: str, records: dict[str, Record], count: int = -1) -> None:
+        payload = marshal.dumps((_VERSION, self.identity, self.packs, self.fsmonitor, count,
+                                 records))
         # Not fsynced: losing the cache in a crash only costs a rehash, never correctness.
         write_framed(path, _KIND, payload, durable=False)
+        self.records = records
+        self.count = count
+        self._entries = {}
 
 
-def _entry_racy(entry: Entry, start_ns: int) -> bool:
-    return _racy(entry[0], entry[1], start_ns)
+def _records_from(files: dict[str, Entry], folders: dict[str, FolderState],
+                  racy: set[str] | None) -> dict[str, Record]:
+    """Records from entries by path and folder states (the format's general case)."""
+    by_folder: dict[str, dict[str, Entry]] = {}
+    for path, entry in files.items():
+        if racy and path in racy:
+            continue
+        folder, _, name = path.rpartition("/")
+        by_folder.setdefault(folder, {})[name] = entry
+    records: dict[str, Record] = {}
+    for folder in {*folders, *by_folder}:
+        state = folders.get(folder)
+        mine = by_folder.get(folder, {})
+        names = state[1] if state is not None else tuple(mine)
+        leading = names[:len(mine)]
+        if set(leading) == mine.keys():
+            entry_names = None
+            ordered = [mine[n] for n in leading]
+        else:
+            entry_names = join_names(list(mine))
+            ordered = list(mine.values())
+        records[folder] = (state[0] if state is not None else False, join_names(names),
+                           entry_names, pack_entries(ordered))
+    return records
 
 
 def rebind_packs(path: str, store_identity: str, packs: set[str]) -> None:
     """After gc moved every object the cache vouches for into `packs`, say so in the cache
     (gc keeps those objects, so the cache stays valid; only its pack list is out of date)."""
     cache = StatCache.load(path, store_identity)
-    if not cache.files and not cache.folders:
+    if not cache.records:
         return
     cache.packs = tuple(sorted(packs))
-    cache.save(path, cache.files, cache.folders, start_ns=0, fresh=set())
+    cache.save_records(path, cache.records, cache.count)

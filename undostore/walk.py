@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .errors import SnapshotError, from_oserror
@@ -144,6 +144,30 @@ def walk(root: str, options: WalkOptions | None = None) -> list[Folder]:
     if options.threads <= 1:
         return _walk_serial(root, start, options)
     return _walk_threaded(root, start, options)
+
+
+def iter_walk(root: str, options: WalkOptions | None = None) -> Iterable[Folder]:
+    """As `walk`, but one folder at a time when walking on one thread, so a caller that keeps
+    little per folder never holds the whole tree's stat results at once."""
+    options = options or WalkOptions()
+    if options.threads > 1:
+        return walk(root, options)
+    if not os.path.isdir(root):
+        raise SnapshotError("not a folder", root)
+    return _iter_serial(root, root_rules(root), options)
+
+
+def _iter_serial(root: str, start: IgnoreRules, options: WalkOptions) -> Iterator[Folder]:
+    stack: list[tuple[str, IgnoreRules]] = [("", start)]
+    total = 0
+    while stack:
+        rel, rules = stack.pop()
+        folder, todo = _scan_folder(root, rel, rules, options)
+        total += len(folder.files)
+        if total > options.max_files:
+            _count(root, [], folder, total, options)  # raises the error `walk` raises
+        stack.extend(todo)
+        yield folder
 
 
 def _count(root: str, folders: list[Folder], folder: Folder, total: int,
