@@ -45,6 +45,12 @@ def snapper(tmp_path, watchman_env):
     return Snapper(root, tmp_path / "store")
 
 
+def _indexed(git, root: Path) -> int:
+    """Files in git's index after `git.write_tree(root)`."""
+    out = git.run(git.private_dir(root), root, "ls-files", "-z")
+    return len([p for p in out.split(b"\0") if p])
+
+
 def _full_id(root: Path, tmp_path: Path) -> str:
     """The id a fresh store with a plain walk gives: the reference for cases git cannot see."""
     old = os.environ.get("UNDOSTORE_FSMONITOR")
@@ -137,6 +143,7 @@ def test_every_kind_of_change_gives_gits_id_through_watchman(snapper, git):
         result = snapper()
         assert result.walk == "watchman", change.__name__
         assert result.id == git.write_tree(snapper.root), change.__name__
+        assert result.files == _indexed(git, snapper.root), change.__name__
     assert snapper.warnings == []
 
 
@@ -178,6 +185,7 @@ def test_random_edit_loop_matches_git_at_every_step(snapper, git):
         result = snapper()
         assert result.walk == "watchman", (step, action)
         assert result.id == git.write_tree(root), (step, action)
+        assert result.files == _indexed(git, root), (step, action)
 
 
 def test_a_gitignore_edited_between_snapshots_forces_a_full_walk(snapper, git):

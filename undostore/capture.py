@@ -171,11 +171,22 @@ def _tree_of(record: Record | None) -> object:
     return record[0]
 
 
-def count_files(records: dict[str, Record]) -> int:
-    """Files in a snapshot, from its records: every name, less the names of sub-folders."""
-    names = folders = 0
-    for joined, tree in ((r[1], r[0]) for r in records.values()):
-        if tree is not False:
-            folders += 1
-            names += joined.count("\0") + 1 if joined else 0
-    return names - max(folders - 1, 0)
+def count_files(records: dict[str, Record], before: dict[str, Record], count: int) -> int:
+    """Files in a snapshot from its records: `count` (the files of `before`, or -1 when not
+    known) corrected by the folders whose records changed, else every folder counted."""
+    if count < 0:
+        return sum(_files_in(path, records) for path in records)
+    changed = {path for path, record in records.items() if before.get(path) is not record}
+    changed.update(before.keys() - records.keys())
+    return (count - sum(_files_in(path, before) for path in changed)
+            + sum(_files_in(path, records) for path in changed))
+
+
+def _files_in(path: str, records: dict[str, Record]) -> int:
+    """Files directly in a folder: its names less those of its sub-folders."""
+    record = records.get(path)
+    if record is None or record[0] is False or not record[1]:
+        return 0
+    prefix = path + "/" if path else ""
+    names = record[1].split("\0")
+    return len(names) - sum(1 for n in names if prefix + n in records)

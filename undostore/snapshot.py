@@ -264,7 +264,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     remember(store.path, root_tree)  # so gc's grace period covers this id
     unchanged = not todo and records == cache.records and not _new_watch(cache, found)
     if found.base:  # files under folders taken from the cache were not counted
-        total = cache.count if unchanged and cache.count >= 0 else count_files(records)
+        total = cache.count if unchanged and cache.count >= 0 else count_files(
+            records, cache.records, cache.count)
     if found.monitor is not None:
         cache.fsmonitor = found.monitor
     if not unchanged:  # rewriting an identical cache would only cost time

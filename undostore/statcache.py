@@ -27,9 +27,15 @@ import os
 import struct
 import sys
 
+import xxhash
+
 from .atomic import CorruptFrame, quarantine, read_framed, write_framed
 
 _KIND = b"STAT"
+_DELTA_KIND = b"STAD"
+DELTA_SUFFIX = ".delta"
+DELTA_MIN = 64          # folders a delta may hold, at least ...
+DELTA_SHARE = 16        # ... or this share of all folders
 _VERSION = (6, marshal.version, sys.implementation.cache_tag)
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
@@ -113,6 +119,8 @@ class StatCache:
         self.fsmonitor: tuple | None = None
         self._entries: dict[str, dict[str, Entry]] = {}   # decoded folders, for `lookup`
         self.count = -1     # files in the snapshot that saved the records (-1: unknown)
+        self._base: int | None = None      # digest of the base file's payload, when loaded
+        self._delta: dict[str, Record | None] = {}   # records changed since the base
 
     @property
     def root(self) -> bytes | None:
@@ -140,7 +148,8 @@ class StatCache:
     def load(cls, path: str, store_identity: str = "", on_warning=None,  # noqa: ANN001
              ) -> StatCache:
         """The cache at `path`, or an empty one if it is missing, damaged, written by another
-        format or Python, or bound to another store (its blob ids would mean nothing here)."""
+        format or Python, or bound to another store (its blob ids would mean nothing here).
+        A delta saved beside it (`path` + DELTA_SUFFIX) applies when it names this base."""
         empty = cls(identity=store_identity)
         try:
             payload = read_framed(path, _KIND)
@@ -163,10 +172,30 @@ class StatCache:
             return empty
         cache = cls(identity=store_identity)
         cache.records = records
-        cache.packs = tuple(packs)
-        cache.fsmonitor = fsmonitor if isinstance(fsmonitor, tuple) else None
-        cache.count = count if isinstance(count, int) else -1
+        cache._base = xxhash.xxh3_64_intdigest(payload)
+        cache._apply_delta(path + DELTA_SUFFIX, packs, fsmonitor, count)
         return cache
+
+    def _apply_delta(self, path: str, packs: object, fsmonitor: object, count: object) -> None:
+        """Records changed since the base was written; a delta that is missing, damaged or
+        made for another base is ignored (the base is an older, still consistent picture)."""
+        try:
+            payload = read_framed(path, _DELTA_KIND)
+            delta = marshal.loads(payload) if payload is not None else None
+        except (OSError, CorruptFrame, ValueError, EOFError, TypeError):
+            delta = None
+        if (isinstance(delta, tuple) and len(delta) == 6 and delta[0] == _VERSION
+                and delta[1] == self._base and isinstance(delta[5], dict)):
+            _, _, packs, fsmonitor, count, changes = delta
+            self._delta = changes
+            for folder, record in changes.items():
+                if record is None:
+                    self.records.pop(folder, None)
+                else:
+                    self.records[folder] = record
+        self.packs = tuple(packs)  # type: ignore[arg-type]
+        self.fsmonitor = fsmonitor if isinstance(fsmonitor, tuple) else None
+        self.count = count if isinstance(count, int) else -1
 
     def trusted_with(self, present_packs: set[str]) -> bool:
         """Whether every pack this cache relied on is still in the store."""
@@ -207,10 +236,32 @@ class StatCache:
         self.save_records(path, _records_from(files, folders, racy))
 
     def save_records(self, path: str, records: dict[str, Record], count: int = -1) -> None:
-        payload = marshal.dumps((_VERSION, self.identity, self.packs, self.fsmonitor, count,
-                                 records))
+        """Save `records`: as a small delta beside the base when few folders changed since the
+        base was written (a one-file change in a big tree then writes kilobytes, not
+        megabytes), else as a new base."""
+        old = self.records
+        delta = dict(self._delta)
+        for folder, record in records.items():
+            if old.get(folder) is not record:
+                delta[folder] = record
+        for folder in old.keys() - records.keys():
+            delta[folder] = None
         # Not fsynced: losing the cache in a crash only costs a rehash, never correctness.
-        write_framed(path, _KIND, payload, durable=False)
+        if self._base is not None and len(delta) <= max(DELTA_MIN, len(records) // DELTA_SHARE):
+            payload = marshal.dumps((_VERSION, self._base, self.packs, self.fsmonitor, count,
+                                     delta))
+            write_framed(path + DELTA_SUFFIX, _DELTA_KIND, payload, durable=False)
+            self._delta = delta
+        else:
+            payload = marshal.dumps((_VERSION, self.identity, self.packs, self.fsmonitor, count,
+                                     records))
+            write_framed(path, _KIND, payload, durable=False)
+            self._base = xxhash.xxh3_64_intdigest(payload)
+            self._delta = {}
+            try:
+                os.unlink(path + DELTA_SUFFIX)
+            except OSError:
+                pass  # a delta left behind names the old base: it is ignored
         self.records = records
         self.count = count
         self._entries = {}
