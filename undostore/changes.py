@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from .capture import is_complete
 from .fsmonitor import Changes, Monitor, Token, fsmonitor_mode
 from .ignore import (
+    UNDOSTORE_IGNORE,
     IgnoreRules,
     git_common_dir,
     git_config_files,
@@ -40,7 +41,6 @@ from .walk import (
 
 WALK_FULL = "full"
 WALK_WATCHMAN = "watchman"
-UNDOSTORE_IGNORE = ".undostoreignore"
 # More changed paths than this share of the cached files: a full walk costs no more.
 MAX_CHANGED_SHARE = 0.25
 

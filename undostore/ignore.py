@@ -254,25 +254,32 @@ class IgnoreFile:
 
 
 class IgnoreRules:
-    """The ignore files in force for one folder: per-folder files deepest first, then the rest."""
+    """The ignore files in force for one folder: per-folder files deepest first, then the rest;
+    `top`, the root's `.undostoreignore`, is asked first and can only leave out more."""
 
-    __slots__ = ("_files",)
+    __slots__ = ("_files", "_top")
 
-    def __init__(self, files: tuple[IgnoreFile, ...]) -> None:
+    def __init__(self, files: tuple[IgnoreFile, ...], top: IgnoreFile | None = None) -> None:
         self._files = files  # in the order git consults them
+        self._top = top or None
 
     def __bool__(self) -> bool:
-        return bool(self._files)
+        return bool(self._files) or self._top is not None
 
     def with_folder_file(self, ignore_file: IgnoreFile | None) -> IgnoreRules:
         """Rules for a sub-folder whose own `.gitignore` is `ignore_file`."""
         if not ignore_file:
             return self
-        return IgnoreRules((ignore_file, *self._files))
+        return IgnoreRules((ignore_file, *self._files), self._top)
 
     def is_ignored(self, relpath: str, is_dir: bool) -> bool:
-        """Whether git ignores `relpath` (relative to the root), its parent folders being kept."""
+        """Whether `relpath` (relative to the root) is left out, its parent folders being kept:
+        by `.undostoreignore`, else as git decides."""
         wire = _byte_chars(relpath)
+        if self._top is not None:
+            pattern = self._top._match_byte_chars(wire, is_dir)
+            if pattern is not None and not pattern.negated:
+                return True
         for ignore_file in self._files:
             pattern = ignore_file._match_byte_chars(wire[ignore_file._base_skip:], is_dir)
             if pattern is not None:
@@ -416,8 +423,30 @@ def read_ignore_file(path: str, base: str = "", follow_symlinks: bool = True) ->
     return ignore_file or None
 
 
+UNDOSTORE_IGNORE = ".undostoreignore"
+
+
+def undostore_ignore(root: str) -> IgnoreFile | None:
+    """The root's `.undostoreignore`: gitignore syntax, for files (even ones git tracks) that
+    undo leaves alone, such as a log a server keeps writing. None when absent or empty."""
+    return read_ignore_file(os.path.join(root, UNDOSTORE_IGNORE), follow_symlinks=False)
+
+
+def excluded_by(top: IgnoreFile | None, relpath: str) -> bool:
+    """Whether `.undostoreignore` (`top`) leaves out the file `relpath` or a folder above it."""
+    if top is None:
+        return False
+    parts = relpath.split("/")
+    for depth in range(1, len(parts) + 1):
+        pattern = top.match("/".join(parts[:depth]), depth < len(parts))
+        if pattern is not None and not pattern.negated:
+            return True
+    return False
+
+
 def root_rules(root: str) -> IgnoreRules:
-    """The rules that apply before any per-folder `.gitignore`: info/exclude, global excludes."""
+    """The rules that apply before any per-folder `.gitignore`: info/exclude, global excludes,
+    and on top of them the root's `.undostoreignore`."""
     files: list[IgnoreFile] = []
     common_dir = git_common_dir(root)
     info_exclude = None
@@ -430,4 +459,4 @@ def root_rules(root: str) -> IgnoreRules:
         global_file = read_ignore_file(global_path)
         if global_file:
             files.append(global_file)
-    return IgnoreRules(tuple(files))
+    return IgnoreRules(tuple(files), undostore_ignore(root))

@@ -49,6 +49,7 @@ from .errors import (
     UnsafePathError,
     from_oserror,
 )
+from .ignore import excluded_by, undostore_ignore
 from .packread import ObjectReader
 from .plan import (
     FlatTree,
@@ -296,6 +297,7 @@ def _prepare(ws: Workspace, reader: ObjectReader, current: FlatTree, wanted: Fla
         first, second = wanted.case_clashes[0]
         raise UnsafePathError(f"differs from {first!r} only in case; this file system cannot "
                               "hold both", second)
+    _leave_alone(ws.root, current, wanted)
     plan = make_plan(current, wanted, only=only, extra_dirs=extra_dirs)
     _check_complete(reader, wanted)
     try:
@@ -305,6 +307,17 @@ def _prepare(ws: Workspace, reader: ObjectReader, current: FlatTree, wanted: Fla
         raise from_oserror(err, "inspect", cls=SnapshotError) from err
     blobs = BlobSource.verified(reader, (plan.after[p][1] for p in plan.create + plan.modify))
     return _Prepared(plan, current, wanted, blobs, case)
+
+
+def _leave_alone(root: str, *flats: FlatTree) -> None:
+    """Take what the root's `.undostoreignore` excludes out of the plan: a restore never
+    creates, changes or deletes those files, whatever the snapshots hold."""
+    top = undostore_ignore(root)
+    if top is None:
+        return
+    for flat in flats:
+        for path in [p for p in flat.files if excluded_by(top, p)]:
+            del flat.files[path]
 
 
 def _refuse_store_paths(ws: Workspace, wanted: FlatTree) -> None:

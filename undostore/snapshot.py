@@ -25,6 +25,7 @@ from .capture import EMPTY_TREE as EMPTY_TREE  # noqa: F401 (the empty tree's id
 from .capture import Todo, Work, build_trees, carried_work, count_files, match_folder
 from .changes import WALK_FULL, Scan, scan
 from .errors import SnapshotError, from_oserror
+from .ignore import UNDOSTORE_IGNORE
 from .objects import (
     BLOB,
     MODE_EXEC,
@@ -119,8 +120,9 @@ class _Hasher:
                 raise SnapshotError("file vanished while being captured", disk) from err
             except OSError as err:
                 raise from_oserror(err, "read file", disk) from err
-        raise SnapshotError(f"{last_error} ({READ_ATTEMPTS} attempts); try again when it is idle",
-                            disk)
+        raise SnapshotError(f"{last_error} ({READ_ATTEMPTS} attempts); try again when it is idle, "
+                            f"or list {entry.path!r} in {UNDOSTORE_IGNORE} at the root if undo "
+                            "should leave it alone", disk)
 
     def _link_blob(self, entry: FileEntry, disk: str) -> tuple[bytes, os.stat_result]:
         try:
