@@ -92,6 +92,7 @@ def test_a_damaged_or_stale_delta_falls_back_to_the_base(tmp_path, git):
         # A new base (many folders changed), then the old delta put back: it names the old base.
         for i in range(80):
             (root / f"d{i}" / "f2").write_text(f"new {i}")
+        time.sleep(RACY_S)
         assert ws.snapshot().id == git.write_tree(root)
         assert not delta.exists()
         shutil.copy(stale, delta)
