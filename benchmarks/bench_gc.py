@@ -74,8 +74,8 @@ def build_store(workdir: str, files: int, folders: int, snapshots: int, changes:
                 seed: int) -> dict[str, object]:
     """The tree, the store, and the timings of the setup rounds."""
     from undostore import Workspace
-    from undostore.sessions import record_undo_point
-    from undostore.snapshot import SnapshotOptions, take_snapshot
+    from undostore.history.sessions import record_undo_point
+    from undostore.snapshot.snapshot import SnapshotOptions, take_snapshot
 
     root = os.path.join(workdir, "tree")
     store = os.path.join(workdir, "store")
@@ -96,7 +96,7 @@ def build_store(workdir: str, files: int, folders: int, snapshots: int, changes:
             t0 = time.perf_counter()
             result = take_snapshot(ws.root, ws.store, SnapshotOptions())
             t1 = time.perf_counter()
-            record_undo_point(ws, f"agent-{turn // POINTS_PER_SESSION}", result.id,
+            record_undo_point(ws.store, f"agent-{turn // POINTS_PER_SESSION}", result.id,
                               f"turn {turn}", {"turn": turn, "messages": 2 * turn})
             t2 = time.perf_counter()
         snapshot_seconds.append(t1 - t0)

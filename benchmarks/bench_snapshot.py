@@ -360,7 +360,7 @@ def case_big_file(bench: Bench) -> None:
 def case_threads(bench: Bench) -> None:
     """SnapshotOptions(walk_threads, hash_threads) through the library, in this process."""
     from undostore import Workspace
-    from undostore.snapshot import SnapshotOptions
+    from undostore.snapshot.snapshot import SnapshotOptions
 
     info = bench.tree("20k")
     configs: list[tuple[str, SnapshotOptions]] = [

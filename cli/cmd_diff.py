@@ -11,8 +11,8 @@ import click
 from .common import Context, json_option, pass_context
 
 if TYPE_CHECKING:
-    from undostore.diff import Change
-    from undostore.store import Store
+    from undostore.diff.change import Change
+    from undostore.store.store import Store
 
 _PATHS_KEY = "undostore.diff.paths"
 
@@ -54,15 +54,12 @@ def diff_command(click_ctx: click.Context, ctx: Context, from_id: str, to_id: st
     folder when it is inside the root). Comparing with the files now takes a snapshot of them
     that no session records.
     """
-    from undostore.diff import compare
-
     workspace = ctx.workspace()
     paths = _root_relative(workspace.root, click_ctx.meta.get(_PATHS_KEY, []))
-    result = compare(workspace, from_id, to_id, paths=paths or None,
-                     find_renames=find_renames)
+    result = workspace.compare(from_id, to_id, paths=paths or None, find_renames=find_renames)
     try:
         if as_json:
-            from undostore.patch import fill_line_counts
+            from undostore.diff.patch import fill_line_counts
 
             fill_line_counts(workspace.store, result.changes)
             _write_json({"from": result.from_id, "to": result.to_id,
@@ -78,7 +75,7 @@ def diff_command(click_ctx: click.Context, ctx: Context, from_id: str, to_id: st
 
 
 def _write_text(form: str, store: Store, changes: list[Change], colored: bool) -> None:
-    from undostore.patch import GIT_COLORS, PLAIN, render
+    from undostore.diff.patch import GIT_COLORS, PLAIN, render
 
     out = sys.stdout.buffer
     for chunk in render(form, store, changes, GIT_COLORS if colored else PLAIN, _columns()):
@@ -129,7 +126,7 @@ def _columns() -> int:
 def _root_relative(root: str, specs: list[str]) -> list[str]:
     """Path specs as '/'-separated paths under root. A relative spec is taken from the current
     folder when that folder is inside root (as git does), else from root."""
-    from undostore.diff import normalize_spec
+    from undostore.diff.trees import normalize_spec
     from undostore.errors import UsageError
 
     here = os.path.realpath(os.getcwd())

@@ -23,8 +23,8 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from undostore.plan import RestorePlan
-    from undostore.restore import RestoreResult
+    from undostore.restore.plan import RestorePlan
+    from undostore.restore.restore import RestoreResult
 
 PLAN_LINES_SHOWN = 50
 

@@ -51,7 +51,7 @@ def snapshot_command(ctx: Context, session: str | None, label: str | None, max_f
     Prints the snapshot id (git's tree id of the root). With --session (or $UNDOSTORE_SESSION
     set), the snapshot is also recorded as an undo point of that session.
     """
-    from undostore.snapshot import SnapshotOptions
+    from undostore.snapshot.snapshot import SnapshotOptions
 
     # $UNDOSTORE_SESSION names the session as --session does (the contract), so a host that
     # sets it gets undo points from a plain `undostore snapshot`.

@@ -14,12 +14,12 @@ import pytest
 
 from undostore import Workspace
 from undostore.errors import StoreError
-from undostore.lock import StoreLock
-from undostore.verify import verify
+from undostore.history.verify import verify
+from undostore.store.lock import StoreLock
 
 _HOLDER = textwrap.dedent("""
     import sys, time
-    from undostore.lock import StoreLock
+    from undostore.store.lock import StoreLock
     lock = StoreLock(sys.argv[1], what="test holder")
     lock.acquire()
     print("locked", flush=True)
@@ -109,7 +109,7 @@ def test_two_processes_recording_in_two_sessions_lose_nothing(tmp_path):
     for i, session in enumerate(("one", "two")):
         labels = [p.label for p in ws.log(session).undo]
         assert labels == [f"writer{i}.txt {n}" for n in range(19, -1, -1)]
-    assert verify(ws).ok
+    assert verify(ws.store).ok
 
 
 def test_two_processes_recording_in_one_session_lose_nothing(tmp_path):
@@ -119,4 +119,4 @@ def test_two_processes_recording_in_one_session_lose_nothing(tmp_path):
     for name in ("writer0.txt", "writer1.txt"):
         mine = [p.meta["i"] for p in points if p.label.startswith(name)]
         assert mine == list(range(14, -1, -1))   # each writer's points in its own order
-    assert verify(ws).ok
+    assert verify(ws.store).ok

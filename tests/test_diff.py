@@ -15,11 +15,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from undostore import IncompleteSnapshotError, UnknownSnapshotError, UsageError, Workspace
-from undostore.diff import diff_trees, diff_workspace
-from undostore.linediff import diff_lines, hunks, split_lines
-from undostore.objects import BLOB, MODE_FILE, MODE_TREE, TREE, PackWriter, encode_tree, hash_object
-from undostore.packread import ObjectReader
-from undostore.patch import GIT_COLORS, PLAIN, Abbrev, quote_path, rename_label, render
+from undostore.diff.linediff import diff_lines, hunks, split_lines
+from undostore.diff.patch import GIT_COLORS, PLAIN, Abbrev, quote_path, rename_label, render
+from undostore.diff.trees import diff_trees
+from undostore.git.objects import (
+    BLOB,
+    MODE_FILE,
+    MODE_TREE,
+    TREE,
+    PackWriter,
+    encode_tree,
+    hash_object,
+)
+from undostore.git.reader import ObjectReader
 
 from .conftest import IS_WINDOWS, Link
 
@@ -144,7 +152,7 @@ def test_binary_files_have_no_line_counts(tree_factory):
 
 def test_files_over_the_big_file_threshold_are_binary_and_never_read(tree_factory,
                                                                     monkeypatch):
-    import undostore.patch as patch_module
+    import undostore.diff.content as patch_module
 
     ws, a, b, _ = snapshots(tree_factory, {"big.txt": "x\n" * 20, "small.txt": "a\n"},
                             lambda root: (put(root / "big.txt", "y\n" * 20),
@@ -178,7 +186,7 @@ def test_diff_against_now_takes_a_snapshot_no_journal_records(tree_factory):
     a = ws.snapshot().id
     put(root / "a", "2\n")
     put(root / "b", "new\n")
-    changes = diff_workspace(ws, a[:8])
+    changes = ws.diff(a[:8])
     assert [(c.status, c.path) for c in changes] == [("M", "a"), ("A", "b")]
     assert os.listdir(ws.store.sessions_dir) == []
 
@@ -339,7 +347,7 @@ def test_unknown_and_ambiguous_ids_exit_2_naming_them(tree_factory):
         seen[prefix] = body
     _write_objects(ws, objects)
     # Prefixes resolve among ids the store handed out: hand out the two that collide.
-    from undostore.recent import remember
+    from undostore.store.recent import remember
 
     for body in (seen[prefix], objects[-1][1]):
         remember(ws.store.path, hash_object(TREE, body))

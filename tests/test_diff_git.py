@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from undostore import Workspace
-from undostore.diff import diff_trees
-from undostore.patch import GIT_COLORS, PLAIN, render
+from undostore.diff.patch import GIT_COLORS, PLAIN, render
+from undostore.diff.trees import diff_trees
 
 from .conftest import IS_WINDOWS, Exe, Link
 

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from undostore import Workspace
-from undostore.anchors import anchored_ids, anchored_sessions, session_dir
-from undostore.atomic import TEMP_PREFIX
 from undostore.errors import IncompleteSnapshotError
-from undostore.journal import journal_path
-from undostore.objects import BLOB, hash_object
-from undostore.packs import PackSet
-from undostore.verify import verify
+from undostore.git.objects import BLOB, hash_object
+from undostore.git.packfile import PackSet
+from undostore.history.anchors import anchored_ids, anchored_sessions, session_dir
+from undostore.history.journal import journal_path
+from undostore.history.verify import verify
+from undostore.store.atomic import TEMP_PREFIX
 
 MB = 1_000_000
 
@@ -70,7 +70,7 @@ def test_gc_with_zero_grace_keeps_listed_snapshots_and_drops_the_rest(tree_facto
     assert result.freed_bytes > 0
     assert result.packs_after == 1
     assert result.objects_after < result.objects_before
-    assert verify(ws).ok
+    assert verify(ws.store).ok
 
 
 def test_default_grace_keeps_a_fresh_unlisted_snapshot(tree_factory):
@@ -159,7 +159,7 @@ def test_after_dropping_every_session_the_store_holds_little_more_than_the_curre
     # The stat cache's blobs and trees were kept: the next snapshot is complete.
     _write(root, "d0/f0.txt", "after gc\n")
     again = ws.snapshot(session="new").id
-    assert verify(ws, again).ok
+    assert verify(ws.store, again).ok
 
 
 def test_a_long_lived_workspace_does_not_trust_packs_another_gc_removed(tree_factory):
@@ -176,12 +176,12 @@ def test_a_long_lived_workspace_does_not_trust_packs_another_gc_removed(tree_fac
     time.sleep(0.01)
     _write(root, "a.txt", "X" * 100)                 # the pruned content comes back
     again = host.snapshot(session="s").id
-    result = verify(cleaner, again)
+    result = verify(cleaner.store, again)
     assert result.ok, (result.missing, result.corrupt)
 
 
 def test_gc_keeps_the_snapshots_a_pending_restore_needs(tree_factory):
-    from undostore.restorelog import RestoreJournal, remove_journal, write_journal
+    from undostore.restore.restorelog import RestoreJournal, remove_journal, write_journal
 
     root = tree_factory({"a.txt": "target content"})
     ws = Workspace(root)
@@ -215,7 +215,7 @@ def test_many_small_packs_become_one_and_a_second_gc_has_nothing_to_do(tree_fact
     second = ws.gc(grace_seconds=0)
     assert second.freed_bytes == 0
     assert second.objects_after == first.objects_after
-    assert verify(ws).ok
+    assert verify(ws.store).ok
 
 
 def test_orphaned_temporary_files_go_only_after_the_grace_period(tree_factory):
@@ -306,8 +306,8 @@ def test_two_processes_racing_snapshot_and_gc_corrupt_nothing(tree_factory, tmp_
     ws = Workspace(root, store)
     log = ws.log("race")
     assert [p.label for p in log.undo] == [str(i) for i in range(29, 21, -1)]
-    result = verify(ws)
+    result = verify(ws.store)
     assert result.ok, (result.missing, result.corrupt)
     assert len(result.snapshots) == len({p.id for p in log.undo})
     ws.gc(grace_seconds=0)
-    assert verify(ws).ok
+    assert verify(ws.store).ok

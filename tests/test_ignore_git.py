@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from undostore.walk import WalkOptions, list_paths
+from undostore.snapshot.walk import WalkOptions, list_paths
 
 from .conftest import IS_WINDOWS
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from undostore.ignore import (
+from undostore.snapshot.ignore import (
     IgnoreFile,
     IgnoreRules,
     config_excludes_file,
@@ -22,7 +22,7 @@ from undostore.ignore import (
     global_excludes_path,
     parse_line,
 )
-from undostore.walk import list_paths
+from undostore.snapshot.walk import list_paths
 
 from .conftest import IS_WINDOWS, Git, Link, make_tree
 

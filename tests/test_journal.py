@@ -12,9 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from undostore import Workspace
-from undostore.atomic import read_framed, write_framed
 from undostore.errors import UsageError
-from undostore.journal import (
+from undostore.history.journal import (
     Journal,
     Point,
     SessionWarning,
@@ -27,7 +26,8 @@ from undostore.journal import (
     session_names,
     validate_name,
 )
-from undostore.store import Store
+from undostore.store.atomic import read_framed, write_framed
+from undostore.store.store import Store
 
 SHA_A = "a" * 40
 SHA_B = "b" * 40

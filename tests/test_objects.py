@@ -9,7 +9,7 @@ import subprocess
 from dulwich.object_format import SHA1
 from dulwich.pack import load_pack_index
 
-from undostore.objects import (
+from undostore.git.objects import (
     BLOB,
     TREE,
     PackIndexFile,
@@ -18,7 +18,7 @@ from undostore.objects import (
     encode_tree,
     hash_object,
 )
-from undostore.store import Store
+from undostore.store.store import Store
 
 
 def _write_pack(pack_dir, objects):

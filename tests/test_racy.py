@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from undostore import Workspace
-from undostore.atomic import write_framed
-from undostore.statcache import FINE_MARGIN_NS
+from undostore.store.atomic import write_framed
+from undostore.store.statcache import FINE_MARGIN_NS
 
 # An mtime long ago, deliberately not on a whole second: whole-second mtimes mark a coarse file
 # system, whose racy window is seconds long.

@@ -17,7 +17,7 @@ import sys
 import time
 
 from undostore import Workspace
-from undostore.restorelog import journal_path
+from undostore.restore.restorelog import journal_path
 
 from .conftest import IS_WINDOWS, Exe, Link
 from .test_restore_support import disk_state, temp_files

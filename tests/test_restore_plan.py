@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from undostore.errors import UnsafePathError
-from undostore.objects import MODE_EXEC, MODE_FILE, MODE_LINK
-from undostore.packread import ObjectReader
-from undostore.paths import check_path, is_git_name, name_problem, windows_name_problem
-from undostore.plan import (
+from undostore.git.objects import MODE_EXEC, MODE_FILE, MODE_LINK
+from undostore.git.reader import ObjectReader
+from undostore.restore.paths import check_path, is_git_name, name_problem, windows_name_problem
+from undostore.restore.plan import (
     FlatTree,
     expected_conflicts,
     flatten,
@@ -21,7 +21,7 @@ from undostore.plan import (
     make_plan,
     parent_dirs,
 )
-from undostore.store import Store
+from undostore.store.store import Store
 
 from .test_restore_support import craft_snapshot
 

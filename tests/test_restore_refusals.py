@@ -15,9 +15,9 @@ from undostore import (
     UnsafePathError,
     Workspace,
 )
-from undostore.diskstate import is_case_insensitive
-from undostore.objects import BLOB, hash_object
-from undostore.restorelog import journal_path
+from undostore.git.objects import BLOB, hash_object
+from undostore.restore.diskstate import is_case_insensitive
+from undostore.restore.restorelog import journal_path
 
 from .conftest import IS_WINDOWS, Link
 from .test_restore_support import craft_snapshot, disk_state, temp_files

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from undostore import ConfirmationNeeded, ConflictError, Workspace
-from undostore.restorelog import journal_path
-from undostore.snapshot import EMPTY_TREE
+from undostore.restore.restorelog import journal_path
+from undostore.snapshot.snapshot import EMPTY_TREE
 
 from .conftest import IS_WINDOWS, Exe, Link, make_tree
 from .test_restore_support import craft_snapshot, disk_state, mtimes, temp_files

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from undostore.objects import BLOB, MODE_BYTES, TREE, PackWriter, hash_object, tree_sort_key
-from undostore.store import Store
+from undostore.git.objects import BLOB, MODE_BYTES, TREE, PackWriter, hash_object, tree_sort_key
+from undostore.store.store import Store
 
 IS_WINDOWS = sys.platform == "win32"
 

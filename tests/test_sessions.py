@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from undostore import Workspace
-from undostore.anchors import anchored_sessions, held, session_dir
 from undostore.errors import ConfirmationNeeded, UsageError
-from undostore.verify import verify
+from undostore.history.anchors import anchored_sessions, held, session_dir
+from undostore.history.verify import verify
 
 
 def _write(root: Path, name: str, text: str) -> None:
@@ -115,7 +115,7 @@ def test_recording_cost_is_small(tree_factory):
     benchmarks/bench_gc.py on the 20k tree. Here: 30 records stay well under 10 ms each."""
     import time
 
-    from undostore.sessions import record_undo_point
+    from undostore.history.sessions import record_undo_point
 
     ws = Workspace(tree_factory({"a.txt": "0"}))
     sha = ws.snapshot().id
@@ -123,7 +123,7 @@ def test_recording_cost_is_small(tree_factory):
     with ws.store.lock:
         for i in range(30):
             started = time.perf_counter()
-            record_undo_point(ws, "s", sha, f"p{i}", {"i": i})
+            record_undo_point(ws.store, "s", sha, f"p{i}", {"i": i})
             costs.append(time.perf_counter() - started)
     costs.sort()
     assert costs[len(costs) // 2] < 0.010
@@ -346,7 +346,7 @@ class UndoRedoModel(RuleBasedStateMachine):
     @rule()
     def collect_garbage(self) -> None:
         self.ws.gc(grace_seconds=0)
-        assert verify(self.ws).ok
+        assert verify(self.ws.store).ok
 
     @invariant()
     def disk_matches(self) -> None:

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from undostore import Workspace
-from undostore.snapshot import EMPTY_TREE
+from undostore.snapshot.snapshot import EMPTY_TREE
 
 from .conftest import IS_WINDOWS, Exe, Link
 

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from undostore import Workspace
-from undostore.snapshot import EMPTY_TREE
-from undostore.store import Store
+from undostore.snapshot.snapshot import EMPTY_TREE
+from undostore.store.store import Store
 
 from .conftest import IS_WINDOWS, Exe, Link
 

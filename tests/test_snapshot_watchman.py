@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from undostore import Workspace, fsmonitor
-from undostore.snapshot import SnapshotOptions
+from undostore import Workspace
+from undostore.snapshot import watchman as fsmonitor
+from undostore.snapshot.snapshot import SnapshotOptions
 
 from .conftest import Exe, Link, make_tree
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from undostore import Workspace
-from undostore.statcache import DELTA_SUFFIX, StatCache
+from undostore.store.statcache import DELTA_SUFFIX, StatCache
 
 from .conftest import make_tree
 

@@ -13,10 +13,18 @@ import pytest
 
 from undostore import Workspace
 from undostore.errors import UnknownSnapshotError
-from undostore.objects import BLOB, MODE_FILE, MODE_TREE, TREE, PackWriter, encode_tree, hash_object
-from undostore.packs import PackSet
-from undostore.sessions import record_undo_point
-from undostore.verify import verify
+from undostore.git.objects import (
+    BLOB,
+    MODE_FILE,
+    MODE_TREE,
+    TREE,
+    PackWriter,
+    encode_tree,
+    hash_object,
+)
+from undostore.git.packfile import PackSet
+from undostore.history.sessions import record_undo_point
+from undostore.history.verify import verify
 
 
 def _blob_of(ws: Workspace, snapshot: str, path: str) -> bytes:
@@ -41,7 +49,7 @@ def test_a_healthy_store_verifies(tree_factory):
     first = ws.snapshot(session="s").id
     (root / "a.txt").write_text("changed")
     second = ws.snapshot(session="t").id
-    result = verify(ws)
+    result = verify(ws.store)
     assert result.ok and not result.missing and not result.corrupt
     assert sorted(result.snapshots) == sorted({first, second})
     # 2 root trees + d + d/e, and 4 distinct blobs; each is checked once.
@@ -64,9 +72,9 @@ def test_a_missing_blob_is_reported_by_snapshot_and_path(tree_factory):
     writer.commit()
     ws.store.refresh()
     with ws.store.lock:
-        record_undo_point(ws, "s", top_id.hex(), "crafted", None)
+        record_undo_point(ws.store, "s", top_id.hex(), "crafted", None)
 
-    result = verify(ws)
+    result = verify(ws.store)
 
     assert not result.ok
     assert [(p.snapshot, p.path, p.id) for p in result.missing] == [
@@ -83,7 +91,7 @@ def test_a_damaged_blob_is_reported_under_every_snapshot_that_holds_it(tree_fact
     blob = _blob_of(ws, first, "shared/big.txt")
     _flip_byte_in_record(ws, blob)
 
-    result = verify(ws)
+    result = verify(ws.store)
 
     assert not result.ok and result.missing == []
     assert sorted((p.snapshot, p.path) for p in result.corrupt) == sorted(
@@ -97,8 +105,8 @@ def test_a_missing_snapshot_tree_is_reported_at_the_root(tree_factory):
     ws.snapshot()
     absent = "1234567890" * 4
     with ws.store.lock:
-        record_undo_point(ws, "s", absent, None, None)
-    result = verify(ws)
+        record_undo_point(ws.store, "s", absent, None, None)
+    result = verify(ws.store)
     assert [(p.snapshot, p.path, p.reason) for p in result.missing] == [
         (absent, "", "not in the store")]
 
@@ -110,11 +118,11 @@ def test_verify_of_one_id_checks_only_that_snapshot(tree_factory):
     (root / "a.txt").write_text("two")
     second = ws.snapshot(session="s").id
     _flip_byte_in_record(ws, _blob_of(ws, second, "a.txt"))
-    assert verify(ws, first[:8]).ok
-    bad = verify(ws, second)
+    assert verify(ws.store, first[:8]).ok
+    bad = verify(ws.store, second)
     assert not bad.ok and bad.snapshots == [second]
     with pytest.raises(UnknownSnapshotError):
-        verify(ws, "ffff")
+        verify(ws.store, "ffff")
 
 
 def test_large_blob_is_verified_in_constant_memory(tree_factory):
@@ -124,7 +132,7 @@ def test_large_blob_is_verified_in_constant_memory(tree_factory):
     ws.snapshot(session="s")
     tracemalloc.start()
     try:
-        result = verify(ws)
+        result = verify(ws.store)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -146,7 +154,7 @@ def test_deep_folders_do_not_hit_the_recursion_limit(tmp_path):
     # 120 more frames.
     sys.setrecursionlimit(len(inspect.stack(0)) + 40)
     try:
-        result = verify(ws)
+        result = verify(ws.store)
     finally:
         sys.setrecursionlimit(old)
     assert result.ok and result.checked == 122
@@ -155,7 +163,7 @@ def test_deep_folders_do_not_hit_the_recursion_limit(tmp_path):
 def test_verify_with_no_sessions_checks_nothing_and_is_ok(tree_factory):
     ws = Workspace(tree_factory({"a": "1"}))
     ws.snapshot()
-    result = verify(ws)
+    result = verify(ws.store)
     assert result.ok and result.checked == 0 and result.snapshots == []
 
 
@@ -166,5 +174,5 @@ def test_missing_pack_file_reports_every_object_of_that_snapshot(tree_factory):
     ws.store.close()
     for name in os.listdir(ws.store.pack_dir):
         os.unlink(Path(ws.store.pack_dir) / name)
-    result = verify(ws)
+    result = verify(ws.store)
     assert [(p.path, p.id) for p in result.missing] == [("", snapshot)]

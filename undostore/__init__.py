@@ -7,7 +7,7 @@ Start with `Workspace`. This package never imports click.
 
 from __future__ import annotations
 
-from .errors import (
+from undostore.errors import (
     ConfirmationNeeded,
     ConflictError,
     IncompleteSnapshotError,
@@ -20,7 +20,7 @@ from .errors import (
     UnsafePathError,
     UsageError,
 )
-from .workspace import Workspace
+from undostore.workspace import Workspace
 
 __version__ = "0.1.0"
 
@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> object:
     # Imported on first use: a command that takes no snapshot (diff of two ids, log) skips it.
     if name in ("SnapshotOptions", "SnapshotResult"):
-        from . import snapshot
+        from undostore.snapshot import snapshot
 
         return getattr(snapshot, name)
     raise AttributeError(f"module 'undostore' has no attribute {name!r}")

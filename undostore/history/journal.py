@@ -1,0 +1,324 @@
+"""One session's undo history: undo points, a redo stack and a cap, in one checksummed file.
+
+A journal lives at `<store>/sessions/<encoded name>.journal` and is rewritten whole, atomically,
+with an xxhash frame (`atomic.write_framed`): a reader sees the old journal or the new one, and a
+journal damaged by a crash or an editor is detected, moved aside (`quarantine`) with a
+`SessionWarning`, and the session starts empty. A damaged journal never stops a snapshot.
+
+Undo points are kept oldest first; the redo stack is kept bottom first (its last entry is the next
+redo). Recording a point clears the redo stack and drops the oldest points beyond the cap, so
+undo + redo never holds more than `limit` entries.
+
+Session names are free text (1 to 100 characters, no control characters). File names are made
+from them by percent-encoding every byte outside `[a-z0-9_-]` (capitals too, so "Agent" and
+"agent" stay apart on case-insensitive file systems), plus the first letter of a name that
+Windows reserves (CON, NUL, COM1...). The same encoding names the session's anchor folder under
+`refs/undostore/`, where it is also a valid git ref component.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from undostore.errors import StoreError, UsageError, from_oserror
+from undostore.store.atomic import CorruptFrame, quarantine, read_framed, write_framed
+from undostore.store.store import Store
+
+_KIND = b"JRNL"
+_FORMAT = 1
+SUFFIX = ".journal"
+DEFAULT_LIMIT = 50
+MAX_NAME_CHARS = 100
+MAX_ENCODED_BYTES = 180
+_SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_-")
+_RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)),
+                       *(f"lpt{i}" for i in range(10))})
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class SessionWarning(UserWarning):
+    """Something in a session was damaged and has been set aside (see the message)."""
+
+
+# --- session names -------------------------------------------------------------------------------
+
+
+def validate_name(name: str) -> str:
+    """`name` if it can name a session; else UsageError saying why."""
+    if not isinstance(name, str) or not name:
+        raise UsageError("session name must not be empty")
+    if len(name) > MAX_NAME_CHARS:
+        raise UsageError(f"session name is longer than {MAX_NAME_CHARS} characters: {name[:20]!r}…")
+    if _CONTROL.search(name):
+        raise UsageError(f"session name contains a control character: {name!r}")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"session name is not valid text: {name!r}") from None
+    if len(encode_name(name)) > MAX_ENCODED_BYTES:
+        raise UsageError(f"session name is too long once encoded for a file name: {name!r}")
+    return name
+
+
+def encode_name(name: str) -> str:
+    """A file-name- and ref-safe spelling of a session name (see the module docstring)."""
+    raw = name.encode("utf-8")
+    out = "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in raw)
+    if out in _RESERVED:
+        out = f"%{ord(out[0]):02X}{out[1:]}"
+    return out
+
+
+def decode_name(encoded: str) -> str | None:
+    """The session name `encode_name` made `encoded` from, or None for a foreign name."""
+    try:
+        raw = bytearray()
+        i = 0
+        while i < len(encoded):
+            ch = encoded[i]
+            if ch == "%":
+                raw.append(int(encoded[i + 1:i + 3], 16))
+                i += 3
+            else:
+                raw.append(ord(ch))
+                i += 1
+        name = raw.decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    # Only the canonical spelling counts: anything else was not written by undostore.
+    return name if name and encode_name(name) == encoded else None
+
+
+# --- entries and the journal ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Point:
+    """An undo point (or redo entry): a snapshot id and what the host said about it."""
+
+    id: str
+    time: float
+    label: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    # Redo entries only: when the undo point that the undo took away was first recorded.
+    recorded: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "time": self.time, "label": self.label, "meta": dict(self.meta)}
+
+
+@dataclass
+class Journal:
+    name: str
+    undo: list[Point] = field(default_factory=list)    # oldest first
+    redo: list[Point] = field(default_factory=list)    # bottom first; last = next redo
+    recorded: int = 0                                  # points ever recorded (drives auto gc)
+    # The token of the last undo/redo applied: a restore that finishes after a crash applies
+    # its step through sessions.complete_step, and this keeps that from happening twice.
+    last_step: str = ""
+
+    def ids(self) -> set[str]:
+        """Every snapshot id this journal lists (what its anchors must keep)."""
+        return {p.id for p in self.undo} | {p.id for p in self.redo}
+
+    def record(self, point: Point, limit: int) -> None:
+        """Add an undo point: the redo stack is cleared, the oldest points beyond `limit` go."""
+        self.redo.clear()
+        self.undo.append(point)
+        if len(self.undo) > limit:
+            del self.undo[:len(self.undo) - limit]
+        self.recorded += 1
+
+    def take_undo(self) -> Point:
+        return self.undo.pop()
+
+    def push_redo(self, undone: Point, safety_id: str, now: float) -> None:
+        """After an undo of `undone`: the safety snapshot (the files before the undo) is what
+        redo goes back to."""
+        self.redo.append(Point(safety_id, now, undone.label, undone.meta, recorded=undone.time))
+
+    def take_redo(self) -> Point:
+        return self.redo.pop()
+
+    def push_back(self, redone: Point, safety_id: str) -> None:
+        """After a redo: the undo point comes back. Its id is the redo's safety snapshot, which
+        is the undone point itself when the files were not touched in between (ids are content
+        hashes), and otherwise keeps the edits made in between reachable by undo."""
+        self.undo.append(replace(redone, id=safety_id, time=redone.recorded or redone.time,
+                                 recorded=None))
+
+    # --- serialisation -----
+
+    def to_bytes(self) -> bytes:
+        doc = {"format": _FORMAT, "session": self.name, "recorded": self.recorded,
+               "last_step": self.last_step,
+               "undo": [_point_doc(p) for p in self.undo],
+               "redo": [_point_doc(p) for p in self.redo]}
+        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"),
+                          allow_nan=False).encode("utf-8")
+
+    @classmethod
+    def from_bytes(cls, name: str, payload: bytes) -> Journal:
+        """Parse a journal; ValueError when it is not a well-formed journal of `name`."""
+        doc = json.loads(payload.decode("utf-8"))
+        if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
+            raise ValueError("unknown journal format")
+        if doc.get("session") != name:
+            raise ValueError("journal belongs to another session")
+        recorded = doc.get("recorded")
+        if not isinstance(recorded, int) or recorded < 0:
+            raise ValueError("bad counter")
+        undo, redo = doc.get("undo"), doc.get("redo")
+        if not isinstance(undo, list) or not isinstance(redo, list):
+            raise ValueError("bad lists")
+        last_step = doc.get("last_step", "")
+        if not isinstance(last_step, str):
+            raise ValueError("bad step token")
+        return cls(name, [_point_from(d) for d in undo], [_point_from(d) for d in redo], recorded,
+                   last_step)
+
+
+def _point_doc(p: Point) -> dict[str, Any]:
+    doc = p.to_json()
+    if p.recorded is not None:
+        doc["recorded"] = p.recorded
+    return doc
+
+
+def _point_from(doc: Any) -> Point:
+    if not isinstance(doc, dict):
+        raise ValueError("entry is not an object")
+    sha, when, label, meta = doc.get("id"), doc.get("time"), doc.get("label"), doc.get("meta", {})
+    recorded = doc.get("recorded")
+    if not isinstance(sha, str) or not _HEX40.match(sha):
+        raise ValueError("bad id")
+    if not _is_time(when) or (recorded is not None and not _is_time(recorded)):
+        raise ValueError("bad time")
+    if label is not None and not isinstance(label, str):
+        raise ValueError("bad label")
+    if not isinstance(meta, dict):
+        raise ValueError("bad meta")
+    return Point(sha, float(when), label, meta, float(recorded) if recorded is not None else None)
+
+
+def _is_time(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def make_point(snapshot_id: str, label: str | None, meta: Mapping[str, Any] | None,
+               now: float | None = None) -> Point:
+    """A new undo point; UsageError if the label or the metadata cannot be stored."""
+    if not _HEX40.match(snapshot_id):
+        raise UsageError(f"not a full snapshot id: {snapshot_id!r}")
+    if label is not None and not isinstance(label, str):
+        raise UsageError("label must be text")
+    meta = dict(meta or {})
+    try:
+        json.dumps(meta, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"undo point metadata must be plain JSON data: {err}") from None
+    return Point(snapshot_id, time.time() if now is None else now, label, meta)
+
+
+# --- files ---------------------------------------------------------------------------------------
+
+
+def journal_path(store: Store, name: str) -> str:
+    return os.path.join(store.sessions_dir, encode_name(validate_name(name)) + SUFFIX)
+
+
+def load(store: Store, name: str) -> Journal:
+    """The journal of session `name` (empty if it has none). A damaged journal is quarantined
+    with a SessionWarning and the session starts empty."""
+    path = journal_path(store, name)
+    journal = _read(path, name)
+    if journal is not None:
+        return journal
+    # Damaged. Move it aside only under the store lock, and only if it is still damaged then:
+    # a writer may have replaced it with a good journal since we read it.
+    with store.lock:
+        journal = _read(path, name)
+        if journal is not None:
+            return journal
+        aside = quarantine(path)
+    warnings.warn(SessionWarning(
+        f"{path}: journal of session {name!r} was damaged; moved to {aside} and the session "
+        f"starts empty"), stacklevel=2)
+    return Journal(name)
+
+
+def _read(path: str, name: str) -> Journal | None:
+    """The journal at `path`, an empty one if absent, None if damaged."""
+    try:
+        payload = read_framed(path, _KIND)
+    except CorruptFrame:
+        return None
+    except OSError as err:
+        raise from_oserror(err, "read the journal", path, StoreError) from err
+    if payload is None:
+        return Journal(name)
+    try:
+        return Journal.from_bytes(name, payload)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def save(store: Store, journal: Journal) -> None:
+    """Write the journal atomically (the caller holds the store lock)."""
+    path = journal_path(store, journal.name)
+    try:
+        os.makedirs(store.sessions_dir, exist_ok=True)
+        write_framed(path, _KIND, journal.to_bytes())
+    except OSError as err:
+        raise from_oserror(err, "write the journal", path, StoreError) from err
+
+
+def delete(store: Store, name: str) -> bool:
+    """Remove the journal of `name`; False if there was none."""
+    path = journal_path(store, name)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    except OSError as err:
+        raise from_oserror(err, "remove the journal", path, StoreError) from err
+    return True
+
+
+def session_names(store: Store) -> list[str]:
+    """Names of the sessions that have a journal, sorted."""
+    try:
+        files = os.listdir(store.sessions_dir)
+    except FileNotFoundError:
+        return []
+    except OSError as err:
+        raise from_oserror(err, "list sessions", store.sessions_dir, StoreError) from err
+    names = (decode_name(f[:-len(SUFFIX)]) for f in files if f.endswith(SUFFIX))
+    return sorted(n for n in names if n is not None)
+
+
+def undo_limit() -> int:
+    """The cap on undo points: `UNDOSTORE_UNDO_LIMIT`, else 50."""
+    return env_int("UNDOSTORE_UNDO_LIMIT", DEFAULT_LIMIT, minimum=1)
+
+
+def env_int(variable: str, default: int, minimum: int) -> int:
+    text = os.environ.get(variable)
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{variable} must be a whole number, not {text!r}") from None
+    if value < minimum:
+        raise UsageError(f"{variable} must be at least {minimum}, not {value}")
+    return value

@@ -1,0 +1,175 @@
+"""Sessions: record undo points, undo, redo, list and drop (the library calls behind the CLI).
+
+Every change follows the same order, under the store lock: anchor the snapshots the journal is
+about to list, write the journal, release the anchors it no longer lists. A crash between two
+steps leaves at most an extra anchor, which the next gc's sweep releases.
+
+Undo restores the newest undo point through the safe restore (`restore.restore`); the restore's
+safety snapshot (the files as they were just before the undo) becomes the redo entry. Redo
+restores that safety snapshot, and the undo point comes back, with the id of the redo's own safety
+snapshot: that is the undone point itself when nothing was touched in between (snapshot ids are
+content hashes), and otherwise keeps the edits made between the undo and the redo one undo away.
+
+Settings (environment): `UNDOSTORE_UNDO_LIMIT` (undo points kept per session, default 50) and
+`UNDOSTORE_GC_EVERY` (run gc after every N undo points recorded in a session, default 20;
+0 turns automatic gc off).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from undostore.errors import StoreError, UndostoreError, UsageError
+from undostore.history import anchors
+from undostore.history import journal as journals
+from undostore.history.gc import collect
+from undostore.history.journal import Point, SessionWarning
+from undostore.restore.restore import Confirm, RestoreResult, Worktree, restore
+
+if TYPE_CHECKING:
+    from undostore.store.store import Store
+
+DEFAULT_GC_EVERY = 20
+
+
+@dataclass(frozen=True)
+class Log:
+    """A session's undo points, newest first, and its redo stack, next redo first."""
+
+    session: str
+    undo: list[Point]
+    redo: list[Point]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session, "undo": [p.to_json() for p in self.undo],
+                "redo": [p.to_json() for p in self.redo]}
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    name: str
+    undo: int
+    redo: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "undo": self.undo, "redo": self.redo}
+
+
+def gc_every() -> int:
+    """`UNDOSTORE_GC_EVERY`, else 20; 0 means never."""
+    return journals.env_int("UNDOSTORE_GC_EVERY", DEFAULT_GC_EVERY, minimum=0)
+
+
+def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: str | None,
+                      meta: Mapping[str, Any] | None) -> None:
+    """Record `snapshot_id_hex` as the newest undo point of `session` (clears its redo stack).
+    Called with the store lock held, right after the snapshot."""
+    point = journals.make_point(snapshot_id_hex, label, meta)
+    with store.lock:
+        journal = journals.load(store, session)
+        journal.record(point, journals.undo_limit())
+        _commit(store, journal, new_ids=[point.id])
+        every = gc_every()
+        if every and journal.recorded % every == 0:
+            _auto_gc(store)
+
+
+def _commit(store: Store, journal: journals.Journal, new_ids: list[str]) -> None:
+    """Anchor, write the journal, release: the crash-safe order (module docstring)."""
+    existing = anchors.held(store, journal.name)
+    anchors.hold(store, journal.name, new_ids, existing=existing)
+    journals.save(store, journal)
+    anchors.release(store, journal.name, keep=journal.ids(), existing=existing | set(new_ids))
+
+
+def _auto_gc(store: Store) -> None:
+    try:
+        collect(store)
+    except (UndostoreError, OSError) as err:
+        # The undo point is recorded; a failed gc only postpones the cleanup.
+        warnings.warn(SessionWarning(f"automatic gc failed: {err}"), stacklevel=3)
+
+
+def read_log(store: Store, session: str) -> Log:
+    journal = journals.load(store, session)
+    return Log(session, list(reversed(journal.undo)), list(reversed(journal.redo)))
+
+
+def undo(wt: Worktree, session: str, *, dry_run: bool = False,
+         confirm: Confirm | None = None) -> RestoreResult:
+    """Restore the newest undo point; it moves to the redo stack as the files were before."""
+    return _step(wt, session, "undo", dry_run, confirm)
+
+
+def redo(wt: Worktree, session: str, *, dry_run: bool = False,
+         confirm: Confirm | None = None) -> RestoreResult:
+    """Take back the last undo: restore the files as they were before it."""
+    return _step(wt, session, "redo", dry_run, confirm)
+
+
+def _step(wt: Worktree, session: str, step: str, dry_run: bool,
+          confirm: Confirm | None) -> RestoreResult:
+    store = wt.store
+    with store.lock:
+        journal = journals.load(store, session)
+        stack = journal.undo if step == "undo" else journal.redo
+        if not stack:
+            raise UsageError(f"nothing to {step} in session {session!r}")
+        target = stack[-1].id
+        context = {"session": session, "step": step, "token": os.urandom(8).hex()}
+        result = restore(wt, target, dry_run=dry_run, confirm=confirm, context=context)
+        if not dry_run:  # usually done already, inside the restore; a no-op restore is not
+            complete_step(store, context, target, _safety_of(result))
+    return result
+
+
+def complete_step(store: Store, context: dict, target: str, safety: str) -> None:
+    """Move an undo point to the redo stack (undo) or back (redo) once its restore to `target`
+    is done; `safety` is the restore's safety snapshot. Runs inside the restore, before its
+    journal is removed, so recovery after a crash runs it too; the step token makes it run
+    once only. The store lock is held."""
+    session, step, token = context.get("session"), context.get("step"), context.get("token")
+    if not isinstance(session, str) or step not in ("undo", "redo") or not isinstance(token, str):
+        return
+    journal = journals.load(store, session)
+    if journal.last_step == token:
+        return
+    stack = journal.undo if step == "undo" else journal.redo
+    if not stack or stack[-1].id != target:
+        return  # the session changed since (dropped, or a new point): nothing left to move
+    if step == "undo":
+        journal.push_redo(journal.take_undo(), safety, time.time())
+    else:
+        journal.push_back(journal.take_redo(), safety)
+    journal.last_step = token
+    _commit(store, journal, new_ids=[safety])
+
+
+def _safety_of(result: RestoreResult) -> str:
+    safety = getattr(result, "safety", None)
+    if not isinstance(safety, str) or len(safety) != 40:
+        raise StoreError(f"restore returned no safety snapshot ({safety!r}); the journal is "
+                         "left as it was")
+    return safety
+
+
+def list_sessions(store: Store) -> list[SessionInfo]:
+    out = []
+    for name in journals.session_names(store):
+        journal = journals.load(store, name)
+        out.append(SessionInfo(name, len(journal.undo), len(journal.redo)))
+    return out
+
+
+def drop_session(store: Store, name: str) -> bool:
+    """Forget session `name`: its journal, then its anchors. False if it did not exist."""
+    journals.validate_name(name)
+    with store.lock:
+        existed = journals.delete(store, name)
+        released = anchors.release(store, name)
+    return existed or released > 0

@@ -1,0 +1,181 @@
+"""What is on disk, read without changing anything: what a path is (never following a link),
+whether a file holds a given snapshot entry, whether the file system folds case, and what stands
+in the way of a restore plan before anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from undostore.errors import ConflictError, UnsafePathError
+from undostore.git.objects import (
+    BLOB,
+    MODE_EXEC,
+    MODE_LINK,
+    ChangedWhileReading,
+    hash_blob_fd,
+    hash_object,
+)
+from undostore.platform import IS_WINDOWS
+from undostore.restore.plan import Entry, RestorePlan
+from undostore.snapshot.walk import disk_path
+from undostore.store.atomic import TEMP_PREFIX
+from undostore.store.statcache import StatCache
+
+_O_BINARY = getattr(os, "O_BINARY", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_REPARSE_POINT = getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0x400)
+
+ABSENT, FILE, LINK, DIR, OTHER = "absent", "file", "link", "dir", "other"
+
+
+@dataclass
+class Probe:
+    kind: str
+    st: os.stat_result | None = None
+
+
+def probe(path: str) -> Probe:
+    """What is at `path`, never following a symlink (a junction counts as OTHER)."""
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return Probe(ABSENT)
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        return Probe(LINK, st)
+    if getattr(st, "st_file_attributes", 0) & _REPARSE_POINT:
+        return Probe(OTHER, st)
+    if stat.S_ISREG(mode):
+        return Probe(FILE, st)
+    if stat.S_ISDIR(mode):
+        return Probe(DIR, st)
+    return Probe(OTHER, st)
+
+
+def is_case_insensitive(root: str) -> bool:
+    """Whether the file system under `root` folds case: asked of an existing entry with letters
+    (no write), else of a temp file created and removed at once."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        names = []
+    for name in names:
+        if name.swapcase() != name and not name.startswith(TEMP_PREFIX):
+            try:
+                mine = os.lstat(os.path.join(root, name))
+                other = os.lstat(os.path.join(root, name.swapcase()))
+            except OSError:
+                return False
+            return os.path.samestat(mine, other)
+    name = f"{TEMP_PREFIX}case-{os.urandom(4).hex()}"
+    path = os.path.join(root, name)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    try:
+        return os.path.lexists(os.path.join(root, name.upper()))
+    finally:
+        os.unlink(path)
+
+
+class DiskMatcher:
+    """Whether a file on disk holds a given entry: stat cache first, hashing when it cannot say."""
+
+    def __init__(self, root: str, cache: StatCache, windows: bool = IS_WINDOWS) -> None:
+        self.root = root
+        self.cache = cache
+        self.windows = windows
+
+    def holds(self, rel: str, found: Probe, want: Entry) -> bool:
+        mode, sha = want
+        disk = disk_path(self.root, rel)
+        if mode == MODE_LINK:
+            if found.kind == LINK:
+                return hash_object(BLOB, os.fsencode(os.readlink(disk))) == sha
+            # A host without symlinks got the link target written as a file (see Checkout).
+            return self.windows and found.kind == FILE and self.content_id(rel, found) == sha
+        if found.kind != FILE:
+            return False
+        assert found.st is not None
+        if not self.windows and bool(found.st.st_mode & stat.S_IXUSR) != (mode == MODE_EXEC):
+            return False
+        return self.content_id(rel, found) == sha
+
+    def content_id(self, rel: str, found: Probe) -> bytes | None:
+        assert found.st is not None
+        hit = self.cache.lookup(rel, found.st)
+        if hit is not None:
+            return hit[6]
+        try:
+            fd = os.open(disk_path(self.root, rel), os.O_RDONLY | _O_BINARY | _O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        try:
+            return hash_blob_fd(fd, os.fstat(fd).st_size)
+        except ChangedWhileReading:
+            return None
+        finally:
+            os.close(fd)
+
+
+def find_obstacles(root: str, plan: RestorePlan, current: dict[str, Entry],
+                   case_insensitive: Callable[[], bool]) -> None:
+    """Refuse, before anything changes, a plan that would overwrite or write through something
+    the safety snapshot does not hold: an ignored or untracked file where the target has a file,
+    a symlinked (or junction) folder on the way to a new file, a folder holding ignored files
+    where the target has a file. Modified and deleted paths were captured by the safety snapshot,
+    so their folders were real folders a moment ago; the checkout checks them again."""
+    deleted = set(plan.delete)
+    exists: dict[str, bool] = {"": True}
+
+    def folder_exists(rel: str) -> bool:
+        known = exists.get(rel)
+        if known is not None:
+            return known
+        parent = rel.rpartition("/")[0]
+        result = False
+        if folder_exists(parent) and rel not in current:  # a captured file here is deleted
+            found = probe(disk_path(root, rel))
+            if found.kind in (LINK, OTHER):
+                raise UnsafePathError("is a symlink or junction that is not in the snapshot "
+                                      "(ignored?); a restore never writes through it", rel)
+            if found.kind == FILE:
+                raise ConflictError("is a file that is not in the safety snapshot (ignored?) "
+                                    "where the target has a folder; it was not overwritten", rel)
+            result = found.kind == DIR
+        exists[rel] = result
+        return result
+
+    folded_deletes: set[str] | None = None
+    for path in plan.create:
+        if not folder_exists(path.rpartition("/")[0]):
+            continue
+        disk = disk_path(root, path)
+        found = probe(disk)
+        if found.kind == ABSENT:
+            continue
+        if found.kind == DIR:
+            _check_clearable(disk, path, deleted)
+            continue
+        if case_insensitive():
+            if folded_deletes is None:
+                folded_deletes = {p.casefold() for p in deleted}
+            if path.casefold() in folded_deletes:
+                continue  # the same file under its old case, deleted first
+        raise ConflictError("exists but is not in the safety snapshot (an ignored or untracked "
+                            "file); it was not overwritten", path)
+
+
+def _check_clearable(disk: str, rel: str, deleted: set[str]) -> None:
+    """A folder where the target has a file may go only if the restore deletes all it holds."""
+    with os.scandir(disk) as entries:
+        for entry in entries:
+            path = f"{rel}/{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                _check_clearable(entry.path, path, deleted)
+            elif path not in deleted:
+                raise ConflictError("is a folder holding files that are not in the snapshot "
+                                    f"(ignored?), e.g. {entry.name}; it cannot become a file",
+                                    rel)

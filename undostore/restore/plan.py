@@ -1,0 +1,274 @@
+"""Restore planning, pure: from the tree the files are at now and the tree they should be at, the
+list of files to create, modify, delete and re-mode, and the folders that may become empty.
+
+Only paths whose entry differs are planned, so unchanged files are never rewritten and keep their
+mtimes. Planning reads trees through a callable and never touches the files; everything about the
+disk (obstacles, conflicts, writing) lives in checkout.py.
+
+    current = flatten(read_tree, safety_id)
+    wanted = flatten(read_tree, target_id, check=True)   # refuses unsafe names and modes
+    plan = make_plan(current, wanted)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from undostore.errors import UnknownSnapshotError, UnsafePathError
+from undostore.git.objects import MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, decode_tree
+from undostore.platform import IS_WINDOWS
+from undostore.restore.paths import check_name
+
+Entry = tuple[int, bytes]          # (git mode, raw blob id) of a file or symlink
+ReadTree = Callable[[bytes], bytes]  # tree id -> tree body (hash-checked by the reader)
+
+_LEGACY_FILE = 0o100664            # old git wrote this for plain files; it means 100644
+
+
+@dataclass
+class FlatTree:
+    """A snapshot as a flat map: file entries, folders, and each folder's tree id. A `partial`
+    one (from `flatten_difference`) holds only what differs from the other side."""
+
+    id: str
+    files: dict[str, Entry] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)          # folders holding something ('' not)
+    trees: dict[str, bytes] = field(default_factory=dict)  # folder ('' = root) -> tree id
+    partial: bool = False
+    case_clashes: list[tuple[str, str]] = field(default_factory=list)  # siblings, checked trees
+
+
+class _Trees:
+    """Tree bodies by id, read once (identical sub-folders of several snapshots are shared)."""
+
+    def __init__(self, read_tree: ReadTree, bodies: dict[bytes, bytes] | None) -> None:
+        self.read_tree = read_tree
+        self.bodies = bodies if bodies is not None else {}
+
+    def entries(self, sha: bytes) -> list[tuple[int, bytes, bytes]]:
+        body = self.bodies.get(sha)
+        if body is None:
+            body = self.bodies[sha] = self.read_tree(sha)
+        return decode_tree(body)
+
+
+def flatten(read_tree: ReadTree, tree: bytes, *, check: bool = False,
+            windows: bool = IS_WINDOWS, bodies: dict[bytes, bytes] | None = None) -> FlatTree:
+    """Every entry below `tree`. With `check`, refuse (UnsafePathError) names that cannot be
+    written safely, modes a restore cannot produce (submodules), and duplicate names.
+    `bodies` caches tree bodies by id across calls."""
+    flat = FlatTree(tree.hex())
+    trees = _Trees(read_tree, bodies)
+    checked: set[bytes] = set()
+    stack: list[tuple[str, bytes]] = [("", tree)]
+    while stack:
+        folder, sha = stack.pop()
+        entries = trees.entries(sha)
+        flat.trees[folder] = sha
+        if check and sha not in checked:
+            _check_entries(entries, folder, windows)
+            _case_clashes(entries, folder, flat.case_clashes)
+            checked.add(sha)
+        prefix = folder + "/" if folder else ""
+        for mode, raw_name, child in entries:
+            path = prefix + os.fsdecode(raw_name)
+            if mode == MODE_TREE:
+                flat.dirs.add(path)
+                stack.append((path, child))
+            else:
+                flat.files[path] = (_file_mode(mode), child)
+    return flat
+
+
+def flatten_difference(read_tree: ReadTree, current: bytes, target: bytes, *,
+                       windows: bool = IS_WINDOWS, bodies: dict[bytes, bytes] | None = None
+                       ) -> tuple[FlatTree, FlatTree]:
+    """Both snapshots flattened only where they differ: a sub-folder with the same tree id on
+    both sides, and a file with the same entry, are skipped (they need no restore, and their
+    objects are the ones the files now were captured with). Every target entry that differs,
+    so every name on the way to a file the restore writes, is checked like
+    `flatten(check=True)`, and every target folder read for duplicates and case clashes.
+    Restoring a few files of a large tree reads only the folders on their way."""
+    now = FlatTree(current.hex(), partial=True)
+    wanted = FlatTree(target.hex(), partial=True)
+    trees = _Trees(read_tree, bodies)
+    stack: list[tuple[str, bytes | None, bytes | None]] = [("", current, target)]
+    while stack:
+        folder, old_sha, new_sha = stack.pop()
+        old = {name: (mode, sha) for mode, name, sha in trees.entries(old_sha)} if old_sha else {}
+        new_entries = trees.entries(new_sha) if new_sha else []
+        if old_sha:
+            now.trees[folder] = old_sha
+        new = {name: (mode, sha) for mode, name, sha in new_entries}
+        if new_sha:
+            wanted.trees[folder] = new_sha
+            # Names kept unchanged are files on this disk now and are never written: check
+            # what the restore writes, and the whole folder for duplicates and case clashes.
+            written = [e for e in new_entries if old.get(e[1]) != (e[0], e[2])]
+            if len(new) != len(new_entries):
+                written = new_entries
+            _check_entries(written, folder, windows)
+            _case_clashes(new_entries, folder, wanted.case_clashes)
+        prefix = folder + "/" if folder else ""
+        for name in old.keys() | new.keys():
+            before, after = old.get(name), new.get(name)
+            if before == after:
+                continue
+            path = prefix + os.fsdecode(name)
+            old_sub = _subtree(before, now, path)
+            new_sub = _subtree(after, wanted, path)
+            if old_sub or new_sub:
+                stack.append((path, old_sub, new_sub))
+    return now, wanted
+
+
+def _subtree(entry: tuple[int, bytes] | None, flat: FlatTree, path: str) -> bytes | None:
+    """Record `entry` at `path` in `flat`; the sub-folder's tree id if it is a folder."""
+    if entry is None:
+        return None
+    mode, sha = entry
+    if mode == MODE_TREE:
+        flat.dirs.add(path)
+        return sha
+    flat.files[path] = (_file_mode(mode), sha)
+    return None
+
+
+def _file_mode(mode: int) -> int:
+    return MODE_FILE if mode == _LEGACY_FILE else mode
+
+
+def _case_clashes(entries: list[tuple[int, bytes, bytes]], folder: str,
+                  clashes: list[tuple[str, str]]) -> None:
+    """Record names of one folder that differ only in case (one file where case is folded)."""
+    names = [raw for _, raw, _ in entries]
+    if all(raw.isascii() for raw in names) and len({raw.lower() for raw in names}) == len(names):
+        return
+    folded: dict[str, str] = {}
+    for raw in names:
+        name = os.fsdecode(raw)
+        path = f"{folder}/{name}" if folder else name
+        other = folded.setdefault(name.casefold(), path)
+        if other != path:
+            clashes.append((other, path))
+
+
+def _check_entries(entries: list[tuple[int, bytes, bytes]], folder: str, windows: bool,
+                   ) -> None:
+    seen: set[bytes] = set()
+    for mode, raw_name, _ in entries:
+        name = os.fsdecode(raw_name)
+        path = check_name(name, folder, windows=windows)
+        if raw_name in seen:
+            raise UnsafePathError("unsafe snapshot: the same name appears twice in one folder",
+                                  path)
+        seen.add(raw_name)
+        if mode not in (MODE_FILE, MODE_EXEC, MODE_LINK, MODE_TREE, _LEGACY_FILE):
+            what = "a submodule (gitlink)" if mode == 0o160000 else f"mode {mode:o}"
+            raise UnsafePathError(f"the snapshot holds {what}, which a restore cannot write",
+                                  path)
+
+
+def root_tree(read_object: Callable[[bytes], tuple[int, bytes]], sha: bytes) -> bytes:
+    """The body of the tree a snapshot id names (a blob id is not a snapshot)."""
+    from undostore.git.objects import TREE
+
+    type_num, body = read_object(sha)
+    if type_num != TREE:
+        raise UnknownSnapshotError(f"{sha.hex()} is not a snapshot (not a tree)")
+    return body
+
+
+@dataclass
+class RestorePlan:
+    """What a restore will do, in the order it does it (see checkout.py):
+    delete, remove emptied folders, create and modify, fix modes."""
+
+    target: str                    # hex id the files will be at
+    safety: str                    # hex id of the files before (the safety snapshot)
+    create: list[str] = field(default_factory=list)
+    modify: list[str] = field(default_factory=list)   # content, or file <-> symlink
+    delete: list[str] = field(default_factory=list)
+    chmod: list[str] = field(default_factory=list)    # only the executable bit changes
+    remove_dirs: list[str] = field(default_factory=list)  # removed if empty, deepest first
+    before: dict[str, Entry] = field(default_factory=dict)  # entries now, of touched paths
+    after: dict[str, Entry] = field(default_factory=dict)   # entries wanted, of touched paths
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.create or self.modify or self.delete or self.chmod)
+
+    @property
+    def modified(self) -> list[str]:
+        """Paths whose content or mode changes (what results report as modified)."""
+        return sorted(self.modify + self.chmod)
+
+    def touched(self) -> list[str]:
+        return sorted({*self.create, *self.modify, *self.delete, *self.chmod})
+
+    def summary(self) -> str:
+        if self.is_empty:
+            return f"the files are already at {self.target[:12]}: nothing to change"
+        return (f"restore {self.target[:12]}: {len(self.create)} to create, "
+                f"{len(self.modified)} to modify, {len(self.delete)} to delete "
+                f"(safety snapshot {self.safety[:12]})")
+
+    def lines(self, limit: int | None = None) -> list[str]:
+        """`A path`, `M path`, `D path` lines like `git diff --name-status`, sorted by path."""
+        marks = [("A", p) for p in self.create] + [("M", p) for p in self.modified] + \
+            [("D", p) for p in self.delete]
+        marks.sort(key=lambda item: item[1])
+        out = [f"{mark}\t{path}" for mark, path in marks[:limit]]
+        if limit is not None and len(marks) > limit:
+            out.append(f"... and {len(marks) - limit} more")
+        return out
+
+
+def make_plan(current: FlatTree, target: FlatTree, *, only: set[str] | None = None,
+              extra_dirs: Iterable[str] = ()) -> RestorePlan:
+    """The plan taking the files from `current` to `target`; with `only`, just those paths
+    (an abort rolls back only what the interrupted restore touched)."""
+    plan = RestorePlan(target=target.id, safety=current.id)
+    now, wanted = current.files, target.files
+    paths = (now.keys() | wanted.keys()) if only is None else only
+    for path in paths:
+        old = now.get(path)
+        new = wanted.get(path)
+        if old == new:
+            continue
+        if old is None:
+            plan.create.append(path)
+        elif new is None:
+            plan.delete.append(path)
+        elif old[1] == new[1] and MODE_LINK not in (old[0], new[0]):
+            plan.chmod.append(path)
+        else:
+            plan.modify.append(path)
+        if old is not None:
+            plan.before[path] = old
+        if new is not None:
+            plan.after[path] = new
+    plan.create.sort()
+    plan.modify.sort()
+    plan.delete.sort()
+    plan.chmod.sort()
+    if only is None:
+        candidates = current.dirs - target.dirs
+    else:  # only folders that the planned deletes may empty
+        candidates = {d for path in plan.delete for d in parent_dirs(path)} & current.dirs
+    candidates = (candidates | set(extra_dirs)) - target.dirs
+    plan.remove_dirs = sorted(candidates, key=lambda d: (-d.count("/"), d))
+    return plan
+
+
+def parent_dirs(path: str) -> list[str]:
+    """The folders holding `path`, outermost first ('a/b/c' -> ['a', 'a/b'])."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def expected_conflicts(plan: RestorePlan, expected: FlatTree) -> list[str]:
+    """Touched paths whose entry now differs from snapshot `expected` (the caller's belief)."""
+    return [path for path in plan.touched() if plan.before.get(path) != expected.files.get(path)]

@@ -1,0 +1,439 @@
+"""Restore: make the files under root equal to a snapshot, safely, even across a crash.
+
+    result = restore(worktree, "1a2b3c", confirm=lambda plan: ask(plan.summary()))
+    result.safety      # the files as they were just before: restore it to take this back
+
+Under the store lock, in this order (nothing changes on disk before step 6):
+
+1. finish an interrupted restore, if its journal is still there (`recover_pending`);
+2. take a safety snapshot of the files now (its id is in the result);
+3. read the target's trees where they differ from the safety snapshot (hash-checked; folders
+   with the same tree id are the files already there), refusing unsafe names (paths.py), modes
+   a restore cannot write, paths into the store; check every blob of the differing paths is in
+   the store and verify (inflate and hash) every blob it will write, so a tree that outlived a
+   blob is refused, not half-applied;
+4. plan only the paths whose entry differs (plan.py); refuse what would overwrite or write
+   through something the safety snapshot does not hold (ignored files, symlinked folders), and,
+   with `expected`, any touched path that differs from that snapshot;
+5. ask `confirm(plan)`, if given;
+6. write the journal durably, apply the plan (checkout.py), make it durable, drop the journal,
+   and record the written files in the stat cache so the next snapshot need not read them.
+
+A kill at any moment leaves each file old or new; the next command (any that takes the lock)
+finishes the restore from the journal, or `abort_pending` rolls back what it changed.
+
+Declining: `confirm` returning False raises ConfirmationNeeded (exit 2) with nothing changed, so a
+caller such as `undo` cannot mistake a declined restore for a done one. Without `confirm` the
+restore proceeds (library callers decide).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from undostore.errors import (
+    ConfirmationNeeded,
+    ConflictError,
+    IncompleteSnapshotError,
+    PendingRecoveryError,
+    SnapshotError,
+    UndostoreError,
+    UnsafePathError,
+    from_oserror,
+)
+from undostore.git.reader import ObjectReader
+from undostore.restore.checkout import (
+    BlobSource,
+    Checkout,
+    CheckoutResult,
+    Checkpoints,
+    remove_temp_files,
+)
+from undostore.restore.diskstate import DiskMatcher, find_obstacles, is_case_insensitive
+from undostore.restore.plan import (
+    FlatTree,
+    RestorePlan,
+    expected_conflicts,
+    flatten,
+    flatten_difference,
+    make_plan,
+    parent_dirs,
+    root_tree,
+)
+from undostore.restore.restorelog import (
+    JournalDamaged,
+    RestoreJournal,
+    read_journal,
+    remove_journal,
+    set_journal_aside,
+    write_journal,
+)
+from undostore.snapshot.ignore import excluded_by, undostore_ignore
+from undostore.snapshot.snapshot import store_exclusion
+from undostore.store.atomic import TEMP_PREFIX
+from undostore.store.durable import Durability
+from undostore.store.statcache import StatCache, is_racy, make_entry
+
+if TYPE_CHECKING:
+    from undostore.snapshot.snapshot import SnapshotResult
+    from undostore.store.store import Store
+
+Confirm = Callable[[RestorePlan], bool]
+StepDone = Callable[[dict, str, str], None]
+
+__all__ = ["Confirm", "RestorePlan", "RestoreResult", "Worktree", "abort_pending",
+           "recover_pending", "restore"]
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """What a restore works on: the root, its store, how to snapshot the files now (the store
+    lock held), and what to run once the files are restored for a journal that carries a
+    `context` (a session step), before the journal goes, so a crash runs it again."""
+
+    root: str
+    store: Store
+    snapshot: Callable[[], SnapshotResult]
+    step_done: StepDone | None = None
+
+
+@dataclass
+class RestoreResult:
+    """What a restore did (or, with `dry_run`, would do)."""
+
+    target: str                    # hex id the files are now at
+    safety: str                    # hex id of the files before: restore it to take this back
+    created: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    operation: str = "restore"     # "restore", or "abort" for a rolled-back interrupted restore
+    removed_dirs: list[str] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)   # (path, message)
+    seconds: float = 0.0
+    plan: RestorePlan | None = field(default=None, repr=False)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.modified or self.deleted)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "safety": self.safety, "created": self.created,
+                "modified": self.modified, "deleted": self.deleted, "dry_run": self.dry_run,
+                "operation": self.operation, "removed_dirs": self.removed_dirs,
+                "warnings": [{"path": p, "message": m} for p, m in self.warnings],
+                "seconds": round(self.seconds, 4)}
+
+
+@dataclass
+class _Prepared:
+    """A plan checked against the store and the disk, with its blobs verified."""
+
+    plan: RestorePlan
+    current: FlatTree
+    wanted: FlatTree
+    blobs: BlobSource
+    case_insensitive: Callable[[], bool]
+
+
+class _CaseProbe:
+    """Asks the file system about case once, and only if some check needs to know."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._answer: bool | None = None
+
+    def __call__(self) -> bool:
+        if self._answer is None:
+            self._answer = is_case_insensitive(self.root)
+        return self._answer
+
+
+# --- the public operations -----------------------------------------------------------------------
+
+
+def restore(wt: Worktree, target: str, *, expected: str | None = None,
+                      dry_run: bool = False, confirm: Confirm | None = None,
+                      context: dict | None = None) -> RestoreResult:
+    """Make the files under `wt.root` equal to snapshot `target` (see the module docstring).
+
+    `context` (JSON-able) is kept in the restore journal and handed to `wt.step_done` once the
+    files are restored, even by recovery after a crash."""
+    started = time.perf_counter()
+    with wt.store.lock:
+        recover_pending(wt)
+        target_sha = wt.store.resolve(target)
+        expected_sha = wt.store.resolve(expected) if expected is not None else None
+        safety = wt.snapshot()
+        with ObjectReader(wt.store) as reader:
+            bodies: dict[bytes, bytes] = {}
+            bodies[target_sha] = root_tree(reader.read, target_sha)  # a blob is no snapshot
+            current, wanted = flatten_difference(reader.read_tree_body, bytes.fromhex(safety.id),
+                                                 target_sha, bodies=bodies)
+            prepared = _prepare(wt, reader, current, wanted)
+            plan = prepared.plan
+            if expected_sha is not None:
+                _check_expected(plan, _flat(reader, expected_sha, bodies))
+            result = _result(plan, dry_run=dry_run)
+            if dry_run or plan.is_empty:
+                result.seconds = time.perf_counter() - started
+                return result
+            if confirm is not None and not confirm(plan):
+                raise ConfirmationNeeded(f"restore of {plan.target[:12]} not confirmed; "
+                                         "nothing was changed")
+            journal = RestoreJournal.new("restore", plan.target, plan.safety, plan.safety, plan)
+            journal.context = dict(context or {})
+            write_journal(wt.store, journal)
+            outcome = _execute(wt, prepared, journal)
+    result.removed_dirs = outcome.removed_dirs
+    result.warnings = outcome.warnings
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def recover_pending(wt: Worktree) -> None:
+    """Finish an interrupted restore (the store lock must be held). Raises PendingRecoveryError
+    when it cannot, saying to run `undostore restore --abort`."""
+    try:
+        journal = read_journal(wt.store)
+    except JournalDamaged as err:
+        raise PendingRecoveryError(
+            f"{err}; the files may be partly restored. Run `undostore restore --abort` to set "
+            "the journal aside, then compare the files with `undostore diff`") from None
+    if journal is None:
+        _remove_stray_journal_temps(wt)
+        return
+    remove_temp_files(wt.root, journal.write_folders(), journal.token)
+    try:
+        with ObjectReader(wt.store) as reader:
+            bodies: dict[bytes, bytes] = {}
+            current = _flat(reader, bytes.fromhex(journal.safety), bodies)
+            wanted = _flat(reader, bytes.fromhex(journal.target), bodies, check=True)
+            prepared = _prepare(wt, reader, current, wanted, only=journal.touched(),
+                                extra_dirs=journal.remove_dirs, fresh=False)
+            _execute(wt, prepared, journal, finishing=True)
+    except PendingRecoveryError:
+        raise
+    except UndostoreError as err:
+        raise PendingRecoveryError(
+            f"an interrupted {journal.operation} to {journal.target[:12]} cannot be finished: "
+            f"{err}. Run `undostore restore --abort` to roll back to the safety snapshot "
+            f"{journal.rollback[:12]} (the files as they are now are snapshotted first)",
+            err.path) from err
+
+
+def abort_pending(wt: Worktree) -> RestoreResult | None:
+    """Roll an interrupted restore back to the safety snapshot taken before it. Only the paths
+    it touched are rolled back; one changed since by someone else is kept (and named in the
+    warnings). Returns None when no restore is pending. A journal too damaged to read is moved
+    aside instead (a result with empty ids whose warning says where to): nothing to roll back
+    with, but every later command works again."""
+    started = time.perf_counter()
+    with wt.store.lock:
+        try:
+            journal = read_journal(wt.store)
+        except JournalDamaged as err:
+            aside = set_journal_aside(wt.store)
+            return RestoreResult(target="", safety="", operation="abort", warnings=[
+                (aside, f"{err}: moved aside; nothing was rolled back")])
+        if journal is None:
+            return None
+        remove_temp_files(wt.root, journal.write_folders(), journal.token)
+        now = wt.snapshot()
+        with ObjectReader(wt.store) as reader:
+            bodies: dict[bytes, bytes] = {}
+            current = _flat(reader, bytes.fromhex(now.id), bodies)
+            wanted = _flat(reader, bytes.fromhex(journal.rollback), bodies, check=True)
+            only, kept = _abort_scope(journal, current, wanted,
+                                      _flat(reader, bytes.fromhex(journal.safety), bodies),
+                                      _flat(reader, bytes.fromhex(journal.target), bodies))
+            created_dirs = {d for p in journal.create + journal.modify for d in parent_dirs(p)}
+            prepared = _prepare(wt, reader, current, wanted, only=only, extra_dirs=created_dirs)
+            plan = prepared.plan
+            result = _result(plan, operation="abort")
+            result.warnings = [(p, "kept as it is: changed after the interrupted restore")
+                               for p in kept]
+            if plan.is_empty and not plan.remove_dirs:
+                remove_journal(wt.store)
+            else:
+                aborting = RestoreJournal.new("abort", plan.target, plan.safety,
+                                              journal.rollback, plan)
+                write_journal(wt.store, aborting)
+                outcome = _execute(wt, prepared, aborting)
+                result.removed_dirs = outcome.removed_dirs
+                result.warnings += outcome.warnings
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _remove_stray_journal_temps(wt: Worktree) -> None:
+    """A journal write killed before its rename leaves a temp file: the journal never existed,
+    but the file would make every command look for one."""
+    try:
+        names = os.listdir(wt.store.restore_dir)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(TEMP_PREFIX):
+            try:
+                os.unlink(os.path.join(wt.store.restore_dir, name))
+            except OSError:
+                pass
+
+
+# --- steps ------------------------------------------------------------------------------------
+
+
+def _flat(reader: ObjectReader, sha: bytes, bodies: dict[bytes, bytes],
+          check: bool = False) -> FlatTree:
+    if sha not in bodies:
+        bodies[sha] = root_tree(reader.read, sha)
+    return flatten(reader.read_tree_body, sha, check=check, bodies=bodies)
+
+
+def _prepare(wt: Worktree, reader: ObjectReader, current: FlatTree, wanted: FlatTree, *,
+             only: set[str] | None = None, extra_dirs: Iterable[str] = (), fresh: bool = True
+             ) -> _Prepared:
+    """Everything checked before the first change (a fresh plan also against the disk).
+    `wanted` must come from a checking flatten (names, modes, duplicates)."""
+    _refuse_store_paths(wt, wanted)
+    case = _CaseProbe(wt.root)
+    if wanted.case_clashes and case():
+        first, second = wanted.case_clashes[0]
+        raise UnsafePathError(f"differs from {first!r} only in case; this file system cannot "
+                              "hold both", second)
+    _leave_alone(wt.root, current, wanted)
+    plan = make_plan(current, wanted, only=only, extra_dirs=extra_dirs)
+    _check_complete(reader, wanted)
+    try:
+        if fresh:
+            find_obstacles(wt.root, plan, current.files, case)
+    except OSError as err:
+        raise from_oserror(err, "inspect", cls=SnapshotError) from err
+    blobs = BlobSource.verified(reader, (plan.after[p][1] for p in plan.create + plan.modify))
+    return _Prepared(plan, current, wanted, blobs, case)
+
+
+def _leave_alone(root: str, *flats: FlatTree) -> None:
+    """Take what the root's `.undostoreignore` excludes out of the plan: a restore never
+    creates, changes or deletes those files, whatever the snapshots hold."""
+    top = undostore_ignore(root)
+    if top is None:
+        return
+    for flat in flats:
+        for path in [p for p in flat.files if excluded_by(top, p)]:
+            del flat.files[path]
+
+
+def _refuse_store_paths(wt: Worktree, wanted: FlatTree) -> None:
+    for store_rel in store_exclusion(wt.root, wt.store):
+        hits = [p for p in (store_rel, *parent_dirs(store_rel)) if p in wanted.files]
+        if store_rel in wanted.dirs or hits:
+            raise UnsafePathError("the snapshot writes into (or over) the store, which lies "
+                                  "under the root; refused", hits[0] if hits else store_rel)
+
+
+def _check_complete(reader: ObjectReader, wanted: FlatTree) -> None:
+    """Every blob the target lists must be in the store (trees were read, hash-checked). Of a
+    partial flat tree, the blobs of paths that differ from the files now: the others are the
+    files' own content, captured by the safety snapshot."""
+    missing = [(path, sha) for path, (_, sha) in wanted.files.items() if not reader.has(sha)]
+    if missing:
+        path, sha = min(missing)
+        raise IncompleteSnapshotError(
+            f"snapshot {wanted.id[:12]} is incomplete: {len(missing)} file(s) have no content "
+            f"in the store (blob {sha.hex()} is missing); nothing was changed",
+            missing=sorted({s.hex() for _, s in missing}), path=path)
+
+
+def _check_expected(plan: RestorePlan, expected: FlatTree) -> None:
+    differing = expected_conflicts(plan, expected)
+    if differing:
+        shown = ", ".join(differing[:5]) + (" ..." if len(differing) > 5 else "")
+        raise ConflictError(f"{len(differing)} file(s) the restore would change differ from the "
+                            f"expected snapshot {expected.id[:12]} (changed since?): {shown}; "
+                            "nothing was changed", differing[0])
+
+
+def _abort_scope(journal: RestoreJournal, now: FlatTree, rollback: FlatTree, before: FlatTree,
+                 after: FlatTree) -> tuple[set[str], list[str]]:
+    """(paths to roll back, paths kept because someone changed them after the crash)."""
+    only: set[str] = set()
+    kept: list[str] = []
+    for path in sorted(journal.touched()):
+        entry = now.files.get(path)
+        if entry == rollback.files.get(path):
+            continue
+        if entry == after.files.get(path) or entry == before.files.get(path):
+            only.add(path)
+        else:
+            kept.append(path)
+    return only, kept
+
+
+def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
+             finishing: bool = False) -> CheckoutResult:
+    """Apply a journaled plan; the journal goes once every change is durable."""
+    checkpoint = Checkpoints()
+    checkpoint("journal", "")  # a crash test stops here: journal written, nothing changed
+    cache_path = os.path.join(wt.store.cache_dir, "statcache")
+    cache = StatCache.load(cache_path, wt.store.identity)
+    checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
+                        journal.token, target_dirs=prepared.wanted.dirs,
+                        case_insensitive=prepared.case_insensitive, checkpoint=checkpoint,
+                        durability=Durability(wt.root))
+    try:
+        outcome = checkout.run()
+    except OSError as err:
+        what = "finish the restore" if finishing else "restore"
+        raise PendingRecoveryError(
+            f"cannot {what}: {err.strerror or err}; the restore stopped half-way. Fix the cause "
+            "and run any command to finish it, or run `undostore restore --abort` to roll back",
+            checkout.current or err.filename) from err
+    if journal.context and wt.step_done is not None:
+        # Before the journal goes: a crash in between makes recovery run this again, and a
+        # session step applies once only.
+        wt.step_done(journal.context, journal.target, journal.safety)
+    remove_journal(wt.store)
+    _remember_written(wt, cache_path, cache, prepared.plan, outcome)
+    return outcome
+
+
+def _remember_written(wt: Worktree, cache_path: str, cache: StatCache, plan: RestorePlan,
+                      outcome: CheckoutResult) -> None:
+    """Record written files in the stat cache, so the next snapshot trusts them instead of
+    reading them. One written too recently to be trusted, or touched by someone else after it
+    was written, keeps only its mode (on Windows, where the disk has no exec bit, the snapshot
+    takes the mode from here). Like git's checkout, a same-size rewrite by someone else within
+    the same timestamp tick as the restore's own write cannot be told apart. The cached tree ids of
+    every folder the restore touched are dropped: the next snapshot builds those trees anew.
+    (This follows statcache's format: entries from `make_entry`, folder states.)"""
+    files = dict(cache.files)
+    for path in plan.delete:
+        files.pop(path, None)
+    now_ns = time.time_ns()
+    for path, st in outcome.written.items():
+        mode, sha = plan.after[path]
+        if st is None or is_racy(st, now_ns):
+            files[path] = (0, 0, -1, 0, 0, mode, sha)   # matches no stat: only the mode counts
+        else:
+            files[path] = make_entry(st, mode, sha)
+    touched = {""} | set(plan.remove_dirs)
+    for path in plan.touched():
+        touched.update(parent_dirs(path))
+    folders = {path: state for path, state in cache.folders.items() if path not in touched}
+    try:
+        cache.save(cache_path, files, folders, now_ns)
+    except OSError:
+        pass  # only an optimisation: the next snapshot reads the files instead
+
+
+def _result(plan: RestorePlan, *, dry_run: bool = False, operation: str = "restore"
+            ) -> RestoreResult:
+    return RestoreResult(target=plan.target, safety=plan.safety, created=list(plan.create),
+                         modified=plan.modified, deleted=list(plan.delete), dry_run=dry_run,
+                         operation=operation, plan=plan)

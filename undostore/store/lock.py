@@ -1,0 +1,123 @@
+"""The store lock: one writer at a time, and never a stale lock.
+
+The lock is an OS file lock (`fcntl.flock` on POSIX, `msvcrt.locking` on Windows) on
+`<store>/lock`. The operating system drops it when the holding process dies, however it dies, so a
+crashed snapshot or restore never blocks later runs. The file also records the holder's pid and
+command, only to make the "locked by" message useful.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from types import TracebackType
+
+from undostore.errors import StoreError
+from undostore.platform import IS_WINDOWS
+
+if IS_WINDOWS:
+    import msvcrt
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+
+    def _unlock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+    _HOLDER_AT = 16  # Windows locks byte 0; the holder note lives past it so others can read it
+else:
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            return False
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+    _HOLDER_AT = 0
+
+
+class StoreLock:
+    """Exclusive lock on a store; re-entrant within one object."""
+
+    def __init__(self, path: str, timeout: float = 30.0, what: str = "",
+                 on_acquire: Callable[[], None] | None = None) -> None:
+        self.path = path
+        self.timeout = timeout
+        self.what = what or " ".join(os.path.basename(a) for a in sys.argv[:2])
+        self._fd: int | None = None
+        self._depth = 0
+        self.on_acquire = on_acquire   # runs each time the lock is newly taken
+
+    def acquire(self) -> None:
+        if self._depth:
+            self._depth += 1
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+        deadline = time.monotonic() + self.timeout
+        delay = 0.01
+        while not _try_lock(fd):
+            if time.monotonic() >= deadline:
+                holder = _read_holder(fd)
+                os.close(fd)
+                raise StoreError(
+                    f"store is busy: locked by {holder or 'another process'} "
+                    f"for more than {self.timeout:g} s", self.path)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+        note = f"pid {os.getpid()} ({self.what})\n".encode()
+        try:
+            os.lseek(fd, _HOLDER_AT, os.SEEK_SET)
+            os.write(fd, note)
+            os.ftruncate(fd, _HOLDER_AT + len(note))
+        except OSError:
+            pass  # the note is only for messages
+        self._fd = fd
+        self._depth = 1
+        if self.on_acquire is not None:
+            try:
+                self.on_acquire()
+            except BaseException:
+                self.release()
+                raise
+
+    def release(self) -> None:
+        if not self._depth:
+            return
+        self._depth -= 1
+        if self._depth:
+            return
+        fd, self._fd = self._fd, None
+        assert fd is not None
+        try:
+            _unlock(fd)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> StoreLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        os.lseek(fd, _HOLDER_AT, os.SEEK_SET)
+        return os.read(fd, 200).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""

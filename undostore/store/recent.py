@@ -1,0 +1,54 @@
+"""The ids of the latest snapshots, with when they were taken, so gc's grace period covers them.
+
+A snapshot taken without a session is listed in no journal. gc keeps what young packs hold, but
+a snapshot of a state seen before writes no new pack: without this list, such an id handed to a
+user a minute ago could be pruned before `restore ID` runs. The list is small, bounded and
+checksummed; a damaged one is dropped (gc then only loses this extra protection).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import time
+
+from undostore.store.atomic import CorruptFrame, read_framed, write_framed
+
+_KIND = b"RCNT"
+KEEP = 256
+
+
+def _path(store_path: str) -> str:
+    return os.path.join(store_path, "cache", "recent")
+
+
+def _load(store_path: str) -> list[tuple[float, bytes]]:
+    try:
+        payload = read_framed(_path(store_path), _KIND)
+        entries = marshal.loads(payload) if payload is not None else []
+    except (CorruptFrame, OSError, ValueError, EOFError, TypeError):
+        return []
+    if not isinstance(entries, list):
+        return []
+    return [(when, sha) for when, sha in entries
+            if isinstance(when, float) and isinstance(sha, bytes) and len(sha) == 20]
+
+
+def remember(store_path: str, snapshot_id: bytes) -> None:
+    """Note that `snapshot_id` was just handed out (the store lock is held)."""
+    entries = [e for e in _load(store_path) if e[1] != snapshot_id]
+    entries.append((time.time(), snapshot_id))
+    try:
+        write_framed(_path(store_path), _KIND, marshal.dumps(entries[-KEEP:]), durable=False)
+    except OSError:
+        pass  # only a protection for gc's grace period; the snapshot itself is complete
+
+
+def all_ids(store_path: str) -> set[bytes]:
+    """Every snapshot id on the list, whatever its age."""
+    return {sha for _, sha in _load(store_path)}
+
+
+def recent_ids(store_path: str, since: float) -> set[bytes]:
+    """Snapshot ids handed out at or after `since` (seconds since the epoch)."""
+    return {sha for when, sha in _load(store_path) if when >= since}
