@@ -25,9 +25,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
 import gen_tree  # noqa: E402
+import watchman_cases  # noqa: E402
 from common import MB, DiskUsage, dir_usage, drop_caches, fmt_mb, fmt_seconds, median  # noqa: E402
 
-CASES = ("20k", "20k-cold", "threads", "100k", "big-file", "node-modules", "startup", "profile")
+CASES = ("20k", "20k-cold", "threads", "100k", "big-file", "node-modules", "startup", "profile",
+         "watchman-20k", "watchman-100k")
 QUICK_CASES = ("20k", "20k-cold", "startup")
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 TREES = {
@@ -398,6 +400,73 @@ def case_threads(bench: Bench) -> None:
     bench.details["threads"] = table
 
 
+class WatchedCli(UndostoreCli):
+    """The CLI with watchman: a fresh store's first snapshot also pays watchman's crawl."""
+
+    def __init__(self, *args, daemon: watchman_cases.PrivateWatchman, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().__init__(*args, **kwargs)
+        self.daemon = daemon
+
+    def reset(self) -> None:
+        super().reset()
+        self.daemon.forget(self.tree)
+
+
+def case_watchman(bench: Bench, name: str) -> None:
+    """Walk vs watchman vs git: CLI (time, peak RSS) and in-process (time, traced peak)."""
+    problem = watchman_cases.available()
+    if problem:
+        bench.notes.append(f"{name} skipped: {problem}")
+        bench.log(f"{name}: skipped ({problem})")
+        return
+    size = name.split("-")[1]
+    info = bench.tree(size)
+    daemon = watchman_cases.PrivateWatchman(bench.state(name, "watchman"))
+    daemon.start()
+    try:
+        command = list(common.undostore_commands(bench.python).values())[0]
+        walk = UndostoreCli("undostore, walk full", command, info.path,
+                            bench.state(name, "walk"),
+                            watchman_cases.walk_env(bench.env, "off", daemon))
+        watched = WatchedCli("undostore, watchman", command, info.path,
+                             bench.state(name, "watched"),
+                             watchman_cases.walk_env(bench.env, "watchman", daemon),
+                             daemon=daemon)
+        subjects = [walk, watched, GitCli(info.path, bench.state(name, "git"), bench.env)]
+        firsts = 1 if size == "100k" else bench.first_repeats
+        results, _ = measure_tree(bench, name, info.path, subjects,
+                                  ("first", "no-change", "one-change"), False, firsts,
+                                  bench.repeats, memory_steps=("no-change", "one-change"))
+        title = f"{size} files, CLI"
+        add_rows(bench, title, results, {"no-change": 2.0 if size == "100k" else 2.5,
+                                         "one-change": 2.5})
+        git = results["git"]
+        for label in (walk.label, watched.label):
+            for step in ("no-change", "one-change"):
+                mine = [r.peak_rss for r in results[label][step] if r.peak_rss]
+                theirs = [r.peak_rss for r in git[step] if r.peak_rss]
+                bench.rows.append(Row(f"{title}: {step} peak RSS, MB [{label}]",
+                                      median(mine) / MB if mine else None,
+                                      median(theirs) / MB if theirs else None, unit="MB",
+                                      target="≤ 1.5x git" if step == "no-change" else "—",
+                                      limit=1.5 if step == "no-change" else None))
+        bench.summaries[f"{name} CLI"] = _summary(results)
+        bench.log(f"{name}: in-process")
+        rewriter = Rewriter(info.path)
+        table = bench.details.setdefault("in-process", {})
+        try:
+            for mode in watchman_cases.WALK_MODES:
+                store = os.path.join(bench.state(name, f"lib-{mode}"), "store")
+                shutil.rmtree(store, ignore_errors=True)
+                label = f"{size}, {'walk full' if mode == 'off' else 'watchman'}"
+                table[label] = watchman_cases.in_process(info.path, store, mode, daemon,
+                                                         rewriter, bench.repeats, 5000)
+        finally:
+            rewriter.undo()
+    finally:
+        daemon.stop()
+
+
 def case_startup(bench: Bench) -> None:
     """What a no-change snapshot cannot go below: the interpreter, the imports, git's start."""
     python = bench.python
@@ -557,6 +626,9 @@ def report(bench: Bench, meta: dict[str, object]) -> str:
                 parts.append(f"- {title[:-6]}, {label}: {fmt_mb(usage['disk'])} MB "
                              f"({fmt_mb(usage['apparent'])} MB, {usage['files']:,} files)"
                              + (f": {inner}" if inner else ""))
+    if "in-process" in bench.details:
+        parts += ["", "### In-process snapshots (library call in the benchmark's process, median)",
+                  "", watchman_cases.markdown_in_process(bench.details["in-process"])]
     if "threads" in bench.details:
         parts += ["", "### Library thread settings (20k tree, in-process, median)", "",
                   markdown_threads(bench.details["threads"])]  # type: ignore[arg-type]
@@ -686,7 +758,9 @@ def main(argv: list[str] | None = None) -> int:
                "threads": lambda: case_threads(bench), "100k": lambda: case_100k(bench),
                "big-file": lambda: case_big_file(bench),
                "node-modules": lambda: case_node_modules(bench),
-               "startup": lambda: case_startup(bench), "profile": lambda: case_profile(bench)}
+               "startup": lambda: case_startup(bench), "profile": lambda: case_profile(bench),
+               "watchman-20k": lambda: case_watchman(bench, "watchman-20k"),
+               "watchman-100k": lambda: case_watchman(bench, "watchman-100k")}
     try:
         for case in args.cases:
             runners[case]()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,17 @@ def test_token_round_trips_through_a_tuple():
     token = Token("/w", "sub", "c:1:2:3:4", 2)
     assert Token.from_tuple(token.to_tuple()) == token
     assert Token.from_tuple(("x",)) is None
+
+
+def test_a_snapshot_in_auto_mode_without_any_watchman_walks_silently(tmp_path, monkeypatch):
+    from undostore import Workspace
+
+    monkeypatch.delenv("WATCHMAN_SOCK", raising=False)
+    if sys.platform != "win32":
+        monkeypatch.setenv("PATH", str(tmp_path / "no-programs-here"))  # no watchman to find
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "a.txt").write_text("a")
+    with Workspace(tmp_path / "root", store=tmp_path / "store") as ws:
+        first, second = ws.snapshot(), ws.snapshot()
+    assert first.walk == second.walk == "full"
+    assert first.warnings == second.warnings == []
