@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import getpass
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -155,3 +159,35 @@ def test_a_snapshot_in_auto_mode_without_any_watchman_walks_silently(tmp_path, m
         first, second = ws.snapshot(), ws.snapshot()
     assert first.walk == second.walk == "full"
     assert first.warnings == second.warnings == []
+
+
+def test_auto_finds_a_running_daemon_at_watchmans_default_socket(tmp_path, watchman_env,
+                                                                monkeypatch):
+    # The private daemon's socket is where watchman looks by default under this TMPDIR.
+    monkeypatch.delenv("WATCHMAN_SOCK")
+    monkeypatch.setenv("TMPDIR", str(watchman_env.folder))
+    root = tmp_path / "r"
+    root.mkdir()
+    monitor = Monitor.open(str(root), "auto")
+    assert monitor is not None
+    with monitor:
+        assert monitor.since(monitor.clock()).paths == []
+
+
+def test_watchman_mode_starts_a_daemon_when_none_runs(tmp_path, watchman_daemon, monkeypatch):
+    # A fresh TMPDIR: no daemon answers at the default socket; `watchman` mode starts one.
+    tmpdir = Path(tempfile.mkdtemp(prefix="usw-spawn-"))
+    monkeypatch.delenv("WATCHMAN_SOCK", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    root = tmp_path / "r"
+    root.mkdir()
+    assert Monitor.open(str(root), "auto") is None
+    sock = tmpdir / f"{getpass.getuser()}-state" / "sock"
+    try:
+        monitor = Monitor.open(str(root), "watchman")
+        assert monitor is not None and sock.exists()
+        monitor.close()
+    finally:
+        subprocess.run(["watchman", f"--sockname={sock}", "--no-spawn", "shutdown-server"],
+                       capture_output=True, timeout=30, check=False)
+        shutil.rmtree(tmpdir, ignore_errors=True)

@@ -8,6 +8,7 @@ temp folder, started once and shut down after. Never the user's daemon.
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import signal
@@ -84,9 +85,13 @@ def watchman_daemon():
     if shutil.which("watchman") is None:
         pytest.skip("no watchman program (Debian: apt-get install watchman)")
     pytest.importorskip("pywatchman", reason="pywatchman not installed (extra undostore[watchman])")
-    # A short folder name: a unix socket path is limited to ~108 bytes.
+    # A short folder name: a unix socket path is limited to ~108 bytes. The socket sits where
+    # watchman looks by default when TMPDIR is this folder (`<TMPDIR>/<user>-state/sock`), so
+    # tests can also exercise the default discovery, still on this private daemon.
     folder = Path(tempfile.mkdtemp(prefix="usw-"))
-    daemon = Daemon(folder, str(folder / "sock"))
+    state = folder / f"{getpass.getuser()}-state"
+    state.mkdir(mode=0o700)
+    daemon = Daemon(folder, str(state / "sock"))
     daemon.start()
     try:
         yield daemon

@@ -12,11 +12,9 @@ Paths below any `.git` and below the store (when it lies under root) are never r
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -92,6 +90,9 @@ def _default_sockname(spawn: bool) -> str | None:
     binary = shutil.which("watchman")
     if binary is None:
         return None
+    import json  # only here: a snapshot that finds no watchman never pays for these
+    import subprocess
+
     args = [binary, "--output-encoding=json"]
     if not spawn:
         args += ["--no-spawn", "--no-local"]
