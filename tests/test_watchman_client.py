@@ -191,3 +191,15 @@ def test_watchman_mode_starts_a_daemon_when_none_runs(tmp_path, watchman_daemon,
         subprocess.run(["watchman", f"--sockname={sock}", "--no-spawn", "shutdown-server"],
                        capture_output=True, timeout=30, check=False)
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def test_without_the_extra_auto_walks_silently_and_watchman_mode_warns(tmp_path, watchman_env,
+                                                                       monkeypatch):
+    # Blocks the import as a base install (no `undostore[watchman]`) would lack it.
+    monkeypatch.setitem(sys.modules, "pywatchman", None)
+    warnings: list = []
+    assert Monitor.open(str(tmp_path), "auto", on_warning=lambda p, m: warnings.append(m)) is None
+    assert warnings == []
+    assert Monitor.open(str(tmp_path), "watchman",
+                        on_warning=lambda p, m: warnings.append(m)) is None
+    assert len(warnings) == 1 and "undostore[watchman]" in warnings[0]

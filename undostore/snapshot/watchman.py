@@ -12,6 +12,7 @@ Paths below any `.git` and below the store (when it lies under root) are never r
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -137,6 +138,12 @@ class Monitor:
         warn = on_warning or (lambda path, message: None)
         if mode == "off":
             return None
+        if importlib.util.find_spec("pywatchman") is None:
+            # `auto` without the extra: a plain walk, as without watchman (no nagging).
+            if mode == "watchman":
+                warn(root, "pywatchman is not installed (pip install 'undostore[watchman]'); "
+                     "walking the whole tree")
+            return None
         sock = os.environ.get("WATCHMAN_SOCK") or None
         if sock is None:
             sock = _default_sockname(spawn=mode == "watchman")
@@ -149,10 +156,8 @@ class Monitor:
             return None
         try:
             import pywatchman  # the optional extra undostore[watchman]
-        except ImportError:
-            if mode == "watchman" or sock:
-                warn(root, "watchman daemon found but pywatchman is not installed "
-                     "(pip install 'undostore[watchman]'); walking the whole tree")
+        except ImportError as err:  # found above, yet broken (a failed C extension build)
+            warn(root, f"pywatchman cannot be imported ({err}); walking the whole tree")
             return None
         try:
             client = pywatchman.client(sockpath=sock, timeout=TIMEOUT_SECONDS)
