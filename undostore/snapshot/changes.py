@@ -41,7 +41,7 @@ from undostore.store.statcache import Record, StatCache, split_names
 
 WALK_FULL = "full"
 WALK_WATCHMAN = "watchman"
-# More changed paths than this share of the cached files: a full walk costs no more.
+# More folders to read than this share of them: a full walk costs no more.
 MAX_CHANGED_SHARE = 0.25
 
 Warn = Callable[[str, str], None]
@@ -169,8 +169,6 @@ class _Partial:
 def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
              ) -> Scan | None:
     """The scan for watchman's `paths`, or None when only a full walk is sure."""
-    if len(paths) > MAX_CHANGED_SHARE * 8 * len(cache.records) + 64:
-        return None  # about a quarter of the files, at the usual ~8 files a folder
     work = _Partial(root, cache, options)
     records = cache.records
     rescan: set[str] = set()
@@ -202,6 +200,8 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
         while folder and not work.real_dir(folder):
             folder = _parent(folder)
         todo.add(folder)
+    if len(todo) > MAX_CHANGED_SHARE * len(records) + 16:
+        return None  # reading this many folders costs what a full walk does
     # Folders above are taken from the cache; one the cache cannot vouch for whole is read.
     carried: set[str] = set()
     for folder in list(todo):
