@@ -92,6 +92,7 @@ class SnapshotResult:
     seconds: float
     warnings: list[tuple[str, str]] = field(default_factory=list)
     walk: str = WALK_FULL     # "full", or "watchman": only what watchman said changed was read
+    recorded: bool = False  # an undo point was recorded (set by Workspace.snapshot)
 
 
 def store_exclusion(root: str, store: Store) -> frozenset[str]:
