@@ -8,6 +8,7 @@ import random
 import shutil
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -327,3 +328,18 @@ def test_cli_reports_the_walk(snapper):
 
     assert run()["walk"] == "full"
     assert run()["walk"] == "watchman"
+
+
+def test_a_root_inside_a_watched_project_uses_a_relative_root(tmp_path, git, watchman_env):
+    # A .watchmanconfig above makes watchman watch the project; the root is a folder inside it.
+    project = make_tree(tmp_path / "proj", {".watchmanconfig": "{}", "other": {"x": "x"},
+                                            "sub": {"a.txt": "a", "d": {"b.txt": "b"}}})
+    root = project / "sub"
+    snap = Snapper(root, tmp_path / "store")
+    time.sleep(0.2)   # out of the racy window: the first snapshot's entries are all kept
+    snap()
+    (project / "other" / "y").write_text("outside the root")
+    (root / "d" / "c.txt").write_text("c")
+    result = snap()
+    assert result.walk == "watchman" and result.id == git.write_tree(root)
+    assert result.hashed == 1

@@ -100,16 +100,18 @@ def _digest(kind: bytes, payload: bytes | memoryview) -> int:
     return hasher.intdigest()
 
 
-def unframe(kind: bytes, data: bytes) -> bytes | None:
-    """The payload of a frame made by `frame`, or None when it is foreign, torn or corrupt."""
+def unframe(kind: bytes, data: bytes) -> memoryview | None:
+    """The payload of a frame made by `frame` (a view into `data`), or None when it is foreign,
+    torn or corrupt."""
     if len(data) < _HEADER.size:
         return None
     magic, got_kind, length, digest = _HEADER.unpack_from(data)
     if magic != _MAGIC or got_kind != kind or length != len(data) - _HEADER.size:
         return None
-    if _digest(kind, memoryview(data)[_HEADER.size:]) != digest:
+    payload = memoryview(data)[_HEADER.size:]
+    if _digest(kind, payload) != digest:
         return None
-    return data[_HEADER.size:]
+    return payload
 
 
 def write_framed(path: str, kind: bytes, payload: bytes, durable: bool = True) -> None:
@@ -118,15 +120,21 @@ def write_framed(path: str, kind: bytes, payload: bytes, durable: bool = True) -
 
 def read_framed(path: str, kind: bytes) -> bytes | None:
     """The payload stored at `path`; None if missing; raises `CorruptFrame` if damaged."""
+    view = read_framed_view(path, kind)
+    return None if view is None else view.tobytes()
+
+
+def read_framed_view(path: str, kind: bytes) -> memoryview | None:
+    """As `read_framed`, without copying the payload out of the file's bytes (a large cache
+    then needs its size once in memory, not twice)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except FileNotFoundError:
         return None
-    payload = unframe(kind, data)
-    if payload is None:
+    if unframe(kind, data) is None:
         raise CorruptFrame(path)
-    return payload
+    return memoryview(data)[_HEADER.size:]
 
 
 class CorruptFrame(Exception):

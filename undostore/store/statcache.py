@@ -30,7 +30,13 @@ import sys
 import xxhash
 
 from undostore.platform import IS_WINDOWS
-from undostore.store.atomic import CorruptFrame, quarantine, read_framed, write_framed
+from undostore.store.atomic import (
+    CorruptFrame,
+    quarantine,
+    read_framed,
+    read_framed_view,
+    write_framed,
+)
 
 _KIND = b"STAT"
 _DELTA_KIND = b"STAD"
@@ -152,7 +158,7 @@ class StatCache:
         A delta saved beside it (`path` + DELTA_SUFFIX) applies when it names this base."""
         empty = cls(identity=store_identity)
         try:
-            payload = read_framed(path, _KIND)
+            payload = read_framed_view(path, _KIND)
         except CorruptFrame:
             quarantine(path)
             if on_warning:
