@@ -93,6 +93,11 @@ def frame(kind: bytes, payload: bytes) -> bytes:
     return _HEADER.pack(_MAGIC, kind, len(payload), _digest(kind, payload)) + payload
 
 
+def frame_digest(kind: bytes, payload: bytes | memoryview) -> int:
+    """The checksum `frame` writes for `payload` (what `read_framed_view` hands back)."""
+    return _digest(kind, payload)
+
+
 def _digest(kind: bytes, payload: bytes | memoryview) -> int:
     """xxh3_64 of kind + payload, without copying a large payload to join them."""
     hasher = xxhash.xxh3_64(kind)
@@ -120,21 +125,22 @@ def write_framed(path: str, kind: bytes, payload: bytes, durable: bool = True) -
 
 def read_framed(path: str, kind: bytes) -> bytes | None:
     """The payload stored at `path`; None if missing; raises `CorruptFrame` if damaged."""
-    view = read_framed_view(path, kind)
-    return None if view is None else view.tobytes()
+    found = read_framed_view(path, kind)
+    return None if found is None else found[0].tobytes()
 
 
-def read_framed_view(path: str, kind: bytes) -> memoryview | None:
+def read_framed_view(path: str, kind: bytes) -> tuple[memoryview, int] | None:
     """As `read_framed`, without copying the payload out of the file's bytes (a large cache
-    then needs its size once in memory, not twice)."""
+    then needs its size once in memory, not twice), with the frame's checksum."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except FileNotFoundError:
         return None
-    if unframe(kind, data) is None:
+    payload = unframe(kind, data)
+    if payload is None:
         raise CorruptFrame(path)
-    return memoryview(data)[_HEADER.size:]
+    return payload, _HEADER.unpack_from(data)[3]
 
 
 class CorruptFrame(Exception):

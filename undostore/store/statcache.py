@@ -27,11 +27,10 @@ import os
 import struct
 import sys
 
-import xxhash
-
 from undostore.platform import IS_WINDOWS
 from undostore.store.atomic import (
     CorruptFrame,
+    frame_digest,
     quarantine,
     read_framed,
     read_framed_view,
@@ -158,7 +157,7 @@ class StatCache:
         A delta saved beside it (`path` + DELTA_SUFFIX) applies when it names this base."""
         empty = cls(identity=store_identity)
         try:
-            payload = read_framed_view(path, _KIND)
+            found = read_framed_view(path, _KIND)
         except CorruptFrame:
             quarantine(path)
             if on_warning:
@@ -168,8 +167,9 @@ class StatCache:
             if os.path.isdir(path):  # Windows says "access denied" where POSIX says EISDIR
                 quarantine(path)  # something else sits where the cache goes: move it aside
             return empty
-        if payload is None:
+        if found is None:
             return empty
+        payload, digest = found
         try:
             version, identity, packs, fsmonitor, count, records = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
@@ -178,7 +178,7 @@ class StatCache:
             return empty
         cache = cls(identity=store_identity)
         cache.records = records
-        cache._base = xxhash.xxh3_64_intdigest(payload)
+        cache._base = digest   # names this base: a delta made for another one is ignored
         cache._apply_delta(path + DELTA_SUFFIX, packs, fsmonitor, count)
         return cache
 
@@ -262,7 +262,7 @@ class StatCache:
             payload = marshal.dumps((_VERSION, self.identity, self.packs, self.fsmonitor, count,
                                      records))
             write_framed(path, _KIND, payload, durable=False)
-            self._base = xxhash.xxh3_64_intdigest(payload)
+            self._base = frame_digest(_KIND, payload)
             self._delta = {}
             try:
                 os.unlink(path + DELTA_SUFFIX)
