@@ -343,3 +343,17 @@ def test_a_root_inside_a_watched_project_uses_a_relative_root(tmp_path, git, wat
     result = snap()
     assert result.walk == "watchman" and result.id == git.write_tree(root)
     assert result.hashed == 1
+
+
+def test_a_voided_cache_means_a_full_walk(snapper, git):
+    snapper()
+    assert snapper().walk == "watchman"
+    # The store loses the packs the cache vouches for (deleted by hand, an old backup).
+    pack_dir = snapper.store / "objects" / "pack"
+    for pack in pack_dir.iterdir():
+        pack.unlink()
+    _append(snapper.root)
+    result = snapper()
+    assert result.walk == "full" and result.id == git.write_tree(snapper.root)
+    assert result.hashed == result.files
+    assert any("stat cache" in m for _, m in snapper.warnings)
