@@ -29,7 +29,7 @@ import watchman_cases  # noqa: E402
 from common import MB, DiskUsage, dir_usage, drop_caches, fmt_mb, fmt_seconds, median  # noqa: E402
 
 CASES = ("20k", "20k-cold", "threads", "100k", "big-file", "node-modules", "startup", "profile",
-         "watchman-20k", "watchman-100k")
+         "watchman-20k", "watchman-100k", "watchman-real")
 QUICK_CASES = ("20k", "20k-cold", "startup")
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 TREES = {
@@ -147,6 +147,7 @@ class Bench:
     mismatches: list[str] = field(default_factory=list)
     cold_problem: str | None = None
     python: str = sys.executable     # the interpreter the CLI runs with
+    real_tree: str | None = None     # --real-tree: a tree nobody here generated
 
     def log(self, message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
@@ -420,7 +421,16 @@ def case_watchman(bench: Bench, name: str) -> None:
         bench.log(f"{name}: skipped ({problem})")
         return
     size = name.split("-")[1]
-    info = bench.tree(size)
+    if size == "real":
+        if not bench.real_tree:
+            bench.notes.append(f"{name} skipped: no --real-tree given")
+            return
+        path = os.path.abspath(bench.real_tree)
+        count = sum(len(files) for _, _, files in os.walk(path))
+        size = f"real tree {os.path.basename(path)} ({count:,} files)"
+        info = gen_tree.TreeInfo("real", path, count, 0, 0)
+    else:
+        info = bench.tree(size)
     daemon = watchman_cases.PrivateWatchman(bench.state(name, "watchman"))
     daemon.start()
     try:
@@ -433,12 +443,13 @@ def case_watchman(bench: Bench, name: str) -> None:
                              watchman_cases.walk_env(bench.env, "watchman", daemon),
                              daemon=daemon)
         subjects = [walk, watched, GitCli(info.path, bench.state(name, "git"), bench.env)]
-        firsts = 1 if size == "100k" else bench.first_repeats
+        big = size != "20k"
+        firsts = 1 if big else bench.first_repeats
         results, _ = measure_tree(bench, name, info.path, subjects,
                                   ("first", "no-change", "one-change"), False, firsts,
                                   bench.repeats, memory_steps=("no-change", "one-change"))
-        title = f"{size} files, CLI"
-        add_rows(bench, title, results, {"no-change": 2.0 if size == "100k" else 2.5,
+        title = f"{size}{'' if size.startswith('real') else ' files'}, CLI"
+        add_rows(bench, title, results, {"no-change": 2.0 if big else 2.5,
                                          "one-change": 2.5})
         git = results["git"]
         for label in (walk.label, watched.label):
@@ -453,6 +464,9 @@ def case_watchman(bench: Bench, name: str) -> None:
         bench.summaries[f"{name} CLI"] = _summary(results)
         bench.log(f"{name}: in-process")
         rewriter = Rewriter(info.path)
+        if name == "watchman-real":  # any file of the tree, node_modules/ included
+            rewriter.files = sorted(os.path.join(d, f) for d, _, files in os.walk(info.path)
+                                    for f in files)
         table = bench.details.setdefault("in-process", {})
         try:
             for mode in watchman_cases.WALK_MODES:
@@ -711,6 +725,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="interpreter the CLI runs with; its sibling `undostore` script is "
                              "used too (e.g. a venv with a non-editable install). Default: this "
                              "one")
+    parser.add_argument("--real-tree", metavar="PATH",
+                        help="a real tree for the watchman-real case (e.g. an npm project with "
+                             "node_modules/); its files are rewritten and put back in one-change")
     parser.add_argument("--note", action="append", default=[],
                         help="a note printed with the results (e.g. 'loaded machine')")
     args = parser.parse_args(argv)
@@ -747,7 +764,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(env)  # the in-process library runs (threads) see the same isolation
     shutil.rmtree(os.path.join(workdir, "state"), ignore_errors=True)
     bench = Bench(workdir, args.repeats, args.first_repeats, args.cold_repeats, args.keep, env,
-                  notes=list(args.note), python=os.path.abspath(args.python))
+                  notes=list(args.note), python=os.path.abspath(args.python),
+                  real_tree=args.real_tree)
     warm_bytecode(bench)
     bench.notes.append(f"Python children keep bytecode in {pycache} (PYTHONPYCACHEPREFIX), "
                        "as an installed package would; PYTHONDONTWRITEBYTECODE is removed")
@@ -760,7 +778,8 @@ def main(argv: list[str] | None = None) -> int:
                "node-modules": lambda: case_node_modules(bench),
                "startup": lambda: case_startup(bench), "profile": lambda: case_profile(bench),
                "watchman-20k": lambda: case_watchman(bench, "watchman-20k"),
-               "watchman-100k": lambda: case_watchman(bench, "watchman-100k")}
+               "watchman-100k": lambda: case_watchman(bench, "watchman-100k"),
+               "watchman-real": lambda: case_watchman(bench, "watchman-real")}
     try:
         for case in args.cases:
             runners[case]()
