@@ -11,11 +11,13 @@ names, files and sub-folder trees are unchanged keeps its cached tree id without
 from __future__ import annotations
 
 import os
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from undostore.git.objects import MODE_TREE, TREE, PackWriter, encode_tree, hash_object
 from undostore.platform import IS_WINDOWS
-from undostore.snapshot.walk import FileEntry, Folder
+from undostore.snapshot.walk import FileEntry, Folder, Matcher
 from undostore.store.statcache import (
     ENTRY,
     Entry,
@@ -50,34 +52,79 @@ class Work:
 Todo = list[tuple[Work, int, FileEntry]]
 
 
-def match_folder(folder: Folder, cache: StatCache, todo: Todo) -> Work:
-    """Compare a scanned folder's files with the cache; misses go to `todo` for hashing."""
-    record = cache.records.get(folder.path)
-    files = folder.files
-    cached = record_entries(record) if record is not None and record[3] else {}
-    entries: list[Entry | None] = []
-    work = Work(folder.path, "", len(files), folder.subdirs, None, record)
-    misses = False
+# The stat fingerprint at the head of each packed entry (mtime, ctime, size, inode, st_mode).
+_FINGERPRINT = struct.Struct("<qqqQI")
+
+
+def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
+    """Per folder, a test of a file's stat against its cached entry (for `WalkOptions`): the
+    walk then keeps nothing for files that match. Racy entries were left out at save time, so
+    a match is a file the snapshot need not read."""
+    records = cache.records
     windows = IS_WINDOWS
-    # Once per file of the tree: kept to plain comparisons (no tuple built per file).
-    for index, entry in enumerate(files):
-        hit = cached.get(entry.name)
-        st = entry.st
-        if (hit is not None and hit[0] == st.st_mtime_ns and hit[2] == st.st_size
-                and hit[1] == st.st_ctime_ns and hit[4] == st.st_mode
-                and hit[3] == (0 if windows else st.st_ino)):
-            entries.append(hit)
-        else:
-            entries.append(None)
-            todo.append((work, index, entry))
-            misses = True
-    joined = join_names([*(e.name for e in files), *folder.subdirs])
+    pack = _FINGERPRINT.pack
+    size = ENTRY.size
+    width = _FINGERPRINT.size
+
+    def for_folder(path: str) -> Matcher | None:
+        record = records.get(path)
+        if record is None or not record[3]:
+            return None
+        _, names, entry_names, blob = record
+        keys = names if entry_names is None else entry_names
+        count = len(blob) // size
+        cursor = [0, 0]    # where in `keys` the next file is expected, and its entry
+        by_name: dict[str, int] = {}
+
+        def match(name: str, st: os.stat_result) -> bool:
+            # The listing comes in the cached order unless the folder changed: follow it
+            # through the joined names without splitting them (no string per file).
+            offset, index = cursor
+            end = offset + len(name)
+            if (index < count and keys.startswith(name, offset)
+                    and (end == len(keys) or keys[end] == "\0")):
+                cursor[0], cursor[1] = end + 1, index + 1
+                start: int | None = index * size
+            else:
+                if not by_name:
+                    by_name.update((n, i * size)
+                                   for i, n in enumerate(keys.split("\0")[:count]))
+                start = by_name.get(name)
+                if start is None:
+                    return False
+            return blob[start:start + width] == pack(
+                st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if windows else st.st_ino,
+                st.st_mode)
+
+        return match
+
+    return for_folder
+
+
+def match_folder(folder: Folder, cache: StatCache, todo: Todo) -> Work:
+    """A scanned folder as work: files the walk's matcher vouched for take their cached
+    entries, the others go to `todo` for hashing."""
+    record = cache.records.get(folder.path)
+    misses = folder.files
+    names = folder.names if folder.names is not None else [e.name for e in misses]
+    work = Work(folder.path, "", len(names), folder.subdirs, None, record)
+    joined = join_names([*names, *folder.subdirs])
     if (not misses and record is not None and record[2] is None
-            and len(record[3]) == ENTRY.size * len(files) and record[1] == joined):
+            and len(record[3]) == ENTRY.size * len(names) and record[1] == joined):
         work.joined = record[1]    # the cache's own objects: nothing new held per file
-    else:
-        work.joined = joined
-        work.entries = entries
+        return work
+    cached = record_entries(record) if record is not None and len(misses) < len(names) else {}
+    entries: list[Entry | None] = []
+    next_miss = 0
+    for index, name in enumerate(names):
+        if next_miss < len(misses) and misses[next_miss].name == name:
+            entries.append(None)
+            todo.append((work, index, misses[next_miss]))
+            next_miss += 1
+        else:
+            entries.append(cached[name])
+    work.joined = joined
+    work.entries = entries
     return work
 
 

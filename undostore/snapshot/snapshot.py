@@ -41,6 +41,7 @@ from undostore.snapshot.capture import (
     carried_work,
     count_files,
     match_folder,
+    matcher_for,
 )
 from undostore.snapshot.changes import WALK_FULL, Scan, scan
 from undostore.snapshot.ignore import UNDOSTORE_IGNORE
@@ -253,7 +254,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     found = scan(real_root, cache, WalkOptions(threads=options.walk_threads,
                                                max_files=options.max_files,
                                                skip_dirs=store_exclusion(real_root, store),
-                                               on_warning=warn), warn)
+                                               on_warning=warn,
+                                               matcher_for=matcher_for(cache)), warn)
 
     todo: Todo = []
     works = [match_folder(folder, cache, todo) for folder in found.scanned]
