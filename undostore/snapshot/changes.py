@@ -30,6 +30,9 @@ from undostore.snapshot.ignore import (
     root_rules,
 )
 from undostore.snapshot.walk import (
+    KIND_FILE,
+    KIND_LINK,
+    FileEntry,
     Folder,
     WalkOptions,
     _scan_folder,
@@ -37,7 +40,7 @@ from undostore.snapshot.walk import (
     iter_walk,
 )
 from undostore.snapshot.watchman import Changes, Monitor, Token, fsmonitor_mode
-from undostore.store.statcache import Record, StatCache, split_names
+from undostore.store.statcache import ENTRY, Record, StatCache, fingerprint, split_names
 
 WALK_FULL = "full"
 WALK_WATCHMAN = "watchman"
@@ -172,12 +175,13 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
     work = _Partial(root, cache, options)
     records = cache.records
     rescan: set[str] = set()
+    direct: dict[str, set[str]] = {}   # walked folder -> names reported directly in it
     for path in paths:
         parent, _, name = path.rpartition("/")
         if parent in records:
             if name == ".gitignore" or (not parent and name == UNDOSTORE_IGNORE):
                 return None  # what is kept may change anywhere below
-            rescan.add(parent)
+            direct.setdefault(parent, set()).add(name)
             continue
         parts = path.split("/")
         above = ""
@@ -194,29 +198,95 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
         if rules and rules.is_ignored(child, True):
             continue  # inside a folder git ignores: costs nothing
         rescan.add(above)
+    # A folder whose reported names are all files is patched from the cache (those names are
+    # stat'ed, nothing else); any other change in it (a folder appearing, going or changing
+    # type, a special file) has it read whole.
+    patched: dict[str, Folder] = {}
+    for folder, names in direct.items():
+        patch = _patch(work, folder, names) if folder not in rescan else None
+        if patch is None:
+            rescan.add(folder)
+        else:
+            patched[folder] = patch
     # A folder gone or replaced (by a file, a symlink): read the nearest real folder above it.
     todo: set[str] = set()
     for folder in rescan:
         while folder and not work.real_dir(folder):
             folder = _parent(folder)
         todo.add(folder)
-    if len(todo) > MAX_CHANGED_SHARE * len(records) + 16:
+    for folder in todo:
+        patched.pop(folder, None)
+    if len(todo) + len(patched) > MAX_CHANGED_SHARE * len(records) + 16:
         return None  # reading this many folders costs what a full walk does
     # Folders above are taken from the cache; one the cache cannot vouch for whole is read.
     carried: set[str] = set()
-    for folder in list(todo):
+    for folder in [*todo, *patched]:
         while folder:
             folder = _parent(folder)
-            if folder in todo or folder in carried:
+            if folder in todo or folder in carried or folder in patched:
                 continue
             if is_complete(folder, records):
                 carried.add(folder)
             else:
                 todo.add(folder)
-    return _read(work, todo, carried, len(paths))
+                patched.pop(folder, None)
+    return _read(work, todo, carried, len(paths), patched)
 
 
-def _read(work: _Partial, todo: set[str], carried: set[str], changed: int) -> Scan:
+def _patch(work: _Partial, folder: str, names: set[str]) -> Folder | None:
+    """`folder` as the walk would find it, from its cached record and a stat of each reported
+    name; None when only reading it whole is sure."""
+    record = work.records.get(folder)
+    if record is None or not is_complete(folder, work.records) or not work.real_dir(folder):
+        return None
+    listed = split_names(record[1])
+    count = len(record[3]) // ENTRY.size
+    files, subdirs = list(listed[:count]), list(listed[count:])
+    known, folders = set(files), set(subdirs)
+    prefix = folder + "/" if folder else ""
+    changed: list[FileEntry] = []
+    for name in sorted(names):
+        path = prefix + name
+        try:
+            st = os.lstat(disk_path(work.root, path))
+        except FileNotFoundError:
+            if name in folders:
+                return None
+            if name in known:
+                files.remove(name)
+                known.discard(name)
+            continue
+        except OSError:
+            return None
+        if name in folders:
+            if stat.S_ISDIR(st.st_mode):
+                continue  # its own listing changed: reported below it, name by name
+            return None
+        if stat.S_ISREG(st.st_mode):
+            kind = KIND_FILE
+        elif stat.S_ISLNK(st.st_mode):
+            kind = KIND_LINK
+        else:
+            return None  # a new folder, or a special file the walk warns about
+        if name not in known:
+            rules = work.rules_inside(folder)
+            if rules and rules.is_ignored(path, False):
+                continue
+            files.append(name)
+            known.add(name)
+        else:
+            cached = ENTRY.unpack_from(record[3], listed.index(name) * ENTRY.size)
+            if cached[:5] == fingerprint(st):
+                continue
+        changed.append(FileEntry(name, path, kind, st))
+    if changed:
+        position = {name: i for i, name in enumerate(files)}
+        changed.sort(key=lambda entry: position[entry.name])  # the order `match_folder` reads
+    return Folder(folder, changed, subdirs, files)
+
+
+def _read(work: _Partial, todo: set[str], carried: set[str], changed: int,
+          patched: dict[str, Folder]) -> Scan:
     scanned: list[Folder] = []
     removed: set[str] = set()
     # Top-down, so a folder removed above is never read below.
@@ -233,6 +303,7 @@ def _read(work: _Partial, todo: set[str], carried: set[str], changed: int) -> Sc
         for sub, rules in subs:
             if sub not in work.records:
                 scanned.extend(_walk_below(work, sub, rules))
+    scanned += [found for path, found in patched.items() if path in work.records]
     built = {f.path for f in scanned}
     for path in built:
         work.records.pop(path, None)
