@@ -77,10 +77,12 @@ def prune(store_path: str, present_packs: set[str]) -> None:
 
 
 def void_stat_cache(store_path: str) -> None:
-    try:
-        os.unlink(os.path.join(store_path, STAT_CACHE))
-    except OSError:
-        pass
+    """Delete the stat cache (and the delta saved beside it): the next snapshot hashes all."""
+    for name in (STAT_CACHE, STAT_CACHE + ".delta"):
+        try:
+            os.unlink(os.path.join(store_path, name))
+        except OSError:
+            pass
 
 
 def heal_pack(base: str, has_elsewhere) -> tuple[str, int, int]:  # noqa: ANN001
