@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from undostore import Workspace
 from undostore.errors import IncompleteSnapshotError
 from undostore.git.objects import MODE_TREE
 from undostore.git.reader import ObjectReader
+from undostore.snapshot.snapshot import SnapshotOptions
 from undostore.store.store import default_store_path
 
 from .conftest import Git
@@ -340,3 +342,29 @@ def test_an_index_less_cut_pack_has_its_whole_records_copied_out_before_it_moves
     assert 0 < saved < listed
     every_object_checks(root, first)
     assert os.listdir(pack_dir(root) / "damaged")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no watchman on Windows")
+def test_an_undostore_temp_file_is_never_captured_through_watchman(tmp_path, watchman_env):
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("a\n")
+    (root / "sub" / "b.txt").write_text("b\n")
+    time.sleep(0.2)   # past the racy window: the cache keeps them, so watchman's patch path runs
+    warnings: list[tuple[str, str]] = []
+    with Workspace(root, store=tmp_path / "store") as ws:
+        def snap():  # noqa: ANN202
+            return ws.snapshot(options=SnapshotOptions(
+                on_warning=lambda p, m: warnings.append((p, m))))
+
+        first = snap()
+        assert snap().walk == "watchman"
+        (root / "sub" / ".undostore-tmp-rbeef-1").write_bytes(b"half a file")
+        (root / "sub" / "b.txt").write_text("b, edited\n")
+        third = snap()
+    assert third.walk == "watchman" and third.id != first.id
+    (root / "sub" / ".undostore-tmp-rbeef-1").unlink()
+    with Workspace(root, store=tmp_path / "plain") as plain:
+        os.environ["UNDOSTORE_FSMONITOR"] = "off"
+        assert plain.snapshot().id == third.id
+    assert ("sub/.undostore-tmp-rbeef-1", "skipped: an undostore temp file") in warnings
