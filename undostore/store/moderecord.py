@@ -1,0 +1,151 @@
+"""Permission bits and owners of a snapshot, kept beside its tree (git's tree format holds only
+100644 / 100755 / 120000, so a 0600 key or a 0700 `secrets/` folder would come back wider).
+
+One record per snapshot id, `<store>/modes/<tree id hex>`, framed with an xxhash checksum: the
+umask and the owner that count as default, and only the files and folders that differ from that
+default (a file's default is 0666 & ~umask, or 0777 & ~umask for an executable; a folder's
+0777 & ~umask). Written by the snapshot, read by restore for what it re-creates. A record that is
+missing or damaged means "nothing recorded": the restore then uses its own umask default.
+Windows keeps no POSIX modes, so no record is written there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from undostore.platform import IS_WINDOWS
+from undostore.store.atomic import CorruptFrame, quarantine, read_framed, write_framed
+
+_KIND = b"MODE"
+_VERSION = 1
+Meta = tuple[int, int, int]     # (permission bits incl. setuid/setgid/sticky, uid, gid)
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux allows (/proc)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+@dataclass
+class ModeRecord:
+    umask: int
+    uid: int
+    gid: int
+    files: dict[str, Meta] = field(default_factory=dict)
+    dirs: dict[str, Meta] = field(default_factory=dict)
+
+    def default_file(self, executable: bool) -> int:
+        return (0o777 if executable else 0o666) & ~self.umask
+
+    def file(self, path: str, executable: bool) -> Meta:
+        """What file `path` had when snapshotted."""
+        return self.files.get(path) or (self.default_file(executable), self.uid, self.gid)
+
+    def folder(self, path: str) -> Meta:
+        return self.dirs.get(path) or (0o777 & ~self.umask, self.uid, self.gid)
+
+    def encode(self) -> bytes:
+        return json.dumps({"version": _VERSION, "umask": self.umask, "uid": self.uid,
+                           "gid": self.gid, "files": self.files, "dirs": self.dirs},
+                          sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> ModeRecord | None:
+        try:
+            raw = json.loads(data)
+            if raw.get("version") != _VERSION:
+                return None
+            return cls(int(raw["umask"]), int(raw["uid"]), int(raw["gid"]),
+                       {p: _meta(v) for p, v in raw["files"].items()},
+                       {p: _meta(v) for p, v in raw["dirs"].items()})
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+
+def _meta(value: list[int]) -> Meta:
+    perm, uid, gid = value
+    return (int(perm), int(uid), int(gid))
+
+
+def build(root: str, files: Iterable[tuple[str, os.stat_result]], folders: Iterable[str],
+          umask: int | None = None) -> ModeRecord:
+    """The record of what the walk saw: `files` (path, lstat) and the folders that hold them
+    (each lstat-ed here). Owner default: the root folder's owner."""
+    umask = current_umask() if umask is None else umask
+    top = os.lstat(root)
+    record = ModeRecord(umask, top.st_uid, top.st_gid)
+    uid, gid = top.st_uid, top.st_gid
+    plain, executable = 0o666 & ~umask, 0o777 & ~umask
+    for path, st in files:
+        mode = st.st_mode
+        if stat.S_ISLNK(mode):
+            if st.st_uid != uid or st.st_gid != gid:
+                record.files[path] = (0o777, st.st_uid, st.st_gid)
+            continue
+        bits = mode & 0o7777
+        if (bits != (executable if mode & stat.S_IXUSR else plain) or st.st_uid != uid
+                or st.st_gid != gid):
+            record.files[path] = (bits, st.st_uid, st.st_gid)
+    for path in folders:
+        if not path:
+            continue
+        try:
+            st = os.lstat(os.path.join(root, path))
+        except OSError:
+            continue
+        bits = st.st_mode & 0o7777
+        if bits != executable or st.st_uid != uid or st.st_gid != gid:
+            record.dirs[path] = (bits, st.st_uid, st.st_gid)
+    return record
+
+
+def record_snapshot(store_path: str, tree: str, root: str,
+                    files: Iterable[tuple[str, os.stat_result]], folders: Iterable[str]) -> None:
+    """The snapshot's hook: build and keep the record of snapshot `tree` (not on Windows)."""
+    if not IS_WINDOWS:
+        save(store_path, tree, build(root, files, folders))
+
+
+def record_path(store_path: str, tree: str) -> str:
+    return os.path.join(store_path, "modes", tree)
+
+
+def save(store_path: str, tree: str, record: ModeRecord) -> None:
+    """Keep `record` for snapshot `tree` (rewritten only when it differs)."""
+    if IS_WINDOWS:
+        return
+    path = record_path(store_path, tree)
+    payload = record.encode()
+    try:
+        if read_framed(path, _KIND) == payload:
+            return
+    except CorruptFrame:
+        quarantine(path)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    write_framed(path, _KIND, payload, durable=True)
+
+
+def load(store_path: str, tree: str) -> ModeRecord | None:
+    """The record of snapshot `tree`, or None when nothing (usable) was recorded."""
+    path = record_path(store_path, tree)
+    try:
+        payload = read_framed(path, _KIND)
+    except CorruptFrame:
+        quarantine(path)
+        return None
+    except OSError:
+        return None
+    return ModeRecord.decode(payload) if payload is not None else None
