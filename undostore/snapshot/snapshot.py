@@ -37,6 +37,7 @@ from undostore.git.objects import (
 )
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.walk import KIND_LINK, FileEntry, Folder, WalkOptions, disk_path, walk
+from undostore.store.moderecord import record_snapshot
 from undostore.store.recent import remember
 from undostore.store.statcache import Entry, FolderState, StatCache, make_entry
 from undostore.store.store import Store, check_root
@@ -271,6 +272,12 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         raise
     store.refresh()
     remember(store.path, root_tree)  # so gc's grace period covers this id
+    try:  # permission bits and owners, which the tree cannot hold (store/moderecord.py)
+        record_snapshot(store.path, root_tree.hex(), real_root,
+                        ((e.path, e.st) for f in folders for e in f.files),
+                        (f.path for f in folders))
+    except OSError as err:
+        warn(store.path, f"could not record permission bits: {err.strerror or err}")
     unchanged = (not todo and len(new_entries) == len(cache.files)
                  and folder_states == cache.folders)
     if not unchanged:  # rewriting an identical cache would only cost time
