@@ -5,6 +5,7 @@ in the way of a restore plan before anything is written.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable
@@ -20,16 +21,16 @@ from undostore.git.objects import (
     hash_object,
 )
 from undostore.platform import IS_WINDOWS
+from undostore.restore.fsops import READ_FLAGS, Dir, DirTree
 from undostore.restore.plan import Entry, RestorePlan
 from undostore.snapshot.walk import disk_path
 from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.statcache import StatCache
 
-_O_BINARY = getattr(os, "O_BINARY", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _REPARSE_POINT = getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0x400)
 
 ABSENT, FILE, LINK, DIR, OTHER = "absent", "file", "link", "dir", "other"
+At = tuple[DirTree, Dir, str]   # a name in a folder opened by the checkout
 
 
 @dataclass
@@ -88,32 +89,47 @@ class DiskMatcher:
         self.cache = cache
         self.windows = windows
 
-    def holds(self, rel: str, found: Probe, want: Entry) -> bool:
+    def holds(self, rel: str, found: Probe, want: Entry, at: At | None = None) -> bool:
+        """Whether what `found` describes holds `want`. With `at` (the folder's DirTree, its
+        Dir, the name), the file is read through the folder's descriptor, never by path."""
         mode, sha = want
-        disk = disk_path(self.root, rel)
         if mode == MODE_LINK:
             if found.kind == LINK:
-                return hash_object(BLOB, os.fsencode(os.readlink(disk))) == sha
+                if at is not None:
+                    target = at[0].readlink(at[1], at[2])
+                else:
+                    target = os.readlink(disk_path(self.root, rel))
+                return hash_object(BLOB, os.fsencode(target)) == sha
             # A host without symlinks got the link target written as a file (see Checkout).
-            return self.windows and found.kind == FILE and self.content_id(rel, found) == sha
+            return self.windows and found.kind == FILE and self.content_id(rel, found, at) == sha
         if found.kind != FILE:
             return False
         assert found.st is not None
         if not self.windows and bool(found.st.st_mode & stat.S_IXUSR) != (mode == MODE_EXEC):
             return False
-        return self.content_id(rel, found) == sha
+        return self.content_id(rel, found, at) == sha
 
-    def content_id(self, rel: str, found: Probe) -> bytes | None:
+    def content_id(self, rel: str, found: Probe, at: At | None = None) -> bytes | None:
         assert found.st is not None
         hit = self.cache.lookup(rel, found.st)
         if hit is not None:
             return hit[6]
         try:
-            fd = os.open(disk_path(self.root, rel), os.O_RDONLY | _O_BINARY | _O_NOFOLLOW)
+            if at is not None:
+                fd = at[0].open(at[1], at[2], READ_FLAGS)
+            else:
+                fd = os.open(disk_path(self.root, rel), READ_FLAGS)
         except FileNotFoundError:
             return None
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                return None  # swapped for a symlink since it was looked at
+            raise
         try:
-            return hash_blob_fd(fd, os.fstat(fd).st_size)
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != (found.st.st_dev, found.st.st_ino) and not self.windows:
+                return None  # another file than the one looked at
+            return hash_blob_fd(fd, st.st_size)
         except ChangedWhileReading:
             return None
         finally:
