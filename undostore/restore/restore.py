@@ -54,6 +54,7 @@ from undostore.restore.checkout import (
     remove_temp_files,
 )
 from undostore.restore.diskstate import DiskMatcher, find_obstacles, is_case_insensitive
+from undostore.restore.filemeta import Modes
 from undostore.restore.plan import (
     FlatTree,
     RestorePlan,
@@ -73,6 +74,7 @@ from undostore.restore.restorelog import (
     write_journal,
 )
 from undostore.snapshot.snapshot import store_exclusion
+from undostore.store import moderecord
 from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.durable import Durability
 from undostore.store.statcache import StatCache, is_racy, make_entry
@@ -98,6 +100,10 @@ class Worktree:
     store: Store
     snapshot: Callable[[], SnapshotResult]
     step_done: StepDone | None = None
+    # Called as checkpoint(what, path) after each file operation of a restore ("delete",
+    # "rmdir", "temp", "replace", "chmod"; "journal" before the first): progress, or a test
+    # pausing the restore at one step.
+    checkpoint: Callable[[str, str], None] | None = None
 
 
 @dataclass
@@ -365,14 +371,15 @@ def _abort_scope(journal: RestoreJournal, now: FlatTree, rollback: FlatTree, bef
 def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
              finishing: bool = False) -> CheckoutResult:
     """Apply a journaled plan; the journal goes once every change is durable."""
-    checkpoint = Checkpoints()
+    checkpoint = Checkpoints(wt.checkpoint)
     checkpoint("journal", "")  # a crash test stops here: journal written, nothing changed
     cache_path = os.path.join(wt.store.cache_dir, "statcache")
     cache = StatCache.load(cache_path, wt.store.identity)
     checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
                         journal.token, target_dirs=prepared.wanted.dirs,
                         case_insensitive=prepared.case_insensitive, checkpoint=checkpoint,
-                        durability=Durability(wt.root))
+                        durability=Durability(wt.root),
+                        modes=Modes(moderecord.load(wt.store.path, prepared.plan.target)))
     try:
         outcome = checkout.run()
     except OSError as err:
