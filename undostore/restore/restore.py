@@ -77,7 +77,7 @@ from undostore.snapshot.snapshot import store_exclusion
 from undostore.store import moderecord
 from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.durable import Durability
-from undostore.store.statcache import StatCache, is_racy, make_entry
+from undostore.store.statcache import StatCache, is_racy, make_entry, mode_only_entry
 
 if TYPE_CHECKING:
     from undostore.snapshot.snapshot import SnapshotResult
@@ -413,7 +413,7 @@ def _remember_written(wt: Worktree, cache_path: str, cache: StatCache, plan: Res
     for path, st in outcome.written.items():
         mode, sha = plan.after[path]
         if st is None or is_racy(st, now_ns):
-            files[path] = (0, 0, -1, 0, 0, mode, sha)   # matches no stat: only the mode counts
+            files[path] = mode_only_entry(mode, sha)
         else:
             files[path] = make_entry(st, mode, sha)
     touched = {""} | set(plan.remove_dirs)
