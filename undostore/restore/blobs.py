@@ -55,6 +55,9 @@ def write_sparse(fd: int, chunks: Iterable[bytes]) -> int:
     written = 0    # where the file's write offset is
     for chunk in chunks:
         view = memoryview(chunk)
+        if chunk.count(0) == len(chunk):
+            pos += len(chunk)  # all zeros, whatever its length: nothing to write
+            continue
         if len(view) < BLOCK or chunk.find(_ZERO_BLOCK) < 0:
             written = _write_at(fd, view, pos, written)
             pos += len(view)
@@ -102,6 +105,13 @@ class Checkpoints:
         raw = os.environ.get("UNDOSTORE_TEST_STALL_AT", "")
         self.stall_at = int(raw) if raw.isdigit() else 0
         self.marker = os.environ.get("UNDOSTORE_TEST_STALL_FILE", "")
+
+    def before(self, what: str, path: str) -> None:
+        """Called once the checks of a change passed, right before it is made: the hook sees
+        `before <what>` (not counted: a test swaps a file there, in the window an attacker
+        would aim at)."""
+        if self.hook is not None:
+            self.hook(f"before {what}", path)
 
     def __call__(self, what: str, path: str) -> None:
         self.count += 1
