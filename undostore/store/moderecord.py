@@ -81,24 +81,18 @@ def _meta(value: list[int]) -> Meta:
 
 
 def build(root: str, files: Iterable[tuple[str, os.stat_result]], folders: Iterable[str],
-          umask: int | None = None) -> ModeRecord:
+          umask: int | None = None, previous: ModeRecord | None = None) -> ModeRecord:
     """The record of what the walk saw: `files` (path, lstat) and the folders that hold them
-    (each lstat-ed here). Owner default: the root folder's owner."""
-    umask = current_umask() if umask is None else umask
-    top = os.lstat(root)
-    record = ModeRecord(umask, top.st_uid, top.st_gid)
-    uid, gid = top.st_uid, top.st_gid
-    plain, executable = 0o666 & ~umask, 0o777 & ~umask
-    for path, st in files:
-        mode = st.st_mode
-        if stat.S_ISLNK(mode):
-            if st.st_uid != uid or st.st_gid != gid:
-                record.files[path] = (0o777, st.st_uid, st.st_gid)
-            continue
-        bits = mode & 0o7777
-        if (bits != (executable if mode & stat.S_IXUSR else plain) or st.st_uid != uid
-                or st.st_gid != gid):
-            record.files[path] = (bits, st.st_uid, st.st_gid)
+    (each lstat-ed here). Owner default: the root folder's owner. With `previous` (a record
+    whose files are known to be still right), only the folders are looked at again."""
+    if previous is not None:
+        record = ModeRecord(previous.umask, previous.uid, previous.gid, dict(previous.files))
+    else:
+        top = os.lstat(root)
+        record = ModeRecord(current_umask() if umask is None else umask, top.st_uid, top.st_gid)
+        _add_files(record, files)
+    executable = 0o777 & ~record.umask
+    uid, gid = record.uid, record.gid
     for path in folders:
         if not path:
             continue
@@ -112,11 +106,32 @@ def build(root: str, files: Iterable[tuple[str, os.stat_result]], folders: Itera
     return record
 
 
+def _add_files(record: ModeRecord, files: Iterable[tuple[str, os.stat_result]]) -> None:
+    """The files that differ from the default (this loop runs once per file of the tree)."""
+    uid, gid = record.uid, record.gid
+    plain = stat.S_IFREG | (0o666 & ~record.umask)
+    executable = stat.S_IFREG | (0o777 & ~record.umask)
+    for path, st in files:
+        mode = st.st_mode
+        if mode != plain and mode != executable:
+            if not stat.S_ISLNK(mode):
+                record.files[path] = (mode & 0o7777, st.st_uid, st.st_gid)
+            elif st.st_uid != uid or st.st_gid != gid:
+                record.files[path] = (0o777, st.st_uid, st.st_gid)
+        elif st.st_uid != uid or st.st_gid != gid:
+            record.files[path] = (mode & 0o7777, st.st_uid, st.st_gid)
+
+
 def record_snapshot(store_path: str, tree: str, root: str,
-                    files: Iterable[tuple[str, os.stat_result]], folders: Iterable[str]) -> None:
-    """The snapshot's hook: build and keep the record of snapshot `tree` (not on Windows)."""
-    if not IS_WINDOWS:
-        save(store_path, tree, build(root, files, folders))
+                    files: Iterable[tuple[str, os.stat_result]], folders: Iterable[str],
+                    files_unchanged: bool = False) -> None:
+    """The snapshot's hook: build and keep the record of snapshot `tree` (not on Windows).
+    `files_unchanged`: every file's stat is the one the last snapshot (of the same tree) saw,
+    so the files part of that snapshot's record is reused and only folders are looked at."""
+    if IS_WINDOWS:
+        return
+    previous = load(store_path, tree) if files_unchanged else None
+    save(store_path, tree, build(root, files, folders, previous=previous))
 
 
 def record_path(store_path: str, tree: str) -> str:
