@@ -275,7 +275,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     try:  # permission bits and owners, which the tree cannot hold (store/moderecord.py)
         record_snapshot(store.path, root_tree.hex(), real_root,
                         ((e.path, e.st) for f in folders for e in f.files),
-                        (f.path for f in folders))
+                        (f.path for f in folders),
+                        files_unchanged=not todo and cache.root == root_tree)
     except OSError as err:
         warn(store.path, f"could not record permission bits: {err.strerror or err}")
     unchanged = (not todo and len(new_entries) == len(cache.files)
