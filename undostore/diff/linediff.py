@@ -1,22 +1,9 @@
 """Line diff that yields the same edits as git's default algorithm (Myers with git's heuristics).
 
-`git diff` output is the reference for `undostore diff --patch/--numstat/--stat`, so this module
-follows the steps git's diff takes, not just "a" shortest edit script:
-
-1. Lines are compared as whole records including their newline (a last line without one differs
-   from the same text with one).
-2. The common prefix and suffix are set aside; inside what remains, a line that never occurs in
-   the other file is changed for sure, and a line that occurs very often is set aside when it sits
-   among such lines ("multimatch" lines), which keeps repetitive files from blowing the search up.
-3. Myers' divide-and-conquer search over the remaining lines, with the same cost cut-offs git uses
-   (a snake of 20+ lines after a cost of 256 ends the search; past about sqrt(N) steps the
-   furthest-reaching path is taken), so the work stays far below quadratic.
-4. Groups of changed lines are slid to line up with the other side's changes, then placed by the
-   indent heuristic (git's default since 2.14).
-
-A work budget guards against huge, heavily rewritten files: once spent (about a second of work),
-the remaining regions are searched with a small cost cut-off, so the work stays linear in the
-number of lines; the diff is still correct, just less minimal than git's on such files.
+Rules: lines compare whole, newline included; common prefix and suffix are set aside; lines
+unique to one side are changed for sure and very frequent ones are set aside; Myers' search with
+git's cost cut-offs; change groups slid and placed by git's indent heuristic. A work budget keeps
+huge rewritten files linear (correct, less minimal than git). Steps: docs/design.md "Line diff".
 """
 
 from __future__ import annotations

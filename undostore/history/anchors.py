@@ -1,20 +1,10 @@
 """Anchor refs: every snapshot a journal lists is reachable from `refs/undostore/<session>/<id>`.
 
-Anchors are plain loose-ref files in the store (`<store>/refs/undostore/<encoded session>/<40 hex>`
-holding "<40 hex>\\n", git's loose-ref format), written with `atomic.atomic_write`. Why not
-dulwich's `DiskRefsContainer`: its compare-and-swap rests on `.lock` files, and a process killed
-between creating and renaming one leaves a lock that blocks every later write to that ref (see
-FIELD-NOTES); undostore already serialises writers with the store lock, so the CAS buys nothing,
-and importing `dulwich.refs` would cost more than the whole 10 ms budget of recording an undo point.
-
-The journals are the truth and anchors follow them: an anchor is created before the journal that
-lists its snapshot is written and released after the journal that dropped it is written, so a crash
-between the two writes leaves at most an extra anchor. `sweep` (run first by every gc) releases
-anchors that no journal lists, removes the anchor folders of sessions that no longer exist, and
-re-creates anchors that were lost. Anchor files are not fsynced: a lost one is re-created by the
-next sweep, and gc never trusts anchors without sweeping them first.
-
-Every function here expects the store lock to be held by the caller.
+Plain loose-ref files (`<40 hex>\n`), written with `atomic_write`. The journals are the truth:
+an anchor is created before the journal listing it is written and released after the journal
+dropping it is written, so a crash leaves at most an extra anchor; `sweep` (first step of every
+gc) makes anchors match journals. The store lock must be held. Why not dulwich's refs:
+docs/design.md "Anchors".
 """
 
 from __future__ import annotations

@@ -1,1 +1,2 @@
-"""store layer."""
+"""One root's private store: where it lives and its layout, the store lock, atomic and durable
+writes, the stat cache, and the ids handed out recently. Builds on `git`."""
