@@ -194,6 +194,7 @@ class Checkout:
             return  # finishing: the file already made way for the folder
         if found.kind in (FILE, LINK) and self._holds(d, name, path, found, self.plan.before[path]):
             self._make_writable(d, name, found)
+            self.checkpoint.before("delete", path)
             self.tree.unlink(d, name)
             self._changed(d)
             self.checkpoint("delete", path)
@@ -379,6 +380,7 @@ class Checkout:
             if (found.kind == FILE and found.st is not None and temp in self._carried
                     and self._carried[temp] != _meta_key(found.st)):
                 self._carry_again(d, name, temp, path)  # changed since the temp was written
+        self.checkpoint.before("replace", path)
         self.tree.replace(d, temp, name)
         self._changed(d)
         st = self.tree.lstat(d, name)
@@ -436,6 +438,7 @@ class Checkout:
         if not self._holds(d, name, path, found, self.plan.before[path]):
             raise _conflict(path)
         executable = after.mode == MODE_EXEC
+        self.checkpoint.before("chmod", path)
         try:
             fd = self.tree.open(d, name, READ_FLAGS)
         except OSError:

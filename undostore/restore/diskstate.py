@@ -11,7 +11,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from undostore.errors import ConflictError, UnsafePathError
+from undostore.errors import ConflictError, RefusedError, UnsafePathError
 from undostore.git.objects import (
     BLOB,
     MODE_EXEC,
@@ -182,6 +182,7 @@ def find_obstacles(root: str, plan: RestorePlan, current: dict[str, Entry],
                 continue  # the same file under its old case, deleted first
         raise ConflictError("exists but is not in the safety snapshot (an ignored or untracked "
                             "file); it was not overwritten", path)
+    check_writable(root, plan)
 
 
 def _check_clearable(disk: str, rel: str, deleted: set[str]) -> None:
@@ -195,3 +196,53 @@ def _check_clearable(disk: str, rel: str, deleted: set[str]) -> None:
                 raise ConflictError("is a folder holding files that are not in the snapshot "
                                     f"(ignored?), e.g. {entry.name}; it cannot become a file",
                                     rel)
+
+
+def check_writable(root: str, plan: RestorePlan) -> None:
+    """Preflight: every folder the restore writes in can be written, every file it deletes or
+    replaces can go (a sticky folder keeps other users' files), and every file whose exec bit
+    changes can be re-moded, before the first change, so a read-only folder refuses the restore
+    with nothing changed instead of stopping it half-way (RefusedError naming the path)."""
+    if IS_WINDOWS:
+        return  # no POSIX modes; read-only files are made writable where they are replaced
+    euid = os.geteuid()
+    folders: dict[str, os.stat_result | None] = {}
+
+    def folder_ok(rel: str, why: str) -> os.stat_result | None:
+        """The folder's lstat once it is known writable (the nearest existing one for a folder
+        the restore creates)."""
+        if rel in folders:
+            return folders[rel]
+        found = probe(disk_path(root, rel))
+        if found.kind == ABSENT and rel:
+            folders[rel] = folder_ok(rel.rpartition("/")[0], why)
+            return None
+        if found.kind != DIR:
+            folders[rel] = None
+            return None  # a file or link there: the checkout refuses it with its own reason
+        if not os.access(disk_path(root, rel), os.W_OK | os.X_OK, effective_ids=True):
+            raise RefusedError(f"folder cannot be written by this user, so {why}; nothing "
+                               "was changed", rel or root)
+        folders[rel] = found.st
+        return found.st
+
+    def replaceable(path: str, why: str) -> None:
+        parent = folder_ok(path.rpartition("/")[0], why)
+        if parent is None or not parent.st_mode & stat.S_ISVTX or euid in (0, parent.st_uid):
+            return
+        found = probe(disk_path(root, path))
+        if found.st is not None and found.st.st_uid != euid:
+            raise RefusedError("belongs to another user in a sticky folder, so this user cannot "
+                               f"replace or delete it; {why}; nothing was changed", path)
+
+    for path in plan.delete:
+        replaceable(path, "the restore could not delete what it must")
+    for path in plan.create + plan.modify:
+        replaceable(path, "the restore could not write what it must")
+    for path in plan.chmod:
+        found = probe(disk_path(root, path))
+        if found.st is None:
+            continue
+        if found.st.st_nlink == 1 and euid in (0, found.st.st_uid):
+            continue  # changed in place with fchmod
+        replaceable(path, "the restore could not change its exec bit")
