@@ -309,16 +309,22 @@ class DirTree:
 
 
 def folder_error(rel: str, kind: str, changed: bool = False) -> RefusedError:
-    """The refusal for a folder on the way that is not a real folder (exit 3)."""
-    tail = (" while the restore ran; it stopped there (run `undostore restore --abort` to roll "
-            "back)") if changed else ""
+    """The refusal for a folder on the way that is not a real folder (exit 3); `changed`: it
+    became so while the restore ran (what was done so far went into the real folder)."""
+    if changed:
+        what = {LINK: "became a symlink", OTHER: "became a junction or special file",
+                FILE: "became a file", ABSENT: "was moved away or removed"}.get(
+                    kind, "was moved or replaced")
+        cls = UnsafePathError if kind in (LINK, OTHER) else ConflictError
+        return cls(f"{what} while the restore ran; nothing was written through it and the "
+                   "restore stopped there (run `undostore restore --abort` to roll back)", rel)
     if kind in (LINK, OTHER):
         return UnsafePathError("is a symlink or junction where the snapshot has a folder; a "
-                               f"restore never writes through it{tail}", rel)
-    if kind == "replaced" or kind == ABSENT:
-        return ConflictError(f"folder was moved or replaced{tail or ' during the restore'}", rel)
+                               "restore never writes through it", rel)
+    if kind in ("replaced", ABSENT):
+        return ConflictError("folder was moved or replaced during the restore", rel)
     return ConflictError("is a file that is not in the safety snapshot where the snapshot has "
-                         f"a folder; it was not overwritten{tail}", rel)
+                         "a folder; it was not overwritten", rel)
 
 
 __all__ = ["ABSENT", "DIR", "FILE", "HAS_DIR_FD", "LINK", "OTHER", "READ_FLAGS", "Dir",
