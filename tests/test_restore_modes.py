@@ -299,3 +299,49 @@ def test_record_follows_a_chmod_that_keeps_the_snapshot_id(tmp_path, umask) -> N
         ws.restore(first)
     assert mode_of(root / "d") == 0o700
     assert mode_of(root / "d" / "key") == 0o600
+
+
+KILLED_CHILD = """
+import dataclasses, sys, time
+from undostore import Workspace
+from undostore.restore.restore import restore
+def stall(what, path):
+    if what == "before replace":
+        open(sys.argv[3], "w").close()
+        time.sleep(600)
+ws = Workspace(sys.argv[1])
+restore(dataclasses.replace(ws._worktree(), checkpoint=stall), sys.argv[2])
+"""
+
+
+@posix
+def test_exec_bit_change_of_a_hard_link_killed_before_its_rename_is_finished(tmp_path) -> None:
+    """The new inode of a hard-linked file is a temp file until renamed: a kill there leaves
+    the restore pending, the next command removes the temp and finishes."""
+    import time
+
+    root = tmp_path / "p"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "a").write_text("#!/bin/sh\n")
+    (root / "d" / "a").chmod(0o755)
+    ws = Workspace(root)
+    target = ws.snapshot().id
+    (root / "d" / "a").chmod(0o644)
+    os.link(root / "d" / "a", tmp_path / "other")
+    ws.snapshot()
+    ws.close()
+    marker = tmp_path / "stalled"
+    child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, str(root), target, str(marker)])
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert child.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        child.kill()
+        child.wait()
+    assert any(name.startswith(".undostore-tmp") for name in os.listdir(root / "d"))
+    with Workspace(root) as ws:
+        assert ws.snapshot().id == target
+    assert sorted(os.listdir(root / "d")) == ["a"]
+    assert mode_of(root / "d" / "a") == 0o755 and mode_of(tmp_path / "other") == 0o644
