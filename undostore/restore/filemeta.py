@@ -55,7 +55,7 @@ class Modes:
         self.record = record
         self.umask = current_umask()
 
-    def new_file(self, path: str, executable: bool) -> Meta | None:
+    def new_file(self, path: str, executable: bool) -> Meta:
         """(bits, uid, gid) for a re-created file; uid/gid -1 where the owner is not set."""
         if self.record is None:
             return (exec_bits(0o666 & ~self.umask, executable), -1, -1)
@@ -72,7 +72,7 @@ class Modes:
 def set_owner(fd: int, uid: int, gid: int, have: os.stat_result, path: str, warnings: Warn
               ) -> None:
     """fchown where it changes something and this process may (root; else the group only)."""
-    if IS_WINDOWS or uid < 0 and gid < 0:
+    if IS_WINDOWS or (uid < 0 and gid < 0):
         return
     want_uid = uid if uid >= 0 and uid != have.st_uid else -1
     want_gid = gid if gid >= 0 and gid != have.st_gid else -1
