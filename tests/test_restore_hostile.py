@@ -57,18 +57,27 @@ def test_folder_swapped_for_a_symlink_mid_restore_writes_nothing_outside(hostile
         for i in range(300):
             (root / "d" / f"a{i:04d}").write_text(f"old {i}\n")
         give_away(root)
-        ws.snapshot()
+        safety = ws.snapshot().id
         attack = once("delete", "d/a0000",
                       lambda: as_nobody("mv d d.moved && ln -s ../rootonly d", cwd=root))
         with pytest.raises(RefusedError) as caught:
             restore_with_hook(ws, target, attack)
         assert caught.value.exit_code == 3
         assert caught.value.path == "d"
-    assert os.listdir(rootonly) == []
-    assert os.path.islink(root / "d")
-    # What the restore did before it stopped went into the real folder, now `d.moved`.
-    for name in os.listdir(root / "d.moved"):
-        assert name.startswith("a") or name == "new" or name.startswith(".undostore-tmp")
+        assert os.listdir(rootonly) == []
+        assert os.path.islink(root / "d")
+        # What the restore did before it stopped went into the real folder, now `d.moved`.
+        for name in os.listdir(root / "d.moved"):
+            assert name.startswith("a") or name == "new" or name.startswith(".undostore-tmp")
+        # --abort refuses while `d` is a symlink, changing nothing; once the owner puts the
+        # folder back it rolls back to the safety snapshot exactly.
+        with pytest.raises(RefusedError):
+            ws.abort_restore()
+        assert os.listdir(rootonly) == []
+        os.unlink(root / "d")
+        os.rename(root / "d.moved", root / "d")
+        assert ws.abort_restore() is not None
+        assert ws.diff(safety) == []
 
 
 def test_folder_swapped_before_restore_is_refused_with_nothing_changed(hostile) -> None:

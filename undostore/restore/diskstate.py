@@ -152,14 +152,16 @@ def find_obstacles(root: str, plan: RestorePlan, current: dict[str, Entry],
             return known
         parent = rel.rpartition("/")[0]
         result = False
-        if folder_exists(parent) and rel not in current:  # a captured file here is deleted
+        if folder_exists(parent) and not (rel in current and rel in deleted):  # deleted first
             found = probe(disk_path(root, rel))
+            why = ("this restore does not change it" if rel in current
+                   else "not in the safety snapshot (ignored?)")
             if found.kind in (LINK, OTHER):
-                raise UnsafePathError("is a symlink or junction that is not in the snapshot "
-                                      "(ignored?); a restore never writes through it", rel)
+                raise UnsafePathError(f"is a symlink or junction where the target has a folder "
+                                      f"({why}); a restore never writes through it", rel)
             if found.kind == FILE:
-                raise ConflictError("is a file that is not in the safety snapshot (ignored?) "
-                                    "where the target has a folder; it was not overwritten", rel)
+                raise ConflictError(f"is a file where the target has a folder ({why}); it was "
+                                    "not overwritten", rel)
             result = found.kind == DIR
         exists[rel] = result
         return result
