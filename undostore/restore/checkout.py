@@ -32,10 +32,10 @@ from undostore.platform import IS_WINDOWS
 from undostore.restore.blobs import BlobSource, Checkpoints, write_sparse
 from undostore.restore.diskstate import DiskMatcher, Probe
 from undostore.restore.filemeta import (
-    IS_ROOT,
     Modes,
     carry_over,
     changed_file_bits,
+    is_root,
     set_bits,
     set_owner,
 )
@@ -149,11 +149,12 @@ class Checkout:
         if found is None or found.fd is None:
             return
         bits, uid, gid = self.modes.new_folder(rel)
-        if IS_ROOT:
+        root = is_root()
+        if root:
             if uid < 0:  # nothing recorded: the folder it is in decides, not root
                 uid, gid = (parent.st.st_uid, parent.st.st_gid) if parent else (-1, -1)
             set_owner(found.fd, uid, gid, found.st, rel, self.result.warnings)
-        now = bits if IS_ROOT else bits | 0o700
+        now = bits if root else bits | 0o700
         set_bits(found.fd, now & 0o7777)
         if now != bits:
             self._folder_modes[rel] = bits
@@ -317,7 +318,7 @@ class Checkout:
                 set_bits(fd, changed_file_bits(st.st_mode, executable))
                 return _meta_key(st)
         bits, uid, gid = self.modes.new_file(path, executable)
-        if IS_ROOT:
+        if is_root():
             if uid < 0:  # nothing recorded: the folder it is in decides, not root
                 uid, gid = d.st.st_uid, d.st.st_gid
             set_owner(fd, uid, gid, os.fstat(fd), path, self.result.warnings)
@@ -325,7 +326,7 @@ class Checkout:
         return None
 
     def _link_owner(self, d: Dir, temp: str, path: str) -> None:
-        if not IS_ROOT or self.windows or d.fd is None:
+        if self.windows or d.fd is None or not is_root():
             return
         _, uid, gid = self.modes.new_file(path, False)
         if uid < 0:
@@ -448,7 +449,7 @@ class Checkout:
                 st = os.fstat(fd)
                 if ident(st) != ident(found.st) or not stat.S_ISREG(st.st_mode):
                     raise _conflict(path)  # another file than the one just checked
-                if st.st_nlink == 1 and (IS_ROOT or st.st_uid == os.geteuid()):
+                if st.st_nlink == 1 and (is_root() or st.st_uid == os.geteuid()):
                     set_bits(fd, changed_file_bits(st.st_mode, executable))
                     if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
                         self.result.warnings.append(

@@ -23,7 +23,11 @@ import stat
 from undostore.platform import IS_WINDOWS
 from undostore.store.moderecord import Meta, ModeRecord, current_umask
 
-IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+def is_root() -> bool:
+    """Whether this process may give files away (asked each time: a process may drop root)."""
+    return not IS_WINDOWS and os.geteuid() == 0
+
 _HAS_FCHMOD = hasattr(os, "fchmod") and not IS_WINDOWS
 _HAS_XATTR = hasattr(os, "listxattr")
 _NOT_CARRIED = frozenset({"security.capability"})
@@ -78,7 +82,7 @@ def set_owner(fd: int, uid: int, gid: int, have: os.stat_result, path: str, warn
     want_gid = gid if gid >= 0 and gid != have.st_gid else -1
     if want_uid < 0 and want_gid < 0:
         return
-    if not IS_ROOT and want_uid >= 0:
+    if not is_root() and want_uid >= 0:
         warnings.append((path, f"owner not kept (uid {uid}): only root can give a file away"))
         want_uid = -1
         if want_gid < 0:
