@@ -22,13 +22,14 @@ from undostore.restore.restorelog import journal_path
 from .conftest import IS_WINDOWS, Exe, Link
 from .test_restore_support import disk_state, temp_files
 
-# The child: one restore, recovery or abort, stalling at its k-th file operation (0: never).
+# The child: one restore, recovery, abort, undo or revert, stalling at its k-th file operation
+# (0: never) through the checkpoint callable it hands the library.
 CHILD = """
 import dataclasses, sys, time
 from undostore import Workspace
 from undostore.restore.restore import abort_pending, recover_pending, restore
-op, root, target, stall_at, marker = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), \\
-    sys.argv[5]
+op, stall_at, marker, root, *rest = sys.argv[1:]
+stall_at = int(stall_at)
 count = 0
 def stall(what, path):
     global count
@@ -42,10 +43,13 @@ def stall(what, path):
 ws = Workspace(root)
 wt = dataclasses.replace(ws._worktree(), checkpoint=stall)
 if op == "restore":
-    restore(wt, target)
+    restore(wt, rest[0])
 elif op == "undo":
     from undostore.history.sessions import undo
     undo(wt, "s")
+elif op == "revert":
+    from undostore.restore.revert import revert
+    revert(wt, rest[0], rest[1], merge=True)
 elif op == "recover":
     with ws.store.lock:
         recover_pending(wt)
@@ -56,10 +60,10 @@ else:
 RESTORE, RECOVER, ABORT = "restore", "recover", "abort"
 
 
-def _spawn(op: str, root: str, target: str = "", stall_at: int = 0,
-           marker: str = "") -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", CHILD, op, root, target, str(stall_at),
-                             marker or "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _spawn(op: str, root: str, *args: str, stall_at: int = 0, marker: str = ""
+           ) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", CHILD, op, str(stall_at), marker or "-", root,
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _run_until_stall(proc: subprocess.Popen, marker: str, timeout: float = 120) -> bool:
