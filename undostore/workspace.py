@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import UnknownSnapshotError
@@ -25,10 +26,13 @@ if TYPE_CHECKING:
     from undostore.diff.change import Change
     from undostore.diff.trees import DiffResult
     from undostore.history.gc import GcResult
+    from undostore.history.retention import Eviction
     from undostore.history.sessions import Log, SessionInfo
     from undostore.history.status import Status
     from undostore.history.verify import VerifyResult
+    from undostore.restore.pending import PendingRestore
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
+    from undostore.restore.revert import RevertResult
     from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult
     from undostore.store.oplog import Op
 
@@ -38,6 +42,22 @@ DEFAULT_SESSION = "default"
 def session_name(session: str | None) -> str:
     """`--session`, else `UNDOSTORE_SESSION`, else "default" (the contract)."""
     return session or os.environ.get("UNDOSTORE_SESSION") or DEFAULT_SESSION
+
+
+def _next_point(store: Store, point: str) -> str | None:
+    """The undo point after `point` in the session listing it (its last listing, so a turn that
+    changed nothing is skipped); None when it is the newest. Not an undo point: UsageError."""
+    from undostore.errors import UsageError
+    from undostore.history import journal as journals
+
+    wanted = store.resolve(point).hex()
+    for name in journals.session_names(store):
+        ids = [p.id for p in journals.load(store, name).undo]
+        if wanted in ids:
+            at = len(ids) - 1 - ids[::-1].index(wanted)
+            return ids[at + 1] if at + 1 < len(ids) else None
+    raise UsageError(f"{wanted[:12]} is not an undo point of any session: name the state to "
+                     "revert to as well (revert FROM TO)")
 
 
 class Workspace:
@@ -58,6 +78,12 @@ class Workspace:
         self.store = Store(store_path or default_store_path(self.root), root=self.root)
         self.store.listed_snapshots = self._listed_snapshots
         self._recovered = False
+        # Called before a command finishes a restore a crash left half-done (see
+        # restore.PendingRestore.finishing_notice); the CLI prints it on stderr.
+        self.on_recovery: Callable[[PendingRestore], None] | None = None
+        # Called for each undo point retention drops (UNDOSTORE_KEEP_DAYS, _MAX_STORE_MB):
+        # the operation log records it.
+        self.on_evict: Callable[[Eviction], None] | None = None
 
     def _listed_snapshots(self) -> set[bytes]:
         from undostore.history.anchors import listed_snapshots
@@ -81,7 +107,8 @@ class Workspace:
                 from undostore.history.sessions import record_undo_point
 
                 result.recorded = record_undo_point(self.store, session_name(session),
-                                                    result.id, label, meta)
+                                                    result.id, label, meta,
+                                                    on_evict=self._evicted)
             self._log("snapshot", session=session_name(session) if session is not None else None,
                       id=result.id, label=label if result.recorded else None)
         return result
@@ -132,7 +159,8 @@ class Workspace:
 
         return Worktree(self.root, self.store, self._snapshot_locked,
                         step_done=lambda context, target, safety: complete_step(
-                            self.store, context, target, safety))
+                            self.store, context, target, safety),
+                        on_recovery=self.on_recovery)
 
     def restore(self, target: str, *, expected: str | None = None, dry_run: bool = False,
                 confirm: Confirm | None = None) -> RestoreResult:
@@ -147,6 +175,28 @@ class Workspace:
         self._log_restore("restore", result)
         return result
 
+    def revert(self, from_id: str, to_id: str | None = None, *, merge: bool = False,
+               dry_run: bool = False, confirm: Confirm | None = None) -> RevertResult:
+        """Take back the change FROM -> TO on the files now, keeping later changes (see
+        restore/revert.py). With one id, an undo point: TO is the session's next point, or the
+        files now when it is the newest."""
+        from undostore.restore.revert import revert
+
+        if to_id is None:
+            to_id = _next_point(self.store, from_id)
+        try:
+            result = revert(self._worktree(), from_id, to_id, merge=merge, dry_run=dry_run,
+                            confirm=confirm)
+        finally:
+            self._recovered = False
+        if not result.dry_run:
+            start, end = result.reverted
+            label = f"{start[:12]}..{end[:12]}" + (
+                f", {len(result.conflicts)} conflict(s) merged with markers"
+                if result.conflicts else "")
+            self._log("revert", id=result.target, label=label, safety=result.safety)
+        return result
+
     def abort_restore(self) -> RestoreResult | None:
         """Roll an interrupted restore back to its safety snapshot."""
         from undostore.restore.restore import abort_pending
@@ -158,6 +208,12 @@ class Workspace:
         if result is not None:
             self._log_restore("abort", result)
         return result
+
+    def pending_restore(self) -> PendingRestore | None:
+        """The restore a crash left half-done (the next command finishes it), or None."""
+        from undostore.restore.pending import pending_restore
+
+        return pending_restore(self.store)
 
     def _recover_if_needed(self) -> None:
         """Finish an interrupted restore before anything else touches the files (lock held)."""
@@ -232,9 +288,10 @@ class Workspace:
         return dropped
 
     def gc(self, grace_seconds: float | None = None) -> GcResult:
-        from undostore.history.gc import collect
+        """gc, and what holds the bytes it kept (`kept`: why it freed what it freed)."""
+        from undostore.history.retention import collect_explained
 
-        result = collect(self.store, grace_seconds=grace_seconds)
+        result = collect_explained(self.store, grace_seconds=grace_seconds)
         self._log("gc", label=f"freed {result.freed_bytes} bytes, objects "
                               f"{result.objects_before} -> {result.objects_after}")
         return result
@@ -267,6 +324,15 @@ class Workspace:
             entries = moved.redo if op == "undo" else moved.undo
             label = entries[-1].label if entries else None
         self._log(op, session=session, id=result.target, label=label, safety=result.safety)
+
+    def _evicted(self, eviction: Eviction) -> None:
+        """Retention dropped an undo point: into the operation log, then to `on_evict`."""
+        why = ("older than UNDOSTORE_KEEP_DAYS" if eviction.reason == "keep_days"
+               else "UNDOSTORE_MAX_STORE_MB")
+        self._log("evict", session=eviction.session, id=eviction.id,
+                  label=f"{eviction.label or ''} ({why})".strip())
+        if self.on_evict is not None:
+            self.on_evict(eviction)
 
     def verify(self, snapshot_id: str | None = None) -> VerifyResult:
         from undostore.history.verify import verify
