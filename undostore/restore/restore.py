@@ -78,6 +78,7 @@ from undostore.restore.restorelog import (
     set_journal_aside,
     write_journal,
 )
+from undostore.snapshot.ignore import excluded_by, undostore_ignore
 from undostore.snapshot.snapshot import store_exclusion
 from undostore.store import moderecord
 from undostore.store.atomic import TEMP_PREFIX
@@ -367,6 +368,7 @@ def _prepare(wt: Worktree, reader: ObjectReader, current: FlatTree, wanted: Flat
         first, second = wanted.case_clashes[0]
         raise UnsafePathError(f"differs from {first!r} only in case; this file system cannot "
                               "hold both", second)
+    _leave_alone(wt.root, current, wanted)
     plan = make_plan(current, wanted, only=only, extra_dirs=extra_dirs)
     _check_complete(reader, wanted)
     try:
@@ -376,6 +378,17 @@ def _prepare(wt: Worktree, reader: ObjectReader, current: FlatTree, wanted: Flat
         raise from_oserror(err, "inspect", cls=SnapshotError) from err
     blobs = BlobSource.verified(reader, (plan.after[p][1] for p in plan.create + plan.modify))
     return _Prepared(plan, current, wanted, blobs, case)
+
+
+def _leave_alone(root: str, *flats: FlatTree) -> None:
+    """Take what the root's `.undostoreignore` excludes out of the plan: a restore never
+    creates, changes or deletes those files, whatever the snapshots hold."""
+    top = undostore_ignore(root)
+    if top is None:
+        return
+    for flat in flats:
+        for path in [p for p in flat.files if excluded_by(top, p)]:
+            del flat.files[path]
 
 
 def _refuse_store_paths(wt: Worktree, wanted: FlatTree) -> None:

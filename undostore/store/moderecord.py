@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from undostore.platform import IS_WINDOWS
@@ -80,20 +80,48 @@ def _meta(value: list[int]) -> Meta:
     return (int(perm), int(uid), int(gid))
 
 
-def build(root: str, files: Iterable[tuple[str, os.stat_result]], folders: Iterable[str],
-          umask: int | None = None, previous: ModeRecord | None = None) -> ModeRecord:
-    """The record of what the walk saw: `files` (path, lstat) and the folders that hold them
-    (each lstat-ed here). Owner default: the root folder's owner. With `previous` (a record
-    whose files are known to be still right), only the folders are looked at again."""
+def _differs(record: ModeRecord, st_mode: int, uid: int, gid: int) -> Meta | None:
+    """The entry a file needs in `record` (None: it has the default bits and owner)."""
+    plain = stat.S_IFREG | (0o666 & ~record.umask)
+    executable = stat.S_IFREG | (0o777 & ~record.umask)
+    if st_mode in (plain, executable):
+        return None if (uid, gid) == (record.uid, record.gid) else (st_mode & 0o7777, uid, gid)
+    if stat.S_ISLNK(st_mode):
+        return None if (uid, gid) == (record.uid, record.gid) else (0o777, uid, gid)
+    return (st_mode & 0o7777, uid, gid)
+
+
+def build(root: str, previous: ModeRecord | None,
+          changed: Iterable[tuple[str, os.stat_result]], looked: Iterable[str],
+          folders: Collection[str], unchanged_modes: Callable[[], Iterable[tuple[str, int]]],
+          umask: int | None = None) -> ModeRecord:
+    """The record of the files now, from the last snapshot's record (`previous`) and what
+    changed since: `changed` files (path, lstat), `looked` folders (lstat-ed here), the
+    `folders` that exist now (entries below others are dropped). A file whose stat matched the
+    stat cache was not chmod-ed or chown-ed since (both change its ctime), so its entry in
+    `previous` still holds. Without `previous`, `unchanged_modes()` gives every unchanged
+    file's st_mode (from the stat cache) and owners are taken to be the default."""
     if previous is not None:
-        record = ModeRecord(previous.umask, previous.uid, previous.gid, dict(previous.files))
+        record = ModeRecord(previous.umask, previous.uid, previous.gid)
+        record.files = {p: m for p, m in previous.files.items()
+                        if p.rpartition("/")[0] in folders}
+        record.dirs = {p: m for p, m in previous.dirs.items() if p in folders}
     else:
         top = os.lstat(root)
         record = ModeRecord(current_umask() if umask is None else umask, top.st_uid, top.st_gid)
-        _add_files(record, files)
+        for path, st_mode in unchanged_modes():
+            meta = _differs(record, st_mode, record.uid, record.gid)
+            if meta is not None:
+                record.files[path] = meta
+        looked = folders
+    for path, st in changed:
+        meta = _differs(record, st.st_mode, st.st_uid, st.st_gid)
+        if meta is None:
+            record.files.pop(path, None)
+        else:
+            record.files[path] = meta
     executable = 0o777 & ~record.umask
-    uid, gid = record.uid, record.gid
-    for path in folders:
+    for path in looked:
         if not path:
             continue
         try:
@@ -101,37 +129,23 @@ def build(root: str, files: Iterable[tuple[str, os.stat_result]], folders: Itera
         except OSError:
             continue
         bits = st.st_mode & 0o7777
-        if bits != executable or st.st_uid != uid or st.st_gid != gid:
+        if bits != executable or st.st_uid != record.uid or st.st_gid != record.gid:
             record.dirs[path] = (bits, st.st_uid, st.st_gid)
+        else:
+            record.dirs.pop(path, None)
     return record
 
 
-def _add_files(record: ModeRecord, files: Iterable[tuple[str, os.stat_result]]) -> None:
-    """The files that differ from the default (this loop runs once per file of the tree)."""
-    uid, gid = record.uid, record.gid
-    plain = stat.S_IFREG | (0o666 & ~record.umask)
-    executable = stat.S_IFREG | (0o777 & ~record.umask)
-    for path, st in files:
-        mode = st.st_mode
-        if mode != plain and mode != executable:
-            if not stat.S_ISLNK(mode):
-                record.files[path] = (mode & 0o7777, st.st_uid, st.st_gid)
-            elif st.st_uid != uid or st.st_gid != gid:
-                record.files[path] = (0o777, st.st_uid, st.st_gid)
-        elif st.st_uid != uid or st.st_gid != gid:
-            record.files[path] = (mode & 0o7777, st.st_uid, st.st_gid)
-
-
-def record_snapshot(store_path: str, tree: str, root: str,
-                    files: Iterable[tuple[str, os.stat_result]], folders: Iterable[str],
-                    files_unchanged: bool = False) -> None:
-    """The snapshot's hook: build and keep the record of snapshot `tree` (not on Windows).
-    `files_unchanged`: every file's stat is the one the last snapshot (of the same tree) saw,
-    so the files part of that snapshot's record is reused and only folders are looked at."""
+def record_snapshot(store_path: str, tree: str, root: str, previous_tree: str | None,
+                    changed: Iterable[tuple[str, os.stat_result]], looked: Iterable[str],
+                    folders: Collection[str],
+                    unchanged_modes: Callable[[], Iterable[tuple[str, int]]]) -> None:
+    """The snapshot's hook: keep the record of snapshot `tree`, built from the record of the
+    last snapshot (`previous_tree`) as `build` says (not on Windows)."""
     if IS_WINDOWS:
         return
-    previous = load(store_path, tree) if files_unchanged else None
-    save(store_path, tree, build(root, files, folders, previous=previous))
+    previous = load(store_path, previous_tree) if previous_tree else None
+    save(store_path, tree, build(root, previous, changed, looked, folders, unchanged_modes))
 
 
 def record_path(store_path: str, tree: str) -> str:
