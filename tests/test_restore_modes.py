@@ -345,3 +345,26 @@ def test_exec_bit_change_of_a_hard_link_killed_before_its_rename_is_finished(tmp
         assert ws.snapshot().id == target
     assert sorted(os.listdir(root / "d")) == ["a"]
     assert mode_of(root / "d" / "a") == 0o755 and mode_of(tmp_path / "other") == 0o644
+
+
+@posix
+def test_record_of_a_snapshot_taken_right_after_a_restore_keeps_the_bits(tmp_path, umask) -> None:
+    """After a restore the stat cache holds no tree of the last snapshot, so the next record is
+    built from the cache's fingerprints: a 0600 file that was not touched stays 0600."""
+    umask(0o022)
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "key").write_text("k")
+    os.chmod(root / "key", 0o600)
+    (root / "notes").write_text("v1")
+    with Workspace(root, tmp_path / "store") as ws:
+        first = ws.snapshot().id
+        (root / "notes").write_text("v2")
+        ws.snapshot()
+        ws.restore(first)
+        (root / "notes").write_text("v3")
+        third = ws.snapshot().id
+        os.unlink(root / "key")
+        ws.snapshot()
+        ws.restore(third)
+    assert mode_of(root / "key") == 0o600

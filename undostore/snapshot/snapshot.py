@@ -270,19 +270,15 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     try:
         _hash_all(real_root, store, writer, todo, cache, options, total)
         root_tree, records = build_trees(works, base, cache, store, writer, start_ns)
+        # Before the commit, so a Ctrl-C here still leaves no pack (a record of a snapshot
+        # that never was is harmless).
+        _record_modes(store, root_tree, real_root, cache, todo, looked, records, warn)
         writer.commit()
     except BaseException:
         writer.abort()
         raise
     store.refresh()
     remember(store.path, root_tree)  # so gc's grace period covers this id
-    try:  # permission bits and owners, which the tree cannot hold (store/moderecord.py)
-        record_snapshot(store.path, root_tree.hex(), real_root,
-                        cache.root.hex() if cache.root else None,
-                        ((entry.path, entry.st) for _, _, entry in todo), looked, records,
-                        lambda: _cached_modes(records))
-    except OSError as err:
-        warn(store.path, f"could not record permission bits: {err.strerror or err}")
     unchanged = not todo and records == cache.records and not _new_watch(cache, found)
     if found.base:  # files under folders taken from the cache were not counted
         total = cache.count if unchanged and cache.count >= 0 else count_files(
@@ -300,6 +296,18 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                           new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
                           seconds=time.perf_counter() - started, warnings=warnings,
                           walk=found.walk)
+
+
+def _record_modes(store: Store, tree: bytes, root: str, cache: StatCache, todo: Todo,
+                  looked: list[str], records: dict[str, Record],
+                  warn: Callable[[str, str], None]) -> None:
+    """Permission bits and owners, which the tree cannot hold (store/moderecord.py)."""
+    try:
+        record_snapshot(store.path, tree.hex(), root, cache.root.hex() if cache.root else None,
+                        ((entry.path, entry.st) for _, _, entry in todo), looked, records,
+                        lambda: _cached_modes(records))
+    except OSError as err:
+        warn(store.path, f"could not record permission bits: {err.strerror or err}")
 
 
 def _cached_modes(records: dict[str, Record]) -> Iterable[tuple[str, int]]:

@@ -110,6 +110,8 @@ def build(root: str, previous: ModeRecord | None,
         top = os.lstat(root)
         record = ModeRecord(current_umask() if umask is None else umask, top.st_uid, top.st_gid)
         for path, st_mode in unchanged_modes():
+            if not st_mode:
+                continue  # an entry that matches no stat (written by a restore): unknown
             meta = _differs(record, st_mode, record.uid, record.gid)
             if meta is not None:
                 record.files[path] = meta
