@@ -66,7 +66,8 @@ class RestoreJournal:
 
     def write_folders(self) -> set[str]:
         """Folders where this restore may have left temp files ('' is the root)."""
-        return {path.rpartition("/")[0] for path in (*self.create, *self.modify)} | {""}
+        return {path.rpartition("/")[0] for path in (*self.create, *self.modify, *self.chmod)
+                } | {""}  # an exec-bit change of a hard-linked file writes a new file too
 
 
 def temp_prefix(token: str) -> str:

@@ -17,7 +17,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from undostore.errors import SnapshotError, from_oserror
@@ -46,8 +46,9 @@ from undostore.snapshot.capture import (
 from undostore.snapshot.changes import WALK_FULL, Scan, scan
 from undostore.snapshot.ignore import UNDOSTORE_IGNORE
 from undostore.snapshot.walk import KIND_LINK, FileEntry, WalkOptions, disk_path
+from undostore.store.moderecord import record_snapshot
 from undostore.store.recent import remember
-from undostore.store.statcache import StatCache, make_entry
+from undostore.store.statcache import Record, StatCache, make_entry, record_entries
 from undostore.store.store import Store, check_root
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -259,6 +260,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
 
     todo: Todo = []
     works = [match_folder(folder, cache, todo) for folder in found.scanned]
+    looked = [w.path for w in works] + [f"{w.path}/{d}" if w.path else d  # modes read now
+                                        for w in works for d in w.subdirs]
     works += [carried_work(path, found.base[path], cache.records) for path in found.carried]
     base = {p: r for p, r in found.base.items() if p not in found.carried}
     total = sum(work.nfiles for work in works)
@@ -267,6 +270,9 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     try:
         _hash_all(real_root, store, writer, todo, cache, options, total)
         root_tree, records = build_trees(works, base, cache, store, writer, start_ns)
+        # Before the commit, so a Ctrl-C here still leaves no pack (a record of a snapshot
+        # that never was is harmless).
+        _record_modes(store, root_tree, real_root, cache, todo, looked, records, warn)
         writer.commit()
     except BaseException:
         writer.abort()
@@ -290,6 +296,26 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                           new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
                           seconds=time.perf_counter() - started, warnings=warnings,
                           walk=found.walk)
+
+
+def _record_modes(store: Store, tree: bytes, root: str, cache: StatCache, todo: Todo,
+                  looked: list[str], records: dict[str, Record],
+                  warn: Callable[[str, str], None]) -> None:
+    """Permission bits and owners, which the tree cannot hold (store/moderecord.py)."""
+    try:
+        record_snapshot(store.path, tree.hex(), root, cache.root.hex() if cache.root else None,
+                        ((entry.path, entry.st) for _, _, entry in todo), looked, records,
+                        lambda: _cached_modes(records))
+    except OSError as err:
+        warn(store.path, f"could not record permission bits: {err.strerror or err}")
+
+
+def _cached_modes(records: dict[str, Record]) -> Iterable[tuple[str, int]]:
+    """(path, st_mode) of every file the stat cache holds (its fingerprint keeps st_mode)."""
+    for folder, record in records.items():
+        prefix = folder + "/" if folder else ""
+        for name, entry in record_entries(record).items():
+            yield prefix + name, entry[4]
 
 
 # Over this many paths reported by watchman, save the new clock even when nothing kept changed

@@ -70,6 +70,12 @@ def make_entry(st: os.stat_result, git_mode: int, sha: bytes) -> Entry:
     return (*fingerprint(st), git_mode, sha)
 
 
+def mode_only_entry(git_mode: int, sha: bytes) -> Entry:
+    """An entry whose fingerprint matches no stat: only its mode counts (Windows, where the
+    disk has no exec bit, takes the mode from here); the file itself is hashed again."""
+    return (0, 0, -1, 0, 0, git_mode, sha)
+
+
 def is_racy(st: os.stat_result, start_ns: int) -> bool:
     """Whether a file's stat is too close to `start_ns` to prove a later change would show."""
     return _racy(st.st_mtime_ns, st.st_ctime_ns, start_ns)
