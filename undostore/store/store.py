@@ -37,7 +37,8 @@ from undostore.store.lock import StoreLock
 from undostore.store.recent import all_ids
 
 FORMAT_LINE = "undostore 1"
-_LAYOUT_NAMES = {"FORMAT", "lock", "objects", "sessions", "cache", "restore", "tmp", "refs"}
+_LAYOUT_NAMES = {"FORMAT", "lock", "objects", "sessions", "cache", "restore", "tmp", "refs",
+                 "damaged"}
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
 def default_home() -> str:
