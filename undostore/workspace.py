@@ -71,6 +71,10 @@ class Workspace:
         # Called for each undo point retention drops (UNDOSTORE_KEEP_DAYS, _MAX_STORE_MB):
         # the operation log records it.
         self.on_evict: Callable[[Eviction], None] | None = None
+        # Called as checkpoint(what, path) around each file operation of a restore, undo, redo,
+        # revert or recovery (restore.Worktree.checkpoint): fine-grained progress, or a test
+        # pausing a restore at one step.
+        self.checkpoint: Callable[[str, str], None] | None = None
 
     def _listed_snapshots(self) -> set[bytes]:
         from undostore.history.anchors import listed_snapshots
@@ -147,7 +151,7 @@ class Workspace:
         return Worktree(self.root, self.store, self._snapshot_locked,
                         step_done=lambda context, target, safety: complete_step(
                             self.store, context, target, safety),
-                        on_recovery=self.on_recovery)
+                        on_recovery=self.on_recovery, checkpoint=self.checkpoint)
 
     def restore(self, target: str, *, expected: str | None = None, dry_run: bool = False,
                 confirm: Confirm | None = None) -> RestoreResult:

@@ -446,11 +446,8 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
     """Apply a journaled plan; the journal goes once every change is durable. With `guard`
     (holding Ctrl-C), a Ctrl-C while files change, or before the restore is complete, rolls
     back what changed and raises Interrupted."""
-    # The caller's checkpoint (and the crash tests' stall point) belong to the restore, not to
-    # the roll-back of an interrupted one.
+    # The caller's checkpoint belongs to the restore, not to the roll-back of an interrupted one.
     checkpoint = Checkpoints(None if after_interrupt else wt.checkpoint)
-    if after_interrupt:
-        checkpoint.stall_at = 0
     cache_path = os.path.join(wt.store.cache_dir, "statcache")
     cache = StatCache.load(cache_path, wt.store.identity)
     checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
