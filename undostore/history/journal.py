@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from undostore.errors import StoreError, UsageError, from_oserror
-from undostore.store.atomic import CorruptFrame, quarantine, read_framed, write_framed
+from undostore.store.framing import CorruptFrame, quarantine, read_framed, write_framed
 from undostore.store.store import Store
 
 _KIND = b"JRNL"

@@ -19,8 +19,8 @@ import os
 import stat
 
 from undostore.errors import ConflictError, RefusedError, UnsafePathError
+from undostore.fileio import replace_with_retry
 from undostore.platform import IS_WINDOWS
-from undostore.store.atomic import replace_with_retry
 
 HAS_DIR_FD = all(f in os.supports_dir_fd for f in (os.open, os.mkdir, os.unlink, os.rmdir,
                                                     os.rename, os.stat))

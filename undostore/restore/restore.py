@@ -48,6 +48,7 @@ from undostore.errors import (
     from_oserror,
     store_write_error,
 )
+from undostore.fileio import TEMP_PREFIX
 from undostore.git.reader import ObjectReader
 from undostore.restore.checkout import (
     BlobSource,
@@ -82,7 +83,6 @@ from undostore.restore.restorelog import (
 from undostore.snapshot.ignore import excluded_by, undostore_ignore
 from undostore.snapshot.snapshot import store_exclusion
 from undostore.store import moderecord
-from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.durable import Durability
 from undostore.store.statcache import StatCache, is_racy, make_entry, mode_only_entry
 

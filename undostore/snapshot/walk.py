@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from undostore.errors import SnapshotError, from_oserror
+from undostore.fileio import TEMP_PREFIX
 from undostore.platform import is_junction
 from undostore.snapshot.ignore import IgnoreRules, read_ignore_file, root_rules
-from undostore.store.atomic import TEMP_PREFIX
 
 S_ISREG = stat.S_ISREG
 S_ISLNK = stat.S_ISLNK
