@@ -184,10 +184,8 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
     `Interrupted` (a KeyboardInterrupt) saying so; a second Ctrl-C waits for the roll-back."""
     started = time.perf_counter()
     with wt.store.lock:
-        recover_pending(wt)
-        target_sha = wt.store.resolve(target)
-        expected_sha = wt.store.resolve(expected) if expected is not None else None
-        safety = wt.snapshot()
+        (target_sha, expected_sha), safety = begin(wt, target, expected)
+        assert target_sha is not None
         with ObjectReader(wt.store) as reader:
             bodies: dict[bytes, bytes] = {}
             bodies[target_sha] = root_tree(reader.read, target_sha)  # a blob is no snapshot
@@ -217,6 +215,14 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
     result.warnings = outcome.warnings
     result.seconds = time.perf_counter() - started
     return result
+
+
+def begin(wt: Worktree, *refs: str | None) -> tuple[list[bytes | None], SnapshotResult]:
+    """The first steps of every restore-like operation, store lock held: finish an interrupted
+    restore, resolve the ids (None stays None), take the safety snapshot of the files now."""
+    recover_pending(wt)
+    shas = [wt.store.resolve(ref) if ref is not None else None for ref in refs]
+    return shas, wt.snapshot()
 
 
 def recover_pending(wt: Worktree) -> None:

@@ -63,7 +63,7 @@ Warn = Callable[[str, str], None]
 Matcher = Callable[[str, os.stat_result], bool]
 
 
-def _ignore_warning(path: str, message: str) -> None:
+def ignore_warning(path: str, message: str) -> None:
     pass
 
 
@@ -72,7 +72,7 @@ class WalkOptions:
     threads: int = 1
     max_files: int = 1_000_000
     skip_dirs: frozenset[str] = frozenset()   # paths relative to root never entered (the store)
-    on_warning: Warn = _ignore_warning
+    on_warning: Warn = ignore_warning
     matcher_for: Callable[[str], Matcher | None] | None = None   # per folder path (see Folder)
 
 
