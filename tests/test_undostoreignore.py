@@ -93,9 +93,11 @@ def test_the_keeps_changing_error_suggests_it(tree_factory):
     growing = root / "busy.log"
     growing.write_bytes(os.urandom(32 << 20))
     appender = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
         with open({str(growing)!r}, "ab", buffering=0) as f:
-            while True:
+            for _ in range(16384):          # at most 64 MB, about 8 MB/s: never fills a disk
                 f.write(b"x" * 4096)
+                time.sleep(0.0005)
         """)])
     try:
         with pytest.raises(SnapshotError) as caught:
