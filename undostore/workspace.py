@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from undostore.history.gc import GcResult
     from undostore.history.sessions import Log, SessionInfo
     from undostore.history.verify import VerifyResult
+    from undostore.restore.progress import OnProgress
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult
 
@@ -121,13 +122,15 @@ class Workspace:
                             self.store, context, target, safety))
 
     def restore(self, target: str, *, expected: str | None = None, dry_run: bool = False,
-                confirm: Confirm | None = None) -> RestoreResult:
-        """Make the files equal to snapshot `target`, safely (see restore/restore.py)."""
+                confirm: Confirm | None = None, on_progress: OnProgress | None = None
+                ) -> RestoreResult:
+        """Make the files equal to snapshot `target`, safely (see restore/restore.py);
+        `on_progress` hears how far it is (restore/progress.py)."""
         from undostore.restore.restore import restore
 
         try:
             return restore(self._worktree(), target, expected=expected, dry_run=dry_run,
-                           confirm=confirm)
+                           confirm=confirm, on_progress=on_progress)
         finally:
             self._recovered = False  # a restore that stopped half-way left a journal
 
@@ -162,22 +165,24 @@ class Workspace:
         return read_log(self.store, session_name(session))
 
     def undo(self, session: str | None = None, *, dry_run: bool = False,
-             confirm: Confirm | None = None) -> RestoreResult:
+             confirm: Confirm | None = None, on_progress: OnProgress | None = None
+             ) -> RestoreResult:
         from undostore.history.sessions import undo
 
         try:
             return undo(self._worktree(), session_name(session), dry_run=dry_run,
-                        confirm=confirm)
+                        confirm=confirm, on_progress=on_progress)
         finally:
             self._recovered = False
 
     def redo(self, session: str | None = None, *, dry_run: bool = False,
-             confirm: Confirm | None = None) -> RestoreResult:
+             confirm: Confirm | None = None, on_progress: OnProgress | None = None
+             ) -> RestoreResult:
         from undostore.history.sessions import redo
 
         try:
             return redo(self._worktree(), session_name(session), dry_run=dry_run,
-                        confirm=confirm)
+                        confirm=confirm, on_progress=on_progress)
         finally:
             self._recovered = False
 

@@ -28,6 +28,7 @@ from undostore.git.reader import ObjectReader
 from undostore.platform import IS_WINDOWS
 from undostore.restore.diskstate import ABSENT, DIR, FILE, LINK, OTHER, DiskMatcher, Probe, probe
 from undostore.restore.plan import Entry, RestorePlan
+from undostore.restore.progress import Reporter
 from undostore.restore.restorelog import temp_prefix
 from undostore.snapshot.walk import disk_path
 from undostore.store.atomic import replace_with_retry
@@ -65,6 +66,10 @@ class BlobSource:
     def chunks(self, sha: bytes) -> Iterable[bytes]:
         data = self.kept.get(sha)
         return (data,) if data is not None else self.reader.blob_chunks(sha)
+
+    def size(self, sha: bytes) -> int:
+        data = self.kept.get(sha)
+        return len(data) if data is not None else self.reader.size_of(sha)
 
     def whole(self, sha: bytes) -> bytes:
         data = self.kept.get(sha)
@@ -106,8 +111,8 @@ class Checkout:
 
     def __init__(self, root: str, plan: RestorePlan, blobs: BlobSource, matcher: DiskMatcher,
                  token: str, *, target_dirs: set[str], case_insensitive: Callable[[], bool],
-                 checkpoint: Checkpoints, durability: Durability, windows: bool = IS_WINDOWS
-                 ) -> None:
+                 checkpoint: Checkpoints, durability: Durability, windows: bool = IS_WINDOWS,
+                 progress: Reporter | None = None) -> None:
         self.root = root
         self.plan = plan
         self.blobs = blobs
@@ -118,6 +123,7 @@ class Checkout:
         self.checkpoint = checkpoint
         self.durable = durability
         self.windows = windows
+        self.progress = progress or Reporter()
         self.result = CheckoutResult()
         self._dirs: dict[str, int] = {"": os.lstat(root).st_dev}  # verified folder -> st_dev
         self._temps = 0
@@ -136,15 +142,21 @@ class Checkout:
         return disk
 
     def run(self) -> CheckoutResult:
+        writes = sorted(self.plan.create + self.plan.modify)
+        if self.progress.active:
+            self.progress.step("write", len(self.plan.delete) + len(writes) + len(
+                self.plan.chmod), sum(self.blobs.size(self.plan.after[p][1]) for p in writes))
         for path in self.plan.delete:
             self._delete(path)
+            self.progress.advance()
         for folder in self.plan.remove_dirs:
             self._remove_dir(folder)
-        writes = sorted(self.plan.create + self.plan.modify)
         for batch in _batches(writes, self.plan.after, self.blobs):
             self._write_batch(batch)
         for path in self.plan.chmod:
             self._chmod(path)
+            self.progress.advance()
+        self.progress.step("sync")
         self.durable.flush_all()
         return self.result
 
@@ -248,6 +260,8 @@ class Checkout:
                 folder = path.rpartition("/")[0]
                 self._folder(folder, create=True)
                 temps.append((path, self._write_temp(path, folder, self.plan.after[path])))
+                if self.progress.active:
+                    self.progress.advance(1, self.blobs.size(self.plan.after[path][1]))
                 self.checkpoint("temp", path)
             self.durable.flush_files()
             temps.reverse()  # replaced in path order, popped from the end

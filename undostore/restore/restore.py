@@ -64,6 +64,7 @@ from undostore.restore.plan import (
     parent_dirs,
     root_tree,
 )
+from undostore.restore.progress import OnProgress, Reporter
 from undostore.restore.restorelog import (
     JournalDamaged,
     RestoreJournal,
@@ -157,17 +158,22 @@ class _CaseProbe:
 
 def restore(wt: Worktree, target: str, *, expected: str | None = None,
                       dry_run: bool = False, confirm: Confirm | None = None,
-                      context: dict | None = None) -> RestoreResult:
+                      context: dict | None = None, on_progress: OnProgress | None = None
+                      ) -> RestoreResult:
     """Make the files under `wt.root` equal to snapshot `target` (see the module docstring).
 
     `context` (JSON-able) is kept in the restore journal and handed to `wt.step_done` once the
-    files are restored, even by recovery after a crash."""
+    files are restored, even by recovery after a crash. `on_progress` hears how far the restore
+    is (progress.py)."""
     started = time.perf_counter()
+    progress = Reporter(on_progress)
     with wt.store.lock:
         recover_pending(wt)
         target_sha = wt.store.resolve(target)
         expected_sha = wt.store.resolve(expected) if expected is not None else None
+        progress.step("safety")
         safety = wt.snapshot()
+        progress.step("plan")
         with ObjectReader(wt.store) as reader:
             bodies: dict[bytes, bytes] = {}
             bodies[target_sha] = root_tree(reader.read, target_sha)  # a blob is no snapshot
@@ -187,7 +193,7 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
             journal = RestoreJournal.new("restore", plan.target, plan.safety, plan.safety, plan)
             journal.context = dict(context or {})
             write_journal(wt.store, journal)
-            outcome = _execute(wt, prepared, journal)
+            outcome = _execute(wt, prepared, journal, progress=progress)
     result.removed_dirs = outcome.removed_dirs
     result.warnings = outcome.warnings
     result.seconds = time.perf_counter() - started
@@ -363,7 +369,7 @@ def _abort_scope(journal: RestoreJournal, now: FlatTree, rollback: FlatTree, bef
 
 
 def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
-             finishing: bool = False) -> CheckoutResult:
+             finishing: bool = False, progress: Reporter | None = None) -> CheckoutResult:
     """Apply a journaled plan; the journal goes once every change is durable."""
     checkpoint = Checkpoints()
     checkpoint("journal", "")  # a crash test stops here: journal written, nothing changed
@@ -372,7 +378,7 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
     checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
                         journal.token, target_dirs=prepared.wanted.dirs,
                         case_insensitive=prepared.case_insensitive, checkpoint=checkpoint,
-                        durability=Durability(wt.root))
+                        durability=Durability(wt.root), progress=progress)
     try:
         outcome = checkout.run()
     except OSError as err:
