@@ -121,7 +121,7 @@ wpy() {
 
 # ---------------------------------------------------------------- 3. dependencies
 # Base set (the library's and the tests' needs) + what pyproject.toml declares, if present.
-REQS="dulwich xxhash pathspec click pytest hypothesis colorama pluggy iniconfig packaging attrs sortedcontainers pygments"
+REQS="dulwich xxhash click pytest hypothesis colorama pluggy iniconfig packaging attrs sortedcontainers pygments"
 if [ -f "$REPO/pyproject.toml" ]; then
     REQS="$REQS $("$HOSTPY" - "$REPO/pyproject.toml" <<'EOF'
 import sys

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .common import Context, json_option, pass_context
+from .complete import complete_ids
 
 if TYPE_CHECKING:
     from undostore.diff.change import Change
@@ -29,8 +30,8 @@ class _DiffCommand(click.Command):
 
 
 @click.command("diff", cls=_DiffCommand)
-@click.argument("from_id", metavar="FROM")
-@click.argument("to_id", metavar="[TO]", required=False)
+@click.argument("from_id", metavar="FROM", shell_complete=complete_ids)
+@click.argument("to_id", metavar="[TO]", required=False, shell_complete=complete_ids)
 @click.option("--name-status", "form", flag_value="name-status", default=True,
               help="Status letter and path of each change (the default).")
 @click.option("--numstat", "form", flag_value="numstat",
@@ -100,6 +101,8 @@ def _write_json(payload: dict[str, Any]) -> None:
 def _want_color(choice: str) -> bool:
     if choice != "auto":
         return choice == "always"
+    if os.environ.get("NO_COLOR"):  # https://no-color.org: off unless asked for by a flag
+        return False
     try:
         on_terminal = sys.stdout.isatty()
     except (AttributeError, ValueError):

@@ -21,6 +21,7 @@ from .common import (
     stdin_is_terminal,
     yes_option,
 )
+from .complete import complete_ids
 from .progress import TerminalProgress
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def _plain(result: RestoreResult, verb: str) -> str:
 
 
 @click.command("restore")
-@click.argument("snapshot_id", metavar="[ID]", required=False)
+@click.argument("snapshot_id", metavar="[ID]", required=False, shell_complete=complete_ids)
 @click.option("--dry-run", "-n", is_flag=True, help="Show what would change; change nothing.")
 @yes_option
 @click.option("--abort", is_flag=True,

@@ -10,6 +10,16 @@ from typing import Any
 import click
 
 from .common import Context, emit, json_option, note, pass_context, session_option, yes_option
+from .complete import complete_ids
+
+
+def history_session(ctx: Context, session: str | None) -> str:
+    """The session a history command acts on; named on stderr when it was chosen as the one
+    with the newest undo point (no --session, no $UNDOSTORE_SESSION)."""
+    name, chosen = ctx.workspace().history_session(session)
+    if chosen:
+        note(f"undostore: session {name!r} (newest undo point)")
+    return name
 
 
 def _when(seconds: float) -> str:
@@ -36,7 +46,7 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
     snapshot id, when it was recorded, and its label (for a redo entry, the label of the undo
     point that the undo took away).
     """
-    log = ctx.workspace().log(session)
+    log = ctx.workspace().log(history_session(ctx, session))
     if not as_json and not log.undo and not log.redo:
         note(f"undostore: session {log.session!r} has no undo points")
 
@@ -54,6 +64,7 @@ def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_
     from .progress import TerminalProgress
 
     workspace = ctx.workspace()
+    session = history_session(ctx, session)
     action = workspace.undo if which == "undo" else workspace.redo
     confirm = None if dry_run else confirm_from_cli(yes, action=which)
     with TerminalProgress.for_stderr() as progress:
@@ -115,10 +126,13 @@ def drop_command(ctx: Context, session: str | None, as_json: bool) -> None:
     session = session or os.environ.get("UNDOSTORE_SESSION") or None
     if session is None:
         raise click.UsageError("drop needs --session NAME (the session to forget)")
+    from undostore.errors import UsageError
+
     dropped = ctx.workspace().drop(session)
+    if not dropped:
+        raise UsageError(f"no session named {session!r} (see `undostore sessions`)")
     if not as_json:
-        note(f"undostore: dropped session {session!r}" if dropped
-             else f"undostore: no session named {session!r}")
+        note(f"undostore: dropped session {session!r}")
     emit(as_json, {"dropped": dropped, "session": session}, None)
 
 
@@ -147,7 +161,7 @@ def gc_command(ctx: Context, grace: float | None, as_json: bool) -> None:
 
 
 @click.command("verify")
-@click.argument("snapshot_id", metavar="[ID]", required=False)
+@click.argument("snapshot_id", metavar="[ID]", required=False, shell_complete=complete_ids)
 @json_option
 @pass_context
 def verify_command(ctx: Context, snapshot_id: str | None, as_json: bool) -> None:

@@ -68,8 +68,10 @@ def snapshot_command(ctx: Context, session: str | None, label: str | None, max_f
     finally:
         if progress:
             progress.finish()
+    if session is not None and not result.recorded and not as_json:
+        note("undostore: no new undo point: the files equal the newest one of the session")
     emit(as_json, {"id": result.id, "files": result.files, "hashed": result.hashed,
                    "new_objects": result.new_objects, "new_bytes": result.new_bytes,
-                   "seconds": round(result.seconds, 4),
+                   "seconds": round(result.seconds, 4), "recorded": result.recorded,
                    "warnings": [{"path": p, "message": m} for p, m in result.warnings]},
          result.id)

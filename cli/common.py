@@ -6,12 +6,13 @@ Library errors become exit codes in exactly one place (`main.main`); commands on
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+
+from .complete import complete_sessions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,9 +21,10 @@ class Context:
     """Global options, and the workspace opened lazily from them."""
 
     def __init__(self, root: str | None, store: str | None, force: bool = False) -> None:
-        self.root = root or os.getcwd()
+        self.root = root or None  # None: found from the current folder (undostore.discover)
         self.store = store
         self.force = force
+        self.quiet = False  # `hook` and `mcp` keep stderr for failures only
         self._workspace = None
 
     def workspace(self):  # noqa: ANN201 (undostore.Workspace; imported lazily for start-up time)
@@ -30,6 +32,9 @@ class Context:
             from undostore import Workspace
 
             self._workspace = Workspace(self.root, self.store, force=self.force)
+            discovery = self._workspace.discovery
+            if discovery.worth_saying and not self.quiet:
+                note(discovery.describe())
         return self._workspace
 
 
@@ -43,7 +48,9 @@ def json_option(f: F) -> F:
 
 def session_option(f: F) -> F:
     return click.option("--session", "-s", metavar="NAME", default=None,
-                        help="Session (undo history); default: $UNDOSTORE_SESSION or 'default'.")(f)
+                        shell_complete=complete_sessions,
+                        help="Session (undo history); default: $UNDOSTORE_SESSION, else the "
+                             "session with the newest undo point.")(f)
 
 
 def yes_option(f: F) -> F:

@@ -14,14 +14,20 @@ from .common import Context
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 # Paths are checked by the library, whose messages name them as the system spells them.
 @click.option("--root", metavar="DIR", default=None,
-              help="Folder to protect (default: the current folder).")
+              help="Folder to protect (default: found from the current folder, see above).")
 @click.option("--store", metavar="DIR", default=None, envvar="UNDOSTORE_STORE",
               help="Store folder (default: $UNDOSTORE_HOME/stores/<hash of root>).")
 @click.option("--force", is_flag=True, help="Allow the home folder or / as root.")
 @click.version_option(package_name="undostore")
 @click.pass_context
 def cli(click_ctx: click.Context, root: str | None, store: str | None, force: bool) -> None:
-    """Undo and redo for the files under a folder, with git-compatible snapshots."""
+    """Undo and redo for the files under a folder, with git-compatible snapshots.
+
+    Every command takes --json (before or after the command name): stdout is then one JSON
+    object, errors included. Without --root, the root is the nearest folder at or above the
+    current one that has a store, else the top of the git work tree, else the current folder.
+    NO_COLOR turns colour off. Shell completion: see the README ("Shell completion").
+    """
     click_ctx.obj = Context(root, store, force)
 
 
@@ -29,7 +35,14 @@ def _register() -> None:
     from . import cmd_snapshot
 
     cli.add_command(cmd_snapshot.snapshot_command)
-    for module_name in ("cmd_diff", "cmd_restore", "cmd_sessions"):
+    for module_name in (
+        "cmd_diff",
+        "cmd_restore",
+        "cmd_sessions",
+        "cmd_hook",
+        "cmd_status",
+        "cmd_mcp",
+    ):
         try:
             module = __import__(f"undostore_cli.{module_name}", fromlist=["COMMANDS"])
         except ModuleNotFoundError as err:
@@ -51,18 +64,50 @@ def _fail(as_json: bool, code: int, kind: str, message: str, path: str | None = 
     sys.exit(code)
 
 
+_GLOBAL_WITH_VALUE = ("--root", "--store")
+
+
+def json_after_command(args: list[str]) -> list[str]:
+    """`--json` given before the command name moves after it (the contract: before or after)."""
+    i = 0
+    moved = False
+    out = list(args)
+    while i < len(out) and out[i].startswith("-") and out[i] != "--":
+        if out[i] == "--json":
+            del out[i]
+            moved = True
+            continue
+        i += 2 if out[i] in _GLOBAL_WITH_VALUE else 1
+    if moved and i < len(out):
+        out.insert(i + 1, "--json")
+    elif moved:
+        out.append("--json")  # no command: let click say so
+    return out
+
+
+def _usage_line(err: click.ClickException) -> str:
+    """click's usage errors in undostore's one error format, with where to find help."""
+    message = err.format_message()
+    if type(err).__name__ == "NoArgsIsHelpError":
+        return message  # `undostore` alone: the help, as click shows it
+    ctx = getattr(err, "ctx", None)
+    if isinstance(err, click.UsageError) and ctx is not None:
+        message += f" (see '{ctx.command_path} --help')"
+    return f"undostore: error: {message}"
+
+
 def main(argv: list[str] | None = None) -> None:
     from undostore.errors import UndostoreError
 
-    args = sys.argv[1:] if argv is None else argv
+    args = json_after_command(sys.argv[1:] if argv is None else list(argv))
     as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
-        cli.main(args=argv, prog_name="undostore", standalone_mode=False)
+        cli.main(args=args, prog_name="undostore", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("undostore: aborted", err=True)
         _fail(as_json, 1, "Aborted", "aborted")
     except click.ClickException as err:
-        err.show()
+        click.echo(_usage_line(err), err=True)
         _fail(as_json, err.exit_code, "UsageError", err.format_message())
     except UndostoreError as err:
         click.echo(f"undostore: error: {err}", err=True)

@@ -17,15 +17,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO, TypeVar
+from typing import TextIO, TypeVar
 
-if TYPE_CHECKING:
-    from undostore.restore.progress import Progress
+from undostore.restore.progress import Progress
 
 DELAY = 1.0
 TICK = 0.2
 T = TypeVar("T")
 
+_FIRST = Progress("safety")
 _STEP_TEXT = {"safety": "taking a safety snapshot", "plan": "checking the snapshot",
               "write": "writing files", "sync": "making the files durable"}
 
@@ -103,8 +103,9 @@ class TerminalProgress:
     def draw(self) -> None:
         """Draw the latest state now, if the restore has run long enough (the thread's tick)."""
         with self._lock:
-            latest = self.latest
-            if (self.stream is None or latest is None or self._paused
+            # Nothing heard yet: an undo's first step is its safety snapshot.
+            latest = self.latest or _FIRST
+            if (self.stream is None or self._paused
                     or self.clock() - self._started < self.delay):
                 return
             line = describe(latest)

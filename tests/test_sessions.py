@@ -60,9 +60,11 @@ def test_the_cap_drops_the_oldest_point_and_its_anchor(tree_factory, monkeypatch
 
 
 def test_sessions_are_separate_and_listed(tree_factory):
-    ws = Workspace(tree_factory({"a.txt": "0"}))
+    root = tree_factory({"a.txt": "0"})
+    ws = Workspace(root)
     ws.snapshot(session="one")
     ws.snapshot(session="two")
+    _write(root, "a.txt", "1")
     ws.snapshot(session="two")
     assert [(s.name, s.undo, s.redo) for s in ws.sessions()] == [("one", 1, 0), ("two", 2, 0)]
 
@@ -310,7 +312,11 @@ class UndoRedoModel(RuleBasedStateMachine):
     def record(self) -> None:
         self.labels += 1
         label = f"point {self.labels}"
-        self.ws.snapshot(session="s", label=label)
+        result = self.ws.snapshot(session="s", label=label)
+        if self.undo_list and self.undo_list[-1][0] == self.disk:
+            assert not result.recorded  # equal to the newest point: nothing recorded
+            return
+        assert result.recorded
         self.undo_list.append((dict(self.disk), label))
         del self.undo_list[:-self.LIMIT]
         self.redo_list.clear()
@@ -318,7 +324,16 @@ class UndoRedoModel(RuleBasedStateMachine):
     @precondition(lambda self: self.undo_list)
     @rule()
     def undo(self) -> None:
-        self.ws.undo("s")
+        skip = 0  # points equal to the files now are passed over: undo always changes files
+        while skip < len(self.undo_list) and self.undo_list[-1 - skip][0] == self.disk:
+            skip += 1
+        if skip == len(self.undo_list):
+            with pytest.raises(UsageError, match="already equal"):
+                self.ws.undo("s")
+            return
+        result = self.ws.undo("s")
+        assert result.changed
+        del self.undo_list[len(self.undo_list) - skip:]
         files, label = self.undo_list.pop()
         self.redo_list.append((dict(self.disk), label))
         self.disk = dict(files)

@@ -14,9 +14,11 @@ restore plus a journal step, and which ids a prefix may name. No library module 
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import UnknownSnapshotError
+from undostore.store.discover import discover, named
 from undostore.store.store import Store, check_root, default_store_path
 
 if TYPE_CHECKING:
@@ -24,10 +26,12 @@ if TYPE_CHECKING:
     from undostore.diff.trees import DiffResult
     from undostore.history.gc import GcResult
     from undostore.history.sessions import Log, SessionInfo
+    from undostore.history.status import Status
     from undostore.history.verify import VerifyResult
     from undostore.restore.progress import OnProgress
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult
+    from undostore.store.oplog import Op
 
 DEFAULT_SESSION = "default"
 
@@ -40,11 +44,18 @@ def session_name(session: str | None) -> str:
 class Workspace:
     """A root folder and its private store."""
 
-    def __init__(self, root: str | os.PathLike[str] = ".",
+    def __init__(self, root: str | os.PathLike[str] | None = None,
                  store: str | os.PathLike[str] | None = None, *, force: bool = False) -> None:
-        self.root = check_root(os.fspath(root), force)
-        self.force = force
+        """`root` None: found from the current folder as the contract's "root" says
+        (`self.discovery` tells how); `store` None: `UNDOSTORE_STORE`, else the default."""
         store_path = os.fspath(store) if store is not None else os.environ.get("UNDOSTORE_STORE")
+        store_path = store_path or None
+        if root is None:
+            self.discovery = discover(store=store_path, force=force)
+        else:
+            self.discovery = named(root, store_path)
+        self.root = check_root(self.discovery.root if root is None else os.fspath(root), force)
+        self.force = force
         self.store = Store(store_path or default_store_path(self.root), root=self.root)
         self.store.listed_snapshots = self._listed_snapshots
         self._recovered = False
@@ -70,7 +81,10 @@ class Workspace:
             if session is not None:
                 from undostore.history.sessions import record_undo_point
 
-                record_undo_point(self.store, session_name(session), result.id, label, meta)
+                result.recorded = record_undo_point(self.store, session_name(session),
+                                                    result.id, label, meta)
+            self._log("snapshot", session=session_name(session) if session is not None else None,
+                      id=result.id, label=label if result.recorded else None)
         return result
 
     def _snapshot_locked(self, options: SnapshotOptions | None = None) -> SnapshotResult:
@@ -129,19 +143,25 @@ class Workspace:
         from undostore.restore.restore import restore
 
         try:
-            return restore(self._worktree(), target, expected=expected, dry_run=dry_run,
-                           confirm=confirm, on_progress=on_progress)
+            result = restore(self._worktree(), target, expected=expected, dry_run=dry_run,
+                             confirm=confirm,
+                              on_progress=on_progress)
         finally:
             self._recovered = False  # a restore that stopped half-way left a journal
+        self._log_restore("restore", result)
+        return result
 
     def abort_restore(self) -> RestoreResult | None:
         """Roll an interrupted restore back to its safety snapshot."""
         from undostore.restore.restore import abort_pending
 
         try:
-            return abort_pending(self._worktree())
+            result = abort_pending(self._worktree())
         finally:
             self._recovered = False
+        if result is not None:
+            self._log_restore("abort", result)
+        return result
 
     def _recover_if_needed(self) -> None:
         """Finish an interrupted restore before anything else touches the files (lock held)."""
@@ -159,32 +179,52 @@ class Workspace:
 
     # --- sessions -----
 
+    def history_session(self, session: str | None = None) -> tuple[str, bool]:
+        """(name, chosen) of the session `log`, `undo`, `redo` and `status` act on: `session`,
+        else `UNDOSTORE_SESSION`, else the one with the newest undo point (chosen: True), else
+        "default"."""
+        from undostore.history.status import history_session
+
+        return history_session(self.store, session)
+
+    def status(self, session: str | None = None) -> Status:
+        """Undo and redo counts, a pending restore, the newest point's age (history/status)."""
+        from undostore.history.status import read_status
+
+        return read_status(self.store, session)
+
     def log(self, session: str | None = None) -> Log:
         from undostore.history.sessions import read_log
 
-        return read_log(self.store, session_name(session))
+        return read_log(self.store, self.history_session(session)[0])
 
     def undo(self, session: str | None = None, *, dry_run: bool = False,
              confirm: Confirm | None = None, on_progress: OnProgress | None = None
              ) -> RestoreResult:
         from undostore.history.sessions import undo
 
+        name = self.history_session(session)[0]
         try:
-            return undo(self._worktree(), session_name(session), dry_run=dry_run,
-                        confirm=confirm, on_progress=on_progress)
+            result = undo(self._worktree(), name, dry_run=dry_run, confirm=confirm,
+                          on_progress=on_progress)
         finally:
             self._recovered = False
+        self._log_restore("undo", result, session=name)
+        return result
 
     def redo(self, session: str | None = None, *, dry_run: bool = False,
              confirm: Confirm | None = None, on_progress: OnProgress | None = None
              ) -> RestoreResult:
         from undostore.history.sessions import redo
 
+        name = self.history_session(session)[0]
         try:
-            return redo(self._worktree(), session_name(session), dry_run=dry_run,
-                        confirm=confirm, on_progress=on_progress)
+            result = redo(self._worktree(), name, dry_run=dry_run, confirm=confirm,
+                          on_progress=on_progress)
         finally:
             self._recovered = False
+        self._log_restore("redo", result, session=name)
+        return result
 
     def sessions(self) -> list[SessionInfo]:
         from undostore.history.sessions import list_sessions
@@ -194,12 +234,47 @@ class Workspace:
     def drop(self, session: str) -> bool:
         from undostore.history.sessions import drop_session
 
-        return drop_session(self.store, session)
+        dropped = drop_session(self.store, session)
+        if dropped:
+            self._log("drop", session=session)
+        return dropped
 
     def gc(self, grace_seconds: float | None = None) -> GcResult:
         from undostore.history.gc import collect
 
-        return collect(self.store, grace_seconds=grace_seconds)
+        result = collect(self.store, grace_seconds=grace_seconds)
+        self._log("gc", label=f"freed {result.freed_bytes} bytes, objects "
+                              f"{result.objects_before} -> {result.objects_after}")
+        return result
+
+    # --- the operation log -----
+
+    def ops(self, session: str | None = None, since: str | float | None = None) -> list[Op]:
+        """The operations done through this store, newest first (store/oplog.py); `since` is a
+        duration ('2h', '30m') or seconds ago."""
+        from undostore.store.oplog import read, since_cutoff
+
+        cutoff = (time.time() - since if isinstance(since, (int, float))
+                  else since_cutoff(since))
+        return read(self.store.path, session=session, since=cutoff)
+
+    def _log(self, op: str, **fields: str | None) -> None:
+        from undostore.store.oplog import Op, append
+
+        with self.store.lock:
+            append(self.store.path, Op(time.time(), op, **fields))
+
+    def _log_restore(self, op: str, result: RestoreResult, session: str | None = None) -> None:
+        if result.dry_run or not result.target:
+            return
+        label = None
+        if session is not None and op in ("undo", "redo"):
+            from undostore.history.journal import load
+
+            moved = load(self.store, session)
+            entries = moved.redo if op == "undo" else moved.undo
+            label = entries[-1].label if entries else None
+        self._log(op, session=session, id=result.target, label=label, safety=result.safety)
 
     def verify(self, snapshot_id: str | None = None) -> VerifyResult:
         from undostore.history.verify import verify

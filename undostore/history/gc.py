@@ -44,6 +44,7 @@ from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.restore.restorelog import pending_snapshot_ids
 from undostore.store.atomic import TEMP_PREFIX, fsync_dir, replace_with_retry
+from undostore.store.recent import KEEP_SECONDS as RECENT_KEEP_SECONDS
 from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache, rebind_packs
 
@@ -98,8 +99,11 @@ def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
         result.objects_before = sum(count for _, count in census.values())
         # Only packs older than the grace period can lose objects or be merged: with none,
         # there is nothing to mark (an automatic gc soon after the last one costs ~nothing).
+        # Ids handed out without a session stay a day (`ops` leads back to them), unless the
+        # caller set the grace period.
+        ids_cutoff = cutoff if grace_seconds is not None else time.time() - RECENT_KEEP_SECONDS
         if any(mtime <= cutoff for mtime, _ in census.values()):
-            _collect_packs(store, cutoff, result)
+            _collect_packs(store, cutoff, result, min(cutoff, ids_cutoff))
         result.freed_bytes += _clean_temporaries(store.path, store.pack_dir, cutoff, result)
         census = pack_census(store.pack_dir)
         result.packs_after = len(census)
@@ -108,13 +112,13 @@ def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
     return result
 
 
-def _collect_packs(store: Store, cutoff: float, result: GcResult) -> None:
+def _collect_packs(store: Store, cutoff: float, result: GcResult, ids_cutoff: float) -> None:
     tree_roots, live = _roots(store)
     packs = PackSet(store.pack_dir)
     try:
         old = [p for p in packs.packs if p.mtime <= cutoff]
         tree_roots |= _young_trees([p for p in packs.packs if p.mtime > cutoff])
-        tree_roots |= recent_ids(store.path, cutoff)  # ids handed out within the grace
+        tree_roots |= recent_ids(store.path, ids_cutoff)  # ids handed out lately
         result.missing = _mark(store, packs, tree_roots, live)
         result.live_objects = len(live)
         _rewrite(store, packs, _choose(old, live), live, result)

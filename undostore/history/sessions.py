@@ -21,7 +21,7 @@ import os
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import StoreError, UndostoreError, UsageError
@@ -33,6 +33,7 @@ from undostore.restore.progress import OnProgress
 from undostore.restore.restore import Confirm, RestoreResult, Worktree, restore
 
 if TYPE_CHECKING:
+    from undostore.snapshot.snapshot import SnapshotResult
     from undostore.store.store import Store
 
 DEFAULT_GC_EVERY = 20
@@ -67,17 +68,21 @@ def gc_every() -> int:
 
 
 def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: str | None,
-                      meta: Mapping[str, Any] | None) -> None:
+                      meta: Mapping[str, Any] | None) -> bool:
     """Record `snapshot_id_hex` as the newest undo point of `session` (clears its redo stack).
-    Called with the store lock held, right after the snapshot."""
+    Called with the store lock held, right after the snapshot. A point equal to the session's
+    newest one records nothing (False): undoing to it would change no file."""
     point = journals.make_point(snapshot_id_hex, label, meta)
     with store.lock:
         journal = journals.load(store, session)
+        if journal.undo and journal.undo[-1].id == point.id:
+            return False
         journal.record(point, journals.undo_limit())
         _commit(store, journal, new_ids=[point.id])
         every = gc_every()
         if every and journal.recorded % every == 0:
             _auto_gc(store)
+    return True
 
 
 def _commit(store: Store, journal: journals.Journal, new_ids: list[str]) -> None:
@@ -123,13 +128,34 @@ def _step(wt: Worktree, session: str, step: str, dry_run: bool,
         stack = journal.undo if step == "undo" else journal.redo
         if not stack:
             raise UsageError(f"nothing to {step} in session {session!r}")
-        target = stack[-1].id
-        context = {"session": session, "step": step, "token": os.urandom(8).hex()}
+        skipped: list[str] = []
+        if step == "undo":
+            wt, now = _with_files_now(wt)
+            while len(skipped) < len(stack) and stack[-1 - len(skipped)].id == now:
+                skipped.append(now)  # undoing to the files as they are would change nothing
+            if len(skipped) == len(stack):
+                raise UsageError(f"nothing to undo in session {session!r}: the files already "
+                                 "equal its undo points")
+        target = stack[-1 - len(skipped)].id
+        context = {"session": session, "step": step, "token": os.urandom(8).hex(),
+                   "skipped": skipped}
         result = restore(wt, target, dry_run=dry_run, confirm=confirm, context=context,
                          on_progress=on_progress)
         if not dry_run:  # usually done already, inside the restore; a no-op restore is not
             complete_step(store, context, target, _safety_of(result))
     return result
+
+
+def _with_files_now(wt: Worktree) -> tuple[Worktree, str]:
+    """The id of the files now, and a worktree whose next snapshot reuses it (the restore's
+    safety snapshot, taken moments later under the same lock), so undo walks the tree once."""
+    first = wt.snapshot()
+    pending = [first]
+
+    def snapshot() -> SnapshotResult:
+        return pending.pop() if pending else wt.snapshot()
+
+    return replace(wt, snapshot=snapshot), first.id
 
 
 def complete_step(store: Store, context: dict, target: str, safety: str) -> None:
@@ -144,8 +170,13 @@ def complete_step(store: Store, context: dict, target: str, safety: str) -> None
     if journal.last_step == token:
         return
     stack = journal.undo if step == "undo" else journal.redo
-    if not stack or stack[-1].id != target:
+    skipped = context.get("skipped") if step == "undo" else None
+    skip = len(skipped) if isinstance(skipped, list) else 0
+    if skip and [p.id for p in stack[len(stack) - skip:]] != list(reversed(skipped)):
+        return  # the session changed since
+    if len(stack) <= skip or stack[-1 - skip].id != target:
         return  # the session changed since (dropped, or a new point): nothing left to move
+    del stack[len(stack) - skip:]  # points equal to the files the undo started from
     if step == "undo":
         journal.push_redo(journal.take_undo(), safety, time.time())
     else:

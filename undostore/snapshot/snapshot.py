@@ -84,6 +84,7 @@ class SnapshotResult:
     new_bytes: int
     seconds: float
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    recorded: bool = False  # an undo point was recorded (set by Workspace.snapshot)
 
 
 def store_exclusion(root: str, store: Store) -> frozenset[str]:

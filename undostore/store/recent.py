@@ -2,7 +2,8 @@
 
 A snapshot taken without a session is listed in no journal. gc keeps what young packs hold, but
 a snapshot of a state seen before writes no new pack: without this list, such an id handed to a
-user a minute ago could be pruned before `restore ID` runs. The list is small, bounded and
+user a minute ago could be pruned before `restore ID` runs: gc keeps every id on the list handed
+out within a day (`KEEP_SECONDS`), so `undostore ops` always leads back. The list is bounded and
 checksummed; a damaged one is dropped (gc then only loses this extra protection).
 """
 
@@ -15,7 +16,9 @@ import time
 from undostore.store.atomic import CorruptFrame, read_framed, write_framed
 
 _KIND = b"RCNT"
-KEEP = 256
+KEEP = 256            # always kept, whatever their age (prefixes resolve against them)
+KEEP_SECONDS = 86400.0  # ... and every id handed out within this, up to MAX_KEEP
+MAX_KEEP = 4096
 
 
 def _path(store_path: str) -> str:
@@ -36,10 +39,13 @@ def _load(store_path: str) -> list[tuple[float, bytes]]:
 
 def remember(store_path: str, snapshot_id: bytes) -> None:
     """Note that `snapshot_id` was just handed out (the store lock is held)."""
+    now = time.time()
     entries = [e for e in _load(store_path) if e[1] != snapshot_id]
-    entries.append((time.time(), snapshot_id))
+    entries.append((now, snapshot_id))
+    young = sum(1 for when, _ in entries if when >= now - KEEP_SECONDS)
+    entries = entries[-min(MAX_KEEP, max(KEEP, young)):]
     try:
-        write_framed(_path(store_path), _KIND, marshal.dumps(entries[-KEEP:]), durable=False)
+        write_framed(_path(store_path), _KIND, marshal.dumps(entries), durable=False)
     except OSError:
         pass  # only a protection for gc's grace period; the snapshot itself is complete
 

@@ -15,10 +15,12 @@ Objects are read through dulwich's `DiskObjectStore` (never `Repo`: no git confi
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import re
 import stat
+import weakref
 import zlib
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
@@ -40,6 +42,20 @@ if TYPE_CHECKING:
 FORMAT_LINE = "undostore 1"
 _LAYOUT_NAMES = {"FORMAT", "lock", "objects", "sessions", "cache", "restore", "tmp", "refs"}
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
+
+# Stores whose dulwich reader is open. Closed at interpreter exit, before module teardown: a
+# dulwich pack finalised during teardown prints "Exception ignored ... sys.meta_path is None"
+# when the caller never called close().
+_OPEN_STORES: weakref.WeakSet[Store] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_stores() -> None:
+    for store in list(_OPEN_STORES):
+        try:
+            store.close()
+        except Exception:  # noqa: BLE001 (nothing may be printed at exit)
+            pass
 
 
 def default_home() -> str:
@@ -184,6 +200,7 @@ class Store:
             from dulwich.object_store import DiskObjectStore
 
             self._dulwich = DiskObjectStore(self.objects_dir)
+            _OPEN_STORES.add(self)
         return self._dulwich
 
     def read(self, sha: bytes) -> tuple[int, bytes]:

@@ -1,0 +1,38 @@
+"""`undostore mcp`: the Model Context Protocol server (needs the extra `undostore[mcp]`)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import Context, pass_context
+
+
+@click.command("mcp")
+@click.option("--json", "as_json", is_flag=True, hidden=True)
+@pass_context
+def mcp_command(ctx: Context, as_json: bool) -> None:
+    """Serve undostore's tools to an MCP client over stdin/stdout.
+
+    Tools: snapshot, diff, undo, redo, log, status, ops; each returns what the command prints
+    with --json. The root is found from the server's working folder (or --root). Needs the
+    `mcp` package: pip install 'undostore[mcp]'.
+    """
+    try:
+        from .mcp_server import serve
+    except ModuleNotFoundError as err:
+        if not (err.name or "").startswith(("mcp", "anyio", "pydantic")):
+            raise
+        raise click.ClickException(
+            f"the MCP server needs the `mcp` package ({err.name} is missing): "
+            "pip install 'undostore[mcp]'") from None
+    global_args: list[str] = []
+    if ctx.root:
+        global_args += ["--root", ctx.root]
+    if ctx.store:
+        global_args += ["--store", ctx.store]
+    if ctx.force:
+        global_args.append("--force")
+    serve(global_args)
+
+
+COMMANDS = [mcp_command]

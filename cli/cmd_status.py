@@ -1,0 +1,67 @@
+"""`undostore status` (one line for a host's footer, kept fast) and `undostore ops` (the
+operation log)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from .common import Context, emit, json_option, note, pass_context, session_option
+from .complete import complete_sessions
+
+
+@click.command("status")
+@session_option
+@json_option
+@pass_context
+def status_command(ctx: Context, session: str | None, as_json: bool) -> None:
+    """One line for a host's footer: `undo:N redo:M`, plus ` recovery_required` while an
+    interrupted restore waits to be finished or rolled back.
+
+    Reads only the session journals: cheap enough to run on every prompt render, and it never
+    creates a store (a folder never protected shows undo:0 redo:0).
+    """
+    from undostore.history.status import status_at
+
+    status = status_at(ctx.root, ctx.store, session, force=ctx.force)
+    if status.chosen:
+        note(f"undostore: session {status.session!r} (newest undo point)")
+    emit(as_json, status.to_json(), status.line())
+
+
+@click.command("ops")
+@click.option("--session", "-s", metavar="NAME", default=None, shell_complete=complete_sessions,
+              help="Only this session's operations (default: every session's, and those "
+                   "outside any session).")
+@click.option("--since", metavar="DURATION", default=None,
+              help="Only operations newer than this: 90s, 30m, 2h, 1d, 1w.")
+@json_option
+@pass_context
+def ops_command(ctx: Context, session: str | None, since: str | None, as_json: bool) -> None:
+    """The operation log, newest first: every snapshot, restore, undo, redo, drop and gc.
+
+    Each line: when, what, the session, the snapshot id it produced or restored, and the safety
+    snapshot taken before files changed (restore it to take the operation back). Ids listed
+    here stay restorable for at least 24 hours, also those outside any session.
+    """
+    from undostore.store.oplog import since_cutoff
+
+    since_cutoff(since)  # a bad duration fails before the store is opened
+    ops = ctx.workspace().ops(session=session, since=since)
+    emit(as_json, {"ops": [op.to_json() for op in ops]},
+         lambda: "\n".join(_op_line(op) for op in ops))
+
+
+def _op_line(op: Any) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(op.time))
+    parts = [when, f"{op.op:<8}", (op.id or "-")[:12], op.session or "-"]
+    if op.safety and op.safety != op.id:
+        parts.append(f"safety {op.safety[:12]}")
+    if op.label:
+        parts.append(op.label)
+    return "  ".join(parts)
+
+
+COMMANDS = [status_command, ops_command]

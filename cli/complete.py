@@ -1,0 +1,53 @@
+"""Shell completion (click's): session names and snapshot ids from the store of the root found
+from the current folder (or --root/--store on the line). Never creates a store; any failure
+completes nothing rather than printing into the user's shell."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from click.shell_completion import CompletionItem
+
+
+def _store(ctx: click.Context) -> Any:
+    from undostore.history.status import open_existing
+
+    params = ctx.find_root().params
+    return open_existing(params.get("root"), params.get("store"), force=bool(params.get("force")))
+
+
+def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str
+                      ) -> list[CompletionItem]:
+    try:
+        from undostore.history.journal import session_names
+
+        store = _store(ctx)
+        if store is None:
+            return []
+        with store:
+            return [CompletionItem(n) for n in session_names(store) if n.startswith(incomplete)]
+    except Exception:  # noqa: BLE001 (completion must never break the shell)
+        return []
+
+
+def complete_ids(ctx: click.Context, param: click.Parameter, incomplete: str
+                 ) -> list[CompletionItem]:
+    try:
+        from undostore.history.status import known_points
+
+        store = _store(ctx)
+        if store is None:
+            return []
+        with store:
+            seen: set[str] = set()
+            items = []
+            for session, kind, point in known_points(store):
+                if point.id in seen or not point.id.startswith(incomplete.lower()):
+                    continue
+                seen.add(point.id)
+                about = f"{session} {kind}" + (f": {point.label}" if point.label else "")
+                items.append(CompletionItem(point.id[:max(12, len(incomplete))], help=about))
+            return items
+    except Exception:  # noqa: BLE001
+        return []

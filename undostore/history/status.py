@@ -1,0 +1,130 @@
+"""The session a history command acts on by default, and `status`: one line for a host's footer.
+
+Without `--session` or `UNDOSTORE_SESSION`, `undo`, `redo`, `log` and `status` act on the session
+whose newest entry (undo point recorded, or undo done) is the most recent: the one the user was
+just working in. `status` runs on every prompt render, so it reads only the journals and the
+restore folder, and never creates a store.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from undostore.history import journal as journals
+from undostore.store.store import Store
+
+DEFAULT_SESSION = "default"
+
+
+def _last_activity(journal: journals.Journal) -> float:
+    return max((p.time for p in (*journal.undo, *journal.redo)), default=0.0)
+
+
+def newest_session(store: Store) -> str | None:
+    """The session with the newest undo point or redo entry; None when no session has one."""
+    best: tuple[float, str] | None = None
+    for name in journals.session_names(store):
+        when = _last_activity(journals.load(store, name))
+        if when and (best is None or when > best[0]):
+            best = (when, name)
+    return best[1] if best else None
+
+
+def history_session(store: Store, session: str | None) -> tuple[str, bool]:
+    """(name, chosen): `session`, else `UNDOSTORE_SESSION`, else the newest session (chosen is
+    True then: callers say which one on stderr), else "default"."""
+    named = session or os.environ.get("UNDOSTORE_SESSION")
+    if named:
+        return named, False
+    newest = newest_session(store)
+    return (newest, True) if newest else (DEFAULT_SESSION, False)
+
+
+@dataclass(frozen=True)
+class Status:
+    session: str
+    undo: int
+    redo: int
+    pending: dict[str, Any] | None
+    last_point_age_seconds: float | None
+    chosen: bool = False   # the session was chosen as the newest (not named)
+
+    def line(self) -> str:
+        text = f"undo:{self.undo} redo:{self.redo}"
+        return text + " recovery_required" if self.pending is not None else text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session, "undo": self.undo, "redo": self.redo,
+                "pending": self.pending, "last_point_age_seconds": self.last_point_age_seconds}
+
+
+def pending_restore(store: Store) -> dict[str, Any] | None:
+    """The restore a crash left unfinished, as JSON data; None when nothing is pending."""
+    try:
+        if not os.listdir(store.restore_dir):
+            return None
+    except FileNotFoundError:
+        return None
+    # Imported only when something is there.
+    from undostore.restore.restorelog import JournalDamaged, read_journal
+
+    try:
+        journal = read_journal(store)
+    except JournalDamaged as err:
+        return {"operation": None, "target": None, "safety": None, "started": None,
+                "damaged": str(err)}
+    if journal is None:
+        return None
+    return {"operation": journal.operation, "target": journal.target, "safety": journal.safety,
+            "started": journal.started, "damaged": None}
+
+
+def read_status(store: Store | None, session: str | None) -> Status:
+    """The status of `session` (default as `history_session`) in `store`; a store that does not
+    exist yet (None) has empty sessions."""
+    if store is None:
+        name = session or os.environ.get("UNDOSTORE_SESSION") or DEFAULT_SESSION
+        journals.validate_name(name)
+        return Status(name, 0, 0, None, None)
+    name, chosen = history_session(store, session)
+    journal = journals.load(store, name)
+    age = round(time.time() - journal.undo[-1].time, 3) if journal.undo else None
+    return Status(name, len(journal.undo), len(journal.redo), pending_restore(store), age,
+                  chosen)
+
+
+def open_existing(root: str | os.PathLike[str] | None = None, store: str | None = None, *,
+                  force: bool = False) -> Store | None:
+    """The store of the root found as `Workspace` finds it, or None when that root was never
+    protected (nothing is created: for read-only callers such as status and completion)."""
+    from undostore.store.discover import discover, named
+    from undostore.store.store import check_root
+
+    store = store or os.environ.get("UNDOSTORE_STORE") or None
+    found = discover(store=store, force=force) if root is None else named(root, store)
+    check_root(found.root, force)
+    return Store(found.store, root=found.root, create=False) if found.existed else None
+
+
+def status_at(root: str | os.PathLike[str] | None = None, store: str | None = None,
+              session: str | None = None, *, force: bool = False) -> Status:
+    """`status` without creating a store: a root never protected has empty sessions."""
+    opened = open_existing(root, store, force=force)
+    if opened is None:
+        return read_status(None, session)
+    with opened:
+        return read_status(opened, session)
+
+
+def known_points(store: Store) -> list[tuple[str, str, journals.Point]]:
+    """(session, "undo" or "redo", point) for every entry of every journal, newest first:
+    what shell completion offers for ids."""
+    out = []
+    for name in journals.session_names(store):
+        journal = journals.load(store, name)
+        out += [(name, "undo", p) for p in journal.undo]
+        out += [(name, "redo", p) for p in journal.redo]
+    return sorted(out, key=lambda entry: entry[2].time, reverse=True)
