@@ -65,8 +65,11 @@ class RestoreJournal:
         return {*self.create, *self.modify, *self.delete, *self.chmod}
 
     def write_folders(self) -> set[str]:
-        """Folders where this restore may have left temp files ('' is the root)."""
-        return {path.rpartition("/")[0] for path in (*self.create, *self.modify)} | {""}
+        """Folders where this restore may have left temp files ('' is the root): beside the
+        files it writes, and beside the ones it replaces or deletes (their old inodes are set
+        aside under temp names while they are freed, reclaim.py)."""
+        return {path.rpartition("/")[0]
+                for path in (*self.create, *self.modify, *self.delete)} | {""}
 
 
 def temp_prefix(token: str) -> str:
