@@ -38,6 +38,7 @@ def _register() -> None:
     for module_name in (
         "cmd_diff",
         "cmd_restore",
+        "cmd_revert",
         "cmd_sessions",
         "cmd_hook",
         "cmd_status",
@@ -56,11 +57,16 @@ def _register() -> None:
 _register()
 
 
-def _fail(as_json: bool, code: int, kind: str, message: str, path: str | None = None) -> None:
-    """End with `code`; with --json, stdout still gets exactly one JSON object (the error)."""
+def _fail(as_json: bool, code: int, kind: str, message: str, path: str | None = None,
+          conflicts: list[str] | None = None) -> None:
+    """End with `code`; with --json, stdout still gets exactly one JSON object (the error, and
+    the conflicting paths of a refused revert)."""
     if as_json:
         error = {"type": kind, "message": message, "path": path}
-        sys.stdout.write(json.dumps({"error": error, "exit_code": code}) + "\n")
+        doc = {"error": error, "exit_code": code}
+        if conflicts is not None:
+            doc["conflicts"] = conflicts
+        sys.stdout.write(json.dumps(doc) + "\n")
     sys.exit(code)
 
 
@@ -111,7 +117,8 @@ def main(argv: list[str] | None = None) -> None:
         _fail(as_json, err.exit_code, "UsageError", err.format_message())
     except UndostoreError as err:
         click.echo(f"undostore: error: {err}", err=True)
-        _fail(as_json, err.exit_code, type(err).__name__, err.message, err.path)
+        _fail(as_json, err.exit_code, type(err).__name__, err.message, err.path,
+              getattr(err, "conflicts", None))
     except OSError as err:
         # The library turns the OSErrors it expects into UndostoreError; one that slips through
         # still gets the path and the cause, not a traceback.

@@ -116,6 +116,21 @@ def _redo(args: Args) -> list[str]:
     return ["redo", "--yes", *_opt("--session", args.get("session"))]
 
 
+@tool("revert", "Take back one change (FROM -> TO) and keep every later change, merging file by "
+      "file as `git revert` does; with only `from`, an undo point, take back that one turn. "
+      "Overlapping later edits are refused (nothing changed) unless `merge` writes conflict "
+      "markers; the result lists `conflicts`.",
+      required=("from",),
+      **{"from": _text(f"The state before the change: {SNAPSHOT_ID}, usually an undo point."),
+         "to": _text(f"The state after the change: {SNAPSHOT_ID} (default: the session's next "
+                     "undo point, or the files now)."),
+         "merge": {"type": "boolean",
+                   "description": "On conflicts, write git-style markers instead of refusing."}})
+def _revert(args: Args) -> list[str]:
+    return ["revert", "--yes", *_id(args, "from"), *_id(args, "to"),
+            *(["--merge"] if args.get("merge") else [])]
+
+
 @tool("log", "List the session's undo points, newest first, and its redo stack.",
       session=SESSION)
 def _log(args: Args) -> list[str]:

@@ -6,6 +6,7 @@ with raw bytes: no autocrlf, file modes and symlinks on) for the tree id of the 
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -236,8 +237,12 @@ def build_random_tree(root: Path, entries: list) -> None:  # noqa: ANN001
                 path.write_bytes(content)
                 if kind == "exe":
                     path.chmod(0o755)
-        except (FileExistsError, NotADirectoryError):
-            continue  # a file already sits where this entry needs a folder: keep the first
+        except OSError as err:
+            # A file (or a link, even one to itself) already sits where this entry needs a
+            # folder: keep the first.
+            if err.errno not in (errno.EEXIST, errno.ENOTDIR, errno.ELOOP):
+                raise
+            continue
 
 
 @settings(max_examples=60, deadline=None,

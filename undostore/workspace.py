@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from undostore.history.verify import VerifyResult
     from undostore.restore.progress import OnProgress
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
+    from undostore.restore.revert import RevertResult
     from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult
     from undostore.store.oplog import Op
 
@@ -39,6 +40,22 @@ DEFAULT_SESSION = "default"
 def session_name(session: str | None) -> str:
     """`--session`, else `UNDOSTORE_SESSION`, else "default" (the contract)."""
     return session or os.environ.get("UNDOSTORE_SESSION") or DEFAULT_SESSION
+
+
+def _next_point(store: Store, point: str) -> str | None:
+    """The undo point after `point` in the session listing it (its last listing, so a turn that
+    changed nothing is skipped); None when it is the newest. Not an undo point: UsageError."""
+    from undostore.errors import UsageError
+    from undostore.history import journal as journals
+
+    wanted = store.resolve(point).hex()
+    for name in journals.session_names(store):
+        ids = [p.id for p in journals.load(store, name).undo]
+        if wanted in ids:
+            at = len(ids) - 1 - ids[::-1].index(wanted)
+            return ids[at + 1] if at + 1 < len(ids) else None
+    raise UsageError(f"{wanted[:12]} is not an undo point of any session: name the state to "
+                     "revert to as well (revert FROM TO)")
 
 
 class Workspace:
@@ -149,6 +166,28 @@ class Workspace:
         finally:
             self._recovered = False  # a restore that stopped half-way left a journal
         self._log_restore("restore", result)
+        return result
+
+    def revert(self, from_id: str, to_id: str | None = None, *, merge: bool = False,
+               dry_run: bool = False, confirm: Confirm | None = None) -> RevertResult:
+        """Take back the change FROM -> TO on the files now, keeping later changes (see
+        restore/revert.py). With one id, an undo point: TO is the session's next point, or the
+        files now when it is the newest."""
+        from undostore.restore.revert import revert
+
+        if to_id is None:
+            to_id = _next_point(self.store, from_id)
+        try:
+            result = revert(self._worktree(), from_id, to_id, merge=merge, dry_run=dry_run,
+                            confirm=confirm)
+        finally:
+            self._recovered = False
+        if not result.dry_run:
+            start, end = result.reverted
+            label = f"{start[:12]}..{end[:12]}" + (
+                f", {len(result.conflicts)} conflict(s) merged with markers"
+                if result.conflicts else "")
+            self._log("revert", id=result.target, label=label, safety=result.safety)
         return result
 
     def abort_restore(self) -> RestoreResult | None:

@@ -1,2 +1,3 @@
 """Comparing snapshots: the tree walk that finds changed paths, rename detection, git's line
-diff, and the text forms `git diff-tree` prints. Reads the store only, never the files."""
+diff, the text forms `git diff-tree` prints, and the 3-way merge of file contents (merge.py).
+Reads the store only, never the files."""

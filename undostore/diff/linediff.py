@@ -57,8 +57,11 @@ def _bogosqrt(n: int) -> int:
     return i
 
 
-def diff_lines(old: list[bytes], new: list[bytes]) -> list[Edit]:
-    """The edits turning `old` into `new`, in order, as git's default diff would make them."""
+def diff_lines(old: list[bytes], new: list[bytes], *, indent_heuristic: bool = True) -> list[Edit]:
+    """The edits turning `old` into `new`, in order, as git's default diff would make them.
+
+    `indent_heuristic=False` leaves each group of changes slid down as far as it goes, as git
+    does where the heuristic is off (its 3-way merges: `git merge-file`, `git revert`)."""
     n1, n2 = len(old), len(new)
     # rchg[i + 1] marks line i as changed; index 0 and n + 1 are sentinels.
     rchg1 = bytearray(n1 + 2)
@@ -84,8 +87,8 @@ def diff_lines(old: list[bytes], new: list[bytes]) -> list[Edit]:
         h1 = [classes.setdefault(old[i], len(classes)) for i in keep1]
         h2 = [classes.setdefault(new[i], len(classes)) for i in keep2]
         _Myers(keep1, keep2, h1, h2, rchg1, rchg2, n1 + n2).run()
-    _compact(rchg1, old, rchg2, new)
-    _compact(rchg2, new, rchg1, old)
+    _compact(rchg1, old, rchg2, new, indent_heuristic)
+    _compact(rchg2, new, rchg1, old, indent_heuristic)
     return _script(rchg1, rchg2, n1, n2)
 
 
@@ -373,7 +376,7 @@ class _Group:
 
 
 def _compact(rchg: bytearray, lines: list[bytes], rchg_other: bytearray,
-             other_lines: list[bytes]) -> None:
+             other_lines: list[bytes], indent_heuristic: bool = True) -> None:
     """Slide each group of changes as git does: merge with neighbours, align with the other
     file's changes if possible, else place it where the indent heuristic scores best."""
     g = _Group(rchg, lines)
@@ -401,7 +404,7 @@ def _compact(rchg: bytearray, lines: list[bytes], rchg_other: bytearray,
                 while go.end == go.start:
                     g.slide_up()
                     go.previous()
-            else:
+            elif indent_heuristic:
                 shift = max(earliest_end, g.end - groupsize - 1, g.end - MAX_SLIDING)
                 best_shift = -1
                 best = (0, 0)

@@ -1,0 +1,307 @@
+"""Revert: take back the change FROM -> TO on the files now, keeping every later change.
+
+    tree = build_revert_tree(store, from_sha, to_sha, ours_sha)   # pure store work
+    tree.target, tree.conflicts                                    # the tree to restore to
+
+As `git revert` does for a commit, path by path: base = TO's entry, ours = the files now,
+theirs = FROM's entry. Only paths where FROM and TO differ are looked at; every other path keeps
+what the files now hold. Per path:
+
+- ours unchanged since TO: FROM's entry (created, deleted, re-moded, or its content);
+- ours already equal to FROM: kept;
+- both changed, regular files on all three sides: the mode 3-way, the content merged line by
+  line (diff/merge.py), git-style markers on overlapping edits; a binary file
+  (NUL in the first 8000 bytes) is one whole value;
+- symlinks and type changes: one whole value;
+- modify/delete and add/add: conflicts (the modified side, or for text add/add a merge with
+  markers, is what `merge=True` writes, as git leaves them).
+
+`revert` then restores to that tree through `restore` with `expected` = the
+snapshot the merge was made from, so revert has restore's guarantees: safety snapshot,
+completeness check, no file overwritten that changed meanwhile, journal, crash safety.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from undostore.diff.merge import BINARY_PROBE, is_binary, merge_text, merge_value
+from undostore.errors import ConflictError
+from undostore.git.objects import (
+    BLOB,
+    MODE_LINK,
+    MODE_TREE,
+    TREE,
+    PackWriter,
+    decode_tree,
+    encode_tree,
+    hash_object,
+)
+from undostore.git.reader import ObjectReader
+from undostore.restore.plan import Entry, flatten_difference
+from undostore.restore.restore import (
+    Confirm,
+    RestoreResult,
+    Worktree,
+    recover_pending,
+    restore,
+)
+from undostore.store.recent import remember
+from undostore.store.store import Store
+
+__all__ = ["RevertConflict", "RevertResult", "RevertTree", "build_revert_tree", "revert"]
+
+_KEEP = object()  # "no change at this path" in the change map
+
+
+@dataclass
+class RevertTree:
+    """The merged tree: its id, the conflicting paths, and how it differs from ours."""
+
+    target: str
+    conflicts: list[str] = field(default_factory=list)
+    created: int = 0
+    modified: int = 0
+    deleted: int = 0
+
+
+class RevertConflict(ConflictError):
+    """The change to take back overlaps later changes; `conflicts` names every such path."""
+
+    def __init__(self, from_hex: str, to_hex: str, conflicts: list[str]) -> None:
+        self.conflicts = list(conflicts)
+        shown = "\n  ".join(conflicts)
+        super().__init__(
+            f"revert of {from_hex[:12]}..{to_hex[:12]} conflicts with later changes in "
+            f"{len(conflicts)} path(s); nothing was changed (--merge writes them with conflict "
+            f"markers):\n  {shown}")
+
+
+@dataclass
+class RevertResult(RestoreResult):
+    """A restore result plus the paths that conflicted (with markers where they are text)."""
+
+    conflicts: list[str] = field(default_factory=list)
+    reverted: tuple[str, str] = ("", "")   # (FROM, TO) hex ids
+
+    def to_json(self) -> dict[str, Any]:
+        doc = super().to_json()
+        doc["conflicts"] = self.conflicts
+        doc["from"], doc["to"] = self.reverted
+        return doc
+
+
+def build_revert_tree(store: Store, from_sha: bytes, to_sha: bytes, ours_sha: bytes, *,
+                      ours_label: str = "files now",
+                      theirs_label: str = "reverted") -> RevertTree:
+    """Merge the change TO -> FROM into the tree `ours_sha` and write the result (new blobs
+    and trees) into the store; see the module docstring for the rules per path."""
+    with ObjectReader(store) as reader:
+        bodies: dict[bytes, bytes] = {}
+        base_side, theirs_side = flatten_difference(reader.read_tree_body, to_sha, from_sha,
+                                                    bodies=bodies)
+        paths = sorted(base_side.files.keys() | theirs_side.files.keys())
+        since_to, ours_side = flatten_difference(reader.read_tree_body, to_sha, ours_sha,
+                                                 bodies=bodies)
+        merger = _Merger(reader, ours_label, theirs_label)
+        changes: dict[str, Entry | None] = {}
+        tree = RevertTree(target="", conflicts=merger.conflicts)
+        for path in paths:
+            base = base_side.files.get(path)
+            if path in ours_side.files:
+                ours = ours_side.files[path]
+            elif path in since_to.files:
+                ours = None        # deleted (or turned into a folder) since TO
+            else:
+                ours = base        # unchanged since TO
+            result = merger.merge(path, base, ours, theirs_side.files.get(path))
+            if result == ours:
+                continue
+            changes[path] = result
+            if result is None:
+                tree.deleted += 1
+            elif ours is None:
+                tree.created += 1
+            else:
+                tree.modified += 1
+        writer = PackWriter(store.pack_dir)
+        try:
+            for sha, data in merger.new_blobs.items():
+                if not store.has(sha):
+                    writer.add(BLOB, sha, data)
+            builder = _TreeBuilder(reader, store, writer, tree.conflicts)
+            root = builder.build(ours_sha, "", changes)
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+    store.refresh()
+    root = root if root is not None else _empty_tree(store)
+    remember(store.path, root)  # gc's grace period covers the id until the restore lists it
+    tree.target = root.hex()
+    tree.conflicts = sorted(set(tree.conflicts))
+    return tree
+
+
+def _empty_tree(store: Store) -> bytes:
+    sha = hash_object(TREE, b"")
+    if not store.has(sha):
+        writer = PackWriter(store.pack_dir)
+        try:
+            writer.add(TREE, sha, b"")
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+        store.refresh()
+    return sha
+
+
+class _Merger:
+    """The per-path 3-way rules; collects conflicts and the merged blobs to write."""
+
+    def __init__(self, reader: ObjectReader, ours_label: str, theirs_label: str) -> None:
+        self.reader = reader
+        self.labels = (ours_label, theirs_label)
+        self.conflicts: list[str] = []
+        self.new_blobs: dict[bytes, bytes] = {}
+
+    def merge(self, path: str, base: Entry | None, ours: Entry | None,
+              theirs: Entry | None) -> Entry | None:
+        """The merged entry of one path (None: absent), as git's tree merge decides it."""
+        if ours in (base, theirs):
+            return theirs
+        if ours is None or theirs is None:
+            self.conflicts.append(path)   # modify/delete: git leaves the modified side
+            return ours if ours is not None else theirs
+        if _is_link(ours[0]) or _is_link(theirs[0]):
+            result, conflict = merge_value(base, ours, theirs)   # a link, or two types
+            if conflict:
+                self.conflicts.append(path)
+            return result
+        # Two regular files (an add/add merges over an empty base, as git's does).
+        base_mode, base_sha = base if base is not None else (None, None)
+        mode, mode_conflict = merge_value(base_mode, ours[0], theirs[0])
+        sha, content_conflict = merge_value(base_sha, ours[1], theirs[1])
+        if content_conflict:
+            sha, content_conflict = self._merge_content(base_sha, ours[1], theirs[1])
+        if mode_conflict or content_conflict:
+            self.conflicts.append(path)
+        assert mode is not None and sha is not None
+        return (mode, sha)
+
+    def _merge_content(self, base: bytes | None, ours: bytes,
+                       theirs: bytes) -> tuple[bytes, bool]:
+        """(blob id, conflict) of the line merge; a binary side makes it a conflict on ours
+        (told from each blob's first 8000 bytes, so large binaries are never read whole)."""
+        shas = [sha for sha in (base, ours, theirs) if sha is not None]
+        if any(is_binary(self._head(sha)) for sha in shas):
+            return ours, True
+        read = self.reader.read_blob
+        base_data = read(base) if base is not None else b""
+        merged = merge_text(base_data, read(ours), read(theirs), *self.labels, alnum=False)
+        sha = hash_object(BLOB, merged.data)
+        self.new_blobs[sha] = merged.data
+        return sha, not merged.clean
+
+    def _head(self, sha: bytes) -> bytes:
+        head = b""
+        chunks = self.reader.blob_chunks(sha)
+        try:
+            for chunk in chunks:
+                head += chunk
+                if len(head) >= BINARY_PROBE:
+                    break
+        finally:
+            chunks.close()
+        return head
+
+
+def _is_link(mode: int) -> bool:
+    return mode == MODE_LINK
+
+
+class _TreeBuilder:
+    """Rebuilds only the folders of `ours` that hold a change; new trees go to the writer."""
+
+    def __init__(self, reader: ObjectReader, store: Store, writer: PackWriter,
+                 conflicts: list[str]) -> None:
+        self.reader, self.store, self.writer, self.conflicts = reader, store, writer, conflicts
+
+    def build(self, tree: bytes | None, folder: str, changes: dict[str, Entry | None]
+              ) -> bytes | None:
+        """The id of `tree` (None: none) with `changes` (paths relative to `folder`) applied;
+        None when the result is empty."""
+        entries: dict[bytes, tuple[int, bytes]] = {}
+        if tree is not None:
+            entries = {name: (mode, sha) for mode, name, sha in
+                       decode_tree(self.reader.read_tree_body(tree))}
+        direct: dict[bytes, Any] = {}
+        nested: dict[bytes, dict[str, Entry | None]] = {}
+        for path, entry in changes.items():
+            head, sep, rest = path.partition("/")
+            if sep:
+                nested.setdefault(os.fsencode(head), {})[rest] = entry
+            else:
+                direct[os.fsencode(head)] = entry
+        prefix = folder + "/" if folder else ""
+        for name in direct.keys() | nested.keys():
+            old = entries.pop(name, None)
+            file_entry = direct.get(name, _KEEP)
+            if file_entry is _KEEP:
+                file_entry = old if old is not None and old[0] != MODE_TREE else None
+            old_tree = old[1] if old is not None and old[0] == MODE_TREE else None
+            sub = (self.build(old_tree, prefix + os.fsdecode(name), nested[name])
+                   if name in nested else old_tree)
+            if file_entry is not None and sub is not None:
+                # A file and a folder want the same name: keep what the files now have.
+                self.conflicts.append(prefix + os.fsdecode(name))
+                if old is not None and old[0] == MODE_TREE:
+                    file_entry = None
+                else:
+                    sub = None
+            if file_entry is not None:
+                entries[name] = file_entry
+            elif sub is not None:
+                entries[name] = (MODE_TREE, sub)
+        if not entries:
+            return None
+        body = encode_tree((mode, name, sha) for name, (mode, sha) in entries.items())
+        sha = hash_object(TREE, body)
+        if not self.store.has(sha):
+            self.writer.add(TREE, sha, body)
+        return sha
+
+
+# --- the operation ------------------------------------------------------------------------------
+
+
+def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool = False,
+           dry_run: bool = False, confirm: Confirm | None = None) -> RevertResult:
+    """Take back FROM -> TO (TO None: the files now) on the files under `wt.root`.
+
+    Conflicts without `merge`: ConflictError (exit 3) naming every conflicting path, nothing
+    changed. With `merge`: conflicting text files get markers, the rest keep the side git
+    would leave, and `conflicts` lists them all."""
+    started = time.perf_counter()
+    with wt.store.lock:
+        recover_pending(wt)
+        from_sha = wt.store.resolve(from_id)
+        to_sha = wt.store.resolve(to_id) if to_id is not None else None
+        ours = wt.snapshot()
+        ours_sha = bytes.fromhex(ours.id)
+        to_sha = to_sha if to_sha is not None else ours_sha
+        tree = build_revert_tree(wt.store, from_sha, to_sha, ours_sha,
+                                 theirs_label=f"before {from_sha.hex()[:12]}")
+        if tree.conflicts and not merge:
+            raise RevertConflict(from_sha.hex(), to_sha.hex(), tree.conflicts)
+        restored = restore(wt, tree.target, expected=ours.id, dry_run=dry_run,
+                           confirm=confirm)
+    fields = {name: getattr(restored, name) for name in RestoreResult.__dataclass_fields__}
+    fields["operation"] = "revert"
+    fields["seconds"] = time.perf_counter() - started
+    return RevertResult(**fields, conflicts=tree.conflicts,
+                        reverted=(from_sha.hex(), to_sha.hex()))
