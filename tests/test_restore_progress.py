@@ -81,6 +81,21 @@ def test_undo_and_redo_report_progress_too(tmp_path):
     ws.close()
 
 
+def test_revert_reports_progress_too(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    ws = Workspace(root)
+    before = ws.snapshot().id
+    (root / "a.txt").write_text("two\n")
+    after = ws.snapshot().id
+    events: list[Progress] = []
+    ws.revert(before, after, on_progress=events.append)
+    assert (root / "a.txt").read_text() == "one\n"
+    assert [e for e in events if e.step == "write"][-1].files_done == 1
+    ws.close()
+
+
 def test_the_terminal_line_waits_for_the_delay_and_is_cleared_at_the_end():
     now = [0.0]
     stream = io.StringIO()

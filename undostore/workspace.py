@@ -169,7 +169,8 @@ class Workspace:
         return result
 
     def revert(self, from_id: str, to_id: str | None = None, *, merge: bool = False,
-               dry_run: bool = False, confirm: Confirm | None = None) -> RevertResult:
+               dry_run: bool = False, confirm: Confirm | None = None,
+               on_progress: OnProgress | None = None) -> RevertResult:
         """Take back the change FROM -> TO on the files now, keeping later changes (see
         restore/revert.py). With one id, an undo point: TO is the session's next point, or the
         files now when it is the newest."""
@@ -179,7 +180,7 @@ class Workspace:
             to_id = _next_point(self.store, from_id)
         try:
             result = revert(self._worktree(), from_id, to_id, merge=merge, dry_run=dry_run,
-                            confirm=confirm)
+                            confirm=confirm, on_progress=on_progress)
         finally:
             self._recovered = False
         if not result.dry_run:
