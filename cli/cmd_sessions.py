@@ -11,6 +11,7 @@ import click
 
 from .common import Context, emit, json_option, note, pass_context, session_option, yes_option
 from .complete import complete_ids
+from .pending import mention_pending
 
 
 def history_session(ctx: Context, session: str | None) -> str:
@@ -47,6 +48,7 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
     point that the undo took away).
     """
     log = ctx.workspace().log(history_session(ctx, session))
+    payload = mention_pending(ctx.workspace(), log.to_json(), as_json)
     if not as_json and not log.undo and not log.redo:
         note(f"undostore: session {log.session!r} has no undo points")
 
@@ -55,7 +57,7 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
         lines += [_point_line("redo", i, p) for i, p in enumerate(log.redo, 1)]
         return "\n".join(lines)
 
-    emit(as_json, log.to_json(), plain)
+    emit(as_json, payload, plain)
 
 
 def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_run: bool,
@@ -107,9 +109,11 @@ def redo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
 def sessions_command(ctx: Context, as_json: bool) -> None:
     """List the sessions of this store with their numbers of undo and redo entries."""
     infos = ctx.workspace().sessions()
+    payload = mention_pending(ctx.workspace(), {"sessions": [s.to_json() for s in infos]},
+                              as_json)
     if not as_json and not infos:
         note("undostore: no sessions")
-    emit(as_json, {"sessions": [s.to_json() for s in infos]},
+    emit(as_json, payload,
          lambda: "\n".join(f"{s.name}  undo {s.undo}  redo {s.redo}" for s in infos))
 
 
@@ -138,8 +142,9 @@ def drop_command(ctx: Context, session: str | None, as_json: bool) -> None:
 
 @click.command("gc")
 @click.option("--grace", "grace", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
-              help="Keep objects younger than this (default 3600): a snapshot taken moments "
-                   "ago by id stays restorable.")
+              help="Keep snapshots handed out outside sessions for this long (default 86400: "
+                   "a day), so an id printed by `snapshot` or a restore's safety snapshot stays "
+                   "restorable. Sessions keep their own.")
 @json_option
 @pass_context
 def gc_command(ctx: Context, grace: float | None, as_json: bool) -> None:
@@ -152,12 +157,34 @@ def gc_command(ctx: Context, grace: float | None, as_json: bool) -> None:
         note(f"undostore: warning: {path}: in use, not removed (the next gc retries)")
 
     def plain() -> str:
-        return (f"freed {result.freed_bytes / 1e6:.1f} MB; objects {result.objects_before:,} -> "
-                f"{result.objects_after:,}; packs {result.packs_before} -> {result.packs_after}; "
-                f"anchors released {result.anchors_released}, restored "
-                f"{result.anchors_created}; {result.seconds:.2f} s")
+        summary = (f"freed {result.freed_bytes / 1e6:.1f} MB; objects {result.objects_before:,} "
+                   f"-> {result.objects_after:,}; packs {result.packs_before} -> "
+                   f"{result.packs_after}; anchors released {result.anchors_released}, restored "
+                   f"{result.anchors_created}; {result.seconds:.2f} s")
+        return summary + ("\n" + _kept_line(result.kept, grace) if result.kept else "")
 
     emit(as_json, result.to_json(), plain)
+
+
+_KEPT_WORDS = {"files_now": "the files now",
+               "pending_restore": "a pending restore",
+               "shared": "shared by several of these"}
+
+
+def _kept_line(kept: list[dict[str, Any]], grace: float | None) -> str:
+    """Why gc freed what it freed: what holds the bytes it kept, largest first."""
+    hours = (86400 if grace is None else grace) / 3600
+    parts = []
+    for item in kept:
+        if item["what"] == "session":
+            what = f"session {item['session']!r} alone (`drop` frees it)"
+        elif item["what"] == "outside_sessions":
+            what = (f"snapshots taken outside sessions in the last {hours:g} h "
+                    "(`gc --grace 0` frees them)")
+        else:
+            what = _KEPT_WORDS.get(item["what"], item["what"])
+        parts.append(f"{what} {item['bytes'] / 1e6:.1f} MB")
+    return "kept: " + "; ".join(parts)
 
 
 @click.command("verify")
@@ -173,6 +200,7 @@ def verify_command(ctx: Context, snapshot_id: str | None, as_json: bool) -> None
     from undostore.errors import IncompleteSnapshotError
 
     result = ctx.workspace().verify(snapshot_id)
+    payload = mention_pending(ctx.workspace(), result.to_json(), as_json)
 
     def plain() -> str:
         lines = [f"{kind} {p.snapshot[:12]} {p.path or '(root)'} {p.id}: {p.reason}"
@@ -183,7 +211,7 @@ def verify_command(ctx: Context, snapshot_id: str | None, as_json: bool) -> None
                      f"checked, {len(result.missing)} missing, {len(result.corrupt)} corrupt")
         return "\n".join(lines)
 
-    emit(as_json, result.to_json(), plain)
+    emit(as_json, payload, plain)
     if not result.ok:
         sys.stdout.flush()
         sys.exit(IncompleteSnapshotError.exit_code)

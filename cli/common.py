@@ -32,10 +32,23 @@ class Context:
             from undostore import Workspace
 
             self._workspace = Workspace(self.root, self.store, force=self.force)
+            # A restore a crash left half-done is finished by whatever command comes next:
+            # say so, and how to roll it back instead.
+            self._workspace.on_recovery = lambda pending: note(
+                f"undostore: {pending.finishing_notice()}")
+            if not self.quiet:
+                self._workspace.on_evict = _note_eviction
             discovery = self._workspace.discovery
             if discovery.worth_saying and not self.quiet:
                 note(discovery.describe())
         return self._workspace
+
+
+def _note_eviction(eviction: Any) -> None:
+    why = ("older than UNDOSTORE_KEEP_DAYS" if eviction.reason == "keep_days"
+           else "to keep the store under UNDOSTORE_MAX_STORE_MB")
+    note(f"undostore: dropped undo point {eviction.id[:12]} of session {eviction.session!r} "
+         f"({why})")
 
 
 pass_context = click.make_pass_decorator(Context)

@@ -11,7 +11,23 @@ import click
 from .common import Context
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Interrupt(Exception):
+    """A Ctrl-C carried past click (which would turn it into "Aborted!", exit 1)."""
+
+    def __init__(self, original: KeyboardInterrupt) -> None:
+        self.original = original
+        super().__init__(str(original))
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as err:
+            raise _Interrupt(err) from err
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 # Paths are checked by the library, whose messages name them as the system spells them.
 @click.option("--root", metavar="DIR", default=None,
               help="Folder to protect (default: found from the current folder, see above).")
@@ -70,6 +86,19 @@ def _fail(as_json: bool, code: int, kind: str, message: str, path: str | None = 
     sys.exit(code)
 
 
+def _interrupted(as_json: bool, err: BaseException) -> None:
+    """Ctrl-C: one line on stderr saying what became of the half-done work, exit 130."""
+    original = err.original if isinstance(err, _Interrupt) else err
+    message = getattr(original, "message", None) or "interrupted; nothing was left half-done"
+    try:
+        if sys.stderr.isatty():
+            sys.stderr.write("\n")   # past the terminal's ^C
+    except (AttributeError, ValueError):
+        pass
+    click.echo(f"undostore: {message}", err=True)
+    _fail(as_json, 130, "Interrupted", message)
+
+
 _GLOBAL_WITH_VALUE = ("--root", "--store")
 
 
@@ -103,10 +132,12 @@ def _usage_line(err: click.ClickException) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from undostore.errors import UndostoreError
-
     args = json_after_command(sys.argv[1:] if argv is None else list(argv))
     as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+    try:
+        from undostore.errors import UndostoreError
+    except KeyboardInterrupt as err:
+        _interrupted(as_json, err)
     try:
         cli.main(args=args, prog_name="undostore", standalone_mode=False)
     except click.exceptions.Abort:
@@ -126,9 +157,8 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"undostore: error: {where}{err.strerror or err}", err=True)
         _fail(as_json, 1, type(err).__name__, str(err.strerror or err),
               os.fsdecode(err.filename) if err.filename else None)
-    except KeyboardInterrupt:
-        click.echo("undostore: interrupted", err=True)
-        _fail(as_json, 130, "Interrupted", "interrupted")
+    except (KeyboardInterrupt, _Interrupt) as err:
+        _interrupted(as_json, err)
     sys.exit(0)
 
 

@@ -137,13 +137,15 @@ def test_cli_log_sessions_drop_as_json(tree_factory):
     assert [(e["id"], e["label"]) for e in log["undo"]] == [(snapshot, "turn 1")]
     assert set(log["undo"][0]) >= {"id", "time", "label"} and log["redo"] == []
     listed = json.loads(_cli(root, "sessions", "--json").stdout)
-    assert listed == {"sessions": [{"name": "s", "undo": 1, "redo": 0}]}
+    assert [{k: s[k] for k in ("name", "undo", "redo")} for s in listed["sessions"]] == [
+        {"name": "s", "undo": 1, "redo": 0}]
+    assert listed["pending"] is None
     plain = _cli(root, "log", "--session", "s")
     assert plain.stdout.split()[:3] == ["undo", "1", snapshot[:12]]
     assert _cli(root, "drop").returncode == 2
     dropped = _cli(root, "drop", "--session", "s", "--json")
     assert json.loads(dropped.stdout) == {"dropped": True, "session": "s"}
-    assert json.loads(_cli(root, "sessions", "--json").stdout) == {"sessions": []}
+    assert json.loads(_cli(root, "sessions", "--json").stdout)["sessions"] == []
 
 
 def test_cli_gc_and_verify_report_as_json_with_exit_codes(tree_factory):

@@ -7,6 +7,7 @@ code the CLI returns for it, so the CLI maps library errors to exit codes in exa
 
 from __future__ import annotations
 
+import errno
 import os
 
 
@@ -35,6 +36,11 @@ class SnapshotError(UndostoreError):
 
 class StoreError(UndostoreError):
     """The store cannot be used (cannot be created, locked by a live process, damaged)."""
+
+
+class StoreWriteError(StoreError):
+    """The store's disk refused a write (full, over quota, read-only, no permission); the path
+    is the store, not the file being captured."""
 
 
 # --- exit code 2: usage --------------------------------------------------------------------------
@@ -83,6 +89,37 @@ class UnsafePathError(RefusedError):
 
 class PendingRecoveryError(RefusedError):
     """An interrupted restore must be finished or rolled back first."""
+
+
+# --- interrupted (exit code 130) -----------------------------------------------------------------
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped an operation; the message says what became of what it had half-done.
+    A KeyboardInterrupt, so callers that stop on Ctrl-C stop on this too."""
+
+    exit_code = 130
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)
+
+
+_DISK_HINTS = {
+    errno.ENOSPC: "free space on its disk, or move the store with --store DIR",
+    getattr(errno, "EDQUOT", -1): "free space within your disk quota, or move the store",
+    errno.EROFS: "its disk is read-only: move the store with --store DIR",
+}
+
+
+def store_write_error(err: OSError, store_path: str | os.PathLike[str]) -> StoreWriteError:
+    """The error for an OSError raised while writing into the store: it names the store (not
+    the file being captured), says the store could not be written, why, and what to do."""
+    cause = err.strerror or err.__class__.__name__
+    hint = _DISK_HINTS.get(err.errno or 0,
+                           "check that its folder is writable, or move it with --store DIR")
+    return StoreWriteError(f"the store could not be written: {cause}; nothing was recorded "
+                           f"({hint})", store_path)
 
 
 def from_oserror(err: OSError, action: str, path: str | os.PathLike[str] | None = None,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import UnknownSnapshotError
@@ -25,9 +26,11 @@ if TYPE_CHECKING:
     from undostore.diff.change import Change
     from undostore.diff.trees import DiffResult
     from undostore.history.gc import GcResult
+    from undostore.history.retention import Eviction
     from undostore.history.sessions import Log, SessionInfo
     from undostore.history.status import Status
     from undostore.history.verify import VerifyResult
+    from undostore.restore.pending import PendingRestore
     from undostore.restore.progress import OnProgress
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.restore.revert import RevertResult
@@ -76,6 +79,12 @@ class Workspace:
         self.store = Store(store_path or default_store_path(self.root), root=self.root)
         self.store.listed_snapshots = self._listed_snapshots
         self._recovered = False
+        # Called before a command finishes a restore a crash left half-done (see
+        # restore.PendingRestore.finishing_notice); the CLI prints it on stderr.
+        self.on_recovery: Callable[[PendingRestore], None] | None = None
+        # Called for each undo point retention drops (UNDOSTORE_KEEP_DAYS, _MAX_STORE_MB):
+        # the operation log records it.
+        self.on_evict: Callable[[Eviction], None] | None = None
 
     def _listed_snapshots(self) -> set[bytes]:
         from undostore.history.anchors import listed_snapshots
@@ -99,7 +108,8 @@ class Workspace:
                 from undostore.history.sessions import record_undo_point
 
                 result.recorded = record_undo_point(self.store, session_name(session),
-                                                    result.id, label, meta)
+                                                    result.id, label, meta,
+                                                    on_evict=self._evicted)
             self._log("snapshot", session=session_name(session) if session is not None else None,
                       id=result.id, label=label if result.recorded else None)
         return result
@@ -150,7 +160,8 @@ class Workspace:
 
         return Worktree(self.root, self.store, self._snapshot_locked,
                         step_done=lambda context, target, safety: complete_step(
-                            self.store, context, target, safety))
+                            self.store, context, target, safety),
+                        on_recovery=self.on_recovery)
 
     def restore(self, target: str, *, expected: str | None = None, dry_run: bool = False,
                 confirm: Confirm | None = None, on_progress: OnProgress | None = None
@@ -202,6 +213,12 @@ class Workspace:
         if result is not None:
             self._log_restore("abort", result)
         return result
+
+    def pending_restore(self) -> PendingRestore | None:
+        """The restore a crash left half-done (the next command finishes it), or None."""
+        from undostore.restore.pending import pending_restore
+
+        return pending_restore(self.store)
 
     def _recover_if_needed(self) -> None:
         """Finish an interrupted restore before anything else touches the files (lock held)."""
@@ -280,9 +297,10 @@ class Workspace:
         return dropped
 
     def gc(self, grace_seconds: float | None = None) -> GcResult:
-        from undostore.history.gc import collect
+        """gc, and what holds the bytes it kept (`kept`: why it freed what it freed)."""
+        from undostore.history.retention import collect_explained
 
-        result = collect(self.store, grace_seconds=grace_seconds)
+        result = collect_explained(self.store, grace_seconds=grace_seconds)
         self._log("gc", label=f"freed {result.freed_bytes} bytes, objects "
                               f"{result.objects_before} -> {result.objects_after}")
         return result
@@ -315,6 +333,15 @@ class Workspace:
             entries = moved.redo if op == "undo" else moved.undo
             label = entries[-1].label if entries else None
         self._log(op, session=session, id=result.target, label=label, safety=result.safety)
+
+    def _evicted(self, eviction: Eviction) -> None:
+        """Retention dropped an undo point: into the operation log, then to `on_evict`."""
+        why = ("older than UNDOSTORE_KEEP_DAYS" if eviction.reason == "keep_days"
+               else "UNDOSTORE_MAX_STORE_MB")
+        self._log("evict", session=eviction.session, id=eviction.id,
+                  label=f"{eviction.label or ''} ({why})".strip())
+        if self.on_evict is not None:
+            self.on_evict(eviction)
 
     def verify(self, snapshot_id: str | None = None) -> VerifyResult:
         from undostore.history.verify import verify

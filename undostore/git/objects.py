@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from queue import SimpleQueue
 
+from undostore.errors import store_write_error
 from undostore.store.atomic import TEMP_PREFIX, fsync_dir
 
 TREE = 2
@@ -251,13 +252,18 @@ class PackWriter:
     MAX_IN_FLIGHT = 8
 
     def __init__(self, pack_dir: str, durable: bool = True, level: int = 1) -> None:
-        os.makedirs(pack_dir, exist_ok=True)
         self.pack_dir = pack_dir
         self.durable = durable
         self.level = level
+        # <store>/objects/pack: a failed write names the store (errors.store_write_error)
+        self.store_path = os.path.dirname(os.path.dirname(os.path.abspath(pack_dir)))
         self._tmp = os.path.join(pack_dir, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.pack")
-        self._file = open(self._tmp, "w+b")  # noqa: SIM115 (closed in commit/abort)
-        self._file.write(b"PACK\x00\x00\x00\x02\x00\x00\x00\x00")
+        try:
+            os.makedirs(pack_dir, exist_ok=True)
+            self._file = open(self._tmp, "w+b")  # noqa: SIM115 (closed in commit/abort)
+        except OSError as err:
+            raise store_write_error(err, self.store_path) from err
+        self._write(b"PACK\x00\x00\x00\x02\x00\x00\x00\x00")
         self._offset = 12
         self._entries: list[tuple[bytes, int, int]] = []
         self._seen: set[bytes] = set()
@@ -271,6 +277,14 @@ class PackWriter:
 
     def __contains__(self, sha: bytes) -> bool:
         return sha in self._seen
+
+    def _write(self, data: bytes) -> None:
+        """Append to the temp pack; the disk refusing (full, quota, read-only) is the store's
+        error, never the error of the file being captured."""
+        try:
+            self._file.write(data)
+        except OSError as err:
+            raise store_write_error(err, self.store_path) from err
 
     def __len__(self) -> int:
         return len(self._seen)
@@ -335,7 +349,7 @@ class PackWriter:
         header = pack_record_header(type_num, size)
         start = self._offset
         crc = zlib.crc32(header)
-        self._file.write(header)
+        self._write(header)
         written = len(header)
         compressor = zlib.compressobj(self.level)
         check = hashlib.sha1(object_header(type_num, size))
@@ -346,11 +360,11 @@ class PackWriter:
             out = compressor.compress(chunk)
             if out:
                 crc = zlib.crc32(out, crc)
-                self._file.write(out)
+                self._write(out)
                 written += len(out)
         tail = compressor.flush()
         crc = zlib.crc32(tail, crc)
-        self._file.write(tail)
+        self._write(tail)
         written += len(tail)
         if got != size or check.digest() != sha:
             # Roll the half-written record back; the caller reports the changed file.
@@ -365,7 +379,7 @@ class PackWriter:
         self.stats.pack_bytes += written
 
     def _append(self, sha: bytes, record: bytes, raw_size: int) -> None:
-        self._file.write(record)
+        self._write(record)
         self._entries.append((sha, self._offset, zlib.crc32(record) & 0xFFFFFFFF))
         self._offset += len(record)
         self._seen.add(sha)
@@ -374,11 +388,22 @@ class PackWriter:
         self.stats.pack_bytes += len(record)
 
     def commit(self) -> str | None:
-        """Finish the pack and its index; returns the pack's base name, None if empty."""
+        """Finish the pack and its index; returns the pack's base name, None if empty. On any
+        failure (a full disk, Ctrl-C) nothing of it stays: no temp pack, no index-less pack."""
         self._drain()
         if not self._entries:
             self.abort()
             return None
+        placed: dict[str, str] = {}
+        try:
+            return self._finish(placed)
+        except BaseException as err:
+            _remove_unfinished(placed)
+            if isinstance(err, OSError):
+                raise store_write_error(err, self.store_path) from err
+            raise
+
+    def _finish(self, placed: dict[str, str]) -> str:
         f = self._file
         f.seek(8)
         f.write(struct.pack(">L", len(self._entries)))
@@ -400,7 +425,8 @@ class PackWriter:
         f.close()
         base = os.path.join(self.pack_dir, f"pack-{checksum.hex()}")
         os.replace(self._tmp, base + ".pack")
-        idx_tmp = base + f".{TEMP_PREFIX}idx"
+        placed["pack"] = base + ".pack"
+        idx_tmp = placed["idx_tmp"] = base + f".{TEMP_PREFIX}idx"
         with open(idx_tmp, "wb") as idx:
             idx.write(encode_pack_index(self._entries, checksum))
             idx.flush()
@@ -419,9 +445,26 @@ class PackWriter:
             self._worker = None
         try:
             self._file.close()
+        except OSError:
+            pass   # flushing onto a full disk fails again: the file goes anyway
         finally:
             try:
                 os.unlink(self._tmp)
+            except OSError:
+                pass
+
+
+def _remove_unfinished(placed: dict[str, str]) -> None:
+    """After a failed commit: the index's temp file, and the pack if its index never arrived
+    (an index-less pack is of no use to anyone and would only wait for gc)."""
+    pack = placed.get("pack")
+    doomed = [placed.get("idx_tmp")]
+    if pack is not None and not os.path.exists(pack[:-5] + ".idx"):
+        doomed.append(pack)
+    for path in doomed:
+        if path is not None:
+            try:
+                os.unlink(path)
             except OSError:
                 pass
 

@@ -6,15 +6,16 @@ Under the store lock, `collect`:
    snapshots of a pending restore, and the stat cache (its tree ids and blob ids: the next
    snapshot reuses them without checking the store). Only tree objects are read; a blob is live
    by its id, never inflated;
-3. leaves alone every pack younger than the grace period (a snapshot taken moments ago without a
-   session may still be restored or diffed by id), and walks the trees in those packs too, so
-   the older blobs such a snapshot shares stay; leaves alone every old pack that is large and
-   fully live (so an automatic gc with little to do copies little);
-4. copies the live objects of the remaining old packs into one new pack, record by record,
+3. also keeps every snapshot handed out outside the journals within the grace period (24 hours
+   by default: store/recent.py lists them; a journal-listed id is the journal's to keep), and
+   leaves alone every pack that is large and fully live (so a gc with little to do copies
+   little); no pack is kept whole for being young, so `drop` then `gc` frees at once;
+4. copies the live objects of the remaining packs into one new pack, record by record,
    verbatim (a whole record's compressed bytes are valid in any pack; its CRC-32 is checked
    against the old index on the way), then deletes those old packs. The new pack is complete and
    durable before anything is deleted, so a crash at any point loses nothing;
-5. removes orphaned temporary files and index-less packs older than the grace period.
+5. removes orphaned temporary files and index-less packs older than an hour (or the grace
+   period, if shorter): younger ones may be a pack still being written.
 
 Memory stays bounded by the number of objects (ids and offsets), never by their size: records are
 copied in chunks of at most 1 MiB.
@@ -51,7 +52,8 @@ from undostore.store.statcache import StatCache, rebind_packs
 if TYPE_CHECKING:
     from undostore.store.store import Store
 
-DEFAULT_GRACE_SECONDS = 3600.0
+DEFAULT_GRACE_SECONDS = RECENT_KEEP_SECONDS   # ids handed out outside sessions stay a day
+TEMP_GRACE_SECONDS = 3600.0       # a younger temp file may be a pack still being written
 SMALL_PACK_BYTES = 16 << 20
 _GITLINK = 0o160000
 
@@ -70,6 +72,7 @@ class GcResult:
     missing: list[str] = field(default_factory=list)        # live ids the store lacks
     busy_files: list[str] = field(default_factory=list)     # old files that could not be removed
     seconds: float = 0.0
+    kept: list[dict[str, Any]] = field(default_factory=list)  # what holds the rest (retention)
 
     def to_json(self) -> dict[str, Any]:
         return {"freed_bytes": self.freed_bytes, "objects_before": self.objects_before,
@@ -79,7 +82,8 @@ class GcResult:
                 "anchors_released": self.anchors_released,
                 "temp_files_removed": self.temp_files_removed,
                 "missing": self.missing[:100], "missing_count": len(self.missing),
-                "busy_files": self.busy_files, "seconds": round(self.seconds, 4)}
+                "busy_files": self.busy_files, "seconds": round(self.seconds, 4),
+                "kept": self.kept}
 
 
 def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
@@ -93,18 +97,14 @@ def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
         swept = anchors.sweep(store)
         result.anchors_created, result.anchors_released = swept.created, swept.released
         store.close()   # our own readers hold packs open, and Windows cannot delete open files
-        cutoff = time.time() - grace
+        now = time.time()
         census = pack_census(store.pack_dir)
         result.packs_before = len(census)
         result.objects_before = sum(count for _, count in census.values())
-        # Only packs older than the grace period can lose objects or be merged: with none,
-        # there is nothing to mark (an automatic gc soon after the last one costs ~nothing).
-        # Ids handed out without a session stay a day (`ops` leads back to them), unless the
-        # caller set the grace period.
-        ids_cutoff = cutoff if grace_seconds is not None else time.time() - RECENT_KEEP_SECONDS
-        if any(mtime <= cutoff for mtime, _ in census.values()):
-            _collect_packs(store, cutoff, result, min(cutoff, ids_cutoff))
-        result.freed_bytes += _clean_temporaries(store.path, store.pack_dir, cutoff, result)
+        if census:
+            _collect_packs(store, now - grace, result)
+        result.freed_bytes += _clean_temporaries(store.path, store.pack_dir,
+                                                 now - min(grace, TEMP_GRACE_SECONDS), result)
         census = pack_census(store.pack_dir)
         result.packs_after = len(census)
         result.objects_after = sum(count for _, count in census.values())
@@ -112,16 +112,14 @@ def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
     return result
 
 
-def _collect_packs(store: Store, cutoff: float, result: GcResult, ids_cutoff: float) -> None:
+def _collect_packs(store: Store, since: float, result: GcResult) -> None:
     tree_roots, live = _roots(store)
     packs = PackSet(store.pack_dir)
     try:
-        old = [p for p in packs.packs if p.mtime <= cutoff]
-        tree_roots |= _young_trees([p for p in packs.packs if p.mtime > cutoff])
-        tree_roots |= recent_ids(store.path, ids_cutoff)  # ids handed out lately
+        tree_roots |= recent_ids(store.path, since)  # ids handed out within the grace
         result.missing = _mark(store, packs, tree_roots, live)
         result.live_objects = len(live)
-        _rewrite(store, packs, _choose(old, live), live, result)
+        _rewrite(store, packs, _choose(packs.packs, live), live, result)
     finally:
         packs.close()
         store.close()
@@ -148,21 +146,6 @@ def _roots(store: Store) -> tuple[set[bytes], set[bytes]]:
 
 def _is_id(value: Any) -> bool:
     return isinstance(value, bytes) and len(value) == 20
-
-
-def _young_trees(young: list[PackFile]) -> set[bytes]:
-    """The trees written within the grace period. A snapshot taken moments ago without a session
-    is listed nowhere, and its new trees may point at blobs that only old packs hold: walking
-    from them keeps those blobs too."""
-    trees: set[bytes] = set()
-    for pack in young:
-        for record in pack.records:
-            try:
-                if pack.header(record)[0] == TREE:
-                    trees.add(record.sha)
-            except (OSError, ValueError):
-                continue   # unreadable: its pack is kept whole anyway (it is young)
-    return trees
 
 
 def _mark(store: Store, packs: PackSet, roots: set[bytes], live: set[bytes]) -> list[str]:

@@ -25,12 +25,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import StoreError, UndostoreError, UsageError
-from undostore.history import anchors
+from undostore.history import anchors, retention, usage
 from undostore.history import journal as journals
-from undostore.history.gc import collect
+from undostore.history.gc import DEFAULT_GRACE_SECONDS, collect
 from undostore.history.journal import Point, SessionWarning
 from undostore.restore.progress import OnProgress
 from undostore.restore.restore import Confirm, RestoreResult, Worktree, restore
+from undostore.store.recent import forget as forget_recent
 
 if TYPE_CHECKING:
     from undostore.snapshot.snapshot import SnapshotResult
@@ -57,9 +58,10 @@ class SessionInfo:
     name: str
     undo: int
     redo: int
+    bytes: int = 0      # what the session alone holds: what dropping it and gc would free
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "undo": self.undo, "redo": self.redo}
+        return {"name": self.name, "undo": self.undo, "redo": self.redo, "bytes": self.bytes}
 
 
 def gc_every() -> int:
@@ -68,21 +70,34 @@ def gc_every() -> int:
 
 
 def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: str | None,
-                      meta: Mapping[str, Any] | None) -> bool:
-    """Record `snapshot_id_hex` as the newest undo point of `session` (clears its redo stack).
+                      meta: Mapping[str, Any] | None,
+                      on_evict: retention.OnEvict | None = None) -> bool:
+    """Record `snapshot_id_hex` as the newest undo point of `session` (clears its redo stack),
+    then apply retention (history/retention.py; `on_evict` hears of each point it drops).
     Called with the store lock held, right after the snapshot. A point equal to the session's
     newest one records nothing (False): undoing to it would change no file."""
     point = journals.make_point(snapshot_id_hex, label, meta)
+    retention.keep_days(), retention.max_store_bytes()   # a bad setting fails before recording
     with store.lock:
         journal = journals.load(store, session)
         if journal.undo and journal.undo[-1].id == point.id:
             return False
         journal.record(point, journals.undo_limit())
         _commit(store, journal, new_ids=[point.id])
+        collected = _apply_retention(store, on_evict)
         every = gc_every()
-        if every and journal.recorded % every == 0:
+        if every and journal.recorded % every == 0 and not collected:
             _auto_gc(store)
     return True
+
+
+def _apply_retention(store: Store, on_evict: retention.OnEvict | None) -> bool:
+    """KEEP_DAYS and MAX_STORE_MB; True if gc ran. A failure only postpones the cleanup."""
+    try:
+        return retention.enforce(store, on_evict).gc_runs > 0
+    except (UndostoreError, OSError) as err:
+        warnings.warn(SessionWarning(f"retention failed: {err}"), stacklevel=3)
+        return False
 
 
 def _commit(store: Store, journal: journals.Journal, new_ids: list[str]) -> None:
@@ -91,6 +106,7 @@ def _commit(store: Store, journal: journals.Journal, new_ids: list[str]) -> None
     anchors.hold(store, journal.name, new_ids, existing=existing)
     journals.save(store, journal)
     anchors.release(store, journal.name, keep=journal.ids(), existing=existing | set(new_ids))
+    forget_recent(store.path, {bytes.fromhex(i) for i in new_ids})  # the journal keeps them
 
 
 def _auto_gc(store: Store) -> None:
@@ -194,11 +210,16 @@ def _safety_of(result: RestoreResult) -> str:
 
 
 def list_sessions(store: Store) -> list[SessionInfo]:
-    out = []
-    for name in journals.session_names(store):
-        journal = journals.load(store, name)
-        out.append(SessionInfo(name, len(journal.undo), len(journal.redo)))
-    return out
+    """Every session with its counts and the bytes it alone holds."""
+    with store.lock:
+        out = []
+        for name in journals.session_names(store):
+            journal = journals.load(store, name)
+            out.append(SessionInfo(name, len(journal.undo), len(journal.redo)))
+        groups = {**usage.session_roots(store),
+                  **usage.standing_roots(store, time.time() - DEFAULT_GRACE_SECONDS)}
+        alone = usage.held_alone(store, groups)
+    return [replace(info, bytes=alone.get(info.name, 0)) for info in out]
 
 
 def drop_session(store: Store, name: str) -> bool:

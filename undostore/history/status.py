@@ -69,17 +69,10 @@ def pending_restore(store: Store) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     # Imported only when something is there.
-    from undostore.restore.restorelog import JournalDamaged, read_journal
+    from undostore.restore.pending import pending_restore as pending
 
-    try:
-        journal = read_journal(store)
-    except JournalDamaged as err:
-        return {"operation": None, "target": None, "safety": None, "started": None,
-                "damaged": str(err)}
-    if journal is None:
-        return None
-    return {"operation": journal.operation, "target": journal.target, "safety": journal.safety,
-            "started": journal.started, "damaged": None}
+    found = pending(store)
+    return found.to_json() if found is not None else None
 
 
 def read_status(store: Store | None, session: str | None) -> Status:

@@ -29,6 +29,7 @@ restore proceeds (library callers decide).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -39,11 +40,13 @@ from undostore.errors import (
     ConfirmationNeeded,
     ConflictError,
     IncompleteSnapshotError,
+    Interrupted,
     PendingRecoveryError,
     SnapshotError,
     UndostoreError,
     UnsafePathError,
     from_oserror,
+    store_write_error,
 )
 from undostore.git.reader import ObjectReader
 from undostore.restore.checkout import (
@@ -54,6 +57,8 @@ from undostore.restore.checkout import (
     remove_temp_files,
 )
 from undostore.restore.diskstate import DiskMatcher, find_obstacles, is_case_insensitive
+from undostore.restore.interrupts import InterruptGuard
+from undostore.restore.pending import PendingRestore, pending_of, pending_restore
 from undostore.restore.plan import (
     FlatTree,
     RestorePlan,
@@ -85,8 +90,8 @@ if TYPE_CHECKING:
 Confirm = Callable[[RestorePlan], bool]
 StepDone = Callable[[dict, str, str], None]
 
-__all__ = ["Confirm", "RestorePlan", "RestoreResult", "Worktree", "abort_pending",
-           "recover_pending", "restore"]
+__all__ = ["Confirm", "PendingRestore", "RestorePlan", "RestoreResult", "Worktree",
+           "abort_pending", "pending_restore", "recover_pending", "restore"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,9 @@ class Worktree:
     store: Store
     snapshot: Callable[[], SnapshotResult]
     step_done: StepDone | None = None
+    # Told before a command finishes a restore a crash left half-done (the CLI says so on
+    # stderr; the library prints nothing).
+    on_recovery: Callable[[PendingRestore], None] | None = None
 
 
 @dataclass
@@ -164,7 +172,10 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
 
     `context` (JSON-able) is kept in the restore journal and handed to `wt.step_done` once the
     files are restored, even by recovery after a crash. `on_progress` hears how far the restore
-    is (progress.py)."""
+    is (progress.py).
+
+    Ctrl-C (KeyboardInterrupt) while files change rolls back what was changed, then raises
+    `Interrupted` (a KeyboardInterrupt) saying so; a second Ctrl-C waits for the roll-back."""
     started = time.perf_counter()
     progress = Reporter(on_progress)
     with wt.store.lock:
@@ -192,8 +203,13 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
                                          "nothing was changed")
             journal = RestoreJournal.new("restore", plan.target, plan.safety, plan.safety, plan)
             journal.context = dict(context or {})
-            write_journal(wt.store, journal)
-            outcome = _execute(wt, prepared, journal, progress=progress)
+            with InterruptGuard() as guard:
+                _write_journal(wt, journal)
+                outcome = _execute(wt, prepared, journal, guard=guard, progress=progress)
+            if guard.pending:
+                raise Interrupted(f"interrupted as the restore to {plan.target[:12]} completed: "
+                                  f"the files are at it; `undostore restore {plan.safety[:12]}` "
+                                  "takes it back")
     result.removed_dirs = outcome.removed_dirs
     result.warnings = outcome.warnings
     result.seconds = time.perf_counter() - started
@@ -212,6 +228,8 @@ def recover_pending(wt: Worktree) -> None:
     if journal is None:
         _remove_stray_journal_temps(wt)
         return
+    if wt.on_recovery is not None:
+        wt.on_recovery(pending_of(journal))
     remove_temp_files(wt.root, journal.write_folders(), journal.token)
     try:
         with ObjectReader(wt.store) as reader:
@@ -220,7 +238,8 @@ def recover_pending(wt: Worktree) -> None:
             wanted = _flat(reader, bytes.fromhex(journal.target), bodies, check=True)
             prepared = _prepare(wt, reader, current, wanted, only=journal.touched(),
                                 extra_dirs=journal.remove_dirs, fresh=False)
-            _execute(wt, prepared, journal, finishing=True)
+            with InterruptGuard() as guard:
+                _execute(wt, prepared, journal, finishing=True, guard=guard)
     except PendingRecoveryError:
         raise
     except UndostoreError as err:
@@ -236,9 +255,9 @@ def abort_pending(wt: Worktree) -> RestoreResult | None:
     it touched are rolled back; one changed since by someone else is kept (and named in the
     warnings). Returns None when no restore is pending. A journal too damaged to read is moved
     aside instead (a result with empty ids whose warning says where to): nothing to roll back
-    with, but every later command works again."""
+    with, but every later command works again. Ctrl-C waits until the roll-back is done."""
     started = time.perf_counter()
-    with wt.store.lock:
+    with wt.store.lock, InterruptGuard() as guard:
         try:
             journal = read_journal(wt.store)
         except JournalDamaged as err:
@@ -247,32 +266,68 @@ def abort_pending(wt: Worktree) -> RestoreResult | None:
                 (aside, f"{err}: moved aside; nothing was rolled back")])
         if journal is None:
             return None
-        remove_temp_files(wt.root, journal.write_folders(), journal.token)
-        now = wt.snapshot()
-        with ObjectReader(wt.store) as reader:
-            bodies: dict[bytes, bytes] = {}
-            current = _flat(reader, bytes.fromhex(now.id), bodies)
-            wanted = _flat(reader, bytes.fromhex(journal.rollback), bodies, check=True)
-            only, kept = _abort_scope(journal, current, wanted,
-                                      _flat(reader, bytes.fromhex(journal.safety), bodies),
-                                      _flat(reader, bytes.fromhex(journal.target), bodies))
-            created_dirs = {d for p in journal.create + journal.modify for d in parent_dirs(p)}
-            prepared = _prepare(wt, reader, current, wanted, only=only, extra_dirs=created_dirs)
-            plan = prepared.plan
-            result = _result(plan, operation="abort")
-            result.warnings = [(p, "kept as it is: changed after the interrupted restore")
-                               for p in kept]
-            if plan.is_empty and not plan.remove_dirs:
-                remove_journal(wt.store)
-            else:
-                aborting = RestoreJournal.new("abort", plan.target, plan.safety,
-                                              journal.rollback, plan)
-                write_journal(wt.store, aborting)
-                outcome = _execute(wt, prepared, aborting)
-                result.removed_dirs = outcome.removed_dirs
-                result.warnings += outcome.warnings
+        result = _roll_back(wt, journal)
+    if guard.pending:
+        raise Interrupted(f"interrupted once the roll-back to {result.target[:12]} was done "
+                          f"({_count(result)} file(s) put back); nothing is pending")
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _roll_back(wt: Worktree, journal: RestoreJournal, after_interrupt: bool = False
+               ) -> RestoreResult:
+    """Return the paths `journal` touched to its rollback snapshot (lock held, Ctrl-C held)."""
+    remove_temp_files(wt.root, journal.write_folders(), journal.token)
+    now = wt.snapshot()
+    with ObjectReader(wt.store) as reader:
+        bodies: dict[bytes, bytes] = {}
+        current = _flat(reader, bytes.fromhex(now.id), bodies)
+        wanted = _flat(reader, bytes.fromhex(journal.rollback), bodies, check=True)
+        only, kept = _abort_scope(journal, current, wanted,
+                                  _flat(reader, bytes.fromhex(journal.safety), bodies),
+                                  _flat(reader, bytes.fromhex(journal.target), bodies))
+        created_dirs = {d for p in journal.create + journal.modify for d in parent_dirs(p)}
+        prepared = _prepare(wt, reader, current, wanted, only=only, extra_dirs=created_dirs)
+        plan = prepared.plan
+        result = _result(plan, operation="abort")
+        result.warnings = [(p, "kept as it is: changed after the interrupted restore")
+                           for p in kept]
+        if plan.is_empty and not plan.remove_dirs:
+            remove_journal(wt.store)
+        else:
+            aborting = RestoreJournal.new("abort", plan.target, plan.safety,
+                                          journal.rollback, plan)
+            _write_journal(wt, aborting)
+            outcome = _execute(wt, prepared, aborting, after_interrupt=after_interrupt)
+            result.removed_dirs = outcome.removed_dirs
+            result.warnings += outcome.warnings
+    return result
+
+
+def _interrupted(wt: Worktree, journal: RestoreJournal, finishing: bool) -> BaseException:
+    """Ctrl-C stopped the files changing: roll back (Ctrl-C held) and say what was done."""
+    what = "finishing of an interrupted restore" if finishing else "restore"
+    try:
+        result = _roll_back(wt, journal, after_interrupt=True)
+    except UndostoreError as err:
+        return PendingRecoveryError(
+            f"interrupted, and rolling the {what} to {journal.target[:12]} back failed: "
+            f"{err.message}. Fix the cause and run `undostore restore --abort`", err.path)
+    kept = sum(1 for _, m in result.warnings if m.startswith("kept as it is"))
+    extra = f"; {kept} file(s) changed meanwhile were kept" if kept else ""
+    return Interrupted(f"interrupted: the {what} to {journal.target[:12]} was rolled back "
+                       f"({_count(result)} file(s) put back{extra}); nothing is pending")
+
+
+def _count(result: RestoreResult) -> int:
+    return len(result.created) + len(result.modified) + len(result.deleted)
+
+
+def _write_journal(wt: Worktree, journal: RestoreJournal) -> None:
+    try:
+        write_journal(wt.store, journal)
+    except OSError as err:
+        raise store_write_error(err, wt.store.path) from err
 
 
 def _remove_stray_journal_temps(wt: Worktree) -> None:
@@ -369,24 +424,37 @@ def _abort_scope(journal: RestoreJournal, now: FlatTree, rollback: FlatTree, bef
 
 
 def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
-             finishing: bool = False, progress: Reporter | None = None) -> CheckoutResult:
-    """Apply a journaled plan; the journal goes once every change is durable."""
+             finishing: bool = False, guard: InterruptGuard | None = None,
+             after_interrupt: bool = False, progress: Reporter | None = None
+             ) -> CheckoutResult:
+    """Apply a journaled plan; the journal goes once every change is durable. With `guard`
+    (holding Ctrl-C), a Ctrl-C while files change, or before the restore is complete, rolls
+    back what changed and raises Interrupted."""
     checkpoint = Checkpoints()
-    checkpoint("journal", "")  # a crash test stops here: journal written, nothing changed
+    if after_interrupt:
+        checkpoint.stall_at = 0   # the crash tests' stall point belongs to the restore rolled back
     cache_path = os.path.join(wt.store.cache_dir, "statcache")
     cache = StatCache.load(cache_path, wt.store.identity)
     checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
                         journal.token, target_dirs=prepared.wanted.dirs,
                         case_insensitive=prepared.case_insensitive, checkpoint=checkpoint,
                         durability=Durability(wt.root), progress=progress)
+    allowed = guard.allowed() if guard is not None else contextlib.nullcontext()
     try:
-        outcome = checkout.run()
+        with allowed:
+            checkpoint("journal", "")  # a crash test stops here: journal written, nothing changed
+            outcome = checkout.run()
+    except KeyboardInterrupt:
+        raise _interrupted(wt, journal, finishing) from None
     except OSError as err:
         what = "finish the restore" if finishing else "restore"
         raise PendingRecoveryError(
             f"cannot {what}: {err.strerror or err}; the restore stopped half-way. Fix the cause "
             "and run any command to finish it, or run `undostore restore --abort` to roll back",
             checkout.current or err.filename) from err
+    if guard is not None and guard.pending:   # Ctrl-C after the last file, before the end
+        guard.pending = 0
+        raise _interrupted(wt, journal, finishing)
     if journal.context and wt.step_done is not None:
         # Before the journal goes: a crash in between makes recovery run this again, and a
         # session step applies once only.

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-from undostore.errors import StoreError
+from undostore.errors import StoreError, store_write_error
 from undostore.platform import IS_WINDOWS
 
 if IS_WINDOWS:
@@ -65,7 +65,10 @@ class StoreLock:
         if self._depth:
             self._depth += 1
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+        except OSError as err:   # a read-only or full disk: the store's, said as such
+            raise store_write_error(err, os.path.dirname(self.path)) from err
         deadline = time.monotonic() + self.timeout
         delay = 0.01
         while not _try_lock(fd):

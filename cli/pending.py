@@ -1,0 +1,16 @@
+"""Saying that a restore a crash left half-done is pending, in the commands that do not finish
+it (`log`, `sessions`, `verify`): a note on stderr, and `pending` in the JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .common import note
+
+
+def mention_pending(workspace: Any, payload: dict[str, Any], as_json: bool) -> dict[str, Any]:
+    """`payload` with `pending` (null or the pending restore); the note for people on stderr."""
+    pending = workspace.pending_restore()
+    if pending is not None and not as_json:
+        note(f"undostore: {pending.describe()}")
+    return {**payload, "pending": pending.to_json() if pending is not None else None}
