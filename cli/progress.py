@@ -91,12 +91,13 @@ class TerminalProgress:
             with self._lock:
                 self._clear()
                 self._paused = True
+                asked = self.clock()
             try:
                 return confirm(plan)
             finally:
                 with self._lock:
                     self._paused = False
-                    self._started = self.clock()  # the time spent answering is not the restore's
+                    self._started += self.clock() - asked  # answering is not the restore's time
 
         return paused
 

@@ -128,9 +128,14 @@ def test_a_question_clears_the_line_and_holds_it_back_while_it_is_asked():
         shown(Progress("plan"))
         shown.draw()
         assert stream.getvalue().startswith("\rundostore: checking the snapshot")
-        assert shown.pausing(confirm)("plan") is True
+        answer = shown.pausing(lambda plan: now.__setitem__(0, now[0] + 30) or confirm(plan))
+        assert answer("plan") is True
         assert seen_while_asking[0] == seen_while_asking[1]
         assert seen_while_asking[0].endswith("\r")   # cleared before asking
+        drawn = stream.getvalue()
+        now[0] += 0.1
+        shown.draw()   # the 30 s spent answering do not count: still past the delay, drawn
+        assert stream.getvalue() != drawn
     assert TerminalProgress(None).pausing(None) is None
 
 
