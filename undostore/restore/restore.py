@@ -49,6 +49,7 @@ from undostore.errors import (
     store_write_error,
 )
 from undostore.git.reader import ObjectReader
+from undostore.restore.cachechoice import cache_for
 from undostore.restore.checkout import (
     BlobSource,
     Checkout,
@@ -434,7 +435,7 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
     if after_interrupt:
         checkpoint.stall_at = 0   # the crash tests' stall point belongs to the restore rolled back
     cache_path = os.path.join(wt.store.cache_dir, "statcache")
-    cache = StatCache.load(cache_path, wt.store.identity)
+    cache, remember = cache_for(prepared.plan, cache_path, wt.store.identity)
     checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
                         journal.token, target_dirs=prepared.wanted.dirs,
                         case_insensitive=prepared.case_insensitive, checkpoint=checkpoint,
@@ -460,7 +461,8 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
         # session step applies once only.
         wt.step_done(journal.context, journal.target, journal.safety)
     remove_journal(wt.store)
-    _remember_written(wt, cache_path, cache, prepared.plan, outcome)
+    if remember:
+        _remember_written(wt, cache_path, cache, prepared.plan, outcome)
     return outcome
 
 
