@@ -25,9 +25,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
 import gen_tree  # noqa: E402
+import watchman_cases  # noqa: E402
 from common import MB, DiskUsage, dir_usage, drop_caches, fmt_mb, fmt_seconds, median  # noqa: E402
 
-CASES = ("20k", "20k-cold", "threads", "100k", "big-file", "node-modules", "startup", "profile")
+CASES = ("20k", "20k-cold", "threads", "100k", "big-file", "node-modules", "startup", "profile",
+         "watchman-20k", "watchman-100k", "watchman-real")
 QUICK_CASES = ("20k", "20k-cold", "startup")
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 TREES = {
@@ -145,6 +147,7 @@ class Bench:
     mismatches: list[str] = field(default_factory=list)
     cold_problem: str | None = None
     python: str = sys.executable     # the interpreter the CLI runs with
+    real_tree: str | None = None     # --real-tree: a tree nobody here generated
 
     def log(self, message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
@@ -398,6 +401,86 @@ def case_threads(bench: Bench) -> None:
     bench.details["threads"] = table
 
 
+class WatchedCli(UndostoreCli):
+    """The CLI with watchman: a fresh store's first snapshot also pays watchman's crawl."""
+
+    def __init__(self, *args, daemon: watchman_cases.PrivateWatchman, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().__init__(*args, **kwargs)
+        self.daemon = daemon
+
+    def reset(self) -> None:
+        super().reset()
+        self.daemon.forget(self.tree)
+
+
+def case_watchman(bench: Bench, name: str) -> None:
+    """Walk vs watchman vs git: CLI (time, peak RSS) and in-process (time, traced peak)."""
+    problem = watchman_cases.available()
+    if problem:
+        bench.notes.append(f"{name} skipped: {problem}")
+        bench.log(f"{name}: skipped ({problem})")
+        return
+    size = name.split("-")[1]
+    if size == "real":
+        if not bench.real_tree:
+            bench.notes.append(f"{name} skipped: no --real-tree given")
+            return
+        path = os.path.abspath(bench.real_tree)
+        count = sum(len(files) for _, _, files in os.walk(path))
+        size = f"real tree {os.path.basename(path)} ({count:,} files)"
+        info = gen_tree.TreeInfo("real", path, count, 0, 0)
+    else:
+        info = bench.tree(size)
+    daemon = watchman_cases.PrivateWatchman(bench.state(name, "watchman"))
+    daemon.start()
+    try:
+        command = list(common.undostore_commands(bench.python).values())[0]
+        walk = UndostoreCli("undostore, walk full", command, info.path,
+                            bench.state(name, "walk"),
+                            watchman_cases.walk_env(bench.env, "off", daemon))
+        watched = WatchedCli("undostore, watchman", command, info.path,
+                             bench.state(name, "watched"),
+                             watchman_cases.walk_env(bench.env, "watchman", daemon),
+                             daemon=daemon)
+        subjects = [walk, watched, GitCli(info.path, bench.state(name, "git"), bench.env)]
+        big = size != "20k"
+        firsts = 1 if big else bench.first_repeats
+        results, _ = measure_tree(bench, name, info.path, subjects,
+                                  ("first", "no-change", "one-change"), False, firsts,
+                                  bench.repeats, memory_steps=("no-change", "one-change"))
+        title = f"{size}{'' if size.startswith('real') else ' files'}, CLI"
+        add_rows(bench, title, results, {"no-change": 2.0 if big else 2.5,
+                                         "one-change": 2.5})
+        git = results["git"]
+        for label in (walk.label, watched.label):
+            for step in ("no-change", "one-change"):
+                mine = [r.peak_rss for r in results[label][step] if r.peak_rss]
+                theirs = [r.peak_rss for r in git[step] if r.peak_rss]
+                bench.rows.append(Row(f"{title}: {step} peak RSS, MB [{label}]",
+                                      median(mine) / MB if mine else None,
+                                      median(theirs) / MB if theirs else None, unit="MB",
+                                      target="≤ 1.5x git" if step == "no-change" else "—",
+                                      limit=1.5 if step == "no-change" else None))
+        bench.summaries[f"{name} CLI"] = _summary(results)
+        bench.log(f"{name}: in-process")
+        rewriter = Rewriter(info.path)
+        if name == "watchman-real":  # any file of the tree, node_modules/ included
+            rewriter.files = sorted(os.path.join(d, f) for d, _, files in os.walk(info.path)
+                                    for f in files)
+        table = bench.details.setdefault("in-process", {})
+        try:
+            for mode in watchman_cases.WALK_MODES:
+                store = os.path.join(bench.state(name, f"lib-{mode}"), "store")
+                shutil.rmtree(store, ignore_errors=True)
+                label = f"{size}, {'walk full' if mode == 'off' else 'watchman'}"
+                table[label] = watchman_cases.in_process(info.path, store, mode, daemon,
+                                                         rewriter, bench.repeats, 5000)
+        finally:
+            rewriter.undo()
+    finally:
+        daemon.stop()
+
+
 def case_startup(bench: Bench) -> None:
     """What a no-change snapshot cannot go below: the interpreter, the imports, git's start."""
     python = bench.python
@@ -557,6 +640,9 @@ def report(bench: Bench, meta: dict[str, object]) -> str:
                 parts.append(f"- {title[:-6]}, {label}: {fmt_mb(usage['disk'])} MB "
                              f"({fmt_mb(usage['apparent'])} MB, {usage['files']:,} files)"
                              + (f": {inner}" if inner else ""))
+    if "in-process" in bench.details:
+        parts += ["", "### In-process snapshots (library call in the benchmark's process, median)",
+                  "", watchman_cases.markdown_in_process(bench.details["in-process"])]
     if "threads" in bench.details:
         parts += ["", "### Library thread settings (20k tree, in-process, median)", "",
                   markdown_threads(bench.details["threads"])]  # type: ignore[arg-type]
@@ -639,6 +725,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="interpreter the CLI runs with; its sibling `undostore` script is "
                              "used too (e.g. a venv with a non-editable install). Default: this "
                              "one")
+    parser.add_argument("--real-tree", metavar="PATH",
+                        help="a real tree for the watchman-real case (e.g. an npm project with "
+                             "node_modules/); its files are rewritten and put back in one-change")
     parser.add_argument("--note", action="append", default=[],
                         help="a note printed with the results (e.g. 'loaded machine')")
     args = parser.parse_args(argv)
@@ -675,7 +764,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(env)  # the in-process library runs (threads) see the same isolation
     shutil.rmtree(os.path.join(workdir, "state"), ignore_errors=True)
     bench = Bench(workdir, args.repeats, args.first_repeats, args.cold_repeats, args.keep, env,
-                  notes=list(args.note), python=os.path.abspath(args.python))
+                  notes=list(args.note), python=os.path.abspath(args.python),
+                  real_tree=args.real_tree)
     warm_bytecode(bench)
     bench.notes.append(f"Python children keep bytecode in {pycache} (PYTHONPYCACHEPREFIX), "
                        "as an installed package would; PYTHONDONTWRITEBYTECODE is removed")
@@ -686,7 +776,10 @@ def main(argv: list[str] | None = None) -> int:
                "threads": lambda: case_threads(bench), "100k": lambda: case_100k(bench),
                "big-file": lambda: case_big_file(bench),
                "node-modules": lambda: case_node_modules(bench),
-               "startup": lambda: case_startup(bench), "profile": lambda: case_profile(bench)}
+               "startup": lambda: case_startup(bench), "profile": lambda: case_profile(bench),
+               "watchman-20k": lambda: case_watchman(bench, "watchman-20k"),
+               "watchman-100k": lambda: case_watchman(bench, "watchman-100k"),
+               "watchman-real": lambda: case_watchman(bench, "watchman-real")}
     try:
         for case in args.cases:
             runners[case]()

@@ -208,7 +208,7 @@ def isolated_env(home: str, pycache_prefix: str | None = None,
     With `pycache_prefix`, Python children keep their bytecode there, as an installed package
     would have it: a dev shell's PYTHONDONTWRITEBYTECODE=1 would otherwise make every CLI run
     compile the project's modules from source again (tens of ms no user pays)."""
-    dropped = ("XDG_CONFIG_HOME", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+    dropped = ("XDG_CONFIG_HOME", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "WATCHMAN_SOCK")
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GIT_", "UNDOSTORE_")) and k not in dropped}
     if pycache_prefix:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from .watchman_daemon import watchman_daemon, watchman_env  # noqa: F401 (fixtures)
+
 IS_WINDOWS = sys.platform == "win32"
 
 
@@ -80,6 +82,10 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("UNDOSTORE_STORE", raising=False)
     monkeypatch.delenv("UNDOSTORE_SESSION", raising=False)
     monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    # Never the tester's own watchman daemon: `auto` finds no socket here and walks. Tests that
+    # want watchman use `watchman_env` (a private daemon, tests/watchman_daemon.py).
+    monkeypatch.setenv("WATCHMAN_SOCK", str(home / "no-watchman.sock"))
+    monkeypatch.delenv("UNDOSTORE_FSMONITOR", raising=False)
 
 
 class Git:

@@ -3,9 +3,9 @@ until recovery each file holds its old or its new content, and then the next com
 restore to exactly the target, or `abort` rolls it back to exactly the safety snapshot, with no
 temp file left.
 
-The child stops at its k-th file operation through the test hook of checkout.Checkpoints
-(UNDOSTORE_TEST_STALL_AT / UNDOSTORE_TEST_STALL_FILE), writes a marker and waits; the test kills
-it there. Every k is tried until the restore runs to its end.
+The child stops at its k-th file operation through the checkpoint callable it hands the library
+(`Worktree.checkpoint`), writes a marker and waits; the test kills it there. Every k is tried
+until the restore runs to its end.
 """
 
 from __future__ import annotations
@@ -22,17 +22,48 @@ from undostore.restore.restorelog import journal_path
 from .conftest import IS_WINDOWS, Exe, Link
 from .test_restore_support import disk_state, temp_files
 
-RESTORE = "import sys; from undostore import Workspace; Workspace(sys.argv[1]).restore(sys.argv[2])"
-RECOVER = "import sys; from undostore import Workspace; Workspace(sys.argv[1]).snapshot()"
-ABORT = "import sys; from undostore import Workspace; Workspace(sys.argv[1]).abort_restore()"
+# The child: one restore, recovery, abort, undo or revert, stalling at its k-th file operation
+# (0: never) through the checkpoint callable it hands the library.
+CHILD = """
+import dataclasses, sys, time
+from undostore import Workspace
+from undostore.restore.restore import abort_pending, recover_pending, restore
+op, stall_at, marker, root, *rest = sys.argv[1:]
+stall_at = int(stall_at)
+count = 0
+def stall(what, path):
+    global count
+    if what.startswith("before "):
+        return
+    count += 1
+    if count == stall_at:
+        with open(marker, "w", encoding="utf-8") as f:
+            f.write(f"{count} {what} {path}\\n")
+        time.sleep(600)
+ws = Workspace(root)
+wt = dataclasses.replace(ws._worktree(), checkpoint=stall)
+if op == "restore":
+    restore(wt, rest[0])
+elif op == "undo":
+    from undostore.history.sessions import undo
+    undo(wt, "s")
+elif op == "revert":
+    from undostore.restore.revert import revert
+    revert(wt, rest[0], rest[1], merge=True)
+elif op == "recover":
+    with ws.store.lock:
+        recover_pending(wt)
+    ws.snapshot()
+else:
+    abort_pending(wt)
+"""
+RESTORE, RECOVER, ABORT = "restore", "recover", "abort"
 
 
-def _spawn(code: str, *args: str, stall_at: int = 0, marker: str = "") -> subprocess.Popen:
-    env = dict(os.environ)
-    if stall_at:
-        env.update(UNDOSTORE_TEST_STALL_AT=str(stall_at), UNDOSTORE_TEST_STALL_FILE=marker)
-    return subprocess.Popen([sys.executable, "-c", code, *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _spawn(op: str, root: str, *args: str, stall_at: int = 0, marker: str = ""
+           ) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", CHILD, op, str(stall_at), marker or "-", root,
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _run_until_stall(proc: subprocess.Popen, marker: str, timeout: float = 120) -> bool:
@@ -215,8 +246,7 @@ def test_kill_after_random_delays_over_a_large_restore(tree_factory):
     assert interrupted >= 1, "no kill landed inside the restore"
 
 
-UNDO = ("import sys; from undostore import Workspace; "
-        "Workspace(sys.argv[1]).undo(session='s')")
+UNDO = "undo"
 
 
 def test_an_undo_killed_at_any_step_still_moves_its_point_to_redo(tree_factory, tmp_path):

@@ -15,6 +15,7 @@ from undostore import (
     UnsafePathError,
     Workspace,
 )
+from undostore.errors import RefusedError
 from undostore.git.objects import BLOB, hash_object
 from undostore.restore.diskstate import is_case_insensitive
 from undostore.restore.restorelog import journal_path
@@ -322,16 +323,47 @@ def test_damaged_journal_blocks_until_set_aside(tree_factory):
 
 @pytest.mark.skipif(IS_WINDOWS or os.geteuid() == 0,
                     reason="needs a folder its owner cannot write (root writes anyway)")
-def test_write_error_half_way_leaves_a_state_the_next_command_finishes(tree_factory):
+def test_read_only_folder_refuses_before_the_first_change(tree_factory):
+    """The preflight: a folder the restore must write in is read-only: exit 3 naming it,
+    nothing changed, nothing pending (tests/test_restore_hostile.py does this as uid 65534)."""
     root = tree_factory({"a": "1", "locked": {"f": "x"}})
     ws = Workspace(root)
     snap = ws.snapshot().id
     (root / "a").write_text("2")
     (root / "locked" / "new").write_text("added after the snapshot")
-    os.chmod(root / "locked", 0o555)         # deleting locked/new will fail
+    os.chmod(root / "locked", 0o555)
+    try:
+        with pytest.raises(RefusedError) as info:
+            ws.restore(snap)
+        assert info.value.path == "locked" and info.value.exit_code == 3
+        assert not os.path.exists(journal_path(ws.store))
+        assert (root / "a").read_text() == "2"
+    finally:
+        os.chmod(root / "locked", 0o755)
+
+
+@pytest.mark.skipif(IS_WINDOWS or os.geteuid() == 0,
+                    reason="needs a folder its owner cannot write (root writes anyway)")
+def test_write_error_half_way_leaves_a_state_the_next_command_finishes(tree_factory):
+    """A folder made read-only after the preflight (at the journal step, through the restore's
+    checkpoint callable) stops the restore half-way; the next command finishes it."""
+    import dataclasses
+
+    from undostore.restore.restore import restore
+
+    root = tree_factory({"a": "1", "locked": {"f": "x"}})
+    ws = Workspace(root)
+    snap = ws.snapshot().id
+    (root / "a").write_text("2")
+    (root / "locked" / "new").write_text("added after the snapshot")
+
+    def lock(what: str, path: str) -> None:
+        if what == "journal":
+            os.chmod(root / "locked", 0o555)         # deleting locked/new will fail
+
     try:
         with pytest.raises(PendingRecoveryError) as info:
-            ws.restore(snap)
+            restore(dataclasses.replace(ws._worktree(), checkpoint=lock), snap)
         assert info.value.path == "locked/new"
         assert os.path.exists(journal_path(ws.store))
     finally:

@@ -17,9 +17,11 @@ from undostore.restore.plan import RestorePlan
 from undostore.store.statcache import FINE_MARGIN_NS
 
 
-def _cache_identity(store: Path) -> tuple[int, int]:
-    st = os.stat(store / "cache" / "statcache")
-    return st.st_ino, st.st_mtime_ns
+def _cache_identity(store: Path) -> list[tuple[str, int, int]]:
+    """The stat cache's files (its base and any delta beside it), as they are on disk."""
+    folder = store / "cache"
+    return sorted((name, os.stat(folder / name).st_ino, os.stat(folder / name).st_mtime_ns)
+                  for name in os.listdir(folder) if name.startswith("statcache"))
 
 
 def _fresh_id(root: Path, tmp_path: Path) -> str:

@@ -118,5 +118,13 @@ def run_cli(*args: str, root: Path | str | None = None, stdin: int | None = subp
     argv = [sys.executable, "-m", "undostore"]
     if root is not None:
         argv += ["--root", str(root)]
-    return subprocess.run([*argv, *args], capture_output=True, text=True, stdin=stdin,
-                          timeout=timeout)
+    for attempt in range(3):
+        try:
+            return subprocess.run([*argv, *args], capture_output=True, text=True, stdin=stdin,
+                                  timeout=timeout)
+        except OSError as err:
+            # Wine's CreateProcess now and then fails with ERROR_INTERNAL_ERROR (1359) on a
+            # loaded machine before the child exists: start it again (Windows lane only).
+            if getattr(err, "winerror", None) != 1359 or attempt == 2:
+                raise
+    raise AssertionError("unreachable")

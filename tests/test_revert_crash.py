@@ -14,8 +14,7 @@ from .conftest import IS_WINDOWS, Exe, Link
 from .test_restore_crash import _assert_each_file_old_or_new, _run_until_stall, _spawn
 from .test_restore_support import disk_state, temp_files
 
-REVERT = ("import sys; from undostore import Workspace; "
-          "Workspace(sys.argv[1]).revert(sys.argv[2], sys.argv[3], merge=True)")
+REVERT = "revert"   # the crash child of test_restore_crash reverts FROM TO with merge
 LINES = "".join(f"line {i}\n" for i in range(1, 41))
 
 

@@ -45,22 +45,6 @@ def session_name(session: str | None) -> str:
     return session or os.environ.get("UNDOSTORE_SESSION") or DEFAULT_SESSION
 
 
-def _next_point(store: Store, point: str) -> str | None:
-    """The undo point after `point` in the session listing it (its last listing, so a turn that
-    changed nothing is skipped); None when it is the newest. Not an undo point: UsageError."""
-    from undostore.errors import UsageError
-    from undostore.history import journal as journals
-
-    wanted = store.resolve(point).hex()
-    for name in journals.session_names(store):
-        ids = [p.id for p in journals.load(store, name).undo]
-        if wanted in ids:
-            at = len(ids) - 1 - ids[::-1].index(wanted)
-            return ids[at + 1] if at + 1 < len(ids) else None
-    raise UsageError(f"{wanted[:12]} is not an undo point of any session: name the state to "
-                     "revert to as well (revert FROM TO)")
-
-
 class Workspace:
     """A root folder and its private store."""
 
@@ -188,7 +172,9 @@ class Workspace:
         from undostore.restore.revert import revert
 
         if to_id is None:
-            to_id = _next_point(self.store, from_id)
+            from undostore.history.sessions import next_point
+
+            to_id = next_point(self.store, from_id)
         try:
             result = revert(self._worktree(), from_id, to_id, merge=merge, dry_run=dry_run,
                             confirm=confirm, on_progress=on_progress)
@@ -258,29 +244,27 @@ class Workspace:
     def undo(self, session: str | None = None, *, dry_run: bool = False,
              confirm: Confirm | None = None, on_progress: OnProgress | None = None
              ) -> RestoreResult:
-        from undostore.history.sessions import undo
-
-        name = self.history_session(session)[0]
-        try:
-            result = undo(self._worktree(), name, dry_run=dry_run, confirm=confirm,
-                          on_progress=on_progress)
-        finally:
-            self._recovered = False
-        self._log_restore("undo", result, session=name)
-        return result
+        """Restore the session's newest undo point; it moves to the redo stack."""
+        return self._step("undo", session, dry_run, confirm, on_progress)
 
     def redo(self, session: str | None = None, *, dry_run: bool = False,
              confirm: Confirm | None = None, on_progress: OnProgress | None = None
              ) -> RestoreResult:
-        from undostore.history.sessions import redo
+        """Take back the session's last undo."""
+        return self._step("redo", session, dry_run, confirm, on_progress)
+
+    def _step(self, step: str, session: str | None, dry_run: bool,
+              confirm: Confirm | None, on_progress: OnProgress | None = None
+              ) -> RestoreResult:
+        from undostore.history import sessions
 
         name = self.history_session(session)[0]
         try:
-            result = redo(self._worktree(), name, dry_run=dry_run, confirm=confirm,
-                          on_progress=on_progress)
+            result = getattr(sessions, step)(self._worktree(), name, dry_run=dry_run,
+                                             confirm=confirm, on_progress=on_progress)
         finally:
             self._recovered = False
-        self._log_restore("redo", result, session=name)
+        self._log_restore(step, result, session=name)
         return result
 
     def sessions(self) -> list[SessionInfo]:

@@ -229,3 +229,16 @@ def drop_session(store: Store, name: str) -> bool:
         existed = journals.delete(store, name)
         released = anchors.release(store, name)
     return existed or released > 0
+
+
+def next_point(store: Store, point: str) -> str | None:
+    """The undo point after `point` in the session listing it (its last listing, so a turn that
+    changed nothing is skipped); None when it is the newest. Not an undo point: UsageError."""
+    wanted = store.resolve(point).hex()
+    for name in journals.session_names(store):
+        ids = [p.id for p in journals.load(store, name).undo]
+        if wanted in ids:
+            at = len(ids) - 1 - ids[::-1].index(wanted)
+            return ids[at + 1] if at + 1 < len(ids) else None
+    raise UsageError(f"{wanted[:12]} is not an undo point of any session: name the state to "
+                     "revert to as well (revert FROM TO)")

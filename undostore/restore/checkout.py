@@ -2,16 +2,20 @@
 
 Order (why): deletes first, so a case-only rename (`readme.md` -> `README.md`) works on
 case-insensitive file systems and a file can make way for a folder; then folders the deletes
-emptied; then creates and modifies; then mode fixes. Each write goes to a temp file in the same
-folder, is made durable (durable.py), and replaces the old file with one `os.replace`.
+emptied; then creates and modifies; then mode fixes; then the modes of folders it created. Each
+write goes to a temp file in the same folder, is made durable (durable.py), and replaces the old
+file with one rename, so every changed file gets a new inode: a hard-linked file's other names
+keep their content and mode.
 
 The conflict rule: just before a file is replaced or deleted, its current content is compared with
 what the plan expects (`before`); a file that already holds what the plan wants (`after`) is left
 alone, which is what lets the same code finish an interrupted restore. Anything else is a file
 someone changed after the safety snapshot: the restore stops with ConflictError naming it.
 
-Nothing is ever written through a symlink or a Windows junction: every folder on the way to a
-file is checked with `lstat`, and new folders are created one level at a time.
+Nothing is ever written through a symlink or a Windows junction: every change goes through the
+folder descriptors of fsops.DirTree, a folder on the way that is (or becomes) a symlink or a file
+stops the restore (exit 3), and the kept permission bits, owners and attributes come from
+filemeta.py.
 """
 
 from __future__ import annotations
@@ -22,79 +26,44 @@ import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from undostore.errors import ConflictError, UnsafePathError
+from undostore.errors import ConflictError
 from undostore.git.objects import MODE_EXEC, MODE_LINK
-from undostore.git.reader import ObjectReader
 from undostore.platform import IS_WINDOWS
-from undostore.restore.diskstate import ABSENT, DIR, FILE, LINK, OTHER, DiskMatcher, Probe, probe
+from undostore.restore.blobs import BlobSource, Checkpoints, write_sparse
+from undostore.restore.diskstate import DiskMatcher, Probe
+from undostore.restore.filemeta import (
+    Modes,
+    carry_over,
+    changed_file_bits,
+    is_root,
+    set_bits,
+    set_owner,
+)
+from undostore.restore.fsops import (
+    ABSENT,
+    DIR,
+    FILE,
+    LINK,
+    READ_FLAGS,
+    Dir,
+    DirTree,
+    NotAFolder,
+    folder_error,
+    ident,
+    kind_of,
+)
 from undostore.restore.plan import Entry, RestorePlan
 from undostore.restore.progress import Reporter
+from undostore.restore.reclaim import Reclaimer
 from undostore.restore.restorelog import temp_prefix
-from undostore.snapshot.walk import disk_path
-from undostore.store.atomic import replace_with_retry
 from undostore.store.durable import Durability
 
-_O_BINARY = getattr(os, "O_BINARY", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+__all__ = ["BlobSource", "Checkout", "CheckoutResult", "Checkpoints", "remove_temp_files"]
+
 _BATCH_FILES = 8192
 _BATCH_BYTES = 128 << 20
-_KEEP_BLOB = 1 << 20               # blobs up to this size are kept in memory after verifying
-_KEEP_BUDGET = 256 << 20           # ... up to this much in total; larger ones are streamed twice
-
-
-class BlobSource:
-    """The blobs a restore writes, verified before the first change: small ones kept in memory,
-    large ones hash-checked by a streaming pass now and streamed again while written."""
-
-    def __init__(self, reader: ObjectReader) -> None:
-        self.reader = reader
-        self.kept: dict[bytes, bytes] = {}
-
-    @classmethod
-    def verified(cls, reader: ObjectReader, shas: Iterable[bytes]) -> BlobSource:
-        source = cls(reader)
-        budget = _KEEP_BUDGET
-        for sha in dict.fromkeys(shas):
-            data = reader.small_blob(sha, min(_KEEP_BLOB, budget))
-            if data is None:
-                reader.verify_blob(sha)
-            else:
-                source.kept[sha] = data
-                budget -= len(data)
-        return source
-
-    def chunks(self, sha: bytes) -> Iterable[bytes]:
-        data = self.kept.get(sha)
-        return (data,) if data is not None else self.reader.blob_chunks(sha)
-
-    def size(self, sha: bytes) -> int:
-        data = self.kept.get(sha)
-        return len(data) if data is not None else self.reader.size_of(sha)
-
-    def whole(self, sha: bytes) -> bytes:
-        data = self.kept.get(sha)
-        return data if data is not None else self.reader.read_blob(sha)
-
-
-class Checkpoints:
-    """Counts a restore's file operations. Only the crash tests use the hook: with
-    UNDOSTORE_TEST_STALL_AT=k and UNDOSTORE_TEST_STALL_FILE=path, the k-th operation writes
-    `path` and waits there to be killed, so a test can interrupt a restore at every step."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        raw = os.environ.get("UNDOSTORE_TEST_STALL_AT", "")
-        self.stall_at = int(raw) if raw.isdigit() else 0
-        self.marker = os.environ.get("UNDOSTORE_TEST_STALL_FILE", "")
-
-    def __call__(self, what: str, path: str) -> None:
-        self.count += 1
-        if self.stall_at and self.count == self.stall_at and self.marker:
-            import time
-
-            with open(self.marker, "w", encoding="utf-8") as f:
-                f.write(f"{self.count} {what} {path}\n")
-            time.sleep(600)
+# Old files are freed on a few threads (reclaim.py) where folders are held by descriptor.
+_RECLAIM = not IS_WINDOWS and os.link in os.supports_dir_fd and os.unlink in os.supports_dir_fd
 
 
 @dataclass
@@ -112,8 +81,9 @@ class Checkout:
     def __init__(self, root: str, plan: RestorePlan, blobs: BlobSource, matcher: DiskMatcher,
                  token: str, *, target_dirs: set[str], case_insensitive: Callable[[], bool],
                  checkpoint: Checkpoints, durability: Durability, windows: bool = IS_WINDOWS,
-                 progress: Reporter | None = None) -> None:
+                 modes: Modes | None = None, progress: Reporter | None = None) -> None:
         self.root = root
+        self.progress = progress or Reporter()
         self.plan = plan
         self.blobs = blobs
         self.matcher = matcher
@@ -123,119 +93,200 @@ class Checkout:
         self.checkpoint = checkpoint
         self.durable = durability
         self.windows = windows
-        self.progress = progress or Reporter()
+        self.modes = modes or Modes(None)
         self.result = CheckoutResult()
-        self._dirs: dict[str, int] = {"": os.lstat(root).st_dev}  # verified folder -> st_dev
+        self.tree: DirTree | None = None
+        self.reclaim: Reclaimer | None = None
         self._temps = 0
+        self._asides = 0
         self._symlinks = True
         self.current = ""            # the path being worked on, for error messages
         self._made: dict[str, tuple[int, int, int]] = {}  # temp -> (mtime, size, inode) written
-        self._abs_dirs: dict[str, str] = {}
-
-    def abs(self, rel: str) -> str:
-        return disk_path(self.root, rel)
-
-    def _abs_dir(self, folder: str) -> str:
-        disk = self._abs_dirs.get(folder)
-        if disk is None:
-            disk = self._abs_dirs[folder] = self.abs(folder)
-        return disk
+        self._carried: dict[str, tuple[int, ...] | None] = {}  # temp -> the old file it copied
+        self._folder_modes: dict[str, int] = {}  # folders made here -> their final bits
 
     def run(self) -> CheckoutResult:
-        writes = sorted(self.plan.create + self.plan.modify)
-        if self.progress.active:
-            self.progress.step("write", len(self.plan.delete) + len(writes) + len(
-                self.plan.chmod), sum(self.blobs.size(self.plan.after[p][1]) for p in writes))
-        for path in self.plan.delete:
-            self._delete(path)
-            self.progress.advance()
-        for folder in self.plan.remove_dirs:
-            self._remove_dir(folder)
-        for batch in _batches(writes, self.plan.after, self.blobs):
-            self._write_batch(batch)
-        for path in self.plan.chmod:
-            self._chmod(path)
-            self.progress.advance()
-        self.progress.step("sync")
-        self.durable.flush_all()
+        self.tree = DirTree(self.root)
+        self.reclaim = Reclaimer() if _RECLAIM and self.tree.use_fds else None
+        try:
+            writes = sorted(self.plan.create + self.plan.modify)
+            if self.progress.active:
+                self.progress.step("write", len(self.plan.delete) + len(writes) + len(
+                    self.plan.chmod), sum(self.blobs.size(self.plan.after[p][1]) for p in writes))
+            for path in self.plan.delete:
+                self._delete(path)
+                self.progress.advance()
+            self._drain()  # the folders the deletes emptied are removed next
+            for folder in self.plan.remove_dirs:
+                self._remove_dir(folder)
+            for batch in _batches(writes, self.plan.after, self.blobs):
+                self._write_batch(batch)
+            for path in self.plan.chmod:
+                self._chmod(path)
+                self.progress.advance()
+            self._finish_folders()
+            self._drain()
+            self.progress.step("sync")
+            self.current = ""
+            self.tree.verify()
+            self.durable.flush_all()
+        finally:
+            if self.reclaim is not None:
+                self.reclaim.close()
+            self.tree.close()
         return self.result
+
+    # --- freeing old files (reclaim.py) -----
+
+    def _aside_name(self) -> str:
+        self._asides += 1
+        return f"{self.prefix}o{self._asides}"
+
+    def _set_aside(self, d: Dir, name: str) -> tuple[int, str] | None:
+        """Give the file about to be replaced a second name of this restore's, so the replace
+        frees nothing; (folder descriptor, that name), or None where that cannot be done."""
+        assert self.tree is not None
+        fd = self.tree.descriptor(d) if self.reclaim is not None else None
+        if fd is None or self.reclaim is None:
+            return None
+        for _ in range(100):
+            aside = self._aside_name()
+            try:
+                return (fd, aside) if self.reclaim.set_aside(fd, name, aside) else None
+            except FileExistsError:
+                continue  # left by an earlier run of this restore: take the next name
+        return None
+
+    def _free(self, aside: tuple[int, str] | None) -> None:
+        if aside is not None and self.reclaim is not None:
+            self.reclaim.discard(*aside)
+
+    def _remove_file(self, d: Dir, name: str) -> None:
+        """Delete `name` from `d`: renamed to a name of this restore's and freed on the pool,
+        or unlinked here where folders have no descriptors."""
+        assert self.tree is not None
+        fd = self.tree.descriptor(d) if self.reclaim is not None else None
+        if fd is None:
+            self.tree.unlink(d, name)
+            return
+        aside = self._aside_name()
+        self.tree.replace(d, name, aside)
+        self._free((fd, aside))
+
+    def _drain(self) -> None:
+        if self.reclaim is None:
+            return
+        self.reclaim.drain()
+        for name, err in self.reclaim.failed:
+            self.result.warnings.append((name, f"could not remove this temp file of the "
+                                               f"restore: {err.strerror or err}"))
+        self.reclaim.failed.clear()
 
     # --- folders -----
 
-    def _folder(self, rel: str, create: bool) -> bool:
-        """Check (and with `create`, make) the real folder `rel`; False if it is missing."""
-        if rel in self._dirs:
-            return True
-        parent = rel.rpartition("/")[0]
-        if not self._folder(parent, create):
-            return False
-        disk = self.abs(rel)
-        found = probe(disk)
-        if found.kind == ABSENT:
-            if not create:
-                return False
-            os.mkdir(disk)
-            self.durable.changed(self.abs(parent), self._dirs[parent])
-            self._dirs[rel] = self._dirs[parent]
-            return True
-        if found.kind == DIR:
-            assert found.st is not None
-            self._dirs[rel] = found.st.st_dev
-            return True
-        if not create and (found.kind == FILE or (found.kind == LINK and rel in self.plan.after)):
-            return False  # a file where a folder was (or the target's link): nothing below it
-        if found.kind in (LINK, OTHER):
-            raise UnsafePathError("is a symlink or junction where the snapshot has a folder; "
-                                  "a restore never writes through it", rel)
-        raise ConflictError("is a file that is not in the safety snapshot where the snapshot "
-                            "has a folder; it was not overwritten", rel)
+    def _folder(self, rel: str, create: bool = False) -> Dir | None:
+        """The real folder `rel` (made, with `create`); None if it is missing, or is a file
+        (or the target's link) where the plan only deletes below it."""
+        assert self.tree is not None
+        try:
+            found = self.tree.folder(rel, create)
+        except NotAFolder as err:
+            if not create and (err.kind == FILE or (err.kind == LINK and err.rel in
+                                                    self.plan.after)):
+                return None  # a file where a folder was (or the target's link): nothing below
+            raise folder_error(err.rel, err.kind) from None
+        finally:
+            if self.tree.made:
+                made, self.tree.made = self.tree.made, []
+                for new in made:
+                    self._new_folder(new)
+        return found
 
-    def _changed(self, rel: str) -> None:
-        parent = rel.rpartition("/")[0]
-        self.durable.changed(self._abs_dir(parent), self._dirs.get(parent))
+    def _new_folder(self, rel: str) -> None:
+        """A folder the restore made: its owner and bits as recorded (else the umask default);
+        until the end it stays writable by this process."""
+        assert self.tree is not None
+        parent = self.tree.folder(rel.rpartition("/")[0])
+        if parent is not None:
+            self.durable.changed(parent.path, parent.st.st_dev)
+        found = self.tree.folder(rel)
+        if found is None or found.fd is None:
+            return
+        bits, uid, gid = self.modes.new_folder(rel)
+        root = is_root()
+        if root:
+            if uid < 0:  # nothing recorded: the folder it is in decides, not root
+                uid, gid = (parent.st.st_uid, parent.st.st_gid) if parent else (-1, -1)
+            set_owner(found.fd, uid, gid, found.st, rel, self.result.warnings)
+        now = bits if root else bits | 0o700
+        set_bits(found.fd, now & 0o7777)
+        if now != bits:
+            self._folder_modes[rel] = bits
+
+    def _finish_folders(self) -> None:
+        assert self.tree is not None
+        for rel, bits in sorted(self._folder_modes.items(), key=lambda i: -i[0].count("/")):
+            found = self.tree.folder(rel)
+            if found is not None and found.fd is not None:
+                set_bits(found.fd, bits)
+
+    def _changed(self, d: Dir) -> None:
+        self.durable.changed(d.path, d.st.st_dev)
+
+    def _at(self, rel: str, create: bool = False) -> tuple[Dir | None, str, Probe]:
+        """(folder, name, what is there now) for the path `rel`."""
+        assert self.tree is not None
+        folder, _, name = rel.rpartition("/")
+        d = self._folder(folder, create)
+        if d is None:
+            return None, name, Probe(ABSENT)
+        st = self.tree.lstat(d, name)
+        return d, name, Probe(kind_of(st), st)
+
+    def _holds(self, d: Dir, name: str, path: str, found: Probe, want: Entry) -> bool:
+        assert self.tree is not None
+        return self.matcher.holds(path, found, want, (self.tree, d, name))
 
     # --- deletes -----
 
     def _delete(self, path: str) -> None:
         self.current = path
-        if not self._folder(path.rpartition("/")[0], create=False):
-            return  # its folder is gone or became a file: the path is already gone
-        disk = self.abs(path)
-        found = probe(disk)
-        if found.kind == ABSENT:
-            return
+        d, name, found = self._at(path)
+        if d is None or found.kind == ABSENT:
+            return  # its folder is gone or became a file, or it is gone: already done
+        assert self.tree is not None
         if found.kind == DIR and path in self.target_dirs:
             return  # finishing: the file already made way for the folder
-        if found.kind in (FILE, LINK) and self.matcher.holds(path, found, self.plan.before[path]):
-            _make_writable(disk, found, self.windows)
-            os.unlink(disk)
-            self._changed(path)
+        if found.kind in (FILE, LINK) and self._holds(d, name, path, found, self.plan.before[path]):
+            self._make_writable(d, name, found)
+            self.checkpoint.before("delete", path)
+            self._remove_file(d, name)
+            self._changed(d)
             self.checkpoint("delete", path)
             return
-        if self._other_case_only(path):
+        if self._other_case_only(d, name):
             return  # a case-insensitive file system shows the new name's file under the old name
         raise _conflict(path)
 
-    def _other_case_only(self, path: str) -> bool:
-        """On a case-insensitive file system: whether `path`'s exact name is absent from its
-        folder (what lstat found is a differently cased name the plan creates)."""
+    def _other_case_only(self, d: Dir, name: str) -> bool:
+        """On a case-insensitive file system: whether `name` itself is absent from its folder
+        (what lstat found is a differently cased name the plan creates)."""
         if not self.case_insensitive():
             return False
-        folder, _, name = path.rpartition("/")
+        assert self.tree is not None
         try:
-            return name not in os.listdir(self.abs(folder))
+            return name not in self.tree.listdir(d)
         except OSError:
             return False
 
     def _remove_dir(self, folder: str) -> None:
         self.current = folder
-        if not self._folder(folder.rpartition("/")[0], create=False):
+        d, name, found = self._at(folder)
+        if d is None or found.kind != DIR:
             return
-        disk = self.abs(folder)
-        if probe(disk).kind != DIR:
-            return
+        assert self.tree is not None
         try:
-            os.rmdir(disk)
+            self.tree.rmdir(d, name)
         except FileNotFoundError:
             return
         except OSError as err:
@@ -246,8 +297,8 @@ class Checkout:
                    else f"it cannot be removed ({err.strerror or err})")
             self.result.warnings.append((folder, f"folder kept: {why}"))
             return
-        self._dirs.pop(folder, None)
-        self._changed(folder)
+        self.tree.forget(folder)
+        self._changed(d)
         self.result.removed_dirs.append(folder)
         self.checkpoint("rmdir", folder)
 
@@ -257,9 +308,7 @@ class Checkout:
         temps: list[tuple[str, str]] = []
         try:
             for path in batch:
-                folder = path.rpartition("/")[0]
-                self._folder(folder, create=True)
-                temps.append((path, self._write_temp(path, folder, self.plan.after[path])))
+                temps.append((path, self._write_temp(path, self.plan.after[path])))
                 if self.progress.active:
                     self.progress.advance(1, self.blobs.size(self.plan.after[path][1]))
                 self.checkpoint("temp", path)
@@ -269,45 +318,97 @@ class Checkout:
                 self._replace(*temps[-1])
                 temps.pop()
         finally:
-            for _, temp in temps:
-                _unlink_quietly(temp)
+            for path, temp in temps:
+                self._unlink_temp(path, temp)
 
-    def _write_temp(self, path: str, folder: str, entry: Entry) -> str:
+    def _write_temp(self, path: str, entry: Entry, executable: bool | None = None) -> str:
+        """A new file (or symlink) beside `path` holding `entry`, carrying what the file now at
+        `path` carries (filemeta.py); its name."""
         self.current = path
+        assert self.tree is not None
+        d, name, found = self._at(path, create=True)
+        assert d is not None
         mode, sha = entry
-        folder_disk = self._abs_dir(folder)
-        temp = os.path.join(folder_disk, f"{self.prefix}{self._temps}")
+        temp = f"{self.prefix}{self._temps}"
         self._temps += 1
-        self.durable.changed(folder_disk, self._dirs[folder])
+        self._changed(d)
         if mode == MODE_LINK:
             target = self.blobs.whole(sha)
-            if self._make_symlink(os.fsdecode(target), temp):
-                self._made[temp] = _mark(os.lstat(temp))
+            if self._make_symlink(d, os.fsdecode(target), temp):
+                st = self.tree.lstat(d, temp)
+                assert st is not None
+                self._made[temp] = _mark(st)
+                self._link_owner(d, temp, path)
                 return temp
             self.result.warnings.append(
                 (path, "symlinks cannot be created here: wrote the link target as a file"))
-        perm = 0o777 if mode == MODE_EXEC else 0o666
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | _O_NOFOLLOW, perm)
+        if executable is None:
+            executable = mode == MODE_EXEC
+        fd = self.tree.open(d, temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            for chunk in self.blobs.chunks(sha):
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view):]
+            write_sparse(fd, self.blobs.chunks(sha))
+            self._carried[temp] = self._give_metadata(fd, d, name, path, found, executable)
             if self.durable.fsync_each_file:
                 os.fsync(fd)
             self._made[temp] = _mark(os.fstat(fd))
         except BaseException:
             os.close(fd)
-            _unlink_quietly(temp)
+            self._unlink_temp(path, temp)
             raise
         os.close(fd)
         return temp
 
-    def _make_symlink(self, target: str, temp: str) -> bool:
+    def _give_metadata(self, fd: int, d: Dir, name: str, path: str, found: Probe,
+                       executable: bool) -> tuple[int, ...] | None:
+        """Bits, owner and attributes for the new file `fd`: the old file's where there is one
+        (returns what identifies the old file), else the recorded or default ones."""
+        if self.windows:
+            return None
+        assert self.tree is not None
+        if found.kind == FILE:
+            try:
+                old = self.tree.open(d, name, READ_FLAGS)
+            except OSError:
+                old = -1
+            if old >= 0:
+                try:
+                    st = os.fstat(old)
+                    if stat.S_ISREG(st.st_mode):
+                        carry_over(old, st, fd, executable, path, self.result.warnings)
+                        return _meta_key(st)
+                finally:
+                    os.close(old)
+            elif found.st is not None:  # unreadable to this process: bits and owner only
+                st = found.st
+                set_owner(fd, st.st_uid, st.st_gid, os.fstat(fd), path, self.result.warnings)
+                set_bits(fd, changed_file_bits(st.st_mode, executable))
+                return _meta_key(st)
+        bits, uid, gid = self.modes.new_file(path, executable)
+        if is_root():
+            if uid < 0:  # nothing recorded: the folder it is in decides, not root
+                uid, gid = d.st.st_uid, d.st.st_gid
+            set_owner(fd, uid, gid, os.fstat(fd), path, self.result.warnings)
+        set_bits(fd, bits)
+        return None
+
+    def _link_owner(self, d: Dir, temp: str, path: str) -> None:
+        if self.windows or d.fd is None or not is_root():
+            return
+        _, uid, gid = self.modes.new_file(path, False)
+        if uid < 0:
+            uid, gid = d.st.st_uid, d.st.st_gid
+        assert self.tree is not None
+        try:
+            self.tree.lchown(d, temp, uid, gid)
+        except OSError as err:
+            self.result.warnings.append((path, f"owner not kept: {err.strerror or err}"))
+
+    def _make_symlink(self, d: Dir, target: str, temp: str) -> bool:
         if not self._symlinks:
             return False
+        assert self.tree is not None
         try:
-            os.symlink(target, temp)
+            self.tree.symlink(d, target, temp)
         except (NotImplementedError, AttributeError):
             self._symlinks = False
             return False
@@ -318,66 +419,150 @@ class Checkout:
                 raise
             self._symlinks = False
             return False
-        if not os.path.lexists(temp):  # Wine: os.symlink "succeeds" and creates nothing
+        if self.tree.lstat(d, temp) is None:  # Wine: os.symlink "succeeds" and creates nothing
             self._symlinks = False
             return False
         return True
 
     def _replace(self, path: str, temp: str) -> None:
         self.current = path
-        disk = self.abs(path)
-        found = probe(disk)
-        if found.kind in (FILE, LINK) and self.matcher.holds(path, found, self.plan.after[path]):
-            _unlink_quietly(temp)  # finishing: already done
+        assert self.tree is not None
+        d, name, found = self._at(path)
+        if d is None:
+            raise _conflict(path)
+        if found.kind in (FILE, LINK) and self._holds(d, name, path, found, self.plan.after[path]):
+            self._unlink_temp(path, temp)  # finishing: already done
             self.result.written[path] = found.st
             return
         before = self.plan.before.get(path)
         if before is None:
             if found.kind == DIR:
-                _clear_empty_tree(disk, path)
+                self._clear_empty_tree(d, name, path)
             elif found.kind != ABSENT:
                 raise _conflict(path)
-        elif found.kind not in (FILE, LINK) or not self.matcher.holds(path, found, before):
+        elif found.kind not in (FILE, LINK) or not self._holds(d, name, path, found, before):
             raise _conflict(path)
         else:
-            _make_writable(disk, found, self.windows)
-        replace_with_retry(temp, disk)
-        self._changed(path)
-        self.result.written[path] = _if_unchanged(os.lstat(disk), self._made.pop(temp, None))
+            self._make_writable(d, name, found)
+            if (found.kind == FILE and found.st is not None and temp in self._carried
+                    and self._carried[temp] != _meta_key(found.st)):
+                self._carry_again(d, name, temp, path)  # changed since the temp was written
+        self.checkpoint.before("replace", path)
+        aside = self._set_aside(d, name) if found.kind in (FILE, LINK) else None
+        try:
+            self.tree.replace(d, temp, name)
+        except BaseException:
+            if aside is not None:
+                self.tree.unlink(d, aside[1])
+            raise
+        self._free(aside)
+        self._changed(d)
+        st = self.tree.lstat(d, name)
+        self.result.written[path] = _if_unchanged(st, self._made.pop(temp, None)) if st else None
         self.checkpoint("replace", path)
+
+    def _carry_again(self, d: Dir, name: str, temp: str, path: str) -> None:
+        """The old file's bits or owner changed after its temp was written: carry them again."""
+        assert self.tree is not None
+        fd = self.tree.open(d, temp, READ_FLAGS)
+        try:
+            st = os.fstat(fd)
+            made = self._made.get(temp)
+            if made is None or made[2] != st.st_ino:
+                raise _conflict(path)
+            self._give_metadata(fd, d, name, path, Probe(FILE, self.tree.lstat(d, name)),
+                                self.plan.after[path].mode == MODE_EXEC)
+        finally:
+            os.close(fd)
+
+    def _clear_empty_tree(self, d: Dir, name: str, rel: str) -> None:
+        """Remove a folder that holds only empty folders, so a file can take its place."""
+        assert self.tree is not None
+        inner = self._folder(rel)
+        if inner is None:
+            return
+        for entry in self.tree.listdir(inner):
+            if kind_of(self.tree.lstat(inner, entry)) != DIR:
+                raise ConflictError(
+                    "is a folder that still holds files that are not in the snapshot "
+                    f"({entry}); it cannot become a file", rel)
+            self._clear_empty_tree(inner, entry, f"{rel}/{entry}")
+        self.tree.rmdir(d, name)
+        self.tree.forget(rel)
 
     # --- modes -----
 
     def _chmod(self, path: str) -> None:
         self.current = path
-        disk = self.abs(path)
-        if not self._folder(path.rpartition("/")[0], create=False):
-            raise _conflict(path)
-        found = probe(disk)
+        assert self.tree is not None
+        d, name, found = self._at(path)
         after = self.plan.after[path]
-        if found.kind != FILE:
+        if d is None or found.kind != FILE:
             raise _conflict(path)
         assert found.st is not None
         if self.windows:
             # No exec bit on disk: only the content is checked; the stat cache keeps the mode.
-            if self.matcher.content_id(path, found) != after[1]:
+            if self.matcher.content_id(path, found, (self.tree, d, name)) != after[1]:
                 raise _conflict(path)
             self.result.written[path] = found.st
             return
-        if self.matcher.holds(path, found, after):
+        if self._holds(d, name, path, found, after):
             self.result.written[path] = found.st  # finishing: already done
             return
-        if not self.matcher.holds(path, found, self.plan.before[path]):
+        if not self._holds(d, name, path, found, self.plan.before[path]):
             raise _conflict(path)
-        bits = stat.S_IMODE(found.st.st_mode)
-        bits = bits | ((bits & 0o444) >> 2) if after[0] == MODE_EXEC else bits & ~0o111
-        os.chmod(disk, bits)
-        self.result.written[path] = _if_unchanged(os.lstat(disk), _mark(found.st))
-        self.checkpoint("chmod", path)
+        executable = after.mode == MODE_EXEC
+        self.checkpoint.before("chmod", path)
+        try:
+            fd = self.tree.open(d, name, READ_FLAGS)
+        except OSError:
+            fd = -1  # unreadable here: a new file (the rename needs only the folder)
+        if fd >= 0:
+            try:
+                st = os.fstat(fd)
+                if ident(st) != ident(found.st) or not stat.S_ISREG(st.st_mode):
+                    raise _conflict(path)  # another file than the one just checked
+                if st.st_nlink == 1 and (is_root() or st.st_uid == os.geteuid()):
+                    set_bits(fd, changed_file_bits(st.st_mode, executable))
+                    if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+                        self.result.warnings.append(
+                            (path, "setuid/setgid cleared: the file's exec bit changed"))
+                    done = self.tree.lstat(d, name)
+                    self.result.written[path] = _if_unchanged(done, _mark(st)) if done else None
+                    self.checkpoint("chmod", path)
+                    return
+            finally:
+                os.close(fd)
+        # Other names share this inode (or it is not ours to chmod): a new inode instead.
+        temp = self._write_temp(path, after)
+        self.durable.flush_files()
+        try:
+            self._replace(path, temp)
+        except BaseException:
+            self._unlink_temp(path, temp)
+            raise
+
+    def _make_writable(self, d: Dir, name: str, found: Probe) -> None:
+        """Windows cannot replace or delete a read-only file: clear the flag first."""
+        if self.windows and found.st is not None and not found.st.st_mode & stat.S_IWRITE:
+            os.chmod(os.path.join(d.path, name), stat.S_IWRITE | stat.S_IREAD)
+
+    def _unlink_temp(self, path: str, temp: str) -> None:
+        assert self.tree is not None
+        try:
+            d = self.tree.folder(path.rpartition("/")[0])
+            if d is not None:
+                self.tree.unlink(d, temp)
+        except (OSError, NotAFolder):
+            pass
 
 
 def _mark(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _meta_key(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid)
 
 
 def _if_unchanged(st: os.stat_result, made: tuple[int, int, int] | None
@@ -411,45 +596,24 @@ def _batches(paths: list[str], after: dict[str, Entry], blobs: BlobSource
         yield batch
 
 
-def _make_writable(disk: str, found: Probe, windows: bool) -> None:
-    """Windows cannot replace or delete a read-only file: clear the flag first."""
-    if windows and found.st is not None and not found.st.st_mode & stat.S_IWRITE:
-        os.chmod(disk, stat.S_IWRITE | stat.S_IREAD)
-
-
-def _clear_empty_tree(disk: str, rel: str) -> None:
-    """Remove a folder that holds only empty folders, so a file can take its place."""
-    with os.scandir(disk) as entries:
-        for entry in entries:
-            if not entry.is_dir(follow_symlinks=False):
-                raise ConflictError(
-                    "is a folder that still holds files that are not in the snapshot "
-                    f"({entry.name}); it cannot become a file", rel)
-            _clear_empty_tree(entry.path, f"{rel}/{entry.name}")
-    os.rmdir(disk)
-
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
 def remove_temp_files(root: str, folders: Iterable[str], token: str) -> int:
     """Delete the temp files an interrupted restore (`token`) left in `folders`."""
     prefix = temp_prefix(token)
     removed = 0
-    for folder in folders:
-        disk = disk_path(root, folder)
-        if probe(disk).kind != DIR:
-            continue
-        try:
-            with os.scandir(disk) as entries:
-                names = [e.name for e in entries if e.name.startswith(prefix)]
-        except OSError:
-            continue
-        for name in names:
-            _unlink_quietly(os.path.join(disk, name))
-            removed += 1
+    tree = DirTree(root)
+    try:
+        for folder in folders:
+            try:
+                d = tree.folder(folder)
+                names = [n for n in tree.listdir(d) if n.startswith(prefix)] if d else []
+            except (OSError, NotAFolder):
+                continue
+            for name in names:
+                try:
+                    tree.unlink(d, name)
+                    removed += 1
+                except OSError:
+                    pass
+    finally:
+        tree.close()
     return removed

@@ -5,12 +5,13 @@ in the way of a restore plan before anything is written.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from undostore.errors import ConflictError, UnsafePathError
+from undostore.errors import ConflictError, RefusedError, UnsafePathError
 from undostore.git.objects import (
     BLOB,
     MODE_EXEC,
@@ -20,16 +21,16 @@ from undostore.git.objects import (
     hash_object,
 )
 from undostore.platform import IS_WINDOWS
+from undostore.restore.fsops import READ_FLAGS, Dir, DirTree
 from undostore.restore.plan import Entry, RestorePlan
 from undostore.snapshot.walk import disk_path
 from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.statcache import StatCache
 
-_O_BINARY = getattr(os, "O_BINARY", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _REPARSE_POINT = getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0x400)
 
 ABSENT, FILE, LINK, DIR, OTHER = "absent", "file", "link", "dir", "other"
+At = tuple[DirTree, Dir, str]   # a name in a folder opened by the checkout
 
 
 @dataclass
@@ -88,32 +89,47 @@ class DiskMatcher:
         self.cache = cache
         self.windows = windows
 
-    def holds(self, rel: str, found: Probe, want: Entry) -> bool:
+    def holds(self, rel: str, found: Probe, want: Entry, at: At | None = None) -> bool:
+        """Whether what `found` describes holds `want`. With `at` (the folder's DirTree, its
+        Dir, the name), the file is read through the folder's descriptor, never by path."""
         mode, sha = want
-        disk = disk_path(self.root, rel)
         if mode == MODE_LINK:
             if found.kind == LINK:
-                return hash_object(BLOB, os.fsencode(os.readlink(disk))) == sha
+                if at is not None:
+                    target = at[0].readlink(at[1], at[2])
+                else:
+                    target = os.readlink(disk_path(self.root, rel))
+                return hash_object(BLOB, os.fsencode(target)) == sha
             # A host without symlinks got the link target written as a file (see Checkout).
-            return self.windows and found.kind == FILE and self.content_id(rel, found) == sha
+            return self.windows and found.kind == FILE and self.content_id(rel, found, at) == sha
         if found.kind != FILE:
             return False
         assert found.st is not None
         if not self.windows and bool(found.st.st_mode & stat.S_IXUSR) != (mode == MODE_EXEC):
             return False
-        return self.content_id(rel, found) == sha
+        return self.content_id(rel, found, at) == sha
 
-    def content_id(self, rel: str, found: Probe) -> bytes | None:
+    def content_id(self, rel: str, found: Probe, at: At | None = None) -> bytes | None:
         assert found.st is not None
         hit = self.cache.lookup(rel, found.st)
         if hit is not None:
             return hit[6]
         try:
-            fd = os.open(disk_path(self.root, rel), os.O_RDONLY | _O_BINARY | _O_NOFOLLOW)
+            if at is not None:
+                fd = at[0].open(at[1], at[2], READ_FLAGS)
+            else:
+                fd = os.open(disk_path(self.root, rel), READ_FLAGS)
         except FileNotFoundError:
             return None
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                return None  # swapped for a symlink since it was looked at
+            raise
         try:
-            return hash_blob_fd(fd, os.fstat(fd).st_size)
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != (found.st.st_dev, found.st.st_ino) and not self.windows:
+                return None  # another file than the one looked at
+            return hash_blob_fd(fd, st.st_size)
         except ChangedWhileReading:
             return None
         finally:
@@ -136,14 +152,16 @@ def find_obstacles(root: str, plan: RestorePlan, current: dict[str, Entry],
             return known
         parent = rel.rpartition("/")[0]
         result = False
-        if folder_exists(parent) and rel not in current:  # a captured file here is deleted
+        if folder_exists(parent) and not (rel in current and rel in deleted):  # deleted first
             found = probe(disk_path(root, rel))
+            why = ("this restore does not change it" if rel in current
+                   else "not in the safety snapshot (ignored?)")
             if found.kind in (LINK, OTHER):
-                raise UnsafePathError("is a symlink or junction that is not in the snapshot "
-                                      "(ignored?); a restore never writes through it", rel)
+                raise UnsafePathError(f"is a symlink or junction where the target has a folder "
+                                      f"({why}); a restore never writes through it", rel)
             if found.kind == FILE:
-                raise ConflictError("is a file that is not in the safety snapshot (ignored?) "
-                                    "where the target has a folder; it was not overwritten", rel)
+                raise ConflictError(f"is a file where the target has a folder ({why}); it was "
+                                    "not overwritten", rel)
             result = found.kind == DIR
         exists[rel] = result
         return result
@@ -166,6 +184,7 @@ def find_obstacles(root: str, plan: RestorePlan, current: dict[str, Entry],
                 continue  # the same file under its old case, deleted first
         raise ConflictError("exists but is not in the safety snapshot (an ignored or untracked "
                             "file); it was not overwritten", path)
+    check_writable(root, plan)
 
 
 def _check_clearable(disk: str, rel: str, deleted: set[str]) -> None:
@@ -179,3 +198,53 @@ def _check_clearable(disk: str, rel: str, deleted: set[str]) -> None:
                 raise ConflictError("is a folder holding files that are not in the snapshot "
                                     f"(ignored?), e.g. {entry.name}; it cannot become a file",
                                     rel)
+
+
+def check_writable(root: str, plan: RestorePlan) -> None:
+    """Preflight: every folder the restore writes in can be written, every file it deletes or
+    replaces can go (a sticky folder keeps other users' files), and every file whose exec bit
+    changes can be re-moded, before the first change, so a read-only folder refuses the restore
+    with nothing changed instead of stopping it half-way (RefusedError naming the path)."""
+    if IS_WINDOWS:
+        return  # no POSIX modes; read-only files are made writable where they are replaced
+    euid = os.geteuid()
+    folders: dict[str, os.stat_result | None] = {}
+
+    def folder_ok(rel: str, why: str) -> os.stat_result | None:
+        """The folder's lstat once it is known writable (the nearest existing one for a folder
+        the restore creates)."""
+        if rel in folders:
+            return folders[rel]
+        found = probe(disk_path(root, rel))
+        if found.kind == ABSENT and rel:
+            folders[rel] = folder_ok(rel.rpartition("/")[0], why)
+            return None
+        if found.kind != DIR:
+            folders[rel] = None
+            return None  # a file or link there: the checkout refuses it with its own reason
+        if not os.access(disk_path(root, rel), os.W_OK | os.X_OK, effective_ids=True):
+            raise RefusedError(f"folder cannot be written by this user, so {why}; nothing "
+                               "was changed", rel or root)
+        folders[rel] = found.st
+        return found.st
+
+    def replaceable(path: str, why: str) -> None:
+        parent = folder_ok(path.rpartition("/")[0], why)
+        if parent is None or not parent.st_mode & stat.S_ISVTX or euid in (0, parent.st_uid):
+            return
+        found = probe(disk_path(root, path))
+        if found.st is not None and found.st.st_uid != euid:
+            raise RefusedError("belongs to another user in a sticky folder, so this user cannot "
+                               f"replace or delete it; {why}; nothing was changed", path)
+
+    for path in plan.delete:
+        replaceable(path, "the restore could not delete what it must")
+    for path in plan.create + plan.modify:
+        replaceable(path, "the restore could not write what it must")
+    for path in plan.chmod:
+        found = probe(disk_path(root, path))
+        if found.st is None:
+            continue
+        if found.st.st_nlink == 1 and euid in (0, found.st.st_uid):
+            continue  # changed in place with fchmod
+        replaceable(path, "the restore could not change its exec bit")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from undostore.errors import UnknownSnapshotError, UnsafePathError
 from undostore.git.objects import MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, decode_tree
@@ -22,7 +23,14 @@ from undostore.git.treedelta import names_fold_apart, tree_delta
 from undostore.platform import IS_WINDOWS
 from undostore.restore.paths import check_name
 
-Entry = tuple[int, bytes]          # (git mode, raw blob id) of a file or symlink
+
+class Entry(NamedTuple):
+    """A file or symlink of a snapshot."""
+
+    mode: int                      # git mode: 100644, 100755 or 120000
+    sha: bytes                     # raw blob id
+
+
 ReadTree = Callable[[bytes], bytes]  # tree id -> tree body (hash-checked by the reader)
 
 _LEGACY_FILE = 0o100664            # old git wrote this for plain files; it means 100644
@@ -82,7 +90,7 @@ def flatten(read_tree: ReadTree, tree: bytes, *, check: bool = False,
                 flat.dirs.add(path)
                 stack.append((path, child))
             else:
-                flat.files[path] = (_file_mode(mode), child)
+                flat.files[path] = Entry(_file_mode(mode), child)
     return flat
 
 
@@ -155,7 +163,7 @@ def _subtree(entry: tuple[int, bytes] | None, flat: FlatTree, path: str) -> byte
     if mode == MODE_TREE:
         flat.dirs.add(path)
         return sha
-    flat.files[path] = (_file_mode(mode), sha)
+    flat.files[path] = Entry(_file_mode(mode), sha)
     return None
 
 

@@ -58,6 +58,7 @@ from undostore.restore.checkout import (
     remove_temp_files,
 )
 from undostore.restore.diskstate import DiskMatcher, find_obstacles, is_case_insensitive
+from undostore.restore.filemeta import Modes
 from undostore.restore.interrupts import InterruptGuard
 from undostore.restore.pending import PendingRestore, pending_of, pending_restore
 from undostore.restore.plan import (
@@ -79,10 +80,12 @@ from undostore.restore.restorelog import (
     set_journal_aside,
     write_journal,
 )
+from undostore.snapshot.ignore import excluded_by, undostore_ignore
 from undostore.snapshot.snapshot import store_exclusion
+from undostore.store import moderecord
 from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.durable import Durability
-from undostore.store.statcache import StatCache, is_racy, make_entry
+from undostore.store.statcache import StatCache, is_racy, make_entry, mode_only_entry
 
 if TYPE_CHECKING:
     from undostore.snapshot.snapshot import SnapshotResult
@@ -108,6 +111,11 @@ class Worktree:
     # Told before a command finishes a restore a crash left half-done (the CLI says so on
     # stderr; the library prints nothing).
     on_recovery: Callable[[PendingRestore], None] | None = None
+    # Called as checkpoint(what, path) after each file operation of a restore ("delete",
+    # "rmdir", "temp", "replace", "chmod"; "journal" before the first) and as
+    # checkpoint("before <op>", path) right before each change: progress, or a test pausing the
+    # restore at one step.
+    checkpoint: Callable[[str, str], None] | None = None
 
 
 @dataclass
@@ -367,6 +375,7 @@ def _prepare(wt: Worktree, reader: ObjectReader, current: FlatTree, wanted: Flat
         first, second = wanted.case_clashes[0]
         raise UnsafePathError(f"differs from {first!r} only in case; this file system cannot "
                               "hold both", second)
+    _leave_alone(wt.root, current, wanted)
     plan = make_plan(current, wanted, only=only, extra_dirs=extra_dirs)
     _check_complete(reader, wanted)
     try:
@@ -376,6 +385,17 @@ def _prepare(wt: Worktree, reader: ObjectReader, current: FlatTree, wanted: Flat
         raise from_oserror(err, "inspect", cls=SnapshotError) from err
     blobs = BlobSource.verified(reader, (plan.after[p][1] for p in plan.create + plan.modify))
     return _Prepared(plan, current, wanted, blobs, case)
+
+
+def _leave_alone(root: str, *flats: FlatTree) -> None:
+    """Take what the root's `.undostoreignore` excludes out of the plan: a restore never
+    creates, changes or deletes those files, whatever the snapshots hold."""
+    top = undostore_ignore(root)
+    if top is None:
+        return
+    for flat in flats:
+        for path in [p for p in flat.files if excluded_by(top, p)]:
+            del flat.files[path]
 
 
 def _refuse_store_paths(wt: Worktree, wanted: FlatTree) -> None:
@@ -431,15 +451,18 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
     """Apply a journaled plan; the journal goes once every change is durable. With `guard`
     (holding Ctrl-C), a Ctrl-C while files change, or before the restore is complete, rolls
     back what changed and raises Interrupted."""
-    checkpoint = Checkpoints()
+    # The caller's checkpoint (and the crash tests' stall point) belong to the restore, not to
+    # the roll-back of an interrupted one.
+    checkpoint = Checkpoints(None if after_interrupt else wt.checkpoint)
     if after_interrupt:
-        checkpoint.stall_at = 0   # the crash tests' stall point belongs to the restore rolled back
+        checkpoint.stall_at = 0
     cache_path = os.path.join(wt.store.cache_dir, "statcache")
     cache, remember = cache_for(prepared.plan, cache_path, wt.store.identity)
     checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
                         journal.token, target_dirs=prepared.wanted.dirs,
                         case_insensitive=prepared.case_insensitive, checkpoint=checkpoint,
-                        durability=Durability(wt.root), progress=progress)
+                        durability=Durability(wt.root), progress=progress,
+                        modes=Modes(moderecord.load(wt.store.path, prepared.plan.target)))
     allowed = guard.allowed() if guard is not None else contextlib.nullcontext()
     try:
         with allowed:
@@ -482,7 +505,7 @@ def _remember_written(wt: Worktree, cache_path: str, cache: StatCache, plan: Res
     for path, st in outcome.written.items():
         mode, sha = plan.after[path]
         if st is None or is_racy(st, now_ns):
-            files[path] = (0, 0, -1, 0, 0, mode, sha)   # matches no stat: only the mode counts
+            files[path] = mode_only_entry(mode, sha)
         else:
             files[path] = make_entry(st, mode, sha)
     touched = {""} | set(plan.remove_dirs)

@@ -66,10 +66,11 @@ class RestoreJournal:
 
     def write_folders(self) -> set[str]:
         """Folders where this restore may have left temp files ('' is the root): beside the
-        files it writes, and beside the ones it replaces or deletes (their old inodes are set
-        aside under temp names while they are freed, reclaim.py)."""
+        files it writes (an exec-bit change of a hard-linked file writes a new file too), and
+        beside the ones it replaces or deletes (old inodes are set aside under temp names while
+        they are freed, reclaim.py)."""
         return {path.rpartition("/")[0]
-                for path in (*self.create, *self.modify, *self.delete)} | {""}
+                for path in (*self.create, *self.modify, *self.chmod, *self.delete)} | {""}
 
 
 def temp_prefix(token: str) -> str:

@@ -253,25 +253,32 @@ class IgnoreFile:
 
 
 class IgnoreRules:
-    """The ignore files in force for one folder: per-folder files deepest first, then the rest."""
+    """The ignore files in force for one folder: per-folder files deepest first, then the rest;
+    `top`, the root's `.undostoreignore`, is asked first and can only leave out more."""
 
-    __slots__ = ("_files",)
+    __slots__ = ("_files", "_top")
 
-    def __init__(self, files: tuple[IgnoreFile, ...]) -> None:
+    def __init__(self, files: tuple[IgnoreFile, ...], top: IgnoreFile | None = None) -> None:
         self._files = files  # in the order git consults them
+        self._top = top or None
 
     def __bool__(self) -> bool:
-        return bool(self._files)
+        return bool(self._files) or self._top is not None
 
     def with_folder_file(self, ignore_file: IgnoreFile | None) -> IgnoreRules:
         """Rules for a sub-folder whose own `.gitignore` is `ignore_file`."""
         if not ignore_file:
             return self
-        return IgnoreRules((ignore_file, *self._files))
+        return IgnoreRules((ignore_file, *self._files), self._top)
 
     def is_ignored(self, relpath: str, is_dir: bool) -> bool:
-        """Whether git ignores `relpath` (relative to the root), its parent folders being kept."""
+        """Whether `relpath` (relative to the root) is left out, its parent folders being kept:
+        by `.undostoreignore`, else as git decides."""
         wire = _byte_chars(relpath)
+        if self._top is not None:
+            pattern = self._top._match_byte_chars(wire, is_dir)
+            if pattern is not None and not pattern.negated:
+                return True
         for ignore_file in self._files:
             pattern = ignore_file._match_byte_chars(wire[ignore_file._base_skip:], is_dir)
             if pattern is not None:
@@ -364,21 +371,31 @@ def git_common_dir(root: str) -> str | None:
     return git_dir
 
 
-def global_excludes_path(root: str) -> str | None:
-    """Where git would read the user's global excludes for `root`, without running git."""
-    home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+def _xdg_config_home() -> str:
+    return os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+
+
+def git_config_files(root: str) -> list[str]:
+    """The git config files git would read for `root`, in order (system, global, repository)."""
+    xdg = _xdg_config_home()
     configs: list[str] = []
     if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
         configs.append(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
-    configs += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
+    configs += [os.path.join(xdg, "git", "config"), os.path.join(os.path.expanduser("~"),
+                                                                 ".gitconfig")]
     if os.environ.get("GIT_CONFIG_GLOBAL"):
         configs[-2:] = [os.environ["GIT_CONFIG_GLOBAL"]]
     common_dir = git_common_dir(root)
     if common_dir is not None:
         configs.append(os.path.join(common_dir, "config"))
+    return configs
+
+
+def global_excludes_path(root: str) -> str | None:
+    """Where git would read the user's global excludes for `root`, without running git."""
+    xdg = _xdg_config_home()
     chosen: str | None = None
-    for config in configs:
+    for config in git_config_files(root):
         data = _read_optional(config)
         if data is None:
             continue
@@ -405,8 +422,30 @@ def read_ignore_file(path: str, base: str = "", follow_symlinks: bool = True) ->
     return ignore_file or None
 
 
+UNDOSTORE_IGNORE = ".undostoreignore"
+
+
+def undostore_ignore(root: str) -> IgnoreFile | None:
+    """The root's `.undostoreignore`: gitignore syntax, for files (even ones git tracks) that
+    undo leaves alone, such as a log a server keeps writing. None when absent or empty."""
+    return read_ignore_file(os.path.join(root, UNDOSTORE_IGNORE), follow_symlinks=False)
+
+
+def excluded_by(top: IgnoreFile | None, relpath: str) -> bool:
+    """Whether `.undostoreignore` (`top`) leaves out the file `relpath` or a folder above it."""
+    if top is None:
+        return False
+    parts = relpath.split("/")
+    for depth in range(1, len(parts) + 1):
+        pattern = top.match("/".join(parts[:depth]), depth < len(parts))
+        if pattern is not None and not pattern.negated:
+            return True
+    return False
+
+
 def root_rules(root: str) -> IgnoreRules:
-    """The rules that apply before any per-folder `.gitignore`: info/exclude, global excludes."""
+    """The rules that apply before any per-folder `.gitignore`: info/exclude, global excludes,
+    and on top of them the root's `.undostoreignore`."""
     files: list[IgnoreFile] = []
     common_dir = git_common_dir(root)
     info_exclude = None
@@ -419,4 +458,4 @@ def root_rules(root: str) -> IgnoreRules:
         global_file = read_ignore_file(global_path)
         if global_file:
             files.append(global_file)
-    return IgnoreRules(tuple(files))
+    return IgnoreRules(tuple(files), undostore_ignore(root))

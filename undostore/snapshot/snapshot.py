@@ -17,7 +17,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from undostore.errors import SnapshotError, from_oserror
@@ -26,19 +26,29 @@ from undostore.git.objects import (
     MODE_EXEC,
     MODE_FILE,
     MODE_LINK,
-    MODE_TREE,
-    TREE,
     ChangedWhileReading,
     PackWriter,
-    encode_tree,
     fd_chunks,
     hash_blob_fd,
     hash_object,
 )
 from undostore.platform import IS_WINDOWS
-from undostore.snapshot.walk import KIND_LINK, FileEntry, Folder, WalkOptions, disk_path, walk
+from undostore.snapshot.capture import EMPTY_TREE as EMPTY_TREE  # noqa: F401 (public here)
+from undostore.snapshot.capture import (
+    Todo,
+    Work,
+    build_trees,
+    carried_work,
+    count_files,
+    match_folder,
+    matcher_for,
+)
+from undostore.snapshot.changes import WALK_FULL, Scan, scan
+from undostore.snapshot.ignore import UNDOSTORE_IGNORE
+from undostore.snapshot.walk import KIND_LINK, FileEntry, WalkOptions, disk_path
+from undostore.store.moderecord import record_snapshot
 from undostore.store.recent import remember
-from undostore.store.statcache import Entry, FolderState, StatCache, make_entry
+from undostore.store.statcache import Record, StatCache, make_entry, record_entries
 from undostore.store.store import Store, check_root
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -47,7 +57,6 @@ _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
 STREAM_THRESHOLD = 8 << 20
 READ_ATTEMPTS = 3
-EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 
 
 Progress = Callable[[int, int], None]
@@ -84,6 +93,7 @@ class SnapshotResult:
     new_bytes: int
     seconds: float
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    walk: str = WALK_FULL     # "full", or "watchman": only what watchman said changed was read
     recorded: bool = False  # an undo point was recorded (set by Workspace.snapshot)
 
 
@@ -119,8 +129,9 @@ class _Hasher:
                 raise SnapshotError("file vanished while being captured", disk) from err
             except OSError as err:
                 raise from_oserror(err, "read file", disk) from err
-        raise SnapshotError(f"{last_error} ({READ_ATTEMPTS} attempts); try again when it is idle",
-                            disk)
+        raise SnapshotError(f"{last_error} ({READ_ATTEMPTS} attempts); try again when it is idle, "
+                            f"or list {entry.path!r} in {UNDOSTORE_IGNORE} at the root if undo "
+                            "should leave it alone", disk)
 
     def _link_blob(self, entry: FileEntry, disk: str) -> tuple[bytes, os.stat_result]:
         try:
@@ -233,10 +244,6 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         options.on_warning(path, message)
 
     real_root = check_root(root, options.force)
-    folders = walk(real_root, WalkOptions(threads=options.walk_threads,
-                                          max_files=options.max_files,
-                                          skip_dirs=store_exclusion(real_root, store),
-                                          on_warning=warn))
     cache_path = os.path.join(store.cache_dir, "statcache")
     cache = StatCache.load(cache_path, store.identity, on_warning=warn)
     if cache.root is not None and (not store.has(cache.root)
@@ -245,51 +252,91 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         # (packs deleted, a store restored from an old backup), trust none of it.
         warn(cache_path, "store lacks the objects the stat cache relied on; hashing everything")
         cache = StatCache(identity=store.identity)
+    found = scan(real_root, cache, WalkOptions(threads=options.walk_threads,
+                                               max_files=options.max_files,
+                                               skip_dirs=store_exclusion(real_root, store),
+                                               on_warning=warn,
+                                               matcher_for=matcher_for(cache)), warn)
 
-    blobs: dict[str, tuple[int, bytes]] = {}
-    new_entries: dict[str, Entry] = {}
-    todo: list[FileEntry] = []
-    dirty: set[str] = set()   # folders with a file that had to be hashed
-    lookup = cache.lookup
-    for folder in folders:
-        for entry in folder.files:
-            hit = lookup(entry.path, entry.st)
-            if hit is not None:
-                blobs[entry.path] = (hit[5], hit[6])
-                new_entries[entry.path] = hit
-            else:
-                todo.append(entry)
-                dirty.add(folder.path)
-    total = len(blobs) + len(todo)
+    todo: Todo = []
+    works = [match_folder(folder, cache, todo) for folder in found.scanned]
+    looked = [w.path for w in works] + [f"{w.path}/{d}" if w.path else d  # modes read now
+                                        for w in works for d in w.subdirs]
+    works += [carried_work(path, found.base[path], cache.records) for path in found.carried]
+    base = {p: r for p, r in found.base.items() if p not in found.carried}
+    total = sum(work.nfiles for work in works)
 
     writer = PackWriter(store.pack_dir, durable=options.durable)
     try:
-        _hash_all(real_root, store, writer, todo, cache, blobs, new_entries, options, total)
-        root_tree, folder_states = _build_trees(folders, blobs, dirty, cache, store, writer)
+        _hash_all(real_root, store, writer, todo, cache, options, total)
+        root_tree, records = build_trees(works, base, cache, store, writer, start_ns)
+        # Before the commit, so a Ctrl-C here still leaves no pack (a record of a snapshot
+        # that never was is harmless).
+        _record_modes(store, root_tree, real_root, cache, todo, looked, records, warn)
         writer.commit()
     except BaseException:
         writer.abort()
         raise
     store.refresh()
     remember(store.path, root_tree)  # so gc's grace period covers this id
-    unchanged = (not todo and len(new_entries) == len(cache.files)
-                 and folder_states == cache.folders)
+    unchanged = not todo and records == cache.records and not _new_watch(cache, found)
+    if found.base:  # files under folders taken from the cache were not counted
+        total = cache.count if unchanged and cache.count >= 0 else count_files(
+            records, cache.records, cache.count)
+    if found.monitor is not None:
+        cache.fsmonitor = found.monitor
     if not unchanged:  # rewriting an identical cache would only cost time
         cache.packs = tuple(sorted(store.index.pack_names()))
         try:
-            cache.save(cache_path, new_entries, folder_states, start_ns,
-                       fresh={entry.path for entry in todo})
+            cache.save_records(cache_path, records, total)
         except OSError as err:
             # The snapshot itself is complete and durable; a missing cache only costs time.
             warn(cache_path, f"could not save the stat cache: {err.strerror or err}")
     return SnapshotResult(id=root_tree.hex(), files=total, hashed=len(todo),
                           new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
-                          seconds=time.perf_counter() - started, warnings=warnings)
+                          seconds=time.perf_counter() - started, warnings=warnings,
+                          walk=found.walk)
 
 
-def _hash_all(root: str, store: Store, writer: PackWriter, todo: list[FileEntry],
-              cache: StatCache, blobs: dict[str, tuple[int, bytes]],
-              new_entries: dict[str, Entry], options: SnapshotOptions, total: int) -> None:
+def _record_modes(store: Store, tree: bytes, root: str, cache: StatCache, todo: Todo,
+                  looked: list[str], records: dict[str, Record],
+                  warn: Callable[[str, str], None]) -> None:
+    """Permission bits and owners, which the tree cannot hold (store/moderecord.py)."""
+    try:
+        record_snapshot(store.path, tree.hex(), root, cache.root.hex() if cache.root else None,
+                        ((entry.path, entry.st) for _, _, entry in todo), looked, records,
+                        lambda: _cached_modes(records))
+    except OSError as err:
+        warn(store.path, f"could not record permission bits: {err.strerror or err}")
+
+
+def _cached_modes(records: dict[str, Record]) -> Iterable[tuple[str, int]]:
+    """(path, st_mode) of every file the stat cache holds (its fingerprint keeps st_mode)."""
+    for folder, record in records.items():
+        prefix = folder + "/" if folder else ""
+        for name, entry in record_entries(record).items():
+            yield prefix + name, entry[4]
+
+
+# Over this many paths reported by watchman, save the new clock even when nothing kept changed
+# (the next query then starts from it instead of reporting the same paths again).
+RESAVE_AFTER_PATHS = 256
+
+
+def _new_watch(cache: StatCache, found: Scan) -> bool:
+    """Whether the watchman state to save differs from the cache's in more than its clock."""
+    new, old = found.monitor, cache.fsmonitor
+    if new is None:
+        return False
+    if old is None or old[1] != new[1] or found.walk == WALK_FULL:
+        return True
+    (watch, relative, _, recrawls), (old_watch, old_relative, _, old_recrawls) = new[0], old[0]
+    return ((watch, relative, recrawls) != (old_watch, old_relative, old_recrawls)
+            or found.changed > RESAVE_AFTER_PATHS)
+
+
+def _hash_all(root: str, store: Store, writer: PackWriter, todo: Todo, cache: StatCache,
+              options: SnapshotOptions, total: int) -> None:
     """Hash every file in `todo`. Small files on a warm cache go fastest on one thread (the
     GIL); files that wait on the disk (a cold cache, a network share) go faster on several. So
     unless told, hash the first files on one thread, time them, and move to a pool only when
@@ -297,80 +344,40 @@ def _hash_all(root: str, store: Store, writer: PackWriter, todo: list[FileEntry]
     hasher = _Hasher(root, store, writer)
     done = total - len(todo)
 
-    def record(entry: FileEntry, sha: bytes, st: os.stat_result) -> None:
+    def record(item: tuple[Work, int, FileEntry], sha: bytes, st: os.stat_result) -> None:
         nonlocal done
-        mode = _git_mode(entry, st, cache)
-        blobs[entry.path] = (mode, sha)
-        new_entries[entry.path] = make_entry(st, mode, sha)
+        work, index, entry = item
+        work.entries[index] = make_entry(st, _git_mode(entry, st, cache), sha)  # type: ignore[index]
+        work.fresh.append(index)
+        work.hashed = True
         done += 1
         if done % 1000 == 0:
             options.on_progress(done, total)
 
-    threads = _fixed_threads(options, todo)
+    threads = _fixed_threads(options, [entry for _, _, entry in todo])
     start = 0
     if threads == 0:
         probe = todo[:PROBE_FILES]
         began = time.perf_counter()
-        for entry in probe:
-            record(entry, *hasher.blob_of(entry))
+        for item in probe:
+            record(item, *hasher.blob_of(item[2]))
         start = len(probe)
         slow = probe and (time.perf_counter() - began) / len(probe) > SLOW_FILE_SECONDS
         threads = IO_THREADS if slow and len(todo) - start >= 2 * PROBE_FILES else 1
     rest = todo[start:]
     if threads <= 1:
-        for entry in rest:
-            record(entry, *hasher.blob_of(entry))
+        for item in rest:
+            record(item, *hasher.blob_of(item[2]))
     else:
         from concurrent.futures import ThreadPoolExecutor  # only here: 5 ms of start-up
 
-        def hash_batch(batch: list[FileEntry]) -> list[tuple[bytes, os.stat_result]]:
-            return [hasher.blob_of(entry) for entry in batch]
+        def hash_batch(batch: Todo) -> list[tuple[bytes, os.stat_result]]:
+            return [hasher.blob_of(item[2]) for item in batch]
 
         # Batches: one future per file costs more in hand-offs than a small file's work.
         batches = [rest[i:i + BATCH_FILES] for i in range(0, len(rest), BATCH_FILES)]
         with ThreadPoolExecutor(max_workers=threads) as pool:
             for batch, results in zip(batches, pool.map(hash_batch, batches), strict=True):
-                for entry, result in zip(batch, results, strict=True):
-                    record(entry, *result)
+                for item, result in zip(batch, results, strict=True):
+                    record(item, *result)
     options.on_progress(total, total)
-
-
-def _build_trees(folders: list[Folder], blobs: dict[str, tuple[int, bytes]], dirty: set[str],
-                 cache: StatCache, store: Store, writer: PackWriter
-                 ) -> tuple[bytes, dict[str, FolderState]]:
-    """Tree ids bottom-up; new trees go into the pack. Folders with no kept file are omitted.
-
-    A folder whose files were all cache hits, whose names are those of the last snapshot and
-    whose sub-folders kept their tree ids keeps its cached tree id without re-encoding (git's
-    cache-tree idea): a no-change snapshot builds no tree at all."""
-    states: dict[str, FolderState] = {}
-    previous = cache.folders
-    for folder in sorted(folders, key=lambda f: f.path.count("/") if f.path else -1,
-                         reverse=True):
-        path = folder.path
-        prefix = path + "/" if path else ""
-        names = (*(e.name for e in folder.files), *folder.subdirs)
-        before = previous.get(path)
-        if (before is not None and path not in dirty and before[1] == names
-                and all(states[prefix + d][0] == previous.get(prefix + d, (0,))[0]
-                        for d in folder.subdirs)):
-            states[path] = before
-            continue
-        entries: list[tuple[int, bytes, bytes]] = []
-        for entry in folder.files:
-            mode, sha = blobs[entry.path]
-            entries.append((mode, os.fsencode(entry.name), sha))
-        for name in folder.subdirs:
-            sub = states[prefix + name][0]
-            if sub is not None:
-                entries.append((MODE_TREE, os.fsencode(name), sub))
-        if not entries and path:
-            states[path] = (None, names)
-            continue
-        body = encode_tree(entries)
-        sha = hash_object(TREE, body)
-        if (before is None or before[0] != sha) and sha not in writer and not store.has(sha):
-            writer.add(TREE, sha, body)
-        states[path] = (sha, names)
-    root = states[""][0] if "" in states else EMPTY_TREE
-    return root or EMPTY_TREE, states

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from undostore.errors import SnapshotError, from_oserror
@@ -40,14 +40,26 @@ class FileEntry:
 
 @dataclass(slots=True)
 class Folder:
-    """One folder's kept entries; `subdirs` are names of sub-folders that were walked."""
+    """One folder's kept entries; `subdirs` are names of sub-folders that were walked.
+
+    With a matcher (`WalkOptions.matcher_for`), `names` lists every kept file in walk order and
+    `files` only those the matcher did not vouch for: a file the stat cache already knows
+    leaves nothing behind (a 40,000-file folder then holds no stat result per file)."""
 
     path: str                 # relative to root, '' for the root itself
     files: list[FileEntry] = field(default_factory=list)
     subdirs: list[str] = field(default_factory=list)
+    names: list[str] | None = None
+
+    @property
+    def count(self) -> int:
+        """Kept files in the folder."""
+        return len(self.names) if self.names is not None else len(self.files)
 
 
 Warn = Callable[[str, str], None]
+# Whether what the stat cache knows of a file (by name, in one folder) still holds for `st`.
+Matcher = Callable[[str, os.stat_result], bool]
 
 
 def _ignore_warning(path: str, message: str) -> None:
@@ -60,6 +72,7 @@ class WalkOptions:
     max_files: int = 1_000_000
     skip_dirs: frozenset[str] = frozenset()   # paths relative to root never entered (the store)
     on_warning: Warn = _ignore_warning
+    matcher_for: Callable[[str], Matcher | None] | None = None   # per folder path (see Folder)
 
 
 def disk_path(root: str, rel: str) -> str:
@@ -73,23 +86,49 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
                  ) -> tuple[Folder, list[tuple[str, IgnoreRules]]]:
     """Read one folder: its kept files, and the sub-folders to walk with their rules."""
     disk = disk_path(root, rel)
+    # Ask for .gitignore by name (one lstat) rather than listing the folder first: the listing
+    # is then read as it comes, so a huge folder's entries (each holding its stat result once
+    # asked) are never all held at once. git reads a regular file only, never through a link.
     try:
-        with os.scandir(disk) as it:
-            entries = list(it)
-    except OSError as err:
-        raise from_oserror(err, "read folder", disk) from err
-    # Only open .gitignore where the listing has one: a failed open per folder adds up.
-    if any(entry.name == ".gitignore" for entry in entries):
+        ignore_st = os.lstat(os.path.join(disk, ".gitignore"))
+    except OSError:
+        ignore_st = None
+    if ignore_st is not None and S_ISREG(ignore_st.st_mode):
         own = read_ignore_file(os.path.join(disk, ".gitignore"), base=rel, follow_symlinks=False)
         rules = rules.with_folder_file(own)
-    is_ignored = rules.is_ignored if rules else None  # most folders have no rules at all
-    skip_dirs = options.skip_dirs
     folder = Folder(rel)
     todo: list[tuple[str, IgnoreRules]] = []
-    prefix = rel + "/" if rel else ""
+    match = options.matcher_for(rel) if options.matcher_for is not None else None
+    if match is not None:
+        folder.names = []
+    try:
+        listing = os.scandir(disk)
+    except OSError as err:
+        raise from_oserror(err, "read folder", disk) from err
+    with listing:
+        _scan_entries(listing, disk, rel + "/" if rel else "",
+                      rules.is_ignored if rules else None,  # most folders have no rules at all
+                      folder, todo, rules, match, options)
+    return folder, todo
+
+
+def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
+                  is_ignored: Callable[[str, bool], bool] | None, folder: Folder,
+                  todo: list[tuple[str, IgnoreRules]], rules: IgnoreRules,
+                  match: Matcher | None, options: WalkOptions) -> None:
+    """The loop of `_scan_folder` over one listing, read as it comes."""
+    skip_dirs = options.skip_dirs
     files = folder.files
+    names = folder.names
+    entries = iter(listing)
     # This loop runs once per file of the tree: it is kept free of calls that are not needed.
-    for entry in entries:
+    while True:
+        try:
+            entry = next(entries)
+        except StopIteration:
+            return
+        except OSError as err:
+            raise from_oserror(err, "read folder", disk) from err
         name = entry.name
         if name == ".git":
             continue  # never capture any repository's own database
@@ -117,12 +156,17 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
         except OSError as err:
             raise from_oserror(err, "stat", os.path.join(disk, name)) from err
         if S_ISREG(st.st_mode):
-            files.append(FileEntry(name, path, KIND_FILE, st))
+            kind = KIND_FILE
         elif S_ISLNK(st.st_mode):
-            files.append(FileEntry(name, path, KIND_LINK, st))
+            kind = KIND_LINK
         else:
             options.on_warning(path, "skipped: not a regular file or symlink")
-    return folder, todo
+            continue
+        if names is not None:
+            names.append(name)
+            if match(name, st):  # type: ignore[misc]
+                continue
+        files.append(FileEntry(name, path, kind, st))
 
 
 def walk(root: str, options: WalkOptions | None = None) -> list[Folder]:
@@ -136,10 +180,34 @@ def walk(root: str, options: WalkOptions | None = None) -> list[Folder]:
     return _walk_threaded(root, start, options)
 
 
+def iter_walk(root: str, options: WalkOptions | None = None) -> Iterable[Folder]:
+    """As `walk`, but one folder at a time when walking on one thread, so a caller that keeps
+    little per folder never holds the whole tree's stat results at once."""
+    options = options or WalkOptions()
+    if options.threads > 1:
+        return walk(root, options)
+    if not os.path.isdir(root):
+        raise SnapshotError("not a folder", root)
+    return _iter_serial(root, root_rules(root), options)
+
+
+def _iter_serial(root: str, start: IgnoreRules, options: WalkOptions) -> Iterator[Folder]:
+    stack: list[tuple[str, IgnoreRules]] = [("", start)]
+    total = 0
+    while stack:
+        rel, rules = stack.pop()
+        folder, todo = _scan_folder(root, rel, rules, options)
+        total += folder.count
+        if total > options.max_files:
+            _count(root, [], folder, total, options)  # raises the error `walk` raises
+        stack.extend(todo)
+        yield folder
+
+
 def _count(root: str, folders: list[Folder], folder: Folder, total: int,
            options: WalkOptions) -> int:
     folders.append(folder)
-    total += len(folder.files)
+    total += folder.count
     if total > options.max_files:
         raise SnapshotError(
             f"more than {options.max_files:,} files to capture; raise the limit "

@@ -90,19 +90,31 @@ def frame(kind: bytes, payload: bytes) -> bytes:
     """Wrap `payload` with a header that lets `unframe` detect truncation and corruption."""
     if len(kind) != 4:
         raise ValueError("kind must be 4 bytes")
-    digest = xxhash.xxh3_64_intdigest(kind + payload)
-    return _HEADER.pack(_MAGIC, kind, len(payload), digest) + payload
+    return _HEADER.pack(_MAGIC, kind, len(payload), _digest(kind, payload)) + payload
 
 
-def unframe(kind: bytes, data: bytes) -> bytes | None:
-    """The payload of a frame made by `frame`, or None when it is foreign, torn or corrupt."""
+def frame_digest(kind: bytes, payload: bytes | memoryview) -> int:
+    """The checksum `frame` writes for `payload` (what `read_framed_view` hands back)."""
+    return _digest(kind, payload)
+
+
+def _digest(kind: bytes, payload: bytes | memoryview) -> int:
+    """xxh3_64 of kind + payload, without copying a large payload to join them."""
+    hasher = xxhash.xxh3_64(kind)
+    hasher.update(payload)
+    return hasher.intdigest()
+
+
+def unframe(kind: bytes, data: bytes) -> memoryview | None:
+    """The payload of a frame made by `frame` (a view into `data`), or None when it is foreign,
+    torn or corrupt."""
     if len(data) < _HEADER.size:
         return None
     magic, got_kind, length, digest = _HEADER.unpack_from(data)
-    payload = data[_HEADER.size:]
-    if magic != _MAGIC or got_kind != kind or length != len(payload):
+    if magic != _MAGIC or got_kind != kind or length != len(data) - _HEADER.size:
         return None
-    if xxhash.xxh3_64_intdigest(kind + payload) != digest:
+    payload = memoryview(data)[_HEADER.size:]
+    if _digest(kind, payload) != digest:
         return None
     return payload
 
@@ -113,6 +125,13 @@ def write_framed(path: str, kind: bytes, payload: bytes, durable: bool = True) -
 
 def read_framed(path: str, kind: bytes) -> bytes | None:
     """The payload stored at `path`; None if missing; raises `CorruptFrame` if damaged."""
+    found = read_framed_view(path, kind)
+    return None if found is None else found[0].tobytes()
+
+
+def read_framed_view(path: str, kind: bytes) -> tuple[memoryview, int] | None:
+    """As `read_framed`, without copying the payload out of the file's bytes (a large cache
+    then needs its size once in memory, not twice), with the frame's checksum."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -121,7 +140,7 @@ def read_framed(path: str, kind: bytes) -> bytes | None:
     payload = unframe(kind, data)
     if payload is None:
         raise CorruptFrame(path)
-    return payload
+    return payload, _HEADER.unpack_from(data)[3]
 
 
 class CorruptFrame(Exception):

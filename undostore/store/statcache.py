@@ -1,4 +1,5 @@
-"""The stat cache: path -> (stat fingerprint, mode, blob id), so unchanged files are never re-read.
+"""The stat cache: per folder, its tree id, its names, and each file's (stat fingerprint, mode,
+blob id), so unchanged files are never re-read and unchanged folders never re-encoded.
 
 A cached entry is trusted only when the file's fingerprint (mtime, ctime, size, inode, mode bits)
 is unchanged *and* the entry was not racy when saved. Racy means the file was modified so close to
@@ -6,6 +7,14 @@ the snapshot's start that a later write in the same clock tick could leave its s
 (git's "racy git" problem): such entries are dropped at save time, so the file is hashed again next
 time. The window is 50 ms for file systems with sub-second timestamps and 3 s for those with whole
 seconds (FAT keeps 2 s), which also covers the kernel's coarse clock lagging `time.time_ns()`.
+
+Format (lean on purpose: a 100,000-file cache loads as ~20,000 objects, not ~800,000): one record
+per folder, `(tree id, names, entry names, entries)`. The tree id is None for a folder with no kept
+file and False when only entries are known (a restore dropped the folder's tree id). `names` are
+the folder's names NUL-joined, files first then sub-folders, as the walk found them; `entry names`
+is None when the entries are those of the first files of `names` in order, else the NUL-joined
+names they belong to; `entries` packs each as `ENTRY` (60 bytes). Entries are decoded one folder
+at a time, when that folder is looked at.
 
 The file is framed with an xxhash checksum; a torn, corrupt or foreign cache is discarded and the
 snapshot simply hashes everything (correct, only slower).
@@ -15,13 +24,25 @@ from __future__ import annotations
 
 import marshal
 import os
+import struct
 import sys
 
 from undostore.platform import IS_WINDOWS
-from undostore.store.atomic import CorruptFrame, quarantine, read_framed, write_framed
+from undostore.store.atomic import (
+    CorruptFrame,
+    frame_digest,
+    quarantine,
+    read_framed,
+    read_framed_view,
+    write_framed,
+)
 
 _KIND = b"STAT"
-_VERSION = (4, marshal.version, sys.implementation.cache_tag)
+_DELTA_KIND = b"STAD"
+DELTA_SUFFIX = ".delta"
+DELTA_MIN = 64          # folders a delta may hold, at least ...
+DELTA_SHARE = 16        # ... or this share of all folders
+_VERSION = (6, marshal.version, sys.implementation.cache_tag)
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
 
@@ -31,6 +52,11 @@ Entry = tuple[int, int, int, int, int, int, bytes]
 Fingerprint = tuple[int, int, int, int, int]
 # A folder's tree id (None: no kept file below it) and the names it held, in walk order.
 FolderState = tuple["bytes | None", tuple[str, ...]]
+# (tree id | None | False, names, entry names | None, packed entries); see the module docstring.
+Record = tuple["bytes | None | bool", str, "str | None", bytes]
+
+ENTRY = struct.Struct("<qqqQII20s")
+_SEP = "\0"
 
 
 def fingerprint(st: os.stat_result) -> Fingerprint:
@@ -44,6 +70,12 @@ def make_entry(st: os.stat_result, git_mode: int, sha: bytes) -> Entry:
     return (*fingerprint(st), git_mode, sha)
 
 
+def mode_only_entry(git_mode: int, sha: bytes) -> Entry:
+    """An entry whose fingerprint matches no stat: only its mode counts (Windows, where the
+    disk has no exec bit, takes the mode from here); the file itself is hashed again."""
+    return (0, 0, -1, 0, 0, git_mode, sha)
+
+
 def is_racy(st: os.stat_result, start_ns: int) -> bool:
     """Whether a file's stat is too close to `start_ns` to prove a later change would show."""
     return _racy(st.st_mtime_ns, st.st_ctime_ns, start_ns)
@@ -55,32 +87,83 @@ def _racy(mtime_ns: int, ctime_ns: int, start_ns: int) -> bool:
     return max(mtime_ns, ctime_ns) >= start_ns - margin
 
 
+def entry_racy(entry: Entry, start_ns: int) -> bool:
+    return _racy(entry[0], entry[1], start_ns)
+
+
+def split_names(joined: str) -> tuple[str, ...]:
+    return tuple(joined.split(_SEP)) if joined else ()
+
+
+def join_names(names: tuple[str, ...] | list[str]) -> str:
+    return _SEP.join(names)
+
+
+def pack_entries(entries: list[Entry]) -> bytes:
+    pack = ENTRY.pack
+    return b"".join([pack(*e) for e in entries])
+
+
+def record_entries(record: Record) -> dict[str, Entry]:
+    """A record's entries by file name."""
+    _, names, entry_names, blob = record
+    if not blob:
+        return {}
+    decoded = ENTRY.iter_unpack(blob)
+    if entry_names is None:
+        return dict(zip(names.split(_SEP), decoded, strict=False))  # files come first
+    return dict(zip(entry_names.split(_SEP), decoded, strict=True))
+
+
 class StatCache:
     """Loaded once per snapshot; a new one is saved after the snapshot's pack is committed."""
 
     def __init__(self, files: dict[str, Entry] | None = None,
                  folders: dict[str, FolderState] | None = None, identity: str = "") -> None:
-        self.files: dict[str, Entry] = files or {}
-        self.folders: dict[str, FolderState] = folders or {}
+        self.records: dict[str, Record] = (
+            _records_from(files or {}, folders or {}, None) if files or folders else {})
         self.identity = identity   # the store this cache belongs to
         # The packs that held every object the cache vouches for when it was saved: if one of
         # them is gone (deleted by hand, a store restored from backup), the cache is not trusted.
         self.packs: tuple[str, ...] = ()
+        # Watchman's (token, ignore fingerprint) when this picture was taken (changes.py).
+        self.fsmonitor: tuple | None = None
+        self._entries: dict[str, dict[str, Entry]] = {}   # decoded folders, for `lookup`
+        self.count = -1     # files in the snapshot that saved the records (-1: unknown)
+        self._base: int | None = None      # digest of the base file's payload, when loaded
+        self._delta: dict[str, Record | None] = {}   # records changed since the base
 
     @property
     def root(self) -> bytes | None:
         """The root tree of the last save: every object the cache vouches for is below it."""
-        state = self.folders.get("")
-        return state[0] if state is not None else None
+        record = self.records.get("")
+        return record[0] if record is not None and isinstance(record[0], bytes) else None
+
+    @property
+    def files(self) -> dict[str, Entry]:
+        """Every entry by path (decodes the whole cache: for restore and gc, not snapshots)."""
+        out: dict[str, Entry] = {}
+        for folder, record in self.records.items():
+            prefix = folder + "/" if folder else ""
+            for name, entry in record_entries(record).items():
+                out[prefix + name] = entry
+        return out
+
+    @property
+    def folders(self) -> dict[str, FolderState]:
+        """Every folder's (tree id, names) where the tree id is known."""
+        return {path: (r[0], split_names(r[1])) for path, r in self.records.items()
+                if r[0] is not False}
 
     @classmethod
     def load(cls, path: str, store_identity: str = "", on_warning=None,  # noqa: ANN001
              ) -> StatCache:
         """The cache at `path`, or an empty one if it is missing, damaged, written by another
-        format or Python, or bound to another store (its blob ids would mean nothing here)."""
+        format or Python, or bound to another store (its blob ids would mean nothing here).
+        A delta saved beside it (`path` + DELTA_SUFFIX) applies when it names this base."""
         empty = cls(identity=store_identity)
         try:
-            payload = read_framed(path, _KIND)
+            found = read_framed_view(path, _KIND)
         except CorruptFrame:
             quarantine(path)
             if on_warning:
@@ -90,60 +173,143 @@ class StatCache:
             if os.path.isdir(path):  # Windows says "access denied" where POSIX says EISDIR
                 quarantine(path)  # something else sits where the cache goes: move it aside
             return empty
-        if payload is None:
+        if found is None:
             return empty
+        payload, digest = found
         try:
-            version, identity, packs, files, folders = marshal.loads(payload)
+            version, identity, packs, fsmonitor, count, records = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
             return empty
-        if (version != _VERSION or identity != store_identity or not isinstance(files, dict)
-                or not isinstance(folders, dict)):
+        if version != _VERSION or identity != store_identity or not isinstance(records, dict):
             return empty
-        cache = cls(files, folders, store_identity)
-        cache.packs = tuple(packs)
+        cache = cls(identity=store_identity)
+        cache.records = records
+        cache._base = digest   # names this base: a delta made for another one is ignored
+        cache._apply_delta(path + DELTA_SUFFIX, packs, fsmonitor, count)
         return cache
+
+    def _apply_delta(self, path: str, packs: object, fsmonitor: object, count: object) -> None:
+        """Records changed since the base was written; a delta that is missing, damaged or
+        made for another base is ignored (the base is an older, still consistent picture)."""
+        try:
+            payload = read_framed(path, _DELTA_KIND)
+            delta = marshal.loads(payload) if payload is not None else None
+        except (OSError, CorruptFrame, ValueError, EOFError, TypeError):
+            delta = None
+        if (isinstance(delta, tuple) and len(delta) == 6 and delta[0] == _VERSION
+                and delta[1] == self._base and isinstance(delta[5], dict)):
+            _, _, packs, fsmonitor, count, changes = delta
+            self._delta = changes
+            for folder, record in changes.items():
+                if record is None:
+                    self.records.pop(folder, None)
+                else:
+                    self.records[folder] = record
+        self.packs = tuple(packs)  # type: ignore[arg-type]
+        self.fsmonitor = fsmonitor if isinstance(fsmonitor, tuple) else None
+        self.count = count if isinstance(count, int) else -1
 
     def trusted_with(self, present_packs: set[str]) -> bool:
         """Whether every pack this cache relied on is still in the store."""
         return set(self.packs) <= present_packs
 
+    def entries_in(self, folder: str) -> dict[str, Entry]:
+        """The cached entries of the files directly in `folder`, by name (decoded once)."""
+        decoded = self._entries.get(folder)
+        if decoded is None:
+            record = self.records.get(folder)
+            decoded = self._entries[folder] = record_entries(record) if record else {}
+        return decoded
+
     def lookup(self, path: str, st: os.stat_result) -> Entry | None:
-        entry = self.files.get(path)
+        folder, _, name = path.rpartition("/")
+        entry = self.entries_in(folder).get(name)
         if entry is not None and entry[:5] == fingerprint(st):
             return entry
         return None
 
     def previous_mode(self, path: str) -> int | None:
-        entry = self.files.get(path)
+        folder, _, name = path.rpartition("/")
+        entry = self.entries_in(folder).get(name)
         return entry[5] if entry is not None else None
 
     def save(self, path: str, files: dict[str, Entry], folders: dict[str, FolderState],
              start_ns: int, fresh: set[str] | None = None) -> None:
-        """Write the new cache, leaving out racy entries (see the module docstring).
+        """Write a cache from entries by path and folder states, leaving out racy entries.
 
         Folder states need no such care: a folder's cached tree id is reused only when every
         file in it was a cache hit, and a racy file never is."""
         if fresh is None:
-            kept = {p: e for p, e in files.items() if not _entry_racy(e, start_ns)}
+            racy = {p for p, e in files.items() if entry_racy(e, start_ns)}
         else:
             # Entries carried over from the loaded cache passed this test when it was saved;
             # only the ones hashed in this run (`fresh`) can be racy.
-            racy = {p for p in fresh if _entry_racy(files[p], start_ns)}
-            kept = {p: e for p, e in files.items() if p not in racy} if racy else files
-        payload = marshal.dumps((_VERSION, self.identity, self.packs, kept, folders))
+            racy = {p for p in fresh if entry_racy(files[p], start_ns)}
+        self.save_records(path, _records_from(files, folders, racy))
+
+    def save_records(self, path: str, records: dict[str, Record], count: int = -1) -> None:
+        """Save `records`: as a small delta beside the base when few folders changed since the
+        base was written (a one-file change in a big tree then writes kilobytes, not
+        megabytes), else as a new base."""
+        old = self.records
+        delta = dict(self._delta)
+        for folder, record in records.items():
+            if old.get(folder) is not record:
+                delta[folder] = record
+        for folder in old.keys() - records.keys():
+            delta[folder] = None
         # Not fsynced: losing the cache in a crash only costs a rehash, never correctness.
-        write_framed(path, _KIND, payload, durable=False)
+        if self._base is not None and len(delta) <= max(DELTA_MIN, len(records) // DELTA_SHARE):
+            payload = marshal.dumps((_VERSION, self._base, self.packs, self.fsmonitor, count,
+                                     delta))
+            write_framed(path + DELTA_SUFFIX, _DELTA_KIND, payload, durable=False)
+            self._delta = delta
+        else:
+            payload = marshal.dumps((_VERSION, self.identity, self.packs, self.fsmonitor, count,
+                                     records))
+            write_framed(path, _KIND, payload, durable=False)
+            self._base = frame_digest(_KIND, payload)
+            self._delta = {}
+            try:
+                os.unlink(path + DELTA_SUFFIX)
+            except OSError:
+                pass  # a delta left behind names the old base: it is ignored
+        self.records = records
+        self.count = count
+        self._entries = {}
 
 
-def _entry_racy(entry: Entry, start_ns: int) -> bool:
-    return _racy(entry[0], entry[1], start_ns)
+def _records_from(files: dict[str, Entry], folders: dict[str, FolderState],
+                  racy: set[str] | None) -> dict[str, Record]:
+    """Records from entries by path and folder states (the format's general case)."""
+    by_folder: dict[str, dict[str, Entry]] = {}
+    for path, entry in files.items():
+        if racy and path in racy:
+            continue
+        folder, _, name = path.rpartition("/")
+        by_folder.setdefault(folder, {})[name] = entry
+    records: dict[str, Record] = {}
+    for folder in {*folders, *by_folder}:
+        state = folders.get(folder)
+        mine = by_folder.get(folder, {})
+        names = state[1] if state is not None else tuple(mine)
+        leading = names[:len(mine)]
+        if set(leading) == mine.keys():
+            entry_names = None
+            ordered = [mine[n] for n in leading]
+        else:
+            entry_names = join_names(list(mine))
+            ordered = list(mine.values())
+        records[folder] = (state[0] if state is not None else False, join_names(names),
+                           entry_names, pack_entries(ordered))
+    return records
 
 
 def rebind_packs(path: str, store_identity: str, packs: set[str]) -> None:
     """After gc moved every object the cache vouches for into `packs`, say so in the cache
     (gc keeps those objects, so the cache stays valid; only its pack list is out of date)."""
     cache = StatCache.load(path, store_identity)
-    if not cache.files and not cache.folders:
+    if not cache.records:
         return
     cache.packs = tuple(sorted(packs))
-    cache.save(path, cache.files, cache.folders, start_ns=0, fresh=set())
+    cache.save_records(path, cache.records, cache.count)

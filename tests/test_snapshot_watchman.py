@@ -1,0 +1,384 @@
+"""Snapshots driven by a real (private) watchman daemon give git's id after every kind of change,
+and fall back to a full walk whenever they cannot be sure."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from undostore import Workspace
+from undostore.snapshot import watchman as fsmonitor
+from undostore.snapshot.snapshot import SnapshotOptions
+
+from .conftest import Exe, Link, make_tree
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no watchman on Windows")
+
+
+class Snapper:
+    """Snapshots of one root into one store, recording each result and its warnings."""
+
+    def __init__(self, root: Path, store: Path) -> None:
+        self.root = root
+        self.store = store
+        self.warnings: list[tuple[str, str]] = []
+
+    def __call__(self, **options):
+        opts = SnapshotOptions(on_warning=lambda p, m: self.warnings.append((p, m)), **options)
+        with Workspace(self.root, store=self.store) as ws:
+            return ws.snapshot(options=opts)
+
+
+@pytest.fixture
+def snapper(tmp_path, watchman_env):
+    root = make_tree(tmp_path / "root", {
+        "README": "hello\n", "run.sh": Exe("#!/bin/sh\n"), ".gitignore": "*.log\nbuild/\n",
+        "src": {"a.py": "a = 1\n", "b.py": "b = 2\n", "deep": {"c.py": "c\n", "d.txt": "d"}},
+        "docs": {"guide.md": "# guide\n", "img": {"x.bin": b"\0\1\2"}},
+        "link": Link("src/a.py"), "build": {"out.o": "o"}, "app.log": "log",
+    })
+    return Snapper(root, tmp_path / "store")
+
+
+def _indexed(git, root: Path) -> int:
+    """Files in git's index after `git.write_tree(root)`."""
+    out = git.run(git.private_dir(root), root, "ls-files", "-z")
+    return len([p for p in out.split(b"\0") if p])
+
+
+def _full_id(root: Path, tmp_path: Path) -> str:
+    """The id a fresh store with a plain walk gives: the reference for cases git cannot see."""
+    old = os.environ.get("UNDOSTORE_FSMONITOR")
+    os.environ["UNDOSTORE_FSMONITOR"] = "off"
+    try:
+        store = tmp_path / f"ref-{random.randrange(10**9)}"
+        with Workspace(root, store=store) as ws:
+            return ws.snapshot().id
+    finally:
+        os.environ["UNDOSTORE_FSMONITOR"] = old or ""
+        shutil.rmtree(tmp_path / store, ignore_errors=True)
+
+
+def test_first_walks_then_no_change_asks_watchman_and_reads_nothing(snapper, git):
+    first = snapper()
+    assert first.walk == "full"
+    again = snapper()
+    assert again.walk == "watchman"
+    assert again.id == first.id == git.write_tree(snapper.root)
+    assert again.hashed == 0 and again.files == first.files
+    assert snapper.warnings == []
+
+
+def _append(root: Path) -> None:
+    with open(root / "src" / "a.py", "a") as f:
+        f.write("more = 3\n")
+
+
+def _same_size_old_mtime(root: Path) -> None:
+    path = root / "src" / "deep" / "c.py"
+    st = path.stat()
+    path.write_text("C\n")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _delete(root: Path) -> None:
+    (root / "docs" / "guide.md").unlink()
+
+
+def _rename_file(root: Path) -> None:
+    (root / "src" / "b.py").rename(root / "docs" / "b_moved.py")
+
+
+def _rename_folder(root: Path) -> None:
+    (root / "src" / "deep").rename(root / "src" / "deeper")
+
+
+def _new_folders(root: Path) -> None:
+    make_tree(root / "pkg", {"x": {"y": {"z.txt": "z"}, "w.txt": "w"}, "empty": {}})
+
+
+def _retarget_link(root: Path) -> None:
+    (root / "link").unlink()
+    os.symlink("README", root / "link")
+
+
+def _exec_flip(root: Path) -> None:
+    (root / "run.sh").chmod(0o644)
+    (root / "README").chmod(0o755)
+
+
+def _delete_folder(root: Path) -> None:
+    shutil.rmtree(root / "docs" / "img")
+
+
+def _folder_becomes_file(root: Path) -> None:
+    shutil.rmtree(root / "pkg" / "x")
+    (root / "pkg" / "x").write_text("now a file")
+
+
+def _ignored_only(root: Path) -> None:
+    (root / "build" / "more.o").write_text("o2")
+    (root / "new.log").write_text("l")
+
+
+def _file_becomes_folder_link(root: Path) -> None:
+    (root / "README").unlink()
+    os.symlink("src", root / "README")
+
+
+CHANGES = [_append, _same_size_old_mtime, _delete, _rename_file, _rename_folder, _new_folders,
+           _retarget_link, _exec_flip, _delete_folder, _folder_becomes_file, _ignored_only,
+           _file_becomes_folder_link]
+
+
+def test_every_kind_of_change_gives_gits_id_through_watchman(snapper, git):
+    snapper()
+    for change in CHANGES:
+        change(snapper.root)
+        result = snapper()
+        assert result.walk == "watchman", change.__name__
+        assert result.id == git.write_tree(snapper.root), change.__name__
+        assert result.files == _indexed(git, snapper.root), change.__name__
+    assert snapper.warnings == []
+
+
+def test_a_change_in_an_ignored_folder_reads_no_file(snapper):
+    snapper()
+    (snapper.root / "build" / "gen").mkdir()
+    for i in range(500):   # many reported paths, all below an ignored folder
+        (snapper.root / "build" / "gen" / f"x{i}.o").write_text("x")
+    result = snapper()
+    assert result.walk == "watchman" and result.hashed == 0
+
+
+def test_random_edit_loop_matches_git_at_every_step(snapper, git):
+    rng = random.Random(1234)
+    root = snapper.root
+    snapper()
+    folders = ["", "src", "docs", "src/deep", "new", "new/sub"]
+    for step in range(40):
+        folder = root / rng.choice(folders)
+        folder.mkdir(parents=True, exist_ok=True)
+        existing = sorted(p for p in folder.iterdir()
+                          if p.is_file() and not p.is_symlink() and p.name != ".gitignore")
+        action = rng.choice(["write", "write", "append", "delete", "chmod", "mkdir", "rmdir"])
+        if action == "write" or not existing:
+            (folder / f"f{rng.randrange(20)}.txt").write_text(f"{step} {rng.random()}\n")
+        elif action == "append":
+            with open(rng.choice(existing), "a") as f:
+                f.write(f"{step}\n")
+        elif action == "delete":
+            rng.choice(existing).unlink()
+        elif action == "chmod":
+            target = rng.choice(existing)
+            target.chmod(target.stat().st_mode ^ 0o100)
+        elif action == "mkdir":
+            make_tree(folder / f"d{step}", {"inner.txt": f"{step}"})
+        elif action == "rmdir":
+            subs = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
+            if subs:
+                shutil.rmtree(rng.choice(subs))
+        result = snapper()
+        assert result.walk == "watchman", (step, action)
+        assert result.id == git.write_tree(root), (step, action)
+        assert result.files == _indexed(git, root), (step, action)
+
+
+def test_a_gitignore_edited_between_snapshots_forces_a_full_walk(snapper, git):
+    snapper()
+    (snapper.root / "src" / ".gitignore").write_text("*.txt\n")
+    result = snapper()
+    assert result.walk == "full"
+    assert result.id == git.write_tree(snapper.root)
+    (snapper.root / ".gitignore").write_text("*.log\n")  # build/ is kept again
+    result = snapper()
+    assert result.walk == "full" and result.id == git.write_tree(snapper.root)
+    assert snapper().walk == "watchman"
+
+
+def test_a_gitignore_in_a_new_folder_needs_no_full_walk(snapper, git):
+    snapper()
+    make_tree(snapper.root / "fresh", {".gitignore": "skip.me\n", "skip.me": "s", "keep": "k"})
+    result = snapper()
+    assert result.walk == "watchman" and result.id == git.write_tree(snapper.root)
+
+
+def test_info_exclude_and_global_excludes_changes_force_a_full_walk(snapper, tmp_path):
+    (snapper.root / ".git" / "info").mkdir(parents=True)
+    snapper()
+    (snapper.root / ".git" / "info" / "exclude").write_text("*.py\n")
+    result = snapper()
+    assert result.walk == "full" and result.id == _full_id(snapper.root, tmp_path)
+    assert snapper().walk == "watchman"
+    excludes = Path(os.environ["XDG_CONFIG_HOME"]) / "git" / "ignore"
+    excludes.parent.mkdir(parents=True, exist_ok=True)
+    excludes.write_text("*.md\n")
+    result = snapper()
+    assert result.walk == "full" and result.id == _full_id(snapper.root, tmp_path)
+    (Path(os.environ["HOME"]) / ".gitconfig").write_text("[core]\n\texcludesFile = ~/other\n")
+    result = snapper()
+    assert result.walk == "full" and result.id == _full_id(snapper.root, tmp_path)
+
+
+def test_a_daemon_killed_between_snapshots_means_one_warning_and_a_full_walk(snapper, git,
+                                                                            watchman_env):
+    snapper()
+    watchman_env.kill()
+    _append(snapper.root)
+    result = snapper()
+    assert result.walk == "full" and result.id == git.write_tree(snapper.root)
+    assert len(snapper.warnings) == 1 and "watchman" in snapper.warnings[0][1]
+    watchman_env.start()  # a new instance: its clocks say nothing of the old one's
+    _delete(snapper.root)
+    result = snapper()
+    assert result.walk == "full" and result.id == git.write_tree(snapper.root)
+    assert snapper().walk == "watchman"
+
+
+def test_auto_with_the_daemon_gone_walks_silently(snapper, git, watchman_env, monkeypatch):
+    monkeypatch.setenv("UNDOSTORE_FSMONITOR", "auto")
+    assert snapper().walk == "full"
+    assert snapper().walk == "watchman"
+    watchman_env.kill()
+    _exec_flip(snapper.root)
+    result = snapper()
+    assert result.walk == "full" and result.id == git.write_tree(snapper.root)
+    assert snapper.warnings == []
+
+
+def test_a_daemon_killed_during_a_snapshot_leaves_a_correct_id(snapper, git, watchman_env):
+    snapper()
+    for i in range(1500):
+        (snapper.root / "src" / f"gen{i}.txt").write_text(str(i))
+    result = snapper(on_progress=lambda done, total: watchman_env.kill())
+    assert result.id == git.write_tree(snapper.root)
+    _append(snapper.root)
+    result = snapper()
+    assert result.walk == "full" and result.id == git.write_tree(snapper.root)
+    assert len(snapper.warnings) == 1
+
+
+def test_a_stopped_daemon_times_out_into_a_full_walk(snapper, git, watchman_env, monkeypatch):
+    monkeypatch.setattr(fsmonitor, "TIMEOUT_SECONDS", 0.5)
+    snapper()
+    watchman_env.process.send_signal(signal.SIGSTOP)
+    try:
+        _append(snapper.root)
+        result = snapper()
+    finally:
+        watchman_env.process.send_signal(signal.SIGCONT)
+    assert result.walk == "full" and result.id == git.write_tree(snapper.root)
+    assert len(snapper.warnings) == 1
+
+
+def test_a_clock_from_another_root_is_not_trusted(tmp_path, git, watchman_env):
+    a = make_tree(tmp_path / "a", {"same": "1", "sub": {"x": "x"}})
+    b = make_tree(tmp_path / "b", {"same": "1", "sub": {"x": "y"}})
+    store = tmp_path / "shared-store"
+    Snapper(a, store)()
+    result = Snapper(b, store)()
+    assert result.walk == "full" and result.id == git.write_tree(b)
+
+
+def test_the_store_inside_the_root_is_never_reported(tmp_path, git, watchman_env):
+    root = make_tree(tmp_path / "root", {"f": "1", "d": {"g": "2"}})
+    snap = Snapper(root, root / ".undo-store")
+    first = snap()
+    (root / "d" / "g").write_text("3")
+    second = snap()
+    third = snap()   # the store's own writes since the last query are not changes
+    assert second.walk == third.walk == "watchman"
+    assert third.hashed == 0 and third.id == second.id
+    git_dir = git.private_dir(root)
+    (git_dir / "info").mkdir(exist_ok=True)
+    (git_dir / "info" / "exclude").write_text("/.undo-store/\n")
+    assert second.id == git.write_tree(root) != first.id
+
+
+def test_a_restore_then_a_snapshot_is_right(snapper, git):
+    first = snapper()
+    _new_folders(snapper.root)
+    _delete(snapper.root)
+    snapper()
+    with Workspace(snapper.root, store=snapper.store) as ws:
+        ws.restore(first.id)
+    result = snapper()
+    assert result.id == first.id == git.write_tree(snapper.root)
+    _append(snapper.root)
+    result = snapper()
+    assert result.walk == "watchman" and result.id == git.write_tree(snapper.root)
+
+
+def test_cli_reports_the_walk(snapper):
+    import json
+    import subprocess
+
+    def run() -> dict:
+        out = subprocess.run([sys.executable, "-m", "undostore", "--root", str(snapper.root),
+                              "--store", str(snapper.store), "snapshot", "--json"],
+                             capture_output=True, check=True)
+        return json.loads(out.stdout)
+
+    assert run()["walk"] == "full"
+    assert run()["walk"] == "watchman"
+
+
+def test_a_root_inside_a_watched_project_uses_a_relative_root(tmp_path, git, watchman_env):
+    # A .watchmanconfig above makes watchman watch the project; the root is a folder inside it.
+    project = make_tree(tmp_path / "proj", {".watchmanconfig": "{}", "other": {"x": "x"},
+                                            "sub": {"a.txt": "a", "d": {"b.txt": "b"}}})
+    root = project / "sub"
+    snap = Snapper(root, tmp_path / "store")
+    time.sleep(0.2)   # out of the racy window: the first snapshot's entries are all kept
+    snap()
+    (project / "other" / "y").write_text("outside the root")
+    (root / "d" / "c.txt").write_text("c")
+    result = snap()
+    assert result.walk == "watchman" and result.id == git.write_tree(root)
+    assert result.hashed == 1
+
+
+def test_a_voided_cache_means_a_full_walk(snapper, git):
+    snapper()
+    assert snapper().walk == "watchman"
+    # The store loses the packs the cache vouches for (deleted by hand, an old backup).
+    pack_dir = snapper.store / "objects" / "pack"
+    for pack in pack_dir.iterdir():
+        pack.unlink()
+    _append(snapper.root)
+    result = snapper()
+    assert result.walk == "full" and result.id == git.write_tree(snapper.root)
+    assert result.hashed == result.files
+    assert any("stat cache" in m for _, m in snapper.warnings)
+
+
+def test_changes_in_a_big_folder_read_only_the_reported_files(tmp_path, git, watchman_env):
+    root = make_tree(tmp_path / "root", {"big": {f"f{i:04}.txt": f"{i}\n" for i in range(2000)},
+                                         "other": {"x": "x"}})
+    snap = Snapper(root, tmp_path / "store")
+    time.sleep(0.2)   # out of the racy window: every entry of the first snapshot is kept
+    snap()
+    big = root / "big"
+    with open(big / "f0007.txt", "a") as f:
+        f.write("more\n")
+    (big / "f0100.txt").unlink()
+    (big / "new.txt").write_text("new\n")
+    (big / "f0200.txt").chmod(0o755)
+    os.utime(big / "f0300.txt")          # a touch: stat changes, content does not
+    time.sleep(0.2)
+    result = snap()
+    assert result.walk == "watchman" and result.id == git.write_tree(root)
+    assert result.hashed == 4 and result.files == _indexed(git, root)
+    # A reported name that became a folder: the folder is read whole, still git's id.
+    (big / "f0400.txt").unlink()
+    make_tree(big / "f0400.txt", {"inside": "i"})
+    result = snap()
+    assert result.walk == "watchman" and result.id == git.write_tree(root)
+    assert snap().hashed == 0

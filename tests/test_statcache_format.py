@@ -1,0 +1,100 @@
+"""The stat cache's per-folder records and its delta file: round trips, and a lost, damaged or
+stale delta falling back to the older (still consistent) base."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from undostore import Workspace
+from undostore.store.statcache import DELTA_SUFFIX, StatCache
+
+from .conftest import make_tree
+
+IDENTITY = "store-identity"
+RACY_S = 0.2
+
+
+def entry(n: int) -> tuple:
+    return (1_600_000_000_123_456_789 + n, 1_600_000_000_123_456_789, n, 1000 + n, 0o100644,
+            0o100644, bytes([n % 256]) * 20)
+
+
+def test_entries_and_folder_states_round_trip(tmp_path):
+    files = {"a": entry(1), "d/b": entry(2), "d/e/c": entry(3), "gone/x": entry(4)}
+    folders = {"": (b"r" * 20, ("a", "d")), "d": (b"d" * 20, ("b", "e")),
+               "d/e": (b"e" * 20, ("c",)), "empty": (None, ())}
+    path = str(tmp_path / "statcache")
+    StatCache(identity=IDENTITY).save(path, files, folders, start_ns=2 * 10**18, fresh=set())
+    loaded = StatCache.load(path, IDENTITY)
+    assert loaded.files == files
+    assert loaded.folders == folders
+    assert loaded.root == b"r" * 20
+    assert StatCache.load(path, "another store").files == {}
+
+
+def test_racy_entries_are_left_out_but_their_folder_state_kept(tmp_path):
+    now = 1_600_000_000_123_456_789 + 10 * 10**9
+    files = {"old": entry(0), "fresh": (now, now, 1, 1, 0o100644, 0o100644, b"f" * 20)}
+    path = str(tmp_path / "statcache")
+    StatCache(identity=IDENTITY).save(path, files, {"": (b"r" * 20, ("old", "fresh"))}, now)
+    loaded = StatCache.load(path, IDENTITY)
+    assert loaded.files == {"old": entry(0)}
+    assert loaded.folders == {"": (b"r" * 20, ("old", "fresh"))}
+
+
+def _big_tree(root: Path) -> Path:
+    made = make_tree(root, {f"d{i}": {f"f{j}": f"{i}/{j}" for j in range(3)} for i in range(80)})
+    time.sleep(RACY_S)   # so the first snapshot's entries are all kept
+    return made
+
+
+def test_a_one_file_change_writes_a_delta_and_leaves_the_base(tmp_path, git):
+    root = _big_tree(tmp_path / "root")
+    store = tmp_path / "store"
+    with Workspace(root, store=store) as ws:
+        ws.snapshot()
+        base = Path(ws.store.cache_dir) / "statcache"
+        before = base.stat()
+        (root / "d7" / "f1").write_text("changed")
+        time.sleep(RACY_S)   # else the entry is racy and left out
+        second = ws.snapshot()
+        assert second.id == git.write_tree(root)
+        after = base.stat()
+        assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+        assert os.path.exists(str(base) + DELTA_SUFFIX)
+        merged = StatCache.load(str(base), ws.store.identity)
+        assert merged.entries_in("d7")["f1"][2] == len("changed")
+        # Nothing changed: the delta is read back and nothing is hashed.
+        assert ws.snapshot().hashed == 0
+
+
+def test_a_damaged_or_stale_delta_falls_back_to_the_base(tmp_path, git):
+    root = _big_tree(tmp_path / "root")
+    store = tmp_path / "store"
+    with Workspace(root, store=store) as ws:
+        ws.snapshot()
+        base = Path(ws.store.cache_dir) / "statcache"
+        (root / "d3" / "f0").write_text("one")
+        time.sleep(RACY_S)
+        ws.snapshot()
+        delta = Path(str(base) + DELTA_SUFFIX)
+        stale = tmp_path / "stale-delta"
+        shutil.copy(delta, stale)
+        data = bytearray(delta.read_bytes())
+        data[-3] ^= 0xFF
+        delta.write_bytes(bytes(data))
+        (root / "d3" / "f0").write_text("two")
+        result = ws.snapshot()
+        assert result.id == git.write_tree(root) and result.hashed == 1
+        # A new base (many folders changed), then the old delta put back: it names the old base.
+        for i in range(80):
+            (root / f"d{i}" / "f2").write_text(f"new {i}")
+        time.sleep(RACY_S)
+        assert ws.snapshot().id == git.write_tree(root)
+        assert not delta.exists()
+        shutil.copy(stale, delta)
+        assert StatCache.load(str(base), ws.store.identity).entries_in("d3")["f0"][2] == 3
+        assert ws.snapshot().hashed == 0

@@ -1,0 +1,131 @@
+"""What a restore writes and where it may pause: the verified blobs, the sparse-aware writer,
+and the checkpoints counted at each file operation."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+
+from undostore.git.reader import ObjectReader
+
+_KEEP_BLOB = 1 << 20               # blobs up to this size are kept in memory after verifying
+_KEEP_BUDGET = 256 << 20           # ... up to this much in total; larger ones are streamed twice
+BLOCK = 4096
+_ZERO_BLOCK = bytes(BLOCK)
+
+Hook = Callable[[str, str], None]
+
+
+class BlobSource:
+    """The blobs a restore writes, verified before the first change: small ones kept in memory,
+    large ones hash-checked by a streaming pass now and streamed again while written."""
+
+    def __init__(self, reader: ObjectReader) -> None:
+        self.reader = reader
+        self.kept: dict[bytes, bytes] = {}
+
+    @classmethod
+    def verified(cls, reader: ObjectReader, shas: Iterable[bytes]) -> BlobSource:
+        source = cls(reader)
+        budget = _KEEP_BUDGET
+        for sha in dict.fromkeys(shas):
+            data = reader.small_blob(sha, min(_KEEP_BLOB, budget))
+            if data is None:
+                reader.verify_blob(sha)
+            else:
+                source.kept[sha] = data
+                budget -= len(data)
+        return source
+
+    def chunks(self, sha: bytes) -> Iterable[bytes]:
+        """The blob's bytes; a streamed one raises at its end if it does not hash to `sha`."""
+        data = self.kept.get(sha)
+        return (data,) if data is not None else self.reader.blob_chunks(sha)
+
+    def size(self, sha: bytes) -> int:
+        data = self.kept.get(sha)
+        return len(data) if data is not None else self.reader.size_of(sha)
+
+    def whole(self, sha: bytes) -> bytes:
+        data = self.kept.get(sha)
+        return data if data is not None else self.reader.read_blob(sha)
+
+
+def write_sparse(fd: int, chunks: Iterable[bytes]) -> int:
+    """Write `chunks` to the new, empty file `fd`, leaving every aligned block of zeros
+    (BLOCK bytes or more) as a hole: seek past it, and set the size at the end. Streaming;
+    returns the size."""
+    pos = 0        # bytes of content so far
+    written = 0    # where the file's write offset is
+    for chunk in chunks:
+        view = memoryview(chunk)
+        if chunk.count(0) == len(chunk):
+            pos += len(chunk)  # all zeros, whatever its length: nothing to write
+            continue
+        if len(view) < BLOCK or chunk.find(_ZERO_BLOCK) < 0:
+            written = _write_at(fd, view, pos, written)
+            pos += len(view)
+            continue
+        start = 0
+        at = (-pos) % BLOCK                   # first block boundary inside this chunk
+        while at + BLOCK <= len(view):
+            if view[at:at + BLOCK] == _ZERO_BLOCK:
+                end = at + BLOCK
+                while end + BLOCK <= len(view) and view[end:end + BLOCK] == _ZERO_BLOCK:
+                    end += BLOCK
+                if at > start:
+                    written = _write_at(fd, view[start:at], pos + start, written)
+                start = at = end
+            else:
+                at += BLOCK
+        if start < len(view):
+            written = _write_at(fd, view[start:], pos + start, written)
+        pos += len(view)
+    if written != pos:
+        os.ftruncate(fd, pos)
+    return pos
+
+
+def _write_at(fd: int, view: memoryview, offset: int, current: int) -> int:
+    """Write `view` at `offset` (seeking only when not already there); the offset after."""
+    if offset != current:
+        os.lseek(fd, offset, os.SEEK_SET)
+    size = len(view)
+    while view:
+        view = view[os.write(fd, view):]
+    return offset + size
+
+
+class Checkpoints:
+    """Counts a restore's file operations and calls `hook(what, path)` after each: a caller
+    reports progress there, a test pauses a restore at one step (tests/test_restore_hostile.py,
+    tests/test_restore_crash.py hand one in through `Worktree.checkpoint`).
+
+    Tests that drive the CLI process (Ctrl-C, tests/test_interrupts.py) cannot hand it a
+    callable: for them UNDOSTORE_TEST_STALL_AT=k and UNDOSTORE_TEST_STALL_FILE=path make the k-th
+    operation write `path` and wait there to be signalled or killed."""
+
+    def __init__(self, hook: Hook | None = None) -> None:
+        self.count = 0
+        self.hook = hook
+        raw = os.environ.get("UNDOSTORE_TEST_STALL_AT", "")
+        self.stall_at = int(raw) if raw.isdigit() else 0
+        self.marker = os.environ.get("UNDOSTORE_TEST_STALL_FILE", "")
+
+    def before(self, what: str, path: str) -> None:
+        """Called once the checks of a change passed, right before it is made: the hook sees
+        `before <what>` (not counted: a test swaps a file there, in the window an attacker
+        would aim at)."""
+        if self.hook is not None:
+            self.hook(f"before {what}", path)
+
+    def __call__(self, what: str, path: str) -> None:
+        self.count += 1
+        if self.hook is not None:
+            self.hook(what, path)
+        if self.stall_at and self.count == self.stall_at and self.marker:
+            import time
+
+            with open(self.marker, "w", encoding="utf-8") as f:
+                f.write(f"{self.count} {what} {path}\n")
+            time.sleep(600)

@@ -1,0 +1,238 @@
+"""One folder at a time: match its files against the stat cache, then build the trees bottom-up
+and the stat cache's new records.
+
+Lean on purpose (a no-change snapshot of a big tree should cost the stat calls and little else):
+a folder whose files all match the cache, in the cache's order, keeps the cache's packed entries
+and names as they are, so nothing is held per file once the folder is matched; a folder whose
+names, files and sub-folder trees are unchanged keeps its cached tree id without re-encoding
+(git's cache-tree idea).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from undostore.git.objects import MODE_TREE, TREE, PackWriter, encode_tree, hash_object
+from undostore.platform import IS_WINDOWS
+from undostore.snapshot.walk import FileEntry, Folder, Matcher
+from undostore.store.statcache import (
+    ENTRY,
+    Entry,
+    Record,
+    StatCache,
+    entry_racy,
+    join_names,
+    pack_entries,
+    record_entries,
+    split_names,
+)
+from undostore.store.store import Store
+
+EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+
+
+@dataclass(slots=True)
+class Work:
+    """A folder on its way to a tree: `entries` per file (None where a hash is pending), or
+    None when the cached record's packed entries hold exactly as they are."""
+
+    path: str
+    joined: str                       # names, NUL-joined: files first, then sub-folders
+    nfiles: int
+    subdirs: list[str]
+    entries: list[Entry | None] | None
+    record: Record | None             # the folder's record in the loaded cache
+    hashed: bool = False
+    fresh: list[int] = field(default_factory=list)   # entries hashed in this run
+
+
+Todo = list[tuple[Work, int, FileEntry]]
+
+
+# The stat fingerprint at the head of each packed entry (mtime, ctime, size, inode, st_mode).
+_FINGERPRINT = struct.Struct("<qqqQI")
+
+
+def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
+    """Per folder, a test of a file's stat against its cached entry (for `WalkOptions`): the
+    walk then keeps nothing for files that match. Racy entries were left out at save time, so
+    a match is a file the snapshot need not read."""
+    records = cache.records
+    windows = IS_WINDOWS
+    pack = _FINGERPRINT.pack
+    size = ENTRY.size
+    width = _FINGERPRINT.size
+
+    def for_folder(path: str) -> Matcher | None:
+        record = records.get(path)
+        if record is None or not record[3]:
+            return None
+        _, names, entry_names, blob = record
+        keys = names if entry_names is None else entry_names
+        count = len(blob) // size
+        cursor = [0, 0]    # where in `keys` the next file is expected, and its entry
+        by_name: dict[str, int] = {}
+
+        def match(name: str, st: os.stat_result) -> bool:
+            # The listing comes in the cached order unless the folder changed: follow it
+            # through the joined names without splitting them (no string per file).
+            offset, index = cursor
+            end = offset + len(name)
+            if (index < count and keys.startswith(name, offset)
+                    and (end == len(keys) or keys[end] == "\0")):
+                cursor[0], cursor[1] = end + 1, index + 1
+                start: int | None = index * size
+            else:
+                if not by_name:
+                    by_name.update((n, i * size)
+                                   for i, n in enumerate(keys.split("\0")[:count]))
+                start = by_name.get(name)
+                if start is None:
+                    return False
+            return blob[start:start + width] == pack(
+                st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if windows else st.st_ino,
+                st.st_mode)
+
+        return match
+
+    return for_folder
+
+
+def match_folder(folder: Folder, cache: StatCache, todo: Todo) -> Work:
+    """A scanned folder as work: files the walk's matcher vouched for take their cached
+    entries, the others go to `todo` for hashing."""
+    record = cache.records.get(folder.path)
+    misses = folder.files
+    names = folder.names if folder.names is not None else [e.name for e in misses]
+    work = Work(folder.path, "", len(names), folder.subdirs, None, record)
+    joined = join_names([*names, *folder.subdirs])
+    if (not misses and record is not None and record[2] is None
+            and len(record[3]) == ENTRY.size * len(names) and record[1] == joined):
+        work.joined = record[1]    # the cache's own objects: nothing new held per file
+        return work
+    cached = record_entries(record) if record is not None and len(misses) < len(names) else {}
+    entries: list[Entry | None] = []
+    next_miss = 0
+    for index, name in enumerate(names):
+        if next_miss < len(misses) and misses[next_miss].name == name:
+            entries.append(None)
+            todo.append((work, index, misses[next_miss]))
+            next_miss += 1
+        else:
+            entries.append(cached[name])
+    work.joined = joined
+    work.entries = entries
+    return work
+
+
+def carried_work(path: str, record: Record, records: dict[str, Record]) -> Work:
+    """A folder taken whole from the cache (watchman saw no change in it, only below)."""
+    prefix = path + "/" if path else ""
+    names = split_names(record[1])
+    nfiles = len(record[3]) // ENTRY.size
+    return Work(path, record[1], nfiles, [n for n in names[nfiles:] if prefix + n in records],
+                None, record)
+
+
+def is_complete(path: str, records: dict[str, Record]) -> bool:
+    """Whether a record can be carried: a known tree id, entries for its first names, and
+    every other name a cached sub-folder (a racy file left out, or a dropped tree id, fail)."""
+    record = records.get(path)
+    if record is None or record[0] is False or record[2] is not None:
+        return False
+    prefix = path + "/" if path else ""
+    names = split_names(record[1])
+    for name in names[len(record[3]) // ENTRY.size:]:
+        sub = records.get(prefix + name)
+        if sub is None or sub[0] is False:
+            return False
+    return True
+
+
+def _file_ids(work: Work) -> list[tuple[int, bytes]]:
+    if work.entries is not None:
+        return [(e[5], e[6]) for e in work.entries]  # type: ignore[index]
+    assert work.record is not None
+    return [(e[5], e[6]) for e in ENTRY.iter_unpack(work.record[3])]
+
+
+def _new_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
+    record = work.record
+    if work.entries is None and record is not None:
+        if record[0] == sha:
+            return record
+        return (sha, record[1], None, record[3])
+    entries: list[Entry] = work.entries  # type: ignore[assignment]
+    racy = {i for i in work.fresh if entry_racy(entries[i], start_ns)}  # type: ignore[arg-type]
+    if not racy:
+        return (sha, work.joined, None, pack_entries(entries))
+    names = split_names(work.joined)
+    kept = [i for i in range(work.nfiles) if i not in racy]
+    return (sha, work.joined, join_names([names[i] for i in kept]),
+            pack_entries([entries[i] for i in kept]))  # type: ignore[misc]
+
+
+def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, store: Store,
+                writer: PackWriter, start_ns: int) -> tuple[bytes, dict[str, Record]]:
+    """Tree ids bottom-up (new trees go into the pack) and the cache's new records. `base`:
+    records of folders not in `works`, still valid; they are part of the result.
+
+    A folder with no file hashed, the names of the last snapshot and sub-folders that kept
+    their tree ids keeps its cached tree id: a no-change snapshot encodes no tree at all."""
+    previous = cache.records
+    records = base
+    for work in sorted(works, key=lambda w: w.path.count("/") if w.path else -1, reverse=True):
+        path = work.path
+        prefix = path + "/" if path else ""
+        before = work.record
+        subs = [(name, records[prefix + name][0]) for name in work.subdirs]
+        if (before is not None and before[0] is not False and not work.hashed
+                and before[1] == work.joined
+                and all(sha == _tree_of(previous.get(prefix + name)) for name, sha in subs)):
+            records[path] = _new_record(work, before[0], start_ns)  # type: ignore[arg-type]
+            continue
+        names = split_names(work.joined)
+        entries = [(mode, os.fsencode(name), sha)
+                   for name, (mode, sha) in zip(names, _file_ids(work), strict=False)]
+        entries += [(MODE_TREE, os.fsencode(name), sha) for name, sha in subs if sha]
+        if not entries and path:
+            records[path] = _new_record(work, None, start_ns)
+            continue
+        body = encode_tree(entries)
+        sha = hash_object(TREE, body)
+        if (_tree_of(before) != sha) and sha not in writer and not store.has(sha):
+            writer.add(TREE, sha, body)
+        records[path] = _new_record(work, sha, start_ns)
+    root = records[""][0] if "" in records else None
+    return (root if isinstance(root, bytes) else EMPTY_TREE), records
+
+
+def _tree_of(record: Record | None) -> object:
+    """A record's tree id, or a value no tree id equals when it has none to offer."""
+    if record is None or record[0] is False:
+        return 0
+    return record[0]
+
+
+def count_files(records: dict[str, Record], before: dict[str, Record], count: int) -> int:
+    """Files in a snapshot from its records: `count` (the files of `before`, or -1 when not
+    known) corrected by the folders whose records changed, else every folder counted."""
+    if count < 0:
+        return sum(_files_in(path, records) for path in records)
+    changed = {path for path, record in records.items() if before.get(path) is not record}
+    changed.update(before.keys() - records.keys())
+    return (count - sum(_files_in(path, before) for path in changed)
+            + sum(_files_in(path, records) for path in changed))
+
+
+def _files_in(path: str, records: dict[str, Record]) -> int:
+    """Files directly in a folder: its names less those of its sub-folders."""
+    record = records.get(path)
+    if record is None or record[0] is False or not record[1]:
+        return 0
+    prefix = path + "/" if path else ""
+    names = record[1].split("\0")
+    return len(names) - sum(1 for n in names if prefix + n in records)

@@ -1,0 +1,323 @@
+"""Which folders a snapshot must read: every one (a full walk), or with watchman only those
+holding a change since the last snapshot, the rest taken from the stat cache.
+
+A folder is re-read when watchman names a path directly in it; a folder that was not walked
+last time (new, or under an ignored folder) is read only when it is not ignored, and then
+walked whole. The folders above a re-read one are rebuilt from the cache (their names and
+cached blob ids), so their trees are re-encoded without a system call. Anything that could
+make the cache's picture wrong means a full walk instead: no saved clock, a fresh watchman
+instance or a recrawl, another watch root, a changed ignore source (a `.gitignore` in a walked
+folder, info/exclude, the global excludes file or the git config naming it, `.undostoreignore`),
+a cache left incomplete by a restore, or watchman failing on the way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from undostore.snapshot.capture import is_complete
+from undostore.snapshot.ignore import (
+    UNDOSTORE_IGNORE,
+    IgnoreRules,
+    git_common_dir,
+    git_config_files,
+    global_excludes_path,
+    read_ignore_file,
+    root_rules,
+)
+from undostore.snapshot.walk import (
+    KIND_FILE,
+    KIND_LINK,
+    FileEntry,
+    Folder,
+    WalkOptions,
+    _scan_folder,
+    disk_path,
+    iter_walk,
+)
+from undostore.snapshot.watchman import Changes, Monitor, Token, fsmonitor_mode
+from undostore.store.statcache import ENTRY, Record, StatCache, fingerprint, split_names
+
+WALK_FULL = "full"
+WALK_WATCHMAN = "watchman"
+# More folders to read than this share of them: a full walk costs no more.
+MAX_CHANGED_SHARE = 0.25
+
+Warn = Callable[[str, str], None]
+
+
+@dataclass
+class Scan:
+    """What a snapshot works from.
+
+    `scanned`: folders read from disk now (every folder for a full walk, yielded as the walk
+    goes); `carried`: folders above them taken from the cache as they are (their records are in
+    `base`); `base`: cached records still valid (empty for a full walk); `monitor`: what to save
+    with the cache for the next query (None: nothing)."""
+
+    walk: str
+    scanned: Iterable[Folder]
+    carried: list[str] = field(default_factory=list)
+    base: dict[str, Record] = field(default_factory=dict)
+    monitor: tuple | None = None
+    changed: int = 0              # paths watchman reported
+
+
+def ignore_fingerprint(root: str) -> bytes:
+    """A digest of every ignore source outside the walked `.gitignore` files: a change to any
+    of them may change what is kept anywhere, so the cache's picture no longer holds."""
+    sources = [os.path.join(root, UNDOSTORE_IGNORE), *git_config_files(root)]
+    common = git_common_dir(root)
+    if common is not None:
+        sources.append(os.path.join(common, "info", "exclude"))
+    excludes = global_excludes_path(root)
+    if excludes:
+        sources.append(excludes)
+    digest = hashlib.sha1()
+    for path in sources:
+        digest.update(os.fsencode(path) + b"\0")
+        try:
+            with open(path, "rb") as f:
+                digest.update(b"+" + hashlib.sha1(f.read()).digest())
+        except OSError:
+            digest.update(b"-")
+    return digest.digest()
+
+
+def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn) -> Scan:
+    """Walk all of `root`, or with watchman only what changed (see the module docstring)."""
+    mode = fsmonitor_mode(on_warning)
+    monitor = None if mode == "off" else Monitor.open(root, mode, options.skip_dirs, on_warning)
+    if monitor is None:
+        return Scan(WALK_FULL, iter_walk(root, options))
+    with monitor:
+        fingerprint = ignore_fingerprint(root)
+        saved = cache.fsmonitor
+        token = Token.from_tuple(saved[0]) if isinstance(saved, tuple) and saved else None
+        new_token: Token | None = None
+        root_record = cache.records.get("")
+        if (token is not None and saved[1] == fingerprint and root_record is not None
+                and root_record[0] is not False):
+            changes: Changes = monitor.since(token)
+            new_token = changes.token
+            if changes.paths is not None and new_token is not None:
+                partial = _partial(root, cache, changes.paths, options)
+                if partial is not None:
+                    partial.monitor = (new_token.to_tuple(), fingerprint)
+                    return partial
+        if new_token is None and not monitor.failed:
+            new_token = monitor.clock()  # before the walk: a write during it shows next time
+        folders = iter_walk(root, options)
+        state = (new_token.to_tuple(), fingerprint) if new_token is not None else None
+        return Scan(WALK_FULL, folders, monitor=state)
+
+
+def _parent(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
+class _Partial:
+    """The bookkeeping of one watchman-driven scan."""
+
+    def __init__(self, root: str, cache: StatCache, options: WalkOptions) -> None:
+        self.root = root
+        self.options = options
+        self.records: dict[str, Record] = dict(cache.records)
+        self._rules: dict[str, IgnoreRules] = {}
+        self._real: dict[str, bool] = {"": True}
+
+    def rules_inside(self, folder: str) -> IgnoreRules:
+        """The rules for entries of `folder` (its own `.gitignore` included)."""
+        rules = self._rules.get(folder)
+        if rules is None:
+            own = read_ignore_file(os.path.join(disk_path(self.root, folder), ".gitignore"),
+                                   base=folder, follow_symlinks=False)
+            rules = self._rules[folder] = self.inherited(folder).with_folder_file(own)
+        return rules
+
+    def inherited(self, folder: str) -> IgnoreRules:
+        """The rules `walk` hands to `folder` (before its own `.gitignore`)."""
+        return root_rules(self.root) if folder == "" else self.rules_inside(_parent(folder))
+
+    def real_dir(self, folder: str) -> bool:
+        """Whether every component of `folder` is a folder, not a symlink (never followed)."""
+        known = self._real.get(folder)
+        if known is None:
+            known = self.real_dir(_parent(folder))
+            if known:
+                try:
+                    known = stat.S_ISDIR(os.lstat(disk_path(self.root, folder)).st_mode)
+                except OSError:
+                    known = False
+            self._real[folder] = known
+        return known
+
+    def subdirs(self, folder: str) -> list[str]:
+        prefix = folder + "/" if folder else ""
+        record = self.records.get(folder)
+        if record is None:
+            return []
+        return [prefix + n for n in split_names(record[1]) if prefix + n in self.records]
+
+    def drop_subtree(self, folder: str) -> None:
+        for sub in self.subdirs(folder):
+            self.drop_subtree(sub)
+        self.records.pop(folder, None)
+
+
+def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
+             ) -> Scan | None:
+    """The scan for watchman's `paths`, or None when only a full walk is sure."""
+    work = _Partial(root, cache, options)
+    records = cache.records
+    rescan: set[str] = set()
+    direct: dict[str, set[str]] = {}   # walked folder -> names reported directly in it
+    for path in paths:
+        parent, _, name = path.rpartition("/")
+        if parent in records:
+            if name == ".gitignore" or (not parent and name == UNDOSTORE_IGNORE):
+                return None  # what is kept may change anywhere below
+            direct.setdefault(parent, set()).add(name)
+            continue
+        parts = path.split("/")
+        above = ""
+        child = parts[0]
+        for i in range(1, len(parts)):
+            candidate = "/".join(parts[:i])
+            if candidate not in records:
+                child = candidate
+                break
+            above = candidate
+        if child in options.skip_dirs:
+            continue
+        rules = work.rules_inside(above)
+        if rules and rules.is_ignored(child, True):
+            continue  # inside a folder git ignores: costs nothing
+        rescan.add(above)
+    # A folder whose reported names are all files is patched from the cache (those names are
+    # stat'ed, nothing else); any other change in it (a folder appearing, going or changing
+    # type, a special file) has it read whole.
+    patched: dict[str, Folder] = {}
+    for folder, names in direct.items():
+        patch = _patch(work, folder, names) if folder not in rescan else None
+        if patch is None:
+            rescan.add(folder)
+        else:
+            patched[folder] = patch
+    # A folder gone or replaced (by a file, a symlink): read the nearest real folder above it.
+    todo: set[str] = set()
+    for folder in rescan:
+        while folder and not work.real_dir(folder):
+            folder = _parent(folder)
+        todo.add(folder)
+    for folder in todo:
+        patched.pop(folder, None)
+    if len(todo) + len(patched) > MAX_CHANGED_SHARE * len(records) + 16:
+        return None  # reading this many folders costs what a full walk does
+    # Folders above are taken from the cache; one the cache cannot vouch for whole is read.
+    carried: set[str] = set()
+    for folder in [*todo, *patched]:
+        while folder:
+            folder = _parent(folder)
+            if folder in todo or folder in carried or folder in patched:
+                continue
+            if is_complete(folder, records):
+                carried.add(folder)
+            else:
+                todo.add(folder)
+                patched.pop(folder, None)
+    return _read(work, todo, carried, len(paths), patched)
+
+
+def _patch(work: _Partial, folder: str, names: set[str]) -> Folder | None:
+    """`folder` as the walk would find it, from its cached record and a stat of each reported
+    name; None when only reading it whole is sure."""
+    record = work.records.get(folder)
+    if record is None or not is_complete(folder, work.records) or not work.real_dir(folder):
+        return None
+    listed = split_names(record[1])
+    count = len(record[3]) // ENTRY.size
+    files, subdirs = list(listed[:count]), list(listed[count:])
+    known, folders = set(files), set(subdirs)
+    prefix = folder + "/" if folder else ""
+    changed: list[FileEntry] = []
+    for name in sorted(names):
+        path = prefix + name
+        try:
+            st = os.lstat(disk_path(work.root, path))
+        except FileNotFoundError:
+            if name in folders:
+                return None
+            if name in known:
+                files.remove(name)
+                known.discard(name)
+            continue
+        except OSError:
+            return None
+        if name in folders:
+            if stat.S_ISDIR(st.st_mode):
+                continue  # its own listing changed: reported below it, name by name
+            return None
+        if stat.S_ISREG(st.st_mode):
+            kind = KIND_FILE
+        elif stat.S_ISLNK(st.st_mode):
+            kind = KIND_LINK
+        else:
+            return None  # a new folder, or a special file the walk warns about
+        if name not in known:
+            rules = work.rules_inside(folder)
+            if rules and rules.is_ignored(path, False):
+                continue
+            files.append(name)
+            known.add(name)
+        else:
+            cached = ENTRY.unpack_from(record[3], listed.index(name) * ENTRY.size)
+            if cached[:5] == fingerprint(st):
+                continue
+        changed.append(FileEntry(name, path, kind, st))
+    if changed:
+        position = {name: i for i, name in enumerate(files)}
+        changed.sort(key=lambda entry: position[entry.name])  # the order `match_folder` reads
+    return Folder(folder, changed, subdirs, files)
+
+
+def _read(work: _Partial, todo: set[str], carried: set[str], changed: int,
+          patched: dict[str, Folder]) -> Scan:
+    scanned: list[Folder] = []
+    removed: set[str] = set()
+    # Top-down, so a folder removed above is never read below.
+    for folder in sorted(todo, key=lambda p: (p.count("/") if p else -1, p)):
+        if any(folder == r or folder.startswith(r + "/") for r in removed):
+            continue
+        before = set(work.subdirs(folder))
+        found, subs = _scan_folder(work.root, folder, work.inherited(folder), work.options)
+        scanned.append(found)
+        now = {sub for sub, _ in subs}
+        for gone in before - now:
+            work.drop_subtree(gone)
+            removed.add(gone)
+        for sub, rules in subs:
+            if sub not in work.records:
+                scanned.extend(_walk_below(work, sub, rules))
+    scanned += [found for path, found in patched.items() if path in work.records]
+    built = {f.path for f in scanned}
+    for path in built:
+        work.records.pop(path, None)
+    kept = [path for path in carried if path in work.records and path not in built]
+    return Scan(WALK_WATCHMAN, scanned, kept, work.records, changed=changed)
+
+
+def _walk_below(work: _Partial, top: str, rules: IgnoreRules) -> list[Folder]:
+    """A folder new since the last snapshot, walked whole (as `walk` would)."""
+    out: list[Folder] = []
+    stack = [(top, rules)]
+    while stack:
+        path, inherited = stack.pop()
+        folder, subs = _scan_folder(work.root, path, inherited, work.options)
+        out.append(folder)
+        stack.extend(subs)
+    return out

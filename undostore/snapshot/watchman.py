@@ -1,0 +1,253 @@
+"""Ask a watchman daemon what changed under root since a clock, so a snapshot need not walk.
+
+`UNDOSTORE_FSMONITOR` (the contract's "Change detection"): `auto` (default) uses a daemon only
+when one already answers, `watchman` may start one, `off` never asks. Every failure, timeout or
+doubt (no daemon, a fresh daemon instance, a recrawl, a clock from another watch) comes back as a
+`Changes` whose `paths` is None ("cannot be sure: walk"), with at most one warning: a walk is
+always correct, watchman only makes it unnecessary.
+
+`pywatchman` (the optional extra `undostore[watchman]`) is imported only when a daemon is asked.
+Paths below any `.git` and below the store (when it lies under root) are never reported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from undostore.platform import IS_WINDOWS
+
+MODES = ("auto", "watchman", "off")
+TIMEOUT_SECONDS = 5.0          # a socket read; a query that takes longer falls back to a walk
+SYNC_TIMEOUT_MS = 3000         # the cookie sync that makes a just-made write visible
+_RECRAWLED = re.compile(r"Recrawled this watch (\d+) time")
+
+Warn = Callable[[str, str], None]
+
+
+def fsmonitor_mode(on_warning: Warn | None = None) -> str:
+    """The mode from `UNDOSTORE_FSMONITOR`; an unknown value warns and means `auto`."""
+    value = os.environ.get("UNDOSTORE_FSMONITOR", "").strip().lower() or "auto"
+    if value not in MODES:
+        if on_warning:
+            on_warning("UNDOSTORE_FSMONITOR",
+                       f"unknown value {value!r} (expected auto, watchman or off); using auto")
+        return "auto"
+    return value
+
+
+@dataclass(frozen=True)
+class Token:
+    """Where a clock is valid: the watched folder, root's path inside it, and how many times
+    watchman had recrawled it (a recrawl may lose events: a new count means walk)."""
+
+    watch: str
+    relative: str
+    clock: str
+    recrawls: int = 0
+
+    def to_tuple(self) -> tuple[str, str, str, int]:
+        return (self.watch, self.relative, self.clock, self.recrawls)
+
+    @classmethod
+    def from_tuple(cls, value: object) -> Token | None:
+        if (isinstance(value, tuple) and len(value) == 4
+                and all(isinstance(v, str) for v in value[:3]) and isinstance(value[3], int)):
+            return cls(*value)
+        return None
+
+
+@dataclass
+class Changes:
+    """Paths changed since a token ('/'-separated, relative to root), or None: walk."""
+
+    paths: list[str] | None
+    token: Token | None        # to save with the stat cache (None: watchman is not usable)
+    reason: str = ""           # why a walk is needed, for people
+
+
+def _recrawls(response: dict) -> int:
+    m = _RECRAWLED.search(str(response.get("warning", "")))
+    return int(m.group(1)) if m else 0
+
+
+def _excluded(relative: str, skip: Iterable[str]) -> list:
+    """The query expression leaving out `.git` at any depth and the `skip` folders."""
+    terms: list = [["name", ".git", "basename"],
+                   ["match", ".git/**", "wholename", {"includedotfiles": True}],
+                   ["match", "**/.git/**", "wholename", {"includedotfiles": True}]]
+    for path in sorted(skip):
+        terms += [["name", path, "wholename"], ["dirname", path]]
+    return ["not", ["anyof", *terms]]
+
+
+def _default_sockname(spawn: bool) -> str | None:
+    """The daemon's socket as the watchman program computes it; without `spawn`, only when a
+    daemon answers (`--no-local`: ask the server, never start it)."""
+    binary = shutil.which("watchman")
+    if binary is None:
+        return None
+    import json  # only here: a snapshot that finds no watchman never pays for these
+    import subprocess
+
+    args = [binary, "--output-encoding=json"]
+    if not spawn:
+        args += ["--no-spawn", "--no-local"]
+    kwargs: dict = {}
+    if IS_WINDOWS:
+        kwargs["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
+    try:
+        done = subprocess.run([*args, "get-sockname"], capture_output=True,
+                              timeout=TIMEOUT_SECONDS * (6 if spawn else 1), check=False,
+                              stdin=subprocess.DEVNULL, **kwargs)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    try:
+        reply = json.loads(done.stdout)
+    except ValueError:
+        return None
+    sock = reply.get("sockname") if isinstance(reply, dict) else None
+    return sock if isinstance(sock, str) and sock else None
+
+
+class Monitor:
+    """One connection to a watchman daemon watching `root`; `None` from `open` when not usable.
+
+    `skip` are folders relative to root never reported (the store when it lies under root)."""
+
+    def __init__(self, client: object, root: str, watch: str, relative: str,
+                 skip: frozenset[str], on_warning: Warn) -> None:
+        self._client = client
+        self.root = root
+        self.watch = watch
+        self.relative = relative
+        self._skip = skip
+        self._warn = on_warning
+        self.failed = False
+
+    @classmethod
+    def open(cls, root: str, mode: str, skip: frozenset[str] = frozenset(),
+             on_warning: Warn | None = None) -> Monitor | None:
+        """Connect and watch `root`; None (and one warning unless `auto` found no daemon)."""
+        warn = on_warning or (lambda path, message: None)
+        if mode == "off":
+            return None
+        if importlib.util.find_spec("pywatchman") is None:
+            # `auto` without the extra: a plain walk, as without watchman (no nagging).
+            if mode == "watchman":
+                warn(root, "pywatchman is not installed (pip install 'undostore[watchman]'); "
+                     "walking the whole tree")
+            return None
+        sock = os.environ.get("WATCHMAN_SOCK") or None
+        if sock is None:
+            sock = _default_sockname(spawn=mode == "watchman")
+            if sock is None:
+                if mode == "watchman":
+                    warn(root, "watchman is not available (no `watchman` program or daemon); "
+                         "walking the whole tree")
+                return None
+        elif mode == "auto" and not os.path.exists(sock):
+            return None
+        try:
+            import pywatchman  # the optional extra undostore[watchman]
+        except ImportError as err:  # found above, yet broken (a failed C extension build)
+            warn(root, f"pywatchman cannot be imported ({err}); walking the whole tree")
+            return None
+        try:
+            client = pywatchman.client(sockpath=sock, timeout=TIMEOUT_SECONDS)
+            reply = client.query("watch-project", root)
+        except Exception as err:  # pywatchman raises its own errors, OSError, and more
+            if mode == "watchman" or not isinstance(err, pywatchman.SocketConnectError):
+                warn(root, f"watchman failed ({_short(err)}); walking the whole tree")
+            return None
+        watch = reply.get("watch")
+        if not isinstance(watch, str):
+            warn(root, "watchman gave no watch root; walking the whole tree")
+            client.close()
+            return None
+        relative = reply.get("relative_path") or ""
+        return cls(client, root, watch, relative.replace(os.sep, "/"), skip, warn)
+
+    def close(self) -> None:
+        try:
+            self._client.close()  # type: ignore[attr-defined]
+        except Exception:
+            pass
+
+    def __enter__(self) -> Monitor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _query(self, *args: object) -> dict | None:
+        if self.failed:
+            return None
+        try:
+            reply = self._client.query(*args)  # type: ignore[attr-defined]
+        except Exception as err:
+            self.failed = True
+            self._warn(self.root, f"watchman failed ({_short(err)}); walking the whole tree")
+            return None
+        return reply if isinstance(reply, dict) else None
+
+    def _params(self) -> dict:
+        params: dict = {"sync_timeout": SYNC_TIMEOUT_MS}
+        if self.relative:
+            params["relative_root"] = self.relative
+        return params
+
+    def clock(self) -> Token | None:
+        """The clock now (synced: every write made before the call is behind it)."""
+        reply = self._query("clock", self.watch, {"sync_timeout": SYNC_TIMEOUT_MS})
+        if reply is None or not isinstance(reply.get("clock"), str):
+            return None
+        clock = reply["clock"]
+        # `clock` says nothing of recrawls; an empty query since that clock does.
+        reply = self._query("query", self.watch, {"since": clock, "expression": ["false"],
+                                                   "fields": ["name"]})
+        if reply is None:
+            return None
+        return Token(self.watch, self.relative, clock, _recrawls(reply))
+
+    def since(self, token: Token | None) -> Changes:
+        """What changed since `token`: paths relative to root, and the token to keep."""
+        if token is None:
+            return Changes(None, self.clock(), "no clock saved")
+        if (token.watch, token.relative) != (self.watch, self.relative):
+            return Changes(None, self.clock(), "clock from another watch root")
+        reply = self._query("query", self.watch, {
+            **self._params(), "since": token.clock, "fields": ["name"],
+            "empty_on_fresh_instance": True,
+            "expression": _excluded(self.relative, self._skip)})
+        if reply is None or not isinstance(reply.get("clock"), str):
+            return Changes(None, None, "watchman failed")
+        new = Token(self.watch, self.relative, reply["clock"], _recrawls(reply))
+        if reply.get("is_fresh_instance"):
+            return Changes(None, new, "watchman restarted or lost the clock")
+        if new.recrawls != token.recrawls:
+            return Changes(None, new, "watchman recrawled the tree")
+        files = reply.get("files")
+        if not isinstance(files, list):
+            return Changes(None, new, "watchman reply without files")
+        paths = []
+        for name in files:
+            if not isinstance(name, str):
+                return Changes(None, new, "watchman reply with a bad name")
+            name = name.replace(os.sep, "/") if os.sep != "/" else name
+            parts = name.split("/")
+            if ".git" in parts or any(name == s or name.startswith(s + "/") for s in self._skip):
+                continue
+            paths.append(name)
+        return Changes(paths, new)
+
+
+def _short(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__

@@ -1,0 +1,182 @@
+"""Permission bits and owners of a snapshot, kept beside its tree (git's tree format holds only
+100644 / 100755 / 120000, so a 0600 key or a 0700 `secrets/` folder would come back wider).
+
+One record per snapshot id, `<store>/modes/<tree id hex>`, framed with an xxhash checksum: the
+umask and the owner that count as default, and only the files and folders that differ from that
+default (a file's default is 0666 & ~umask, or 0777 & ~umask for an executable; a folder's
+0777 & ~umask). Written by the snapshot, read by restore for what it re-creates. A record that is
+missing or damaged means "nothing recorded": the restore then uses its own umask default.
+Windows keeps no POSIX modes, so no record is written there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+
+from undostore.platform import IS_WINDOWS
+from undostore.store.atomic import CorruptFrame, quarantine, read_framed, write_framed
+
+_KIND = b"MODE"
+_VERSION = 1
+Meta = tuple[int, int, int]     # (permission bits incl. setuid/setgid/sticky, uid, gid)
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux allows (/proc)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+@dataclass
+class ModeRecord:
+    umask: int
+    uid: int
+    gid: int
+    files: dict[str, Meta] = field(default_factory=dict)
+    dirs: dict[str, Meta] = field(default_factory=dict)
+
+    def default_file(self, executable: bool) -> int:
+        return (0o777 if executable else 0o666) & ~self.umask
+
+    def file(self, path: str, executable: bool) -> Meta:
+        """What file `path` had when snapshotted."""
+        return self.files.get(path) or (self.default_file(executable), self.uid, self.gid)
+
+    def folder(self, path: str) -> Meta:
+        return self.dirs.get(path) or (0o777 & ~self.umask, self.uid, self.gid)
+
+    def encode(self) -> bytes:
+        return json.dumps({"version": _VERSION, "umask": self.umask, "uid": self.uid,
+                           "gid": self.gid, "files": self.files, "dirs": self.dirs},
+                          sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> ModeRecord | None:
+        try:
+            raw = json.loads(data)
+            if raw.get("version") != _VERSION:
+                return None
+            return cls(int(raw["umask"]), int(raw["uid"]), int(raw["gid"]),
+                       {p: _meta(v) for p, v in raw["files"].items()},
+                       {p: _meta(v) for p, v in raw["dirs"].items()})
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+
+def _meta(value: list[int]) -> Meta:
+    perm, uid, gid = value
+    return (int(perm), int(uid), int(gid))
+
+
+def _differs(record: ModeRecord, st_mode: int, uid: int, gid: int) -> Meta | None:
+    """The entry a file needs in `record` (None: it has the default bits and owner)."""
+    plain = stat.S_IFREG | (0o666 & ~record.umask)
+    executable = stat.S_IFREG | (0o777 & ~record.umask)
+    if st_mode in (plain, executable):
+        return None if (uid, gid) == (record.uid, record.gid) else (st_mode & 0o7777, uid, gid)
+    if stat.S_ISLNK(st_mode):
+        return None if (uid, gid) == (record.uid, record.gid) else (0o777, uid, gid)
+    return (st_mode & 0o7777, uid, gid)
+
+
+def build(root: str, previous: ModeRecord | None,
+          changed: Iterable[tuple[str, os.stat_result]], looked: Iterable[str],
+          folders: Collection[str], unchanged_modes: Callable[[], Iterable[tuple[str, int]]],
+          umask: int | None = None) -> ModeRecord:
+    """The record of the files now, from the last snapshot's record (`previous`) and what
+    changed since: `changed` files (path, lstat), `looked` folders (lstat-ed here), the
+    `folders` that exist now (entries below others are dropped). A file whose stat matched the
+    stat cache was not chmod-ed or chown-ed since (both change its ctime), so its entry in
+    `previous` still holds. Without `previous`, `unchanged_modes()` gives every unchanged
+    file's st_mode (from the stat cache) and owners are taken to be the default."""
+    if previous is not None:
+        record = ModeRecord(previous.umask, previous.uid, previous.gid)
+        record.files = {p: m for p, m in previous.files.items()
+                        if p.rpartition("/")[0] in folders}
+        record.dirs = {p: m for p, m in previous.dirs.items() if p in folders}
+    else:
+        top = os.lstat(root)
+        record = ModeRecord(current_umask() if umask is None else umask, top.st_uid, top.st_gid)
+        for path, st_mode in unchanged_modes():
+            if not st_mode:
+                continue  # an entry that matches no stat (written by a restore): unknown
+            meta = _differs(record, st_mode, record.uid, record.gid)
+            if meta is not None:
+                record.files[path] = meta
+        looked = folders
+    for path, st in changed:
+        meta = _differs(record, st.st_mode, st.st_uid, st.st_gid)
+        if meta is None:
+            record.files.pop(path, None)
+        else:
+            record.files[path] = meta
+    executable = 0o777 & ~record.umask
+    for path in looked:
+        if not path:
+            continue
+        try:
+            st = os.lstat(os.path.join(root, path))
+        except OSError:
+            continue
+        bits = st.st_mode & 0o7777
+        if bits != executable or st.st_uid != record.uid or st.st_gid != record.gid:
+            record.dirs[path] = (bits, st.st_uid, st.st_gid)
+        else:
+            record.dirs.pop(path, None)
+    return record
+
+
+def record_snapshot(store_path: str, tree: str, root: str, previous_tree: str | None,
+                    changed: Iterable[tuple[str, os.stat_result]], looked: Iterable[str],
+                    folders: Collection[str],
+                    unchanged_modes: Callable[[], Iterable[tuple[str, int]]]) -> None:
+    """The snapshot's hook: keep the record of snapshot `tree`, built from the record of the
+    last snapshot (`previous_tree`) as `build` says (not on Windows)."""
+    if IS_WINDOWS:
+        return
+    previous = load(store_path, previous_tree) if previous_tree else None
+    save(store_path, tree, build(root, previous, changed, looked, folders, unchanged_modes))
+
+
+def record_path(store_path: str, tree: str) -> str:
+    return os.path.join(store_path, "modes", tree)
+
+
+def save(store_path: str, tree: str, record: ModeRecord) -> None:
+    """Keep `record` for snapshot `tree` (rewritten only when it differs)."""
+    if IS_WINDOWS:
+        return
+    path = record_path(store_path, tree)
+    payload = record.encode()
+    try:
+        if read_framed(path, _KIND) == payload:
+            return
+    except CorruptFrame:
+        quarantine(path)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    write_framed(path, _KIND, payload, durable=True)
+
+
+def load(store_path: str, tree: str) -> ModeRecord | None:
+    """The record of snapshot `tree`, or None when nothing (usable) was recorded."""
+    path = record_path(store_path, tree)
+    try:
+        payload = read_framed(path, _KIND)
+    except CorruptFrame:
+        quarantine(path)
+        return None
+    except OSError:
+        return None
+    return ModeRecord.decode(payload) if payload is not None else None
