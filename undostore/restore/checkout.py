@@ -5,7 +5,10 @@ case-insensitive file systems and a file can make way for a folder; then folders
 emptied; then creates and modifies; then mode fixes; then the modes of folders it created. Each
 write goes to a temp file in the same folder, is made durable (durable.py), and replaces the old
 file with one rename, so every changed file gets a new inode: a hard-linked file's other names
-keep their content and mode.
+keep their content and mode. The old inodes are freed on a few threads (reclaim.py): just before
+the rename the old file gets a temp name of the restore too (a hard link), and a deleted file is
+renamed to one; the pool unlinks those names, and is drained before emptied folders are removed
+and before the final sync.
 
 The conflict rule: just before a file is replaced or deleted, its current content is compared with
 what the plan expects (`before`); a file that already holds what the plan wants (`after`) is left

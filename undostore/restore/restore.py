@@ -17,7 +17,8 @@ Under the store lock, in this order (nothing changes on disk before step 6):
    with `expected`, any touched path that differs from that snapshot;
 5. ask `confirm(plan)`, if given;
 6. write the journal durably, apply the plan (checkout.py), make it durable, drop the journal,
-   and record the written files in the stat cache so the next snapshot need not read them.
+   and record the written files in the stat cache so the next snapshot need not read them
+   (a restore of a few files leaves the cache alone and hashes what it checks: cachechoice.py).
 
 A kill at any moment leaves each file old or new; the next command (any that takes the lock)
 finishes the restore from the journal, or `abort_pending` rolls back what it changed.
