@@ -9,7 +9,16 @@ from typing import Any
 
 import click
 
-from .common import Context, emit, json_option, note, pass_context, session_option, yes_option
+from .common import (
+    Context,
+    emit,
+    json_option,
+    note,
+    note_damage,
+    pass_context,
+    session_option,
+    yes_option,
+)
 from .complete import complete_ids
 from .pending import mention_pending
 
@@ -48,6 +57,7 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
     point that the undo took away).
     """
     log = ctx.workspace().log(history_session(ctx, session))
+    note_damage(ctx.workspace())
     payload = mention_pending(ctx.workspace(), log.to_json(), as_json)
     if not as_json and not log.undo and not log.redo:
         note(f"undostore: session {log.session!r} has no undo points")
@@ -109,6 +119,7 @@ def redo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
 def sessions_command(ctx: Context, as_json: bool) -> None:
     """List the sessions of this store with their numbers of undo and redo entries."""
     infos = ctx.workspace().sessions()
+    note_damage(ctx.workspace())
     payload = mention_pending(ctx.workspace(), {"sessions": [s.to_json() for s in infos]},
                               as_json)
     if not as_json and not infos:
@@ -150,11 +161,16 @@ def drop_command(ctx: Context, session: str | None, as_json: bool) -> None:
 def gc_command(ctx: Context, grace: float | None, as_json: bool) -> None:
     """Release anchors no journal lists, prune what nothing reaches, repack, clean up."""
     result = ctx.workspace().gc(grace_seconds=grace)
+    if not as_json:
+        note_damage(ctx.workspace())
     if result.missing and not as_json:
         note(f"undostore: warning: {len(result.missing)} needed objects are missing from the "
              "store; run `undostore verify`")
     for path in result.busy_files:
         note(f"undostore: warning: {path}: in use, not removed (the next gc retries)")
+    if result.damaged and not as_json:
+        note(f"undostore: warning: {len(result.damaged)} objects are damaged; their packs were "
+             "kept, nothing they might need was deleted; run `undostore verify --repair`")
 
     def plain() -> str:
         summary = (f"freed {result.freed_bytes / 1e6:.1f} MB; objects {result.objects_before:,} "
@@ -189,9 +205,12 @@ def _kept_line(kept: list[dict[str, Any]], grace: float | None) -> str:
 
 @click.command("verify")
 @click.argument("snapshot_id", metavar="[ID]", required=False, shell_complete=complete_ids)
+@click.option("--repair", is_flag=True,
+              help="Re-index, move damaged packs aside, write again what the files still hold, "
+                   "keep salvaged journals; then report what is lost.")
 @json_option
 @pass_context
-def verify_command(ctx: Context, snapshot_id: str | None, as_json: bool) -> None:
+def verify_command(ctx: Context, snapshot_id: str | None, repair: bool, as_json: bool) -> None:
     """Check that every object the journals (or snapshot ID) need is present and intact.
 
     Exit code 3 when something is missing or damaged; each problem is listed with its snapshot
@@ -199,16 +218,23 @@ def verify_command(ctx: Context, snapshot_id: str | None, as_json: bool) -> None
     """
     from undostore.errors import IncompleteSnapshotError
 
-    result = ctx.workspace().verify(snapshot_id)
+    result = ctx.workspace().verify(snapshot_id, repair=repair)
+    if not as_json:
+        for line in result.damaged_sessions:
+            note(f"undostore: warning: {line}")
     payload = mention_pending(ctx.workspace(), result.to_json(), as_json)
 
     def plain() -> str:
-        lines = [f"{kind} {p.snapshot[:12]} {p.path or '(root)'} {p.id}: {p.reason}"
+        lines = [f"repaired: {line}" for line in result.repaired]
+        lines += [f"{kind} {p.snapshot[:12]} {p.path or '(root)'} {p.id}: {p.reason}"
                  for kind, problems in (("missing", result.missing), ("corrupt", result.corrupt))
                  for p in problems]
         verdict = "ok" if result.ok else "FAILED"
         lines.append(f"{verdict}: {len(result.snapshots)} snapshots, {result.checked:,} objects "
                      f"checked, {len(result.missing)} missing, {len(result.corrupt)} corrupt")
+        if repair and result.lost_snapshots:
+            lines.append(f"lost: {len(result.lost_snapshots)} snapshots cannot be restored whole "
+                         "(the paths above); `undostore drop --session NAME` forgets a session")
         return "\n".join(lines)
 
     emit(as_json, payload, plain)
@@ -217,5 +243,18 @@ def verify_command(ctx: Context, snapshot_id: str | None, as_json: bool) -> None
         sys.exit(IncompleteSnapshotError.exit_code)
 
 
+@click.command("rebind")
+@json_option
+@pass_context
+def rebind_command(ctx: Context, as_json: bool) -> None:
+    """Re-point the store at this root, after the project moved (a store protects one root)."""
+    from undostore import Workspace
+
+    workspace = Workspace(ctx.root, ctx.store, force=ctx.force, rebind=True)
+    ctx._workspace = workspace
+    emit(as_json, {"root": workspace.root, "store": workspace.store.path},
+         f"store {workspace.store.path} now protects {workspace.root}")
+
+
 COMMANDS = [log_command, undo_command, redo_command, sessions_command, drop_command, gc_command,
-            verify_command]
+            verify_command, rebind_command]

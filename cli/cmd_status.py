@@ -28,6 +28,8 @@ def status_command(ctx: Context, session: str | None, as_json: bool) -> None:
     status = status_at(ctx.root, ctx.store, session, force=ctx.force)
     if status.chosen:
         note(f"undostore: session {status.session!r} (newest undo point)")
+    for line in status.damage:
+        note(f"undostore: warning: {line}")
     emit(as_json, status.to_json(), status.line())
 
 

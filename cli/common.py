@@ -86,6 +86,12 @@ def note(message: str) -> None:
     click.echo(message, err=True)
 
 
+def note_damage(workspace) -> None:  # noqa: ANN001 (undostore.Workspace)
+    """One line on stderr for each session whose journal was damaged, with the ways out."""
+    for line in workspace.damage_notes():
+        note(f"undostore: warning: {line}")
+
+
 def stderr_is_terminal() -> bool:
     try:
         return sys.stderr.isatty()

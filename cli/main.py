@@ -86,6 +86,11 @@ def _fail(as_json: bool, code: int, kind: str, message: str, path: str | None = 
     sys.exit(code)
 
 
+def _one_line_warning(message: Warning | str, *args: object, **kwargs: object) -> None:
+    """A library warning is one line for people, not Python's file:line and source."""
+    click.echo(f"undostore: warning: {message}", err=True)
+
+
 def _interrupted(as_json: bool, err: BaseException) -> None:
     """Ctrl-C: one line on stderr saying what became of the half-done work, exit 130."""
     original = err.original if isinstance(err, _Interrupt) else err
@@ -132,6 +137,9 @@ def _usage_line(err: click.ClickException) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    import warnings
+
+    warnings.showwarning = _one_line_warning
     args = json_after_command(sys.argv[1:] if argv is None else list(argv))
     as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:

@@ -23,10 +23,10 @@ from undostore.git.objects import (
     MODE_FILE,
     MODE_TREE,
     TREE,
-    PackWriter,
     encode_tree,
     hash_object,
 )
+from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
 
 from .conftest import IS_WINDOWS, Link

@@ -11,12 +11,9 @@ import time
 import zlib
 from pathlib import Path
 
-import pytest
-
 from undostore import Workspace
-from undostore.errors import IncompleteSnapshotError
 from undostore.git.objects import BLOB, hash_object
-from undostore.git.packfile import PackSet
+from undostore.git.reader import ObjectReader
 from undostore.history.anchors import anchored_ids, anchored_sessions, session_dir
 from undostore.history.journal import journal_path
 from undostore.history.verify import verify
@@ -209,7 +206,7 @@ def test_many_small_packs_become_one_and_a_second_gc_has_nothing_to_do(tree_fact
     for i in range(8):
         _write(root, "a.txt", str(i + 1))
         ws.snapshot(session="s")
-    assert len(PackSet(ws.store.pack_dir).packs) >= 8
+    assert len(ObjectReader(ws.store.pack_dir).packs) >= 8
     first = ws.gc(grace_seconds=0)
     assert first.packs_after == 1 and first.packs_before >= 8
     second = ws.gc(grace_seconds=0)
@@ -223,46 +220,48 @@ def test_orphaned_temporary_files_go_only_after_the_grace_period(tree_factory):
     ws = Workspace(root)
     ws.snapshot(session="s")
     stale = [os.path.join(ws.store.pack_dir, f"{TEMP_PREFIX}123-dead.pack"),
-             os.path.join(ws.store.pack_dir, "pack-" + "0" * 40 + ".pack"),   # no index
              os.path.join(ws.store.sessions_dir, f"{TEMP_PREFIX}1-2-x.journal")]
+    junk = os.path.join(ws.store.pack_dir, "pack-" + "0" * 40 + ".pack")   # no index, no pack
     fresh = os.path.join(ws.store.cache_dir, f"{TEMP_PREFIX}9-9-statcache")
     long_ago = time.time() - 7200
-    for path in [*stale, fresh]:
+    for path in [*stale, fresh, junk]:
         with open(path, "wb") as f:
             f.write(b"x" * 1000)
-    for path in stale:
+    for path in [*stale, junk]:
         os.utime(path, (long_ago, long_ago))
 
     result = ws.gc(grace_seconds=3600)
 
-    assert result.temp_files_removed == 3
+    assert result.temp_files_removed == 2
     assert not any(os.path.exists(p) for p in stale)
     assert os.path.exists(fresh)
-    assert result.freed_bytes >= 3000
+    assert result.freed_bytes >= 2000
+    # An index-less pack that cannot be re-indexed is never deleted: it is moved aside.
+    assert not os.path.exists(junk) and result.healed_packs[0].startswith(junk + ": moved")
+    assert os.listdir(os.path.join(ws.store.pack_dir, "damaged"))
 
 
-def test_gc_stops_and_deletes_nothing_when_a_live_record_is_damaged(tree_factory):
+def test_gc_keeps_the_pack_of_a_damaged_live_record_and_reports_it(tree_factory):
     root = tree_factory({"a.txt": "some text that is long enough to damage\n" * 20})
     ws = Workspace(root)
     ws.snapshot(session="s")
     _write(root, "b.txt", "second pack")
     ws.snapshot(session="s")
-    packs = PackSet(ws.store.pack_dir)
     blob = next(sha for p, _m, sha in ws.store.iter_tree_files(
         bytes.fromhex(ws.log("s").undo[0].id)) if p == "a.txt")
-    pack, record = packs.where[blob]
-    packs.close()
+    with ObjectReader(ws.store.pack_dir) as packs:
+        pack, record = packs.record_of(blob)
     with open(pack.pack_path, "r+b") as f:
         f.seek(record.offset + record.length // 2)
         byte = f.read(1)
         f.seek(-1, os.SEEK_CUR)
         f.write(bytes([byte[0] ^ 0xFF]))
-    names_before = sorted(os.listdir(ws.store.pack_dir))
 
-    with pytest.raises(IncompleteSnapshotError, match="damaged"):
-        ws.gc(grace_seconds=0)
+    result = ws.gc(grace_seconds=0)
 
-    assert sorted(os.listdir(ws.store.pack_dir)) == names_before
+    assert result.damaged == [blob.hex()]
+    assert result.kept_packs == [pack.pack_path]
+    assert os.path.exists(pack.pack_path) and os.path.exists(pack.idx_path)
 
 
 _RACER = textwrap.dedent("""

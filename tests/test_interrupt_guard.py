@@ -15,6 +15,7 @@ from undostore import Workspace
 from undostore.errors import Interrupted
 from undostore.restore.interrupts import InterruptGuard
 
+from .stall import stall_at
 from .test_restore_support import disk_state, temp_files
 
 
@@ -70,8 +71,7 @@ def test_a_sigint_in_the_middle_of_a_restore_rolls_it_back_in_process(tree_facto
     ws.snapshot()
     before = disk_state(root)
     marker = tmp_path / "stalled"
-    monkeypatch.setenv("UNDOSTORE_TEST_STALL_AT", "12")   # the restore waits at its 12th step
-    monkeypatch.setenv("UNDOSTORE_TEST_STALL_FILE", str(marker))
+    ws.checkpoint = stall_at(12, str(marker))   # the restore waits at its 12th step
 
     def interrupt_when_stalled() -> None:
         deadline = time.monotonic() + 60

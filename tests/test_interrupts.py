@@ -1,6 +1,6 @@
 """Ctrl-C during restore, undo and snapshot, and a restore killed outright: real processes, real
-signals. A restore stops at its k-th file operation through checkout's test hook
-(UNDOSTORE_TEST_STALL_AT / UNDOSTORE_TEST_STALL_FILE) and gets SIGINT (or SIGKILL) there.
+signals. A restore stops at its k-th file operation (a checkpoint callback set by
+tests/stall.py) and gets SIGINT (or SIGKILL) there.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ pytestmark = pytest.mark.skipif(IS_WINDOWS, reason="POSIX signals to a child pro
                                 "Windows lane runs the in-process guard tests below")
 
 CLI = [sys.executable, "-m", "undostore"]
+STALL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stall.py")
 
 
 def _states(tree_factory, files: int = 60):
@@ -47,10 +48,13 @@ def _states(tree_factory, files: int = 60):
 
 
 def _spawn(args: list[str], stall_at: int = 0, marker: str = "") -> subprocess.Popen:
-    env = dict(os.environ)
-    if stall_at:
-        env.update(UNDOSTORE_TEST_STALL_AT=str(stall_at), UNDOSTORE_TEST_STALL_FILE=marker)
-    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    """Start a child; with `stall_at`, its restore waits at that file operation (tests/stall.py):
+    a CLI child runs through the stall script, a `-c` script gets (k, marker, stall script)."""
+    if stall_at and args[:3] == CLI:
+        args = [sys.executable, STALL, str(stall_at), marker, *args[3:]]
+    elif stall_at:
+        args = [*args, str(stall_at), marker, STALL]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _wait_for(proc: subprocess.Popen, marker: str, timeout: float = 60) -> bool:
@@ -129,10 +133,11 @@ def test_ctrl_c_during_undo_leaves_the_session_and_the_files_as_they_were(tree_f
 
 
 SECOND_CTRL_C = """
-import os, signal, sys
+import os, runpy, signal, sys
 from undostore import Workspace
 from undostore.errors import Interrupted
 ws = Workspace(sys.argv[1])
+ws.checkpoint = runpy.run_path(sys.argv[5])["stall_at"](int(sys.argv[3]), sys.argv[4])
 take = ws._snapshot_locked
 calls = []
 def snapshot(*args):

@@ -1,5 +1,5 @@
 """The per-session journal: names safe as file names everywhere, the cap, redo clearing, and
-damaged journals set aside with a warning instead of a crash."""
+damaged journals set aside (salvaged, never a raw warning) instead of a crash."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from undostore.errors import UsageError
 from undostore.history.journal import (
     Journal,
     Point,
-    SessionWarning,
+    damaged_sessions,
     decode_name,
     encode_name,
     journal_path,
@@ -121,19 +121,20 @@ def _damage(path: str) -> None:
         f.write(data)
 
 
-def test_damaged_journal_is_moved_aside_with_a_warning_and_session_starts_empty(tmp_path):
+def test_damaged_journal_is_set_aside_without_a_warning_and_unknown_ids_are_not_salvaged(
+        tmp_path):
     store = Store(str(tmp_path / "store"))
     journal = Journal("s")
     journal.record(Point(SHA_A, 1.0), limit=50)
     save(store, journal)
     path = journal_path(store, "s")
     _damage(path)
-    with pytest.warns(SessionWarning, match="damaged"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         loaded = load(store, "s")
-    assert loaded.undo == [] and loaded.redo == []
-    assert not os.path.exists(path)
-    aside = [f for f in os.listdir(store.sessions_dir) if ".corrupt-" in f]
-    assert len(aside) == 1
+    assert loaded.undo == [] and loaded.redo == []   # SHA_A names nothing in this store
+    assert damaged_sessions(store) == {"s": path + ".damaged"}
+    assert os.path.exists(path + ".damaged")
 
 
 def test_truncated_or_foreign_journal_counts_as_damaged(tmp_path):
@@ -141,25 +142,26 @@ def test_truncated_or_foreign_journal_counts_as_damaged(tmp_path):
     path = journal_path(store, "s")
     with open(path, "wb") as f:
         f.write(b"UNDOSTOR")
-    with pytest.warns(SessionWarning):
-        assert load(store, "s").undo == []
+    assert load(store, "s").undo == []
+    assert "s" in damaged_sessions(store)
     # A well-framed journal of another session (a renamed file) is not trusted either.
     other = Journal("other")
     other.record(Point(SHA_A, 1.0), limit=50)
     write_framed(path, b"JRNL", other.to_bytes())
-    with pytest.warns(SessionWarning):
-        assert load(store, "s").undo == []
+    assert load(store, "s").undo == []
 
 
-def test_snapshot_with_a_damaged_journal_records_into_a_fresh_one(tree_factory):
+def test_snapshot_with_a_damaged_journal_keeps_the_salvaged_points(tree_factory):
     root = tree_factory({"a.txt": "1"})
     ws = Workspace(root)
     ws.snapshot(session="s", label="one")
     _damage(journal_path(ws.store, "s"))
-    with pytest.warns(SessionWarning):
+    (root / "a.txt").write_text("2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         result = ws.snapshot(session="s", label="two")
     log = ws.log("s")
-    assert [p.label for p in log.undo] == ["two"]
+    assert [p.label for p in log.undo] == ["two", "one"]
     assert log.undo[0].id == result.id
     assert read_framed(journal_path(ws.store, "s"), b"JRNL") is not None
 

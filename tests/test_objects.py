@@ -9,15 +9,9 @@ import subprocess
 from dulwich.object_format import SHA1
 from dulwich.pack import load_pack_index
 
-from undostore.git.objects import (
-    BLOB,
-    TREE,
-    PackIndexFile,
-    PackWriter,
-    encode_pack_index,
-    encode_tree,
-    hash_object,
-)
+from undostore.git.objects import BLOB, TREE, encode_tree, hash_object
+from undostore.git.packindex import PackIndexFile, encode_pack_index
+from undostore.git.packwriter import PackWriter
 from undostore.store.store import Store
 
 

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from undostore.git.objects import BLOB, MODE_BYTES, TREE, PackWriter, hash_object, tree_sort_key
+from undostore.git.objects import BLOB, MODE_BYTES, TREE, hash_object, tree_sort_key
+from undostore.git.packwriter import PackWriter
 from undostore.store.store import Store
 
 IS_WINDOWS = sys.platform == "win32"

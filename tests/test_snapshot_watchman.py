@@ -283,6 +283,7 @@ def test_a_clock_from_another_root_is_not_trusted(tmp_path, git, watchman_env):
     b = make_tree(tmp_path / "b", {"same": "1", "sub": {"x": "y"}})
     store = tmp_path / "shared-store"
     Snapper(a, store)()
+    Workspace(b, store=store, rebind=True).close()   # one store, one root: re-pointed on purpose
     result = Snapper(b, store)()
     assert result.walk == "full" and result.id == git.write_tree(b)
 

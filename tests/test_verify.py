@@ -18,11 +18,11 @@ from undostore.git.objects import (
     MODE_FILE,
     MODE_TREE,
     TREE,
-    PackWriter,
     encode_tree,
     hash_object,
 )
-from undostore.git.packfile import PackSet
+from undostore.git.packwriter import PackWriter
+from undostore.git.reader import ObjectReader
 from undostore.history.sessions import record_undo_point
 from undostore.history.verify import verify
 
@@ -33,9 +33,8 @@ def _blob_of(ws: Workspace, snapshot: str, path: str) -> bytes:
 
 
 def _flip_byte_in_record(ws: Workspace, sha: bytes) -> None:
-    packs = PackSet(ws.store.pack_dir)
-    pack, record = packs.where[sha]
-    packs.close()
+    with ObjectReader(ws.store.pack_dir) as packs:
+        pack, record = packs.record_of(sha)
     with open(pack.pack_path, "r+b") as f:
         f.seek(record.offset + record.length - 3)
         byte = f.read(1)

@@ -49,9 +49,11 @@ class Workspace:
     """A root folder and its private store."""
 
     def __init__(self, root: str | os.PathLike[str] | None = None,
-                 store: str | os.PathLike[str] | None = None, *, force: bool = False) -> None:
+                 store: str | os.PathLike[str] | None = None, *, force: bool = False,
+                 rebind: bool = False) -> None:
         """`root` None: found from the current folder as the contract's "root" says
-        (`self.discovery` tells how); `store` None: `UNDOSTORE_STORE`, else the default."""
+        (`self.discovery` tells how); `store` None: `UNDOSTORE_STORE`, else the default. A store
+        refuses another root unless `rebind` re-points it here (a moved project)."""
         store_path = os.fspath(store) if store is not None else os.environ.get("UNDOSTORE_STORE")
         store_path = store_path or None
         if root is None:
@@ -60,7 +62,8 @@ class Workspace:
             self.discovery = named(root, store_path)
         self.root = check_root(self.discovery.root if root is None else os.fspath(root), force)
         self.force = force
-        self.store = Store(store_path or default_store_path(self.root), root=self.root)
+        self.store = Store(store_path or default_store_path(self.root), root=self.root,
+                           rebind=rebind)
         self.store.listed_snapshots = self._listed_snapshots
         self._recovered = False
         # Called before a command finishes a restore a crash left half-done (see
@@ -69,6 +72,10 @@ class Workspace:
         # Called for each undo point retention drops (UNDOSTORE_KEEP_DAYS, _MAX_STORE_MB):
         # the operation log records it.
         self.on_evict: Callable[[Eviction], None] | None = None
+        # Called as checkpoint(what, path) around each file operation of a restore, undo, redo,
+        # revert or recovery (restore.Worktree.checkpoint): fine-grained progress, or a test
+        # pausing a restore at one step.
+        self.checkpoint: Callable[[str, str], None] | None = None
 
     def _listed_snapshots(self) -> set[bytes]:
         from undostore.history.anchors import listed_snapshots
@@ -145,7 +152,7 @@ class Workspace:
         return Worktree(self.root, self.store, self._snapshot_locked,
                         step_done=lambda context, target, safety: complete_step(
                             self.store, context, target, safety),
-                        on_recovery=self.on_recovery)
+                        on_recovery=self.on_recovery, checkpoint=self.checkpoint)
 
     def restore(self, target: str, *, expected: str | None = None, dry_run: bool = False,
                 confirm: Confirm | None = None, on_progress: OnProgress | None = None
@@ -327,10 +334,20 @@ class Workspace:
         if self.on_evict is not None:
             self.on_evict(eviction)
 
-    def verify(self, snapshot_id: str | None = None) -> VerifyResult:
+    def verify(self, snapshot_id: str | None = None, *, repair: bool = False) -> VerifyResult:
         from undostore.history.verify import verify
 
-        return verify(self.store, snapshot_id)
+        if not repair:
+            return verify(self.store, snapshot_id)
+        with self.store.lock:
+            self._recover_if_needed()
+            return verify(self.store, snapshot_id, repair=True, snapshot=self._snapshot_locked)
+
+    def damage_notes(self) -> list[str]:
+        """One line per session whose journal was damaged (see history/journal.py)."""
+        from undostore.history.journal import damage_notes
+
+        return damage_notes(self.store)
 
     def close(self) -> None:
         self.store.close()

@@ -33,7 +33,7 @@ from undostore.diff.linediff import diff_lines, function_line, hunks, split_line
 if TYPE_CHECKING:
     from undostore.diff.change import Change
     from undostore.diff.linediff import Edit, Hunk
-    from undostore.git.objects import PackIndexFile
+    from undostore.git.packindex import PackIndexFile
     from undostore.store.store import Store
 
 FORMS = ("name-status", "numstat", "stat", "patch")

@@ -1,30 +1,41 @@
-"""Reading packs record by record, for gc (copy records verbatim) and verify (stream-hash them).
+"""One pack (`pack-*.pack` with its `.idx`): open checks, record headers, the one inflater.
 
-A pack is complete once its `.idx` exists (objects.py renames the index into place last). The
-version-2 index lists, for each object, its id, the CRC-32 of its record and the record's offset;
-sorting the offsets gives each record's length, so a record can be copied or inflated without
-knowing anything else about the pack.
-
-A whole (non-delta) record is a small header (type, inflated size) followed by the zlib stream of
-the object's body: it can be copied into another pack byte for byte, and its body can be inflated
-in chunks. Delta records (types 6 and 7, which undostore never writes but a foreign pack may hold)
-are flagged so callers read those objects through dulwich instead.
+A pack is complete when both files sit in the pack folder (`complete_packs`, the one rule; the
+writer renames the index in last). Opening checks what is cheap to check: the index's own
+checksum, the pack's trailer equals the copy its index was written for, and the pack is long
+enough for every offset its index lists; a pack that fails raises PackDamaged and its objects
+count as absent.
+Every record is a header (type, inflated size; a delta's base reference) and a zlib stream;
+`inflate` is the only inflater, `copy` the only verbatim copy (CRC-checked against the index).
+Ours, not dulwich's: streaming multi-GB records from an mmap and copying records verbatim.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import mmap
 import os
-import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from undostore.git.objects import CHUNK, IDX_MAGIC, IDX_NAMES_AT, object_header
+from undostore.git.objects import CHUNK, object_header
+from undostore.git.packindex import PackIndexFile
 
 OFS_DELTA = 6
 REF_DELTA = 7
-_FANOUT_END = IDX_NAMES_AT
+DELTAS = (OFS_DELTA, REF_DELTA)
+PACK_MAGIC = b"PACK"
+DAMAGED_DIR = "damaged"
+
+
+class PackDamaged(ValueError):
+    """A pack or its index cannot be trusted as a whole."""
+
+
+class RecordDamaged(ValueError):
+    """One record does not inflate, does not fit, or does not match its CRC."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,226 +46,214 @@ class Record:
     crc: int
 
 
-class PackFile:
-    """One complete pack (`pack-*.pack` with its `.idx`), read through a plain file handle."""
+def complete_packs(pack_dir: str) -> list[str]:
+    """Base paths (no extension) of the complete packs in `pack_dir`, sorted."""
+    try:
+        names = set(os.listdir(pack_dir))
+    except FileNotFoundError:
+        return []
+    return sorted(os.path.join(pack_dir, n[:-4]) for n in names
+                  if n.startswith("pack-") and n.endswith(".idx") and n[:-4] + ".pack" in names)
 
-    def __init__(self, base: str) -> None:
-        self.base = base                      # path without the extension
+
+def indexless_packs(pack_dir: str) -> list[str]:
+    """Paths of `pack-*.pack` files with no index beside them."""
+    try:
+        names = set(os.listdir(pack_dir))
+    except FileNotFoundError:
+        return []
+    return sorted(os.path.join(pack_dir, n) for n in names
+                  if n.startswith("pack-") and n.endswith(".pack") and n[:-5] + ".idx" not in names)
+
+
+class Pack:
+    """One complete pack, index and data mmapped; PackDamaged if it fails the open checks.
+    Unchecked (`check=False`, for salvage) a pack opens without a readable index too
+    (`index` None: only `header`, `inflate` and `scan` work)."""
+
+    index: PackIndexFile
+
+    def __init__(self, base: str, check: bool = True) -> None:
+        self.base = base
         self.pack_path = base + ".pack"
         self.idx_path = base + ".idx"
-        st = os.stat(self.pack_path)
-        self.pack_size = st.st_size
-        self.mtime = st.st_mtime
-        self.idx_size = os.path.getsize(self.idx_path)
-        self.records = _read_index(self.idx_path, self.pack_size)
-        self._file = None
+        self.name = os.path.basename(base)
+        try:
+            self.index = PackIndexFile(self.idx_path)
+        except (OSError, ValueError) as err:
+            if check:
+                raise PackDamaged(f"its index is unreadable ({err})") from None
+            self.index = None  # type: ignore[assignment]
+        try:
+            with open(self.pack_path, "rb") as f:
+                st = os.fstat(f.fileno())
+                self.data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if st.st_size \
+                    else b""
+            self.pack_size, self.mtime = st.st_size, st.st_mtime
+            self.idx_size = os.path.getsize(self.idx_path) if self.index is not None else 0
+            # Records end before the trailer; a pack opened unchecked (salvage) may have lost
+            # its trailer, and each stream's own end (and its hash) tells where it stops.
+            self._end = len(self.data) - 20 if check else len(self.data)
+            if check:
+                self._check()
+        except BaseException:
+            self.close()
+            raise
+        self._records: list[Record] | None = None
 
-    @property
-    def name(self) -> str:
-        return os.path.basename(self.base)
+    def _check(self) -> None:
+        data = self.data
+        if len(data) < 32 or data[:4] != PACK_MAGIC:
+            raise PackDamaged("not a pack file (cut short?)")
+        if data[-20:] != self.index.pack_checksum:
+            raise PackDamaged("its trailer does not match its index (cut short or overwritten)")
+        if int.from_bytes(data[8:12], "big") != self.index.count:
+            raise PackDamaged("its object count differs from its index")
+        if self.index.count and max(self.index.offsets()) + 2 > len(data) - 20:
+            raise PackDamaged("its index lists records past its end")
+        if not self.index.checksum_ok():
+            raise PackDamaged("its index fails its checksum")
 
     @property
     def size(self) -> int:
         return self.pack_size + self.idx_size
 
-    def read(self, offset: int, length: int) -> bytes:
-        if self._file is None:
-            self._file = open(self.pack_path, "rb")  # noqa: SIM115 (closed by close())
-        self._file.seek(offset)
-        return self._file.read(length)
+    def records(self) -> list[Record]:
+        """Every record in pack order, with its length (up to the next record)."""
+        if self._records is None:
+            index = self.index
+            offsets = index.offsets()
+            names, crcs = index.name_list(), index.crcs()
+            order = sorted(range(index.count), key=offsets.__getitem__)
+            ends = [offsets[i] for i in order[1:]] + [self._end]
+            records = []
+            for i, stop in zip(order, ends, strict=True):
+                start = offsets[i]
+                if not 12 <= start < stop <= self._end:
+                    raise PackDamaged("its index lists overlapping or misplaced records")
+                records.append(Record(names[i], start, stop - start, crcs[i]))
+            self._records = records
+        return self._records
 
-    def chunks(self, record: Record) -> Iterator[bytes]:
-        """The record's raw bytes, in chunks of at most CHUNK bytes."""
-        done = 0
-        while done < record.length:
-            step = min(CHUNK, record.length - done)
-            block = self.read(record.offset + done, step)
-            if len(block) != step:
-                raise ValueError(f"{self.pack_path}: truncated record at {record.offset}")
-            yield block
-            done += step
+    def record_of(self, sha: bytes) -> Record | None:
+        """The record of `sha` in this pack, None if the index does not list it."""
+        position = self.index.position(sha)
+        if position is None:
+            return None
+        records = self.records()
+        offset = self.index.offset_at(position)
+        return records[bisect.bisect_left(records, offset, key=lambda r: r.offset)]
 
-    def header(self, record: Record) -> tuple[int, int, int]:
-        """(type, inflated size, header length) of a record."""
-        return parse_header(self.read(record.offset, min(record.length, 32)))
+    def header(self, offset: int) -> tuple[int, int, int]:
+        """(type, inflated size, header length) of the record at `offset`."""
+        return parse_header(self.data[offset:offset + 64])
 
-    def inflate(self, record: Record) -> Iterator[bytes]:
-        """The body of a whole record, inflated in chunks; ValueError if it is damaged."""
-        _, size, header_len = self.header(record)
+    def inflate(self, start: int, size: int, ends: list[int] | None = None) -> Iterator[bytes]:
+        """The zlib stream at `start` inflated, in chunks of at most CHUNK bytes; RecordDamaged
+        unless it ends inside the pack and yields exactly `size` bytes. Where the stream ended
+        is appended to `ends`."""
+        data = self.data
+        end = self._end
         inflater = zlib.decompressobj()
+        at = start
+        # Deflate grows data by at most ~0.05% plus a few bytes: one slice holds a small stream.
+        want = min(size + (size >> 9) + 64, CHUNK)
         produced = 0
-        skip = header_len
-        for block in self.chunks(record):
-            if skip:
-                block, skip = block[skip:], max(0, skip - len(block))
+        pending = b""
+        try:
+            while not inflater.eof:
+                if not pending:
+                    if at >= end:
+                        raise RecordDamaged("its record is cut short")
+                    pending = data[at:min(at + want, end)]
+                    at += len(pending)
+                    want = CHUNK
+                out = inflater.decompress(pending, CHUNK)
+                pending = inflater.unconsumed_tail
+                produced += len(out)
+                if produced > size:
+                    raise RecordDamaged("it inflates to more bytes than its header says")
+                if out:
+                    yield out
+        except zlib.error as err:
+            raise RecordDamaged(f"zlib: {err}") from None
+        if produced != size:
+            raise RecordDamaged(f"it inflates to {produced} bytes, its header says {size}")
+        if ends is not None:
+            ends.append(at - len(pending) - len(inflater.unused_data))
+
+    def scan(self) -> Iterator[tuple[int, bytes, int, int]]:
+        """(type, id computed from the bytes, size, stream start) of each whole record from the
+        start of the pack, stopping at the first that does not inflate (or a delta): what a
+        pack holds when its index cannot be trusted."""
+        at = 12
+        while at < self._end:
+            ends: list[int] = []
             try:
-                out = inflater.decompress(block)
-            except zlib.error as err:
-                raise ValueError(f"damaged record: {err}") from err
-            produced += len(out)
-            if produced > size:
-                raise ValueError("record inflates to more than its stated size")
-            if out:
-                yield out
-        if not inflater.eof or produced != size:
-            raise ValueError("record is truncated")
+                type_num, size, header_len = self.header(at)
+                if type_num in DELTAS:
+                    return
+                digest = hashlib.sha1(object_header(type_num, size))
+                for chunk in self.inflate(at + header_len, size, ends):
+                    digest.update(chunk)
+            except RecordDamaged:
+                return
+            yield type_num, digest.digest(), size, at + header_len
+            at = ends[0]
 
-    def whole_header(self, record: Record) -> tuple[int, int]:
-        """(type, size) of a whole record; DeltaRecord for a delta."""
-        type_num, size, _ = self.header(record)
-        if type_num in (OFS_DELTA, REF_DELTA):
-            raise DeltaRecord(record.sha.hex())
-        return type_num, size
-
-    def object_hash(self, record: Record) -> tuple[int, bytes]:
-        """(type, git id computed from the bytes) of a whole record, streaming."""
-        type_num, size = self.whole_header(record)
-        digest = hashlib.sha1(object_header(type_num, size))
-        for block in self.inflate(record):
-            digest.update(block)
-        return type_num, digest.digest()
-
-    def body(self, record: Record) -> tuple[int, bytes]:
-        """(type, body) of a small whole record (trees), hash-checked."""
-        type_num, size = self.whole_header(record)
-        body = b"".join(self.inflate(record))
-        digest = hashlib.sha1(object_header(type_num, size))
-        digest.update(body)
-        if digest.digest() != record.sha:
-            raise ValueError("hash mismatch")
-        return type_num, body
+    def copy(self, record: Record) -> Iterator[bytes]:
+        """The record's bytes verbatim, in chunks; RecordDamaged at the end if its CRC-32 is not
+        the one its index lists (a caller rolls back what it wrote)."""
+        crc = 0
+        for at in range(record.offset, record.offset + record.length, CHUNK):
+            block = self.data[at:min(at + CHUNK, record.offset + record.length)]
+            crc = zlib.crc32(block, crc)
+            yield block
+        if crc != record.crc:
+            raise RecordDamaged("its CRC-32 does not match its index")
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-
-class DeltaRecord(Exception):
-    """The object is stored as a delta: read it through dulwich (`Store.read`) instead."""
+        if isinstance(getattr(self, "data", None), mmap.mmap):
+            self.data.close()
+        if getattr(self, "index", None) is not None:
+            self.index.close()
 
 
 def parse_header(data: bytes) -> tuple[int, int, int]:
     """(type, inflated size, header length) of a pack record starting at `data`; for a delta
-    record the length also covers its base reference."""
-    if not data:
-        raise ValueError("empty record")
-    byte = data[0]
-    type_num = (byte >> 4) & 7
-    size = byte & 0x0F
-    shift = 4
-    pos = 1
-    while byte & 0x80:
-        if pos >= len(data):
-            raise ValueError("truncated record header")
-        byte = data[pos]
-        size |= (byte & 0x7F) << shift
-        shift += 7
-        pos += 1
-    if type_num == REF_DELTA:
-        pos += 20
-    elif type_num == OFS_DELTA:
-        while data[pos] & 0x80:
+    record the length also covers its base reference. RecordDamaged if it is not a header."""
+    try:
+        byte = data[0]
+        type_num = (byte >> 4) & 7
+        size = byte & 0x0F
+        shift = 4
+        pos = 1
+        while byte & 0x80:
+            byte = data[pos]
+            size |= (byte & 0x7F) << shift
+            shift += 7
             pos += 1
-        pos += 1
-    elif type_num not in (1, 2, 3, 4):
-        raise ValueError(f"unknown record type {type_num}")
+        if type_num == REF_DELTA:
+            pos += 20
+        elif type_num == OFS_DELTA:
+            while data[pos] & 0x80:
+                pos += 1
+            pos += 1
+    except IndexError:
+        raise RecordDamaged("its record header is cut short") from None
+    if type_num not in (1, 2, 3, 4, OFS_DELTA, REF_DELTA):
+        raise RecordDamaged(f"unknown record type {type_num}")
     return type_num, size, pos
 
 
-def _read_index(path: str, pack_size: int) -> list[Record]:
-    """The records of a version-2 pack index, in pack order."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < _FANOUT_END + 40 or data[:8] != IDX_MAGIC:
-        raise ValueError(f"{path}: not a version 2 pack index")
-    count = struct.unpack_from(">L", data, _FANOUT_END - 4)[0]
-    names_at = _FANOUT_END
-    crcs_at = names_at + 20 * count
-    offsets_at = crcs_at + 4 * count
-    large_at = offsets_at + 4 * count
-    if len(data) < large_at + 40:
-        raise ValueError(f"{path}: truncated pack index")
-    crcs = struct.unpack_from(f">{count}L", data, crcs_at)
-    small = struct.unpack_from(f">{count}L", data, offsets_at)
-    offsets = []
-    for value in small:
-        if value & 0x80000000:
-            value = struct.unpack_from(">Q", data, large_at + 8 * (value & 0x7FFFFFFF))[0]
-        offsets.append(value)
-    order = sorted(range(count), key=offsets.__getitem__)
-    end = pack_size - 20
-    records: list[Record] = []
-    for rank, i in enumerate(order):
-        start = offsets[i]
-        stop = offsets[order[rank + 1]] if rank + 1 < count else end
-        if not 12 <= start < stop <= end:
-            raise ValueError(f"{path}: offsets do not fit the pack")
-        records.append(Record(data[names_at + 20 * i:names_at + 20 * i + 20], start, stop - start,
-                              crcs[i]))
-    return records
-
-
-def list_packs(pack_dir: str) -> tuple[list[PackFile], list[str]]:
-    """(complete packs, paths of packs whose index is unreadable)."""
-    try:
-        names = os.listdir(pack_dir)
-    except FileNotFoundError:
-        return [], []
-    packs: list[PackFile] = []
-    broken: list[str] = []
-    for name in sorted(names):
-        if not (name.startswith("pack-") and name.endswith(".pack")):
-            continue
-        base = os.path.join(pack_dir, name[:-5])
-        if name[:-5] + ".idx" not in names:
-            continue
-        try:
-            packs.append(PackFile(base))
-        except (OSError, ValueError):
-            broken.append(base + ".pack")
-    return packs, broken
-
-
-def pack_census(pack_dir: str) -> dict[str, tuple[float, int]]:
-    """Complete packs by base name: (mtime of the .pack, object count from the index header),
-    without reading whole indexes."""
-    out: dict[str, tuple[float, int]] = {}
-    try:
-        names = set(os.listdir(pack_dir))
-    except FileNotFoundError:
-        return out
-    for name in names:
-        if not (name.startswith("pack-") and name.endswith(".pack")
-                and name[:-5] + ".idx" in names):
-            continue
-        try:
-            mtime = os.stat(os.path.join(pack_dir, name)).st_mtime
-            with open(os.path.join(pack_dir, name[:-5] + ".idx"), "rb") as f:
-                head = f.read(_FANOUT_END)
-        except OSError:
-            continue
-        if len(head) == _FANOUT_END and head[:8] == IDX_MAGIC:
-            out[name[:-5]] = (mtime, struct.unpack_from(">L", head, _FANOUT_END - 4)[0])
-    return out
-
-
-class PackSet:
-    """Every complete pack of a store, with a map from object id to where its record lies."""
-
-    def __init__(self, pack_dir: str) -> None:
-        self.packs, self.broken = list_packs(pack_dir)
-        self.where: dict[bytes, tuple[PackFile, Record]] = {}
-        for pack in self.packs:
-            for record in pack.records:
-                self.where.setdefault(record.sha, (pack, record))
-
-    def __contains__(self, sha: bytes) -> bool:
-        return sha in self.where
-
-    def object_count(self) -> int:
-        return sum(len(p.records) for p in self.packs)
-
-    def close(self) -> None:
-        for pack in self.packs:
-            pack.close()
+def record_header(type_num: int, size: int) -> bytes:
+    """The header of a whole record (the inverse of `parse_header`)."""
+    byte = (type_num << 4) | (size & 0x0F)
+    size >>= 4
+    out = bytearray()
+    while size:
+        out.append(byte | 0x80)
+        byte = size & 0x7F
+        size >>= 7
+    out.append(byte)
+    return bytes(out)

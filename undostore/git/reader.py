@@ -1,242 +1,251 @@
-"""Random-access reads of store objects for restore: fast for many small objects, streaming for
-large ones, and every object hash-checked before anything trusts its bytes.
+"""Reading objects from a pack folder: membership, whole reads and streams, every one hash-checked.
 
-`Store.read` goes through dulwich and returns whole objects. A restore reads thousands of small
-objects (trees, blobs to write) and may read multi-GB blobs, so it looks objects up in the
-version-2 pack indexes itself (`objects.PackIndexFile`) and inflates whole (non-delta) records
-straight from the mmapped pack, in chunks for large objects. Delta records, which undostore
-never writes but a foreign or repacked store may hold, are read whole through `Store.read`
-(dulwich) instead.
-
-Every read checks the git hash of what it produced; a stream checks it at its end, and callers
-must not expose streamed bytes (rename the temp file into place) before the stream has ended.
+`ObjectReader` opens every complete pack (packfile.Pack: a pack that fails its open checks is
+left out and listed in `damaged_packs`) and looks objects up in their indexes. Whole records are
+inflated straight from the mmapped pack, in chunks for large blobs; delta records (never written
+by undostore, possible in a foreign pack) are resolved by dulwich, here and nowhere else.
+A copy that fails its checks is reported to `on_damage` and the next pack holding the object is
+tried; copies listed in `skip` are never used. A stream checks its hash after its last chunk:
+callers must not expose streamed bytes before the stream has ended.
 """
 
 from __future__ import annotations
 
 import hashlib
-import mmap
-import os
-import zlib
-from collections.abc import Iterator
-from typing import Protocol
+from collections.abc import Callable, Iterator
 
 from undostore.errors import IncompleteSnapshotError
-from undostore.git.objects import BLOB, CHUNK, TREE, PackIndexFile, object_header
-from undostore.git.packfile import OFS_DELTA, REF_DELTA, parse_header
+from undostore.git.objects import BLOB, TREE, decode_tree, object_header
+from undostore.git.packfile import DELTAS, Pack, PackDamaged, Record, RecordDamaged, complete_packs
+from undostore.git.packindex import PackIndexFile
 
-
-class ObjectSource(Protocol):
-    """What a reader reads from: a pack folder, and a whole-object read (dulwich) for the delta
-    records undostore never writes but a foreign pack may hold."""
-
-    pack_dir: str
-
-    def read(self, sha: bytes) -> tuple[int, bytes]: ...
-
-
-class _Pack:
-    """One complete pack: its index (objects.PackIndexFile) and its mmapped data."""
-
-    def __init__(self, idx_path: str, pack_path: str) -> None:
-        self.index = PackIndexFile(idx_path)
-        try:
-            with open(pack_path, "rb") as f:
-                self.data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):
-            self.index.close()
-            raise
-
-    def position(self, sha: bytes) -> int | None:
-        return self.index.position(sha)
-
-    def offset(self, position: int) -> int:
-        return self.index.offset_at(position)
-
-    def close(self) -> None:
-        self.index.close()
-        self.data.close()
-
-
-class _Located:
-    """Where a whole object's zlib stream starts, and what it inflates to."""
-
-    __slots__ = ("pack", "start", "type_num", "size")
-
-    def __init__(self, pack: _Pack, start: int, type_num: int, size: int) -> None:
-        self.pack, self.start, self.type_num, self.size = pack, start, type_num, size
-
-
-def _damaged(sha: bytes, why: str) -> IncompleteSnapshotError:
-    return IncompleteSnapshotError(f"object {sha.hex()} is damaged in the store: {why}",
-                                   corrupt=[sha.hex()])
+OnDamage = Callable[[bytes, str, str], None]     # (id, pack name, why)
 
 
 class ObjectReader:
-    """Reads objects of one store; open it after the store's last write, close it when done."""
+    """Objects of one pack folder; open it after the last write you need to see, close it when
+    done. `source` is a pack folder or anything with `pack_dir` (a Store, which also supplies
+    `damaged_copies()` and `note_damage`)."""
 
-    def __init__(self, store: ObjectSource) -> None:
-        self.store = store
-        self._packs: list[_Pack] = []
-        try:
-            names = set(os.listdir(store.pack_dir))
-        except FileNotFoundError:
-            names = set()
-        for name in sorted(names):
-            if name.endswith(".idx") and name[:-4] + ".pack" in names:
-                try:
-                    self._packs.append(_Pack(os.path.join(store.pack_dir, name),
-                                             os.path.join(store.pack_dir, name[:-4] + ".pack")))
-                except (OSError, ValueError):
-                    continue  # an unreadable pack: its objects count as missing
+    def __init__(self, source: object, on_damage: OnDamage | None = None,
+                 skip: set[tuple[bytes, str]] | None = None) -> None:
+        self.pack_dir = source if isinstance(source, str) else source.pack_dir
+        if on_damage is None and not isinstance(source, str):
+            on_damage = getattr(source, "note_damage", None)
+        if skip is None and not isinstance(source, str) and hasattr(source, "damaged_copies"):
+            skip = source.damaged_copies()
+        self.on_damage = on_damage
+        self.skip: set[tuple[bytes, str]] = skip or set()
+        self.packs: dict[str, Pack] = {}
+        self.damaged_packs: dict[str, str] = {}     # base path -> why
+        self.refresh()
 
-    def _locate(self, sha: bytes) -> _Located | None:
-        """The object's whole record, None if absent; raises on a delta record (caller falls
-        back to dulwich) via the sentinel type numbers."""
-        for pack in self._packs:
-            position = pack.position(sha)
+    def refresh(self) -> None:
+        """See the packs as they are now (another process may have written or repacked)."""
+        wanted = set(complete_packs(self.pack_dir))
+        for gone in set(self.packs) - wanted:
+            self.packs.pop(gone).close()
+        self.damaged_packs = {b: why for b, why in self.damaged_packs.items() if b in wanted}
+        for base in sorted(wanted - set(self.packs) - set(self.damaged_packs)):
+            try:
+                self.packs[base] = Pack(base)
+            except FileNotFoundError:
+                continue   # removed since the listing (a concurrent gc)
+            except (PackDamaged, OSError, ValueError) as err:
+                self.damaged_packs[base] = str(err)
+
+    def set_aside(self, base: str, why: str) -> None:
+        """Stop using a pack found damaged after it was opened (closed, listed as damaged)."""
+        pack = self.packs.pop(base, None)
+        if pack is not None:
+            pack.close()
+        self.damaged_packs[base] = why
+
+    # --- membership -----
+
+    def _copies(self, sha: bytes, skipped: list[str] | None = None
+                ) -> Iterator[tuple[Pack, int]]:
+        """The usable copies of `sha`; the packs of skipped ones go to `skipped`."""
+        for pack in self.packs.values():
+            position = pack.index.position(sha)
             if position is None:
                 continue
-            offset = pack.offset(position)
-            if offset + 2 > len(pack.data):
-                raise _damaged(sha, "its record lies past the end of the pack")
-            try:  # a header is at most a few bytes (and a delta's base reference)
-                type_num, size, header_len = parse_header(pack.data[offset:offset + 64])
-            except (ValueError, IndexError) as err:
-                raise _damaged(sha, f"bad record header: {err}") from None
-            return _Located(pack, offset + header_len, type_num, size)
+            if self.skip and (sha, pack.name) in self.skip:
+                if skipped is not None:
+                    skipped.append(pack.name)
+                continue
+            yield pack, position
+
+    def __contains__(self, sha: bytes) -> bool:
+        return next(self._copies(sha), None) is not None
+
+    has = __contains__
+
+    def indexes(self) -> list[PackIndexFile]:
+        return [pack.index for pack in self.packs.values()]
+
+    def pack_names(self) -> set[str]:
+        """Base names (`pack-<sha>`) of the packs that passed their checks."""
+        return {pack.name for pack in self.packs.values()}
+
+    def object_ids(self) -> Iterator[bytes]:
+        for pack in self.packs.values():
+            yield from pack.index.names()
+
+    def record_of(self, sha: bytes) -> tuple[Pack, Record] | None:
+        """Where the first usable copy of `sha` lies."""
+        for pack, _ in self._copies(sha):
+            return pack, pack.record_of(sha)
         return None
 
-    def has(self, sha: bytes) -> bool:
-        return any(pack.position(sha) is not None for pack in self._packs)
+    # --- reading -----
+
+    def _damage(self, sha: bytes, pack: Pack, why: str) -> None:
+        self.skip.add((sha, pack.name))
+        if self.on_damage is not None:
+            self.on_damage(sha, pack.name, why)
+
+    def _open(self, sha: bytes) -> tuple[Pack, int, int, int] | None:
+        """(pack, stream start, type, size) of the first copy whose header reads; None if
+        absent. Raises if every copy is damaged."""
+        why = ""
+        skipped: list[str] = []
+        for pack, position in list(self._copies(sha, skipped)):
+            offset = pack.index.offset_at(position)
+            try:
+                type_num, size, header_len = pack.header(offset)
+            except RecordDamaged as err:
+                why = str(err)
+                self._damage(sha, pack, why)
+                continue
+            return pack, offset + header_len, type_num, size
+        if why or skipped:
+            raise _damaged(sha, why or f"its copy in {skipped[0]} failed a check before")
+        return None
+
+    def _whole(self, sha: bytes, want: int | None = None) -> tuple[int, bytes]:
+        """(type, body), hash-checked, trying each copy in turn; an intact object of another
+        type than `want` is refused without counting as damage."""
+        while True:
+            found = self._open(sha)
+            if found is None:
+                raise _missing(sha)
+            pack, start, type_num, size = found
+            try:
+                if type_num in DELTAS:
+                    type_num, body = _delta(pack, sha)
+                else:
+                    body = b"".join(pack.inflate(start, size))
+                _check(sha, type_num, body)
+            except (RecordDamaged, PackDamaged) as err:
+                self._damage(sha, pack, str(err))
+                continue
+            if want is not None and type_num != want:
+                raise _damaged(sha, f"expected a {'tree' if want == TREE else 'blob'}")
+            return type_num, body
 
     def type_of(self, sha: bytes) -> int | None:
-        """The object's type number from its record header (nothing inflated); None if absent."""
-        located = self._locate(sha)
-        if located is None:
+        """The object's type from its record header (nothing inflated); None if absent."""
+        found = self._open(sha)
+        if found is None:
             return None
-        if located.type_num in (OFS_DELTA, REF_DELTA):
-            return self.store.read(sha)[0]
-        return located.type_num
+        return self._whole(sha)[0] if found[2] in DELTAS else found[2]
 
     def size_of(self, sha: bytes) -> int:
-        """The inflated size of an object (missing: IncompleteSnapshotError)."""
-        located = self._locate(sha)
-        if located is None:
+        found = self._open(sha)
+        if found is None:
             raise _missing(sha)
-        if located.type_num in (OFS_DELTA, REF_DELTA):
-            return len(self.store.read(sha)[1])
-        return located.size
+        return len(self._whole(sha)[1]) if found[2] in DELTAS else found[3]
 
     def read(self, sha: bytes) -> tuple[int, bytes]:
         """(type number, body), hash-checked; IncompleteSnapshotError if missing or damaged."""
-        located = self._locate(sha)
-        if located is None:
-            raise _missing(sha)
-        if located.type_num in (OFS_DELTA, REF_DELTA):
-            return self.store.read(sha)
-        body = b"".join(self._inflate(sha, located))
-        check = hashlib.sha1(object_header(located.type_num, len(body)))
-        check.update(body)
-        if check.digest() != sha:
-            raise _damaged(sha, "its content does not hash to its id")
-        return located.type_num, body
+        return self._whole(sha)
 
     def read_tree_body(self, sha: bytes) -> bytes:
-        type_num, body = self.read(sha)
-        if type_num != TREE:
-            raise _damaged(sha, "expected a tree")
-        return body
+        return self._whole(sha, TREE)[1]
+
+    def read_tree(self, sha: bytes) -> list[tuple[int, bytes, bytes]]:
+        body = self.read_tree_body(sha)
+        try:
+            return decode_tree(body)
+        except ValueError as err:
+            raise _damaged(sha, str(err)) from None
 
     def read_blob(self, sha: bytes) -> bytes:
-        type_num, body = self.read(sha)
-        if type_num != BLOB:
-            raise _damaged(sha, "expected a blob")
-        return body
+        return self._whole(sha, BLOB)[1]
 
     def small_blob(self, sha: bytes, limit: int) -> bytes | None:
         """A blob's bytes, hash-checked, if it is at most `limit` bytes; None if larger."""
-        located = self._locate(sha)
-        if located is None:
+        found = self._open(sha)
+        if found is None:
             raise _missing(sha)
-        if located.type_num in (OFS_DELTA, REF_DELTA):
-            body = self.store.read_blob(sha)
-            return body if len(body) <= limit else None
-        if located.type_num != BLOB:
-            raise _damaged(sha, "expected a blob")
-        if located.size > limit:
+        if found[2] == BLOB and found[3] > limit:
             return None
-        body = b"".join(self._inflate(sha, located))
-        check = hashlib.sha1(object_header(BLOB, len(body)))
-        check.update(body)
-        if check.digest() != sha:
-            raise _damaged(sha, "its content does not hash to its id")
-        return body
+        body = self._whole(sha, BLOB)[1]
+        return body if len(body) <= limit else None
 
     def blob_chunks(self, sha: bytes) -> Iterator[bytes]:
-        """A blob's bytes in chunks of at most CHUNK, in constant memory. The hash is checked
-        after the last chunk: IncompleteSnapshotError is raised there if it does not match."""
-        located = self._locate(sha)
-        if located is None:
+        """A blob's bytes in chunks, in constant memory; the hash is checked after the last
+        chunk (IncompleteSnapshotError there if it does not match)."""
+        found = self._open(sha)
+        if found is None:
             raise _missing(sha)
-        if located.type_num in (OFS_DELTA, REF_DELTA):
-            yield self.store.read_blob(sha)
+        pack, start, type_num, size = found
+        if type_num != BLOB:   # a delta, or not a blob at all (refused after its hash check)
+            yield self._whole(sha, BLOB)[1]
             return
-        if located.type_num != BLOB:
-            raise _damaged(sha, "expected a blob")
-        check = hashlib.sha1(object_header(BLOB, located.size))
-        for chunk in self._inflate(sha, located):
-            check.update(chunk)
-            yield chunk
+        check = hashlib.sha1(object_header(BLOB, size))
+        try:
+            for chunk in pack.inflate(start, size):
+                check.update(chunk)
+                yield chunk
+        except RecordDamaged as err:
+            self._damage(sha, pack, str(err))
+            raise _damaged(sha, str(err)) from None
         if check.digest() != sha:
+            self._damage(sha, pack, "its content does not hash to its id")
             raise _damaged(sha, "its content does not hash to its id")
 
     def verify_blob(self, sha: bytes) -> int:
         """Inflate and hash a blob without keeping it; returns its size."""
-        size = 0
-        for chunk in self.blob_chunks(sha):
-            size += len(chunk)
-        return size
-
-    def _inflate(self, sha: bytes, located: _Located) -> Iterator[bytes]:
-        data = located.pack.data
-        inflater = zlib.decompressobj()
-        at = located.start
-        # Deflate never grows data by more than ~0.05% plus a few bytes, so one slice usually
-        # holds a small object's whole stream.
-        want = min(located.size + (located.size >> 9) + 64, CHUNK)
-        produced = 0
-        pending = b""
-        try:
-            while not inflater.eof:
-                if not pending:
-                    pending = data[at:at + want]
-                    at += len(pending)
-                    want = CHUNK
-                out = inflater.decompress(pending, CHUNK)
-                pending = inflater.unconsumed_tail
-                if not out and not pending and at >= len(data) and not inflater.eof:
-                    raise _damaged(sha, "its record is cut short")
-                produced += len(out)
-                if produced > located.size:
-                    raise _damaged(sha, "it inflates to more bytes than its header says")
-                if out:
-                    yield out
-        except zlib.error as err:
-            raise _damaged(sha, f"zlib: {err}") from err
-        if produced != located.size:
-            raise _damaged(sha, f"it inflates to {produced} bytes, its header says {located.size}")
+        return sum(len(chunk) for chunk in self.blob_chunks(sha))
 
     def close(self) -> None:
-        for pack in self._packs:
+        for pack in self.packs.values():
             pack.close()
-        self._packs.clear()
+        self.packs.clear()
 
     def __enter__(self) -> ObjectReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check(sha: bytes, type_num: int, body: bytes) -> None:
+    """The one hash check of a whole object."""
+    digest = hashlib.sha1(object_header(type_num, len(body)))
+    digest.update(body)
+    if digest.digest() != sha:
+        raise RecordDamaged("its content does not hash to its id")
+
+
+def _delta(pack: Pack, sha: bytes) -> tuple[int, bytes]:
+    """A delta record's object, resolved by dulwich within its pack (the only delta path)."""
+    from dulwich.object_format import SHA1
+    from dulwich.pack import Pack as DulwichPack
+
+    try:
+        with DulwichPack(pack.base, object_format=SHA1) as whole:
+            type_num, body = whole.get_raw(sha)
+    except Exception as err:   # dulwich's own errors, zlib's, KeyError for a missing base
+        raise RecordDamaged(f"delta does not resolve: {err}") from None
+    return type_num, b"".join(body) if isinstance(body, list) else body
+
+
+def _damaged(sha: bytes, why: str) -> IncompleteSnapshotError:
+    return IncompleteSnapshotError(f"object {sha.hex()} is damaged in the store: {why}",
+                                   corrupt=[sha.hex()])
 
 
 def _missing(sha: bytes) -> IncompleteSnapshotError:

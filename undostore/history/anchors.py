@@ -109,11 +109,13 @@ def sweep(store: Store) -> SweepResult:
     """Make the anchors match the journals (see the module docstring)."""
     result = SweepResult()
     sessions = set(journals.session_names(store))
-    for name in sessions:
-        listed = journals.load(store, name).ids()
+    listed_by = {name: journals.load(store, name).ids() for name in sessions}
+    damaged = journals.damaged_sessions(store)   # their anchors stay until repaired or dropped
+    for name, listed in listed_by.items():
         result.created += hold(store, name, listed)
-        result.released += release(store, name, keep=listed)
-    for name in anchored_sessions(store) - sessions:
+        if name not in damaged:
+            result.released += release(store, name, keep=listed)
+    for name in anchored_sessions(store) - sessions - set(damaged):
         result.released += release(store, name)
         result.sessions_removed += 1
     return result

@@ -1,50 +1,36 @@
 """Garbage collection owned by the journals: keep what they need, drop the rest, repack.
 
-Under the store lock, `collect`:
-1. sweeps the anchors (anchors.sweep), so they match the journals;
-2. marks the live set: every tree and blob reachable from the anchors, every journal entry, the
-   snapshots of a pending restore, and the stat cache (its tree ids and blob ids: the next
-   snapshot reuses them without checking the store). Only tree objects are read; a blob is live
-   by its id, never inflated;
-3. also keeps every snapshot handed out outside the journals within the grace period (24 hours
-   by default: store/recent.py lists them; a journal-listed id is the journal's to keep), and
-   leaves alone every pack that is large and fully live (so a gc with little to do copies
-   little); no pack is kept whole for being young, so `drop` then `gc` frees at once;
-4. copies the live objects of the remaining packs into one new pack, record by record,
-   verbatim (a whole record's compressed bytes are valid in any pack; its CRC-32 is checked
-   against the old index on the way), then deletes those old packs. The new pack is complete and
-   durable before anything is deleted, so a crash at any point loses nothing;
-5. removes orphaned temporary files and index-less packs older than an hour (or the grace
-   period, if shorter): younger ones may be a pack still being written.
-
-Memory stays bounded by the number of objects (ids and offsets), never by their size: records are
-copied in chunks of at most 1 MiB.
+Under the store lock: sweep the anchors to match the journals; mark as live every tree and blob
+reachable from them, a pending restore, the stat cache (trees are read, blobs never) and every
+snapshot handed out outside the journals within the grace period (a day by default,
+store/recent.py); leave large fully-live packs alone (no pack is kept for being young: `drop`
+then `gc` frees at once); copy the live records of the other packs verbatim (CRC-checked) into
+one durable new pack, then delete those packs; remove temp files older than an hour (or the
+grace, if shorter: a younger one may be a pack being written). It deletes only what it copied or
+proved
+unreachable: index-less packs are re-indexed and kept, bad indexes healed (store/damage.py), a
+pack holding a record that fails its check stays, a damaged tree stops all pruning, and what it
+could not account for is reported (`damaged`), with `verify --repair` as the way on.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import struct
 import time
-import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import IncompleteSnapshotError, StoreError, UsageError, from_oserror
-from undostore.git.objects import (
-    MODE_TREE,
-    TREE,
-    PackIndexSet,
-    decode_tree,
-    encode_pack_index,
-    pack_record_header,
-)
-from undostore.git.packfile import DeltaRecord, PackFile, PackSet, Record, pack_census
+from undostore.git.objects import MODE_GITLINK, MODE_TREE, Entry
+from undostore.git.packfile import DAMAGED_DIR, DELTAS, Pack, Record, RecordDamaged
+from undostore.git.packwriter import PackWriter
+from undostore.git.reader import ObjectReader
+from undostore.git.treewalk import walk
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.restore.restorelog import pending_snapshot_ids
-from undostore.store.atomic import TEMP_PREFIX, fsync_dir, replace_with_retry
+from undostore.store import damage
+from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.recent import KEEP_SECONDS as RECENT_KEEP_SECONDS
 from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache, rebind_packs
@@ -70,6 +56,9 @@ class GcResult:
     anchors_released: int = 0
     temp_files_removed: int = 0
     missing: list[str] = field(default_factory=list)        # live ids the store lacks
+    damaged: list[str] = field(default_factory=list)        # ids whose copies failed a check
+    kept_packs: list[str] = field(default_factory=list)     # packs left whole because of them
+    healed_packs: list[str] = field(default_factory=list)   # "<pack>: what was done"
     busy_files: list[str] = field(default_factory=list)     # old files that could not be removed
     seconds: float = 0.0
     kept: list[dict[str, Any]] = field(default_factory=list)  # what holds the rest (retention)
@@ -82,6 +71,8 @@ class GcResult:
                 "anchors_released": self.anchors_released,
                 "temp_files_removed": self.temp_files_removed,
                 "missing": self.missing[:100], "missing_count": len(self.missing),
+                "damaged": self.damaged[:100], "kept_packs": self.kept_packs,
+                "healed_packs": self.healed_packs,
                 "busy_files": self.busy_files, "seconds": round(self.seconds, 4),
                 "kept": self.kept}
 
@@ -96,36 +87,46 @@ def collect(store: Store, grace_seconds: float | None = None) -> GcResult:
     with store.lock:
         swept = anchors.sweep(store)
         result.anchors_created, result.anchors_released = swept.created, swept.released
+        # An id flipped in an index, or a lost index, would otherwise let gc drop records.
+        result.healed_packs = store.heal(full=True)
         store.close()   # our own readers hold packs open, and Windows cannot delete open files
         now = time.time()
-        census = pack_census(store.pack_dir)
-        result.packs_before = len(census)
-        result.objects_before = sum(count for _, count in census.values())
-        if census:
-            _collect_packs(store, now - grace, result)
+        reader = ObjectReader(store)
+        try:
+            result.packs_before, result.objects_before = _census(reader)
+            if reader.packs:
+                _collect_packs(store, reader, now - grace, result)
+        finally:
+            reader.close()
+            store.close()
         result.freed_bytes += _clean_temporaries(store.path, store.pack_dir,
                                                  now - min(grace, TEMP_GRACE_SECONDS), result)
-        census = pack_census(store.pack_dir)
-        result.packs_after = len(census)
-        result.objects_after = sum(count for _, count in census.values())
+        with ObjectReader(store.pack_dir) as after:
+            result.packs_after, result.objects_after = _census(after)
+            damage.prune(store.path, after.pack_names())
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _collect_packs(store: Store, since: float, result: GcResult) -> None:
+def _census(reader: ObjectReader) -> tuple[int, int]:
+    """(packs, objects) of a store's complete packs."""
+    return len(reader.packs), sum(p.index.count for p in reader.packs.values())
+
+
+def _collect_packs(store: Store, reader: ObjectReader, since: float, result: GcResult) -> None:
     tree_roots, live = _roots(store)
-    packs = PackSet(store.pack_dir)
-    try:
-        tree_roots |= recent_ids(store.path, since)  # ids handed out within the grace
-        result.missing = _mark(store, packs, tree_roots, live)
-        result.live_objects = len(live)
-        _rewrite(store, packs, _choose(packs.packs, live), live, result)
-    finally:
-        packs.close()
-        store.close()
+    packs = list(reader.packs.values())
+    tree_roots |= recent_ids(store.path, since)  # ids handed out within the grace
+    result.missing = _mark(reader, tree_roots, live, result.damaged)
+    result.live_objects = len(live)
+    if result.damaged:
+        return   # what a damaged tree lists is unknown: nothing is proven unreachable
+    new_base = _rewrite(store, reader, _choose(packs, live), live, result)
     # gc kept everything the stat cache vouches for, but moved it: tell the cache where.
-    rebind_packs(os.path.join(store.cache_dir, "statcache"), store.identity,
-                 PackIndexSet(store.pack_dir).pack_names())
+    names = {p.name for p in packs if os.path.exists(p.idx_path)}
+    if new_base is not None:
+        names.add(os.path.basename(new_base))
+    rebind_packs(os.path.join(store.cache_dir, "statcache"), store.identity, names)
 
 
 def _roots(store: Store) -> tuple[set[bytes], set[bytes]]:
@@ -148,60 +149,38 @@ def _is_id(value: Any) -> bool:
     return isinstance(value, bytes) and len(value) == 20
 
 
-def _mark(store: Store, packs: PackSet, roots: set[bytes], live: set[bytes]) -> list[str]:
+def _mark(reader: ObjectReader, roots: set[bytes], live: set[bytes],
+          damaged: list[str]) -> list[str]:
     """Add every object reachable from `roots` to `live`, reading trees only; returns the hex ids
-    of reachable objects that the store lacks."""
+    of reachable objects that the store lacks, and adds damaged trees to `damaged`."""
     missing: list[str] = []
-    seen_trees: set[bytes] = set()
-    stack = list(roots)
-    while stack:
-        sha = stack.pop()
-        if sha in seen_trees:
-            continue
-        seen_trees.add(sha)
+    seen: set[bytes] = set()
+
+    def read(sha: bytes) -> list[Entry]:
+        seen.add(sha)
         live.add(sha)
-        body = _tree_body(store, packs, sha)
-        if body is None:
-            missing.append(sha.hex())
-            continue
-        for mode, _name, child in decode_tree(body):
-            if mode == MODE_TREE:
-                if child not in seen_trees:
-                    stack.append(child)
-            elif mode != _GITLINK:
-                live.add(child)
-    missing.extend(b.hex() for b in live - seen_trees if b not in packs)
+        try:
+            return reader.read_tree(sha)
+        except IncompleteSnapshotError as err:
+            (missing if err.missing else damaged).append(sha.hex())
+            return []
+
+    for root in roots:
+        if root not in seen:
+            for _path, mode, sha in walk(read, root, enter=lambda s: s not in seen):
+                if mode not in (MODE_GITLINK, MODE_TREE):
+                    live.add(sha)
+    present = {sha for pack in reader.packs.values() for sha in pack.index.name_list()}
+    missing.extend(b.hex() for b in live - seen
+                   if b not in present or (reader.skip and b not in reader))
     return missing
 
 
-def _tree_body(store: Store, packs: PackSet, sha: bytes) -> bytes | None:
-    """A tree's body, hash-checked; None if the store lacks it. A damaged tree stops gc:
-    what it references cannot be known, so nothing may be deleted."""
-    found = packs.where.get(sha)
-    if found is None:
-        return None
-    pack, record = found
-    try:
-        type_num, body = pack.body(record)
-    except DeltaRecord:
-        type_num, body = store.read(sha)
-    except (OSError, ValueError) as err:
-        raise IncompleteSnapshotError(
-            f"tree {sha.hex()} is damaged ({err}); gc stopped and deleted nothing. "
-            "Run `undostore verify`, then drop the sessions that need it",
-            corrupt=[sha.hex()], path=pack.pack_path) from err
-    if type_num != TREE:
-        raise IncompleteSnapshotError(f"object {sha.hex()} is listed as a snapshot or folder but "
-                                      "is not a tree; gc stopped and deleted nothing",
-                                      corrupt=[sha.hex()])
-    return body
-
-
-def _choose(old: list[PackFile], live: set[bytes]) -> list[PackFile]:
-    """The old packs to rewrite: those holding a dead object, and the small ones."""
+def _choose(packs: list[Pack], live: set[bytes]) -> list[Pack]:
+    """The packs to rewrite: those holding a dead object, and the small ones."""
     doomed = []
-    for pack in old:
-        dead = any(r.sha not in live for r in pack.records)
+    for pack in packs:
+        dead = not live.issuperset(pack.index.name_list())
         if dead or pack.pack_size < SMALL_PACK_BYTES:
             doomed.append((pack, dead))
     if len(doomed) == 1 and not doomed[0][1]:
@@ -209,29 +188,35 @@ def _choose(old: list[PackFile], live: set[bytes]) -> list[PackFile]:
     return [pack for pack, _ in doomed]
 
 
-def _rewrite(store: Store, packs: PackSet, doomed: list[PackFile], live: set[bytes],
-             result: GcResult) -> None:
+def _rewrite(store: Store, reader: ObjectReader, doomed: list[Pack], live: set[bytes],
+             result: GcResult) -> str | None:
+    """Copy the live records of `doomed` into one new pack, then delete them; returns the new
+    pack's base path."""
     if not doomed:
-        return
+        return None
     doomed_names = {p.base for p in doomed}
-    kept: set[bytes] = set()
-    for pack in packs.packs:
+    skip = reader.skip
+    elsewhere: set[bytes] = set()   # live ids with an intact-looking copy in a pack that stays
+    for pack in reader.packs.values():
         if pack.base not in doomed_names:
-            kept.update(r.sha for r in pack.records)
-    plan: list[tuple[PackFile, Record]] = []
-    planned: set[bytes] = set()
+            elsewhere.update(sha for sha in pack.index.name_list() if (sha, pack.name) not in skip)
+    # Every copy of each live object the doomed packs hold, known-damaged copies last.
+    plan: dict[bytes, list[tuple[Pack, Record]]] = {}
     for pack in doomed:
-        for record in pack.records:
-            if record.sha in live and record.sha not in kept and record.sha not in planned:
-                planned.add(record.sha)
-                plan.append((pack, record))
-    new_base = _write_pack(store, store.pack_dir, plan) if plan else None
+        for record in pack.records():
+            if record.sha in live and record.sha not in elsewhere:
+                plan.setdefault(record.sha, []).append((pack, record))
+    for copies in plan.values():
+        copies.sort(key=lambda copy: (copy[1].sha, copy[0].name) in skip)
+    kept: set[str] = set()
+    new_base = _write_pack(reader, store.pack_dir, plan, kept, result) if plan else None
+    result.kept_packs = sorted(kept)
     if new_base is not None and new_base not in doomed_names:
         result.freed_bytes -= os.path.getsize(new_base + ".pack") + os.path.getsize(
             new_base + ".idx")
     for pack in doomed:
-        if pack.base == new_base:
-            continue   # the same records in the same order: the "new" pack is this one
+        if pack.base == new_base or pack.pack_path in kept:
+            continue   # the same records (the "new" pack is this one), or a damaged record
         pack.close()
         for path in (pack.idx_path, pack.pack_path):   # index first: no index, no pack
             try:
@@ -243,96 +228,59 @@ def _rewrite(store: Store, packs: PackSet, doomed: list[PackFile], live: set[byt
             except OSError:
                 result.busy_files.append(path)   # open elsewhere (Windows); next gc retries
                 break
+    return new_base
 
 
-def _write_pack(store: Store, pack_dir: str, plan: list[tuple[PackFile, Record]]) -> str:
-    """One new pack holding the planned records; returns its base path (visible once its index
-    is in place)."""
-    tmp = os.path.join(pack_dir, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.pack")
-    idx_tmp = tmp[:-5] + ".idx"
-    entries: list[tuple[bytes, int, int]] = []
+def _write_pack(reader: ObjectReader, pack_dir: str,
+                plan: dict[bytes, list[tuple[Pack, Record]]], kept: set[str],
+                result: GcResult) -> str | None:
+    """One new pack holding one copy of each planned object, copied verbatim (delta records
+    whole), trying its copies in turn; an object none of whose copies checks stays where it is,
+    and its packs go to `kept`."""
+    writer = PackWriter(pack_dir)
     try:
-        with open(tmp, "wb") as out:
-            digest = hashlib.sha1()
-
-            def put(data: bytes) -> None:
-                digest.update(data)
-                out.write(data)
-
-            put(b"PACK" + struct.pack(">LL", 2, len(plan)))
-            offset = 12
-            for pack, record in plan:
-                crc, length = _copy_record(store, pack, record, put)
-                entries.append((record.sha, offset, crc))
-                offset += length
-            checksum = digest.digest()
-            out.write(checksum)
-            out.flush()
-            os.fsync(out.fileno())
-        for pack, _ in plan:
+        for sha, copies in plan.items():
+            if not any(_copy(reader, writer, pack, record) for pack, record in copies):
+                result.damaged.append(sha.hex())
+                kept.update(pack.pack_path for pack, _ in copies)
+        for pack in {pack for copies in plan.values() for pack, _ in copies}:
             pack.close()   # the new pack may replace one of them (same content, same name)
-        with open(idx_tmp, "wb") as idx:
-            idx.write(encode_pack_index(entries, checksum))
-            idx.flush()
-            os.fsync(idx.fileno())
-        base = os.path.join(pack_dir, f"pack-{checksum.hex()}")
-        if os.path.exists(base + ".pack") and os.path.exists(base + ".idx"):
-            # A pack is named by the hash of its bytes: this one is already there (and may be
-            # open in another process, which Windows would not let us replace).
-            return base
-        replace_with_retry(tmp, base + ".pack")
-        replace_with_retry(idx_tmp, base + ".idx")
-        fsync_dir(pack_dir)
-        return base
+        base = writer.commit()
     except OSError as err:
-        raise from_oserror(err, "write the repacked objects", tmp, StoreError) from err
-    finally:
-        for path in (tmp, idx_tmp):
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+        writer.abort()
+        raise from_oserror(err, "write the repacked objects", pack_dir, StoreError) from err
+    except BaseException:
+        writer.abort()
+        raise
+    return base
 
 
-def _copy_record(store: Store, pack: PackFile, record: Record, put) -> tuple[int, int]:  # noqa: ANN001
-    """Append one object to the new pack; returns (CRC-32, length) of what was written."""
+def _copy(reader: ObjectReader, writer: PackWriter, pack: Pack, record: Record) -> bool:
+    """Copy one record into `writer`; False (the damage recorded) if it does not check."""
     try:
-        pack.whole_header(record)
-    except DeltaRecord:
-        # Not written by undostore: store the object whole (its base may not be kept).
-        type_num, body = store.read(record.sha)
-        data = pack_record_header(type_num, len(body)) + zlib.compress(body, 1)
-        put(data)
-        return zlib.crc32(data) & 0xFFFFFFFF, len(data)
-    except ValueError as err:
-        raise _damaged(pack, record, str(err)) from err
-    crc = 0
-    for block in pack.chunks(record):
-        crc = zlib.crc32(block, crc)
-        put(block)
-    if crc & 0xFFFFFFFF != record.crc:
-        raise _damaged(pack, record, "CRC mismatch")
-    return record.crc, record.length
-
-
-def _damaged(pack: PackFile, record: Record, why: str) -> IncompleteSnapshotError:
-    return IncompleteSnapshotError(
-        f"object {record.sha.hex()} is damaged ({why}); gc stopped and deleted nothing. "
-        "Run `undostore verify`, then drop the sessions that need it",
-        corrupt=[record.sha.hex()], path=pack.pack_path)
+        if pack.header(record.offset)[0] in DELTAS:
+            # Not written by undostore: store the object whole (its base may not be kept).
+            type_num, body = reader.read(record.sha)
+            writer.add(type_num, record.sha, body)
+        else:
+            writer.copy(pack, record)
+        return True
+    except (RecordDamaged, IncompleteSnapshotError) as err:
+        if reader.on_damage is not None:
+            reader.on_damage(record.sha, pack.name, str(err))
+        return False
 
 
 def _clean_temporaries(store_path: str, pack_dir: str, cutoff: float, result: GcResult) -> int:
-    """Remove temporary files and index-less packs older than `cutoff`; returns bytes freed."""
+    """Remove undostore's temporary files older than `cutoff`; returns bytes freed."""
     freed = 0
     for folder, dirs, files in os.walk(store_path):
         if folder == store_path and "restore" in dirs:
             dirs.remove("restore")   # a pending restore's files are the restore module's
-        names = set(files)
+        if folder == pack_dir and DAMAGED_DIR in dirs:
+            dirs.remove(DAMAGED_DIR)   # kept for whoever wants to look: never deleted
         for name in files:
-            orphan_pack = (folder == pack_dir and name.endswith(".pack")
-                           and name[:-5] + ".idx" not in names)
-            if TEMP_PREFIX not in name and not orphan_pack:
+            if TEMP_PREFIX not in name:
                 continue
             path = os.path.join(folder, name)
             try:

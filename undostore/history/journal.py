@@ -1,19 +1,12 @@
-"""One session's undo history: undo points, a redo stack and a cap, in one checksummed file.
+"""One session's undo history: undo points (oldest first), a redo stack (next redo last), a cap.
 
-A journal lives at `<store>/sessions/<encoded name>.journal` and is rewritten whole, atomically,
-with an xxhash frame (`atomic.write_framed`): a reader sees the old journal or the new one, and a
-journal damaged by a crash or an editor is detected, moved aside (`quarantine`) with a
-`SessionWarning`, and the session starts empty. A damaged journal never stops a snapshot.
-
-Undo points are kept oldest first; the redo stack is kept bottom first (its last entry is the next
-redo). Recording a point clears the redo stack and drops the oldest points beyond the cap, so
-undo + redo never holds more than `limit` entries.
-
-Session names are free text (1 to 100 characters, no control characters). File names are made
-from them by percent-encoding every byte outside `[a-z0-9_-]` (capitals too, so "Agent" and
-"agent" stay apart on case-insensitive file systems), plus the first letter of a name that
-Windows reserves (CON, NUL, COM1...). The same encoding names the session's anchor folder under
-`refs/undostore/`, where it is also a valid git ref component.
+Stored at `<store>/sessions/<encoded name>.journal`, rewritten whole and atomically with an xxhash
+frame. A damaged journal never stops a snapshot: it is moved to `<name>.journal.damaged` and
+salvaged (points that still parse, plus every snapshot the session's anchors hold); gc keeps all
+the session's anchors until `verify --repair` accepts the salvage (`forget_damaged`) or `drop`
+drops the session; `damage_notes` says so in one line. Session names are free text; file and ref
+names percent-encode every byte outside `[a-z0-9_-]` (capitals too: case-insensitive file
+systems) and the first letter of names Windows reserves (CON, NUL...).
 """
 
 from __future__ import annotations
@@ -23,7 +16,6 @@ import math
 import os
 import re
 import time
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -237,8 +229,8 @@ def journal_path(store: Store, name: str) -> str:
 
 
 def load(store: Store, name: str) -> Journal:
-    """The journal of session `name` (empty if it has none). A damaged journal is quarantined
-    with a SessionWarning and the session starts empty."""
+    """The journal of session `name` (empty if it has none). A damaged journal is set aside and
+    its records salvaged (module docstring)."""
     path = journal_path(store, name)
     journal = _read(path, name)
     if journal is not None:
@@ -249,11 +241,21 @@ def load(store: Store, name: str) -> Journal:
         journal = _read(path, name)
         if journal is not None:
             return journal
-        aside = quarantine(path)
-    warnings.warn(SessionWarning(
-        f"{path}: journal of session {name!r} was damaged; moved to {aside} and the session "
-        f"starts empty"), stacklevel=2)
-    return Journal(name)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as err:
+            raise from_oserror(err, "read the journal", path, StoreError) from err
+        aside = path + DAMAGED
+        if os.path.exists(aside):   # damaged before and not yet repaired: keep the first copy
+            aside = f"{aside}-{int(time.time())}"
+        try:
+            os.replace(path, aside)
+        except OSError:
+            quarantine(path)
+        journal = salvage(store, name, data)
+        save(store, journal)
+    return journal
 
 
 def _read(path: str, name: str) -> Journal | None:
@@ -283,15 +285,98 @@ def save(store: Store, journal: Journal) -> None:
 
 
 def delete(store: Store, name: str) -> bool:
-    """Remove the journal of `name`; False if there was none."""
+    """Remove the journal of `name` and any damaged copy of it; False if there was none."""
     path = journal_path(store, name)
+    existed = bool(forget_damaged(store, name))
     try:
         os.unlink(path)
     except FileNotFoundError:
-        return False
+        return existed
     except OSError as err:
         raise from_oserror(err, "remove the journal", path, StoreError) from err
     return True
+
+
+# --- damaged journals ----------------------------------------------------------------------------
+
+DAMAGED = ".damaged"
+_FRAME_HEADER = 28     # atomic.frame's header: magic, kind, length, checksum
+_POINT = re.compile(r'"id":"([0-9a-f]{40})","time":(-?[0-9][0-9.eE+-]*)'
+                    r'(?:,"label":("(?:[^"\\]|\\.)*"|null))?')
+
+
+def salvage(store: Store, name: str, data: bytes) -> Journal:
+    """A journal rebuilt from a damaged one's bytes: the points that still parse and name an
+    object the store holds, then every snapshot the session's anchors hold that is not among
+    them (as an undo point dated by its anchor), oldest first."""
+    text = data[_FRAME_HEADER:].decode("utf-8", "replace")
+    redo_at = text.find('"redo":')
+    journal = Journal(name)
+    for match in _POINT.finditer(text):
+        sha, when, label = match.group(1), match.group(2), match.group(3)
+        try:
+            point = Point(sha, float(when), json.loads(label) if label else None)
+        except ValueError:
+            continue
+        if store.has(bytes.fromhex(sha)) and sha not in journal.ids():
+            (journal.redo if 0 <= redo_at < match.start() else journal.undo).append(point)
+    folder = os.path.join(store.path, "refs", "undostore", encode_name(name))  # anchors.py's
+    try:
+        anchored = {a: os.path.getmtime(os.path.join(folder, a)) for a in os.listdir(folder)
+                    if _HEX40.match(a)}
+    except OSError:
+        anchored = {}
+    for sha in sorted(set(anchored) - journal.ids()):
+        journal.undo.append(Point(sha, anchored[sha], "(recovered from its anchor)"))
+    # Anchors are written as points are recorded: their times order the points even when a
+    # damaged digit changed the time in the journal.
+    journal.undo.sort(key=lambda p: anchored.get(p.id, p.time))
+    journal.recorded = len(journal.undo)
+    return journal
+
+
+def damaged_sessions(store: Store) -> dict[str, str]:
+    """Sessions whose journal was damaged and is not yet repaired or dropped: name -> the
+    damaged copy."""
+    try:
+        files = os.listdir(store.sessions_dir)
+    except OSError:
+        return {}
+    out = {}
+    for f in files:
+        if f.endswith(SUFFIX + DAMAGED):
+            name = decode_name(f[:-len(SUFFIX + DAMAGED)])
+            if name is not None:
+                out[name] = os.path.join(store.sessions_dir, f)
+    return out
+
+
+def forget_damaged(store: Store, name: str) -> int:
+    """Remove the damaged copies of a session's journal (its salvage is accepted); returns how
+    many were removed. gc then keeps only what the journal lists."""
+    prefix = encode_name(validate_name(name)) + SUFFIX + DAMAGED
+    removed = 0
+    try:
+        files = os.listdir(store.sessions_dir)
+    except OSError:
+        return 0
+    for f in files:
+        if f == prefix or f.startswith(prefix + "-"):
+            os.unlink(os.path.join(store.sessions_dir, f))
+            removed += 1
+    return removed
+
+
+def damage_notes(store: Store) -> list[str]:
+    """One line for each session whose journal was damaged, with the ways out."""
+    notes = []
+    for name, path in sorted(damaged_sessions(store).items()):
+        journal = _read(journal_path(store, name), name) or Journal(name)
+        notes.append(
+            f"session {name!r}: its journal was damaged ({path}); {len(journal.undo)} undo points "
+            f"salvaged and its snapshots kept. `undostore verify --repair` keeps the salvage, "
+            f"`undostore drop --session {name}` drops the session")
+    return notes
 
 
 def session_names(store: Store) -> list[str]:

@@ -51,6 +51,7 @@ class Status:
     pending: dict[str, Any] | None
     last_point_age_seconds: float | None
     chosen: bool = False   # the session was chosen as the newest (not named)
+    damage: tuple[str, ...] = ()   # one line per damaged session journal (journal.damage_notes)
 
     def line(self) -> str:
         text = f"undo:{self.undo} redo:{self.redo}"
@@ -86,7 +87,7 @@ def read_status(store: Store | None, session: str | None) -> Status:
     journal = journals.load(store, name)
     age = round(time.time() - journal.undo[-1].time, 3) if journal.undo else None
     return Status(name, len(journal.undo), len(journal.redo), pending_restore(store), age,
-                  chosen)
+                  chosen, tuple(journals.damage_notes(store)))
 
 
 def open_existing(root: str | os.PathLike[str] | None = None, store: str | None = None, *,

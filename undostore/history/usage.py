@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from undostore.errors import UndostoreError
-from undostore.git.objects import MODE_TREE, TREE, decode_tree
-from undostore.git.packfile import DeltaRecord, PackSet
+from undostore.git.objects import MODE_TREE
+from undostore.git.reader import ObjectReader
 from undostore.history import journal as journals
 from undostore.restore.restorelog import pending_snapshot_ids
 from undostore.store.recent import recent_ids
@@ -47,40 +47,29 @@ class Roots:
 
 
 class _Objects:
-    """Sizes and tree children, from the store's packs."""
+    """Sizes and tree children, from the store's packs (git.reader: hash-checked)."""
 
     def __init__(self, store: Store) -> None:
-        self.store = store
-        self.packs = PackSet(store.pack_dir)
+        self.reader = ObjectReader(store)
+        self.sizes: dict[bytes, int] = {}
+        for pack in self.reader.packs.values():
+            for record in pack.records():
+                self.sizes.setdefault(record.sha, record.length)
 
     def close(self) -> None:
-        self.packs.close()
+        self.reader.close()
 
     def size(self, sha: bytes) -> int:
-        found = self.packs.where.get(sha)
-        return found[1].length if found is not None else 0
+        return self.sizes.get(sha, 0)
 
     def children(self, sha: bytes) -> list[tuple[bytes, bool]]:
         """(id, is a tree) of a tree's entries; [] for a missing or damaged tree (verify's
         to report) or a blob."""
-        found = self.packs.where.get(sha)
-        if found is None:
-            return []
-        pack, record = found
-        try:
-            type_num, body = pack.body(record)
-        except DeltaRecord:
-            try:
-                type_num, body = self.store.read(sha)
-            except UndostoreError:
-                return []
-        except (OSError, ValueError):
-            return []
-        if type_num != TREE:
+        if sha not in self.sizes:
             return []
         try:
-            entries = decode_tree(body)
-        except (ValueError, IndexError):
+            entries = self.reader.read_tree(sha)
+        except UndostoreError:
             return []
         return [(child, mode == MODE_TREE) for mode, _, child in entries if mode != _GITLINK]
 
@@ -128,7 +117,7 @@ def newest_reach(store: Store, roots: Mapping[bytes, float], blobs: Iterable[byt
                 if is_tree:
                     stack.extend(objects.children(sha))
         return [(reached.get(record.sha, -math.inf), record.length)
-                for pack in objects.packs.packs for record in pack.records]
+                for pack in objects.reader.packs.values() for record in pack.records()]
     finally:
         objects.close()
 

@@ -1,27 +1,27 @@
 """verify: every object that the journals (or one snapshot) need is present and hash-correct.
 
-Unlike gc, verify reads every blob: each object is inflated in chunks straight from its pack
-record and its git id recomputed, so a large file costs no more memory than a small one. Each
-distinct object is checked once; the problems found below a tree are remembered relative to that
-tree, so a damaged blob shared by 50 snapshots costs one check and is still reported under each
-snapshot with its path there.
+Unlike gc, verify reads every blob: each is inflated in chunks and its git id recomputed, so a
+large file costs no more memory than a small one. Two passes with the store's one tree walker:
+the first checks each distinct object once, across all snapshots; the second, only when
+something is wrong, walks each snapshot again into the trees that hold a problem, so a damaged
+blob shared by 50 snapshots costs one check and is still reported under each with its path there.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import IncompleteSnapshotError
-from undostore.git.objects import BLOB, MODE_TREE, TREE, decode_tree
-from undostore.git.packfile import DeltaRecord, PackSet
+from undostore.git.objects import MODE_GITLINK, MODE_TREE, Entry
+from undostore.git.reader import ObjectReader
+from undostore.git.treewalk import walk
 from undostore.history import journal as journals
 
 if TYPE_CHECKING:
     from undostore.store.store import Store
 
-_GITLINK = 0o160000
 MISSING = "missing"
 CORRUPT = "corrupt"
 
@@ -48,20 +48,30 @@ class VerifyResult:
     corrupt: list[Problem] = field(default_factory=list)
     checked: int = 0           # distinct objects read and hashed
     snapshots: list[str] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)    # with repair: one line per action
+    damaged_sessions: list[str] = field(default_factory=list)
+
+    @property
+    def lost_snapshots(self) -> list[str]:
+        """Snapshots that cannot be restored whole (after a repair: what is lost)."""
+        return sorted({p.snapshot for p in (*self.missing, *self.corrupt)})
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "missing": [p.to_json() for p in self.missing],
                 "corrupt": [p.to_json() for p in self.corrupt], "checked": self.checked,
-                "snapshots": self.snapshots}
+                "snapshots": self.snapshots, "repaired": self.repaired,
+                "lost_snapshots": self.lost_snapshots,
+                "damaged_sessions": self.damaged_sessions}
 
 
-# A problem relative to a tree: (path below the tree, object id hex, kind, reason).
-_Relative = tuple[str, str, str, str]
-
-
-def verify(store: Store, snapshot_id: str | None = None) -> VerifyResult:
-    """Check `snapshot_id`, or every snapshot any journal lists."""
+def verify(store: Store, snapshot_id: str | None = None, *, repair: bool = False,
+           snapshot: Callable[[], object] | None = None) -> VerifyResult:
+    """Check `snapshot_id`, or every snapshot any journal lists. With `repair`: heal packs
+    first (re-index, salvage, move aside), move packs holding a damaged object aside, write
+    what the files still hold (`snapshot`, a callable taking a snapshot with the lock held),
+    accept the salvage of damaged journals, and check again: what is left is what is lost."""
     with store.lock:   # gc must not delete packs under our feet
+        repaired = store.heal(full=True) if repair else []
         if snapshot_id is not None:
             snapshots = [store.resolve(snapshot_id).hex()]
         else:
@@ -69,114 +79,113 @@ def verify(store: Store, snapshot_id: str | None = None) -> VerifyResult:
             for name in journals.session_names(store):
                 listed |= journals.load(store, name).ids()
             snapshots = sorted(listed)
-        checker = _Checker(store)
-        try:
-            result = VerifyResult(ok=True, snapshots=snapshots)
-            for snapshot in snapshots:
-                for path, sha, kind, reason in checker.tree(bytes.fromhex(snapshot)):
-                    problem = Problem(snapshot, path, sha, reason)
+        result = _check(store, snapshots)
+        if repair and not result.ok:
+            repaired += _set_aside_damaged(store)
+            if snapshot is not None:
+                taken = snapshot()
+                repaired.append(f"snapshot {getattr(taken, 'id', '')} of the files: "
+                                f"{getattr(taken, 'new_objects', 0)} objects written again")
+            result = _check(store, snapshots)
+        if repair:
+            for name in journals.damaged_sessions(store):
+                journals.forget_damaged(store, name)
+                repaired.append(f"session {name!r}: salvaged journal kept")
+        result.repaired = repaired
+        result.damaged_sessions = journals.damage_notes(store)
+    return result
+
+
+def _check(store: Store, snapshots: list[str]) -> VerifyResult:
+    with ObjectReader(store) as reader:
+        checker = _Checker(reader)
+        roots = [bytes.fromhex(s) for s in snapshots]
+        for root in roots:
+            checker.check(root)
+        result = VerifyResult(ok=True, snapshots=snapshots, checked=checker.checked)
+        if checker.bad:
+            checker.find_dirty()
+            for snapshot, root in zip(snapshots, roots, strict=True):
+                for path, sha, (kind, reason) in checker.problems(root):
+                    problem = Problem(snapshot, path, sha.hex(), reason)
                     (result.missing if kind == MISSING else result.corrupt).append(problem)
-            result.checked = checker.checked
-        finally:
-            checker.close()
     result.ok = not result.missing and not result.corrupt
     return result
 
 
+def _set_aside_damaged(store: Store) -> list[str]:
+    """Packs holding a copy found damaged: salvage the rest of each and move it aside."""
+    names = {pack for _, pack in store.damaged_copies()}
+    for base, pack in list(store.index.packs.items()):
+        if pack.name in names:
+            store.index.set_aside(base, "it holds a damaged object")
+    return store.heal()
+
+
 class _Checker:
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.packs = PackSet(store.pack_dir)
-        self.trees: dict[bytes, list[_Relative]] = {}
-        self.blobs: dict[bytes, tuple[str, str] | None] = {}
+    def __init__(self, reader: ObjectReader) -> None:
+        self.reader = reader
+        self.bad: dict[bytes, tuple[str, str]] = {}     # id -> (kind, reason)
+        self.trees: dict[bytes, list[bytes]] = {}       # tree -> the ids it lists
+        self.blobs: set[bytes] = set()
+        self.dirty: set[bytes] = set()                  # trees with a problem at or below
         self.checked = 0
 
-    def close(self) -> None:
-        self.packs.close()
+    def _read(self, sha: bytes) -> list[Entry]:
+        self.checked += 1
+        try:
+            entries = self.reader.read_tree(sha)
+        except IncompleteSnapshotError as err:
+            self.bad[sha] = _problem(err)
+            entries = []
+        self.trees[sha] = [child for mode, _, child in entries if mode != MODE_GITLINK]
+        return entries
 
-    def tree(self, root: bytes) -> list[_Relative]:
-        """Problems below tree `root`, iteratively (folders may nest deeper than Python's
-        recursion limit)."""
-        pending: dict[bytes, list[tuple[int, bytes, bytes]]] = {}
-        stack: list[tuple[bytes, bool]] = [(root, False)]
-        while stack:
-            sha, expanded = stack.pop()
-            if sha in self.trees:
+    def check(self, root: bytes) -> None:
+        """Pass one: read each distinct tree and blob below `root` once."""
+        if root in self.trees:
+            return
+        for _path, mode, sha in walk(self._read, root, enter=lambda s: s not in self.trees):
+            if mode in (MODE_TREE, MODE_GITLINK) or sha in self.blobs:
                 continue
-            if not expanded:
-                entries, problem = self._read_tree(sha)
-                if problem is not None:
-                    self.trees[sha] = [("", sha.hex(), *problem)]
+            self.blobs.add(sha)
+            self.checked += 1
+            try:
+                self.reader.verify_blob(sha)
+            except IncompleteSnapshotError as err:
+                self.bad[sha] = _problem(err)
+
+    def find_dirty(self) -> None:
+        """Every tree with a bad object at or below it (post-order over the trees read)."""
+        state: dict[bytes, bool] = {}
+        for top in self.trees:
+            stack = [(top, False)]
+            while stack:
+                sha, done = stack.pop()
+                if sha in state:
                     continue
-                pending[sha] = entries
-                stack.append((sha, True))
-                stack.extend((child, False) for mode, _, child in entries
-                             if mode == MODE_TREE and child not in self.trees)
-                continue
-            problems: list[_Relative] = []
-            for mode, name, child in pending.pop(sha):
-                path = os.fsdecode(name)
-                if mode == MODE_TREE:
-                    problems.extend((_join(path, rel), i, k, r) for rel, i, k, r in
-                                    self.trees[child])
-                elif mode != _GITLINK:
-                    found = self._blob(child)
-                    if found is not None:
-                        problems.append((path, child.hex(), *found))
-            self.trees[sha] = problems
-        return self.trees[root]
+                children = self.trees.get(sha, [])
+                if not done:
+                    stack.append((sha, True))
+                    stack.extend((c, False) for c in children if c in self.trees)
+                    continue
+                state[sha] = sha in self.bad or any(
+                    c in self.bad or state.get(c, False) for c in children)
+        self.dirty = {sha for sha, dirty in state.items() if dirty}
 
-    def _read_tree(self, sha: bytes) -> tuple[list[tuple[int, bytes, bytes]],
-                                              tuple[str, str] | None]:
-        self.checked += 1
-        found = self.packs.where.get(sha)
-        if found is None:
-            return [], (MISSING, "not in the store")
-        pack, record = found
-        try:
-            type_num, body = pack.body(record)
-        except DeltaRecord:
-            try:
-                type_num, body = self.store.read(sha)
-            except IncompleteSnapshotError as err:
-                return [], (CORRUPT, err.message)
-        except (OSError, ValueError) as err:
-            return [], (CORRUPT, str(err))
-        if type_num != TREE:
-            return [], (CORRUPT, "not a tree")
-        try:
-            return decode_tree(body), None
-        except (ValueError, IndexError) as err:
-            return [], (CORRUPT, f"unreadable tree: {err}")
-
-    def _blob(self, sha: bytes) -> tuple[str, str] | None:
-        if sha in self.blobs:
-            return self.blobs[sha]
-        self.checked += 1
-        self.blobs[sha] = outcome = self._check_blob(sha)
-        return outcome
-
-    def _check_blob(self, sha: bytes) -> tuple[str, str] | None:
-        found = self.packs.where.get(sha)
-        if found is None:
-            return MISSING, "not in the store"
-        pack, record = found
-        try:
-            type_num, got = pack.object_hash(record)
-        except DeltaRecord:
-            try:
-                type_num, _ = self.store.read(sha)
-            except IncompleteSnapshotError as err:
-                return CORRUPT, err.message
-            got = sha
-        except (OSError, ValueError) as err:
-            return CORRUPT, str(err)
-        if type_num != BLOB:
-            return CORRUPT, "not a blob"
-        if got != sha:
-            return CORRUPT, "hash mismatch"
-        return None
+    def problems(self, root: bytes) -> list[tuple[str, bytes, tuple[str, str]]]:
+        """Pass two: (path, id, (kind, reason)) of each bad object below `root`."""
+        if root in self.bad:
+            return [("", root, self.bad[root])]
+        if root not in self.dirty:
+            return []
+        return [(path, sha, self.bad[sha]) for path, _mode, sha in
+                walk(self.reader.read_tree, root,
+                     enter=lambda s: s in self.dirty and s not in self.bad)
+                if sha in self.bad]
 
 
-def _join(path: str, rel: str) -> str:
-    return f"{path}/{rel}" if rel else path
+def _problem(err: IncompleteSnapshotError) -> tuple[str, str]:
+    if err.missing:
+        return MISSING, "not in the store"
+    return CORRUPT, err.message

@@ -98,19 +98,12 @@ def _write_at(fd: int, view: memoryview, offset: int, current: int) -> int:
 
 class Checkpoints:
     """Counts a restore's file operations and calls `hook(what, path)` after each: a caller
-    reports progress there, a test pauses a restore at one step (tests/test_restore_hostile.py,
-    tests/test_restore_crash.py hand one in through `Worktree.checkpoint`).
-
-    Tests that drive the CLI process (Ctrl-C, tests/test_interrupts.py) cannot hand it a
-    callable: for them UNDOSTORE_TEST_STALL_AT=k and UNDOSTORE_TEST_STALL_FILE=path make the k-th
-    operation write `path` and wait there to be signalled or killed."""
+    reports progress there, a test pauses a restore at one step (it hands the hook in through
+    `Worktree.checkpoint`, or `Workspace.checkpoint`)."""
 
     def __init__(self, hook: Hook | None = None) -> None:
         self.count = 0
         self.hook = hook
-        raw = os.environ.get("UNDOSTORE_TEST_STALL_AT", "")
-        self.stall_at = int(raw) if raw.isdigit() else 0
-        self.marker = os.environ.get("UNDOSTORE_TEST_STALL_FILE", "")
 
     def before(self, what: str, path: str) -> None:
         """Called once the checks of a change passed, right before it is made: the hook sees
@@ -123,9 +116,3 @@ class Checkpoints:
         self.count += 1
         if self.hook is not None:
             self.hook(what, path)
-        if self.stall_at and self.count == self.stall_at and self.marker:
-            import time
-
-            with open(self.marker, "w", encoding="utf-8") as f:
-                f.write(f"{self.count} {what} {path}\n")
-            time.sleep(600)

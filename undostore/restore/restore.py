@@ -78,6 +78,7 @@ from undostore.restore.restorelog import (
     RestoreJournal,
     read_journal,
     remove_journal,
+    remove_restore_temps,
     set_journal_aside,
     write_journal,
 )
@@ -271,9 +272,11 @@ def abort_pending(wt: Worktree) -> RestoreResult | None:
         try:
             journal = read_journal(wt.store)
         except JournalDamaged as err:
+            removed = remove_restore_temps(wt.root, wt.store.path)   # folders unknown: all
             aside = set_journal_aside(wt.store)
             return RestoreResult(target="", safety="", operation="abort", warnings=[
-                (aside, f"{err}: moved aside; nothing was rolled back")])
+                (aside, f"{err}: moved aside; nothing was rolled back, "
+                        f"{len(removed)} temp files removed")])
         if journal is None:
             return None
         result = _roll_back(wt, journal)
@@ -452,11 +455,8 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
     """Apply a journaled plan; the journal goes once every change is durable. With `guard`
     (holding Ctrl-C), a Ctrl-C while files change, or before the restore is complete, rolls
     back what changed and raises Interrupted."""
-    # The caller's checkpoint (and the crash tests' stall point) belong to the restore, not to
-    # the roll-back of an interrupted one.
+    # The caller's checkpoint belongs to the restore, not to the roll-back of an interrupted one.
     checkpoint = Checkpoints(None if after_interrupt else wt.checkpoint)
-    if after_interrupt:
-        checkpoint.stall_at = 0
     cache_path = os.path.join(wt.store.cache_dir, "statcache")
     cache, remember = cache_for(prepared.plan, cache_path, wt.store.identity)
     checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),

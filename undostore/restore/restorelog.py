@@ -142,6 +142,28 @@ def set_journal_aside(store: Store) -> str:
     return aside
 
 
+def remove_restore_temps(root: str, store_path: str) -> list[str]:
+    """Remove every restore temp file under `root` (any token: with the store lock held no
+    restore is running, so all are left over); for when the journal that named the folders is
+    too damaged to read. `.git` folders and the store are not entered, symlinks not followed.
+    Returns the paths removed."""
+    prefix = TEMP_PREFIX + "r"
+    store_real = os.path.realpath(store_path)
+    removed = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"
+                   and os.path.realpath(os.path.join(folder, d)) != store_real]
+        for name in files:
+            if name.startswith(prefix):
+                path = os.path.join(folder, name)
+                try:
+                    os.unlink(path)
+                    removed.append(path)
+                except OSError:
+                    continue
+    return removed
+
+
 def pending_snapshot_ids(store: Store) -> set[str]:
     """Hex ids a pending restore journal still needs (gc must keep them)."""
     try:

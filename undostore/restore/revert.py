@@ -35,11 +35,11 @@ from undostore.git.objects import (
     MODE_LINK,
     MODE_TREE,
     TREE,
-    PackWriter,
     decode_tree,
     encode_tree,
     hash_object,
 )
+from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
 from undostore.restore.plan import Entry, flatten_difference
 from undostore.restore.progress import OnProgress

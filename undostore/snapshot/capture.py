@@ -15,7 +15,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from undostore.git.objects import MODE_TREE, TREE, PackWriter, encode_tree, hash_object
+from undostore.git.objects import MODE_TREE, TREE, encode_tree, hash_object
+from undostore.git.packwriter import PackWriter
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.walk import FileEntry, Folder, Matcher
 from undostore.store.statcache import (

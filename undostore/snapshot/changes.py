@@ -40,6 +40,7 @@ from undostore.snapshot.walk import (
     iter_walk,
 )
 from undostore.snapshot.watchman import Changes, Monitor, Token, fsmonitor_mode
+from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.statcache import ENTRY, Record, StatCache, fingerprint, split_names
 
 WALK_FULL = "full"
@@ -246,6 +247,8 @@ def _patch(work: _Partial, folder: str, names: set[str]) -> Folder | None:
     prefix = folder + "/" if folder else ""
     changed: list[FileEntry] = []
     for name in sorted(names):
+        if name.startswith(TEMP_PREFIX):
+            return None   # undostore's own temp file: the whole read skips it and warns
         path = prefix + name
         try:
             st = os.lstat(disk_path(work.root, path))

@@ -27,11 +27,11 @@ from undostore.git.objects import (
     MODE_FILE,
     MODE_LINK,
     ChangedWhileReading,
-    PackWriter,
     fd_chunks,
     hash_blob_fd,
     hash_object,
 )
+from undostore.git.packwriter import PackWriter
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.capture import EMPTY_TREE as EMPTY_TREE  # noqa: F401 (public here)
 from undostore.snapshot.capture import (

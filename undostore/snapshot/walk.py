@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from undostore.errors import SnapshotError, from_oserror
 from undostore.platform import is_junction
 from undostore.snapshot.ignore import IgnoreRules, read_ignore_file, root_rules
+from undostore.store.atomic import TEMP_PREFIX
 
 S_ISREG = stat.S_ISREG
 S_ISLNK = stat.S_ISLNK
@@ -148,6 +149,9 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
             todo.append((path, rules))
             continue
         if is_ignored and is_ignored(path, False):
+            continue
+        if name.startswith(TEMP_PREFIX):   # undostore's own: never part of a state
+            options.on_warning(path, "skipped: an undostore temp file")
             continue
         try:
             st = entry.stat(follow_symlinks=False)

@@ -10,20 +10,17 @@ Layout (see README "Store layout"):
     <store>/cache/statcache     the stat cache
     <store>/restore/            the journal of a restore in progress
 
-Objects are read through dulwich's `DiskObjectStore` (never `Repo`: no git config, no filters).
+Objects are read through one `git.reader.ObjectReader` over the pack folder (`Store.index`),
+refreshed whenever the lock is taken.
 """
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import os
 import re
 import stat
-import weakref
-import zlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from undostore.errors import (
     IncompleteSnapshotError,
@@ -32,31 +29,17 @@ from undostore.errors import (
     UnknownSnapshotError,
     UsageError,
 )
-from undostore.git.objects import BLOB, TREE, PackIndexSet, decode_tree, object_header
+from undostore.git.objects import BLOB, TREE, decode_tree
+from undostore.git.reader import ObjectReader
+from undostore.git.treewalk import walk
+from undostore.store import damage
 from undostore.store.lock import StoreLock
 from undostore.store.recent import all_ids
 
-if TYPE_CHECKING:
-    from dulwich.object_store import DiskObjectStore
-
 FORMAT_LINE = "undostore 1"
-_LAYOUT_NAMES = {"FORMAT", "lock", "objects", "sessions", "cache", "restore", "tmp", "refs"}
+_LAYOUT_NAMES = {"FORMAT", "lock", "objects", "sessions", "cache", "restore", "tmp", "refs",
+                 "damaged"}
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
-
-# Stores whose dulwich reader is open. Closed at interpreter exit, before module teardown: a
-# dulwich pack finalised during teardown prints "Exception ignored ... sys.meta_path is None"
-# when the caller never called close().
-_OPEN_STORES: weakref.WeakSet[Store] = weakref.WeakSet()
-
-
-@atexit.register
-def _close_open_stores() -> None:
-    for store in list(_OPEN_STORES):
-        try:
-            store.close()
-        except Exception:  # noqa: BLE001 (nothing may be printed at exit)
-            pass
-
 
 def default_home() -> str:
     return os.environ.get("UNDOSTORE_HOME") or os.path.join(os.path.expanduser("~"), ".undostore")
@@ -83,6 +66,11 @@ def check_root(root: str, force: bool) -> str:
     return real
 
 
+def same_root(a: str, b: str) -> bool:
+    """Whether two recorded roots name the same folder (case-folded where the system does)."""
+    return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
+
+
 def _make_private_dirs(path: str) -> None:
     """Create `path` and any missing parents with mode 0700 (`os.makedirs` applies the mode to
     the last folder only)."""
@@ -105,7 +93,8 @@ def _make_private_dirs(path: str) -> None:
 class Store:
     """One root's object database, refs, journals and caches."""
 
-    def __init__(self, path: str, root: str | None = None, create: bool = True) -> None:
+    def __init__(self, path: str, root: str | None = None, create: bool = True,
+                 rebind: bool = False) -> None:
         self.path = os.path.abspath(path)
         self.objects_dir = os.path.join(self.path, "objects")
         self.pack_dir = os.path.join(self.objects_dir, "pack")
@@ -115,17 +104,26 @@ class Store:
         self.tmp_dir = os.path.join(self.path, "tmp")
         self.root = root
         self.identity = ""
+        self.recorded_root = ""
         if create:
             self._ensure_layout()
         elif not os.path.isfile(os.path.join(self.path, "FORMAT")):
             raise StoreError("no undostore store here", self.path)
+        else:
+            self._ensure_layout()
         # Whoever takes the lock sees the packs as they are now: another process's gc may have
         # repacked since this object last looked, and a stale pack list would claim pruned
         # objects still exist (a snapshot would then skip writing them).
-        self.lock = StoreLock(os.path.join(self.path, "lock"), on_acquire=self.refresh)
-        self._index: PackIndexSet | None = None
-        self._dulwich: DiskObjectStore | None = None
+        self.lock = StoreLock(os.path.join(self.path, "lock"), on_acquire=self._locked)
+        self._index: ObjectReader | None = None
         self.listed_snapshots: Callable[[], set[bytes]] = set
+        if root is not None and rebind:
+            self._rebind(root)
+        elif root is not None and self.recorded_root and not same_root(self.recorded_root, root):
+            # One store, one root: another root's snapshots would overwrite this root's files.
+            raise UsageError(
+                f"store {self.path} belongs to {self.recorded_root}, not {root}; if the project "
+                "moved, `undostore rebind` re-points the store to it")
 
     # --- layout -----
 
@@ -139,6 +137,8 @@ class Store:
                 raise StoreError(f"not an undostore store of this version ({found!r})", self.path)
             self.identity = next((line[4:].strip() for line in lines if line.startswith("id: ")),
                                  "")
+            self.recorded_root = next((line[6:].rstrip("\r\n") for line in lines
+                                       if line.startswith("root: ")), "")
             return
         if os.path.isdir(self.path) and set(os.listdir(self.path)) - _LAYOUT_NAMES:
             raise StoreError("folder exists, is not empty and is not an undostore store",
@@ -174,13 +174,23 @@ class Store:
             raise StoreError(f"cannot create the store: {err.strerror}", self.path) from err
         self._ensure_layout()  # read back whichever FORMAT won
 
+    def _rebind(self, root: str) -> None:
+        """Record `root` as the root this store protects (after the project moved)."""
+        from undostore.store.atomic import atomic_write
+
+        note = f"{FORMAT_LINE}\nid: {self.identity}\nroot: {root}\n"
+        with self.lock:
+            atomic_write(os.path.join(self.path, "FORMAT"), note.encode("utf-8", "surrogateescape"))
+            damage.void_stat_cache(self.path)   # its stat fingerprints are the old root's
+        self.recorded_root = root
+
     # --- objects -----
 
     @property
-    def index(self) -> PackIndexSet:
-        """Fast membership over the store's packs (no dulwich import)."""
+    def index(self) -> ObjectReader:
+        """The store's objects: membership, pack names and hash-checked reads."""
         if self._index is None:
-            self._index = PackIndexSet(self.pack_dir)
+            self._index = ObjectReader(self)
         return self._index
 
     def has(self, sha: bytes) -> bool:
@@ -190,50 +200,73 @@ class Store:
         """See packs written since this object was opened (by this or another process)."""
         if self._index is not None:
             self._index.refresh()
-        if self._dulwich is not None:
-            self._dulwich.close()
-            self._dulwich = None
 
-    @property
-    def dulwich(self) -> DiskObjectStore:
-        if self._dulwich is None:
-            from dulwich.object_store import DiskObjectStore
+    def _locked(self) -> None:
+        """The lock was just taken: see the packs as they are now, and heal damaged ones."""
+        self.refresh()
+        if self.index.damaged_packs:
+            self.heal()
 
-            self._dulwich = DiskObjectStore(self.objects_dir)
-            _OPEN_STORES.add(self)
-        return self._dulwich
+    # --- damage (store/damage.py) -----
+
+    def damaged_copies(self) -> set[tuple[bytes, str]]:
+        """(raw id, pack name) of the object copies that failed a check: never used again."""
+        return damage.load(self.path)
+
+    def note_damage(self, sha: bytes, pack: str, why: str) -> None:
+        """A reader found the copy of `sha` in `pack` damaged: record it, so no snapshot reuses
+        the id until the files provide a fresh copy."""
+        if self._index is not None:
+            self._index.skip.add((sha, pack))
+        try:
+            damage.record(self.path, sha, pack, why)
+        except OSError:
+            pass   # a read-only store: this process still skips the copy
+
+    def damaged_ids(self) -> set[bytes]:
+        """Ids whose every copy in the store is damaged (they count as absent)."""
+        return {sha for sha, _ in self.damaged_copies() if not self.has(sha)}
+
+    def heal(self, full: bool = False) -> list[str]:
+        """Heal the packs that failed their open checks: re-index an intact pack, else salvage
+        what checks and move it aside. `full` also re-indexes index-less packs (gc, verify
+        --repair). Returns one line per pack healed."""
+        done = []
+        with self.lock:
+            if full:
+                done += damage.reindex_orphans(self.pack_dir, self.index.has)
+                self.refresh()
+            for base in sorted(self.index.damaged_packs):
+                outcome, saved, lost = damage.heal_pack(base, self.index.has)
+                done.append(f"{base}.pack: {outcome}" + (
+                    f" ({saved} objects copied out, {lost} lost)" if outcome != "reindexed"
+                    else ""))
+            if done:
+                damage.void_stat_cache(self.path)
+            self.refresh()
+        return done
 
     def read(self, sha: bytes) -> tuple[int, bytes]:
         """(type number, body) of an object, hash-checked. Raises IncompleteSnapshotError."""
-        hex_id = sha.hex()
         try:
-            try:
-                type_num, body = self.dulwich.get_raw(hex_id.encode("ascii"))
-            except (KeyError, FileNotFoundError):
-                # A gc in another process may have repacked since the pack list was read:
-                # look again once before calling the object missing.
-                self.refresh()
-                type_num, body = self.dulwich.get_raw(hex_id.encode("ascii"))
-        except KeyError:
-            raise IncompleteSnapshotError(f"object {hex_id} is missing from the store",
-                                          missing=[hex_id]) from None
-        except (zlib.error, ValueError, OSError) as err:
-            raise IncompleteSnapshotError(f"object {hex_id} is damaged: {err}",
-                                          corrupt=[hex_id]) from err
-        if isinstance(body, list):
-            body = b"".join(body)
-        check = hashlib.sha1(object_header(type_num, len(body)))
-        check.update(body)
-        if check.digest() != sha:
-            raise IncompleteSnapshotError(f"object {hex_id} is damaged (hash mismatch)",
-                                          corrupt=[hex_id])
-        return type_num, body
+            return self.index.read(sha)
+        except IncompleteSnapshotError as err:
+            if not err.missing:
+                raise
+        # A gc in another process may have repacked since the pack list was read: look again
+        # once before calling the object missing.
+        self.refresh()
+        return self.index.read(sha)
 
     def read_tree(self, sha: bytes) -> list[tuple[int, bytes, bytes]]:
         type_num, body = self.read(sha)
         if type_num != TREE:
             raise UnknownSnapshotError(f"{sha.hex()} is not a snapshot (not a tree)")
-        return decode_tree(body)
+        try:
+            return decode_tree(body)
+        except ValueError as err:
+            raise IncompleteSnapshotError(f"object {sha.hex()} is damaged: {err}",
+                                          corrupt=[sha.hex()]) from None
 
     def read_blob(self, sha: bytes) -> bytes:
         type_num, body = self.read(sha)
@@ -243,17 +276,13 @@ class Store:
 
     def iter_tree_files(self, tree: bytes, prefix: str = "") -> Iterator[tuple[str, int, bytes]]:
         """Every (path, mode, raw id) of non-tree entries below `tree`, in git's order."""
-        for mode, name, sha in self.read_tree(tree):
-            path = prefix + os.fsdecode(name)
-            if mode == 0o040000:
-                yield from self.iter_tree_files(sha, path + "/")
-            else:
+        for path, mode, sha in walk(self.read_tree, tree, prefix=prefix):
+            if mode != 0o040000:
                 yield path, mode, sha
 
     def object_ids(self) -> Iterator[bytes]:
         """Every object id in the store's packs."""
-        for idx in self.index._indexes.values():
-            yield from idx.names()
+        return self.index.object_ids()
 
     def known_snapshots(self) -> set[bytes]:
         """Ids this store handed out as snapshots: recent ones, and those the history layer
@@ -295,11 +324,8 @@ class Store:
         return sha
 
     def _type_of(self, sha: bytes) -> int | None:
-        from undostore.git.reader import ObjectReader  # reads the record header: no dulwich import
-
         try:
-            with ObjectReader(self) as reader:
-                return reader.type_of(sha)
+            return self.index.type_of(sha)
         except IncompleteSnapshotError:
             return None
 
@@ -307,9 +333,6 @@ class Store:
         if self._index is not None:
             self._index.close()
             self._index = None
-        if self._dulwich is not None:
-            self._dulwich.close()
-            self._dulwich = None
 
     def __enter__(self) -> Store:
         return self

@@ -1,0 +1,170 @@
+"""Version-2 pack indexes (`.idx`): the one parser and the one writer.
+
+An index lists, sorted by id, each object's id, the CRC-32 of its pack record and the record's
+offset, then the pack's checksum and its own. It is mmapped and parsed lazily: a membership test
+reads a few fan-out entries and names; a census reads only the header.
+Writer ours, not `dulwich.pack.write_pack_index_v2`: importing dulwich.pack costs ~10 ms inside
+undostore, on every snapshot that writes a pack (the tests check ours against dulwich and git).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import mmap
+import os
+import struct
+from collections.abc import Iterator
+
+IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"
+IDX_NAMES_AT = 8 + 256 * 4
+_LIST_AFTER = 64     # lookups in one index before its names are copied into a list
+_CHECKED: dict[tuple[str, int, int, int], bool] = {}   # index checksums already verified
+
+
+class PackIndexFile:
+    """A read-only view of one `.idx` file; ValueError if it is not a well-formed v2 index."""
+
+    def __init__(self, path: str) -> None:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        data = self._map
+        try:
+            if len(data) < IDX_NAMES_AT + 40 or data[:8] != IDX_MAGIC:
+                raise ValueError(f"{path}: not a version 2 pack index")
+            self._fanout = struct.unpack_from(">256L", data, 8)
+            self.count = self._fanout[255]
+            self._crcs_at = IDX_NAMES_AT + self.count * 20
+            self._offsets_at = self._crcs_at + self.count * 4
+            self._large_at = self._offsets_at + self.count * 4
+            if len(data) < self._large_at + 40 or list(self._fanout) != sorted(self._fanout):
+                raise ValueError(f"{path}: truncated or malformed pack index")
+        except BaseException:
+            self.close()
+            raise
+        self._names: list[bytes] | None = None
+        self._lookups = 0
+        self.path = path
+
+    @property
+    def pack_checksum(self) -> bytes:
+        """The copy of the pack's trailer that the index was written for."""
+        return bytes(self._map[-40:-20])
+
+    def checksum_ok(self) -> bool:
+        """Whether the index's own trailer matches its bytes (reads the whole index once per
+        process: ~3 ms for 100,000 objects)."""
+        st = os.stat(self.path)
+        key = (self.path, st.st_size, st.st_mtime_ns, st.st_ino)
+        if key not in _CHECKED:
+            view = memoryview(self._map)
+            body = view[:-20]
+            try:
+                _CHECKED[key] = hashlib.sha1(body).digest() == self._map[-20:]
+            finally:
+                body.release()
+                view.release()
+        return _CHECKED[key]
+
+    def search(self, sha: bytes) -> tuple[int, bool]:
+        """(position of `sha`, True) if the index lists it, else (where it would go, False)."""
+        first = sha[0]
+        lo = self._fanout[first - 1] if first else 0
+        hi = self._fanout[first]
+        if lo >= hi:
+            return lo, False
+        self._lookups += 1
+        # Copying the ids into a list costs O(index size); it pays only after many lookups.
+        if self._names is None and self._lookups > max(_LIST_AFTER, self.count // 16):
+            self.name_list()
+        if self._names is not None:
+            at = bisect.bisect_left(self._names, sha, lo, hi)
+            return at, at < hi and self._names[at] == sha
+        data = self._map
+        while lo < hi:
+            mid = (lo + hi) // 2
+            at = IDX_NAMES_AT + mid * 20
+            probe = data[at:at + 20]
+            if probe < sha:
+                lo = mid + 1
+            elif probe > sha:
+                hi = mid
+            else:
+                return mid, True
+        return lo, False
+
+    def __contains__(self, sha: bytes) -> bool:
+        return self.search(sha)[1]
+
+    def position(self, sha: bytes) -> int | None:
+        position, found = self.search(sha)
+        return position if found else None
+
+    def name_at(self, position: int) -> bytes:
+        at = IDX_NAMES_AT + position * 20
+        return bytes(self._map[at:at + 20])
+
+    def crc_at(self, position: int) -> int:
+        return struct.unpack_from(">L", self._map, self._crcs_at + position * 4)[0]
+
+    def offset_at(self, position: int) -> int:
+        """Where the record at index `position` starts in the pack."""
+        (value,) = struct.unpack_from(">L", self._map, self._offsets_at + position * 4)
+        if value & 0x80000000:
+            (value,) = struct.unpack_from(">Q", self._map,
+                                          self._large_at + (value & 0x7FFFFFFF) * 8)
+        return value
+
+    def offsets(self) -> list[int]:
+        """Every record's offset, in index (id) order."""
+        small = struct.unpack_from(f">{self.count}L", self._map, self._offsets_at)
+        if not any(v & 0x80000000 for v in small):
+            return list(small)
+        return [self.offset_at(i) for i in range(self.count)]
+
+    def name_list(self) -> list[bytes]:
+        """Every id the index lists, sorted (copied once, then kept)."""
+        if self._names is None:
+            blob = self._map[IDX_NAMES_AT:self._crcs_at]
+            self._names = [blob[i:i + 20] for i in range(0, len(blob), 20)]
+        return self._names
+
+    def names(self) -> Iterator[bytes]:
+        return iter(self.name_list())
+
+    def crcs(self) -> tuple[int, ...]:
+        return struct.unpack_from(f">{self.count}L", self._map, self._crcs_at)
+
+    def close(self) -> None:
+        if isinstance(self._map, mmap.mmap):
+            self._map.close()
+
+
+def encode_pack_index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes:
+    """A version-2 `.idx` for (raw id, offset, crc32) entries."""
+    entries = sorted(entries)
+    fanout = [0] * 256
+    for sha, _, _ in entries:
+        fanout[sha[0]] += 1
+    running = 0
+    for i in range(256):
+        running += fanout[i]
+        fanout[i] = running
+    large: list[int] = []
+    offsets = bytearray()
+    for _, offset, _ in entries:
+        if offset < 0x80000000:
+            offsets += struct.pack(">L", offset)
+        else:  # packs over 2 GiB: the offset lives in the 64-bit table
+            offsets += struct.pack(">L", 0x80000000 | len(large))
+            large.append(offset)
+    body = b"".join((
+        IDX_MAGIC, struct.pack(">256L", *fanout),
+        b"".join(sha for sha, _, _ in entries),
+        b"".join(struct.pack(">L", crc) for _, _, crc in entries),
+        bytes(offsets),
+        b"".join(struct.pack(">Q", offset) for offset in large),
+        pack_checksum,
+    ))
+    return body + hashlib.sha1(body).digest()
