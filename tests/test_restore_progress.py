@@ -152,7 +152,8 @@ def test_piped_cli_restore_writes_no_progress_to_stderr(tmp_path):
 @pytest.mark.skipif(IS_WINDOWS, reason="needs a POSIX pseudo-terminal")
 def test_cli_restore_on_a_terminal_shows_files_and_bytes_once_past_a_second(tmp_path):
     """A real restore process with stderr on a pseudo-terminal, held at its third file
-    operation (the crash tests' stall hook) for longer than the delay: the line is there."""
+    operation (tests/stall.py, as the crash tests) for longer than the delay: the line is
+    there."""
     import pty
 
     root = tmp_path / "root"
@@ -161,10 +162,10 @@ def test_cli_restore_on_a_terminal_shows_files_and_bytes_once_past_a_second(tmp_
     ws.close()
     marker = tmp_path / "stalled"
     leader, follower = pty.openpty()
-    env = {**os.environ, "UNDOSTORE_TEST_STALL_AT": "3", "UNDOSTORE_TEST_STALL_FILE": str(marker)}
-    proc = subprocess.Popen([sys.executable, "-m", "undostore", "--root", str(root), "restore",
-                             a, "--yes"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=follower, env=env)
+    stall = os.path.join(os.path.dirname(__file__), "stall.py")
+    proc = subprocess.Popen([sys.executable, stall, "3", str(marker), "--root", str(root),
+                             "restore", a, "--yes"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=follower)
     os.close(follower)
     try:
         deadline = time.monotonic() + 60
