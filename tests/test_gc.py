@@ -12,12 +12,12 @@ import zlib
 from pathlib import Path
 
 from undostore import Workspace
+from undostore.fileio import TEMP_PREFIX
 from undostore.git.objects import BLOB, hash_object
 from undostore.git.reader import ObjectReader
 from undostore.history.anchors import anchored_ids, anchored_sessions, session_dir
 from undostore.history.journal import journal_path
 from undostore.history.verify import verify
-from undostore.store.atomic import TEMP_PREFIX
 
 MB = 1_000_000
 

@@ -26,7 +26,7 @@ from undostore.history.journal import (
     session_names,
     validate_name,
 )
-from undostore.store.atomic import read_framed, write_framed
+from undostore.store.framing import read_framed, write_framed
 from undostore.store.store import Store
 
 SHA_A = "a" * 40

@@ -151,7 +151,7 @@ def _age_everything(ws: Workspace, seconds: float) -> None:
     import marshal
 
     from undostore.store import recent
-    from undostore.store.atomic import write_framed
+    from undostore.store.framing import write_framed
 
     old = time.time() - seconds
     for name in os.listdir(ws.store.pack_dir):

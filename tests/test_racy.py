@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from undostore import Workspace
-from undostore.store.atomic import write_framed
+from undostore.store.framing import write_framed
 from undostore.store.statcache import FINE_MARGIN_NS
 
 # An mtime long ago, deliberately not on a whole second: whole-second mtimes mark a coarse file

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from undostore import SnapshotError, SnapshotOptions, UsageError, Workspace
-from undostore.store.atomic import TEMP_PREFIX
+from undostore.fileio import TEMP_PREFIX
 
 from .conftest import IS_WINDOWS
 

@@ -252,45 +252,37 @@ class _Myers:
             if need_min and self.budget > 0:
                 continue
             if got_snake and ec > HEUR_MIN_COST:
-                cut = self._good_forward_snake(off1, lim1, off2, lim2, fmin, fmax, fmid, ec)
+                cut = self._good_snake(True, off1, lim1, off2, lim2, fmin, fmax, fmid, ec)
                 if cut is not None:
                     return cut[0], cut[1], True, False
-                cut = self._good_backward_snake(off1, lim1, off2, lim2, bmin, bmax, bmid, ec)
+                cut = self._good_snake(False, off1, lim1, off2, lim2, bmin, bmax, bmid, ec)
                 if cut is not None:
                     return cut[0], cut[1], False, True
             if ec >= (self.mxcost if self.budget > 0 else CHEAP_COST):
                 return self._furthest(off1, lim1, off2, lim2, fmin, fmax, bmin, bmax)
 
-    def _good_forward_snake(self, off1: int, lim1: int, off2: int, lim2: int, fmin: int,
-                            fmax: int, fmid: int, ec: int) -> tuple[int, int] | None:
-        h1, h2, kvdf = self.h1, self.h2, self.kvdf
+    def _good_snake(self, forward: bool, off1: int, lim1: int, off2: int, lim2: int,
+                    dmin: int, dmax: int, dmid: int, ec: int) -> tuple[int, int] | None:
+        """git's "interesting path" heuristic: the diagonal of the forward (or backward) search
+        that got furthest past cost `ec` and ends (starts) in a snake of SNAKE_CNT equal lines."""
+        h1, h2 = self.h1, self.h2
+        kv = self.kvdf if forward else self.kvdb
         best = 0
         cut = None
-        for d in range(fmax, fmin - 1, -2):
-            dd = d - fmid if d > fmid else fmid - d
-            i1 = kvdf[d]
+        for d in range(dmax, dmin - 1, -2):
+            dd = d - dmid if d > dmid else dmid - d
+            i1 = kv[d]
             i2 = i1 - d
-            v = (i1 - off1) + (i2 - off2) - dd
-            if (v > K_HEUR * ec and v > best and off1 + SNAKE_CNT <= i1 < lim1
-                    and off2 + SNAKE_CNT <= i2 < lim2
-                    and all(h1[i1 - k] == h2[i2 - k] for k in range(1, SNAKE_CNT + 1))):
-                best = v
-                cut = (i1, i2)
-        return cut
-
-    def _good_backward_snake(self, off1: int, lim1: int, off2: int, lim2: int, bmin: int,
-                             bmax: int, bmid: int, ec: int) -> tuple[int, int] | None:
-        h1, h2, kvdb = self.h1, self.h2, self.kvdb
-        best = 0
-        cut = None
-        for d in range(bmax, bmin - 1, -2):
-            dd = d - bmid if d > bmid else bmid - d
-            i1 = kvdb[d]
-            i2 = i1 - d
-            v = (lim1 - i1) + (lim2 - i2) - dd
-            if (v > K_HEUR * ec and v > best and off1 < i1 <= lim1 - SNAKE_CNT
-                    and off2 < i2 <= lim2 - SNAKE_CNT
-                    and all(h1[i1 + k] == h2[i2 + k] for k in range(SNAKE_CNT))):
+            if forward:
+                v = (i1 - off1) + (i2 - off2) - dd
+                inside = off1 + SNAKE_CNT <= i1 < lim1 and off2 + SNAKE_CNT <= i2 < lim2
+                s1, s2 = i1 - SNAKE_CNT, i2 - SNAKE_CNT
+            else:
+                v = (lim1 - i1) + (lim2 - i2) - dd
+                inside = off1 < i1 <= lim1 - SNAKE_CNT and off2 < i2 <= lim2 - SNAKE_CNT
+                s1, s2 = i1, i2
+            if (v > K_HEUR * ec and v > best and inside
+                    and h1[s1:s1 + SNAKE_CNT] == h2[s2:s2 + SNAKE_CNT]):
                 best = v
                 cut = (i1, i2)
         return cut

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from queue import SimpleQueue
 
 from undostore.errors import store_write_error
+from undostore.fileio import TEMP_PREFIX, fsync_dir, replace_with_retry
 from undostore.git.objects import CHUNK, ChangedWhileReading, object_header
 from undostore.git.packfile import Pack, PackDamaged, Record, record_header
 from undostore.git.packindex import encode_pack_index
-from undostore.store.atomic import TEMP_PREFIX, fsync_dir, replace_with_retry
 
 IndexEntry = tuple[bytes, int, int]   # (raw id, offset, crc32)
 

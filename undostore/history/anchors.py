@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from undostore.errors import StoreError, from_oserror
+from undostore.fileio import atomic_write
 from undostore.history import journal as journals
-from undostore.store.atomic import atomic_write
 from undostore.store.store import Store
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")

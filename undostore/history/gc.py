@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import IncompleteSnapshotError, StoreError, UsageError, from_oserror
+from undostore.fileio import TEMP_PREFIX
 from undostore.git.objects import MODE_GITLINK, MODE_TREE, Entry
 from undostore.git.packfile import DAMAGED_DIR, DELTAS, Pack, Record, RecordDamaged
 from undostore.git.packwriter import PackWriter
@@ -30,7 +31,6 @@ from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.restore.restorelog import pending_snapshot_ids
 from undostore.store import damage
-from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.recent import KEEP_SECONDS as RECENT_KEEP_SECONDS
 from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache, rebind_packs

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from undostore.errors import StoreError, UsageError, from_oserror
-from undostore.store.atomic import CorruptFrame, quarantine, read_framed, write_framed
+from undostore.settings import env_number
+from undostore.store.framing import CorruptFrame, quarantine, read_framed, write_framed
 from undostore.store.store import Store
 
 _KIND = b"JRNL"
@@ -393,17 +394,4 @@ def session_names(store: Store) -> list[str]:
 
 def undo_limit() -> int:
     """The cap on undo points: `UNDOSTORE_UNDO_LIMIT`, else 50."""
-    return env_int("UNDOSTORE_UNDO_LIMIT", DEFAULT_LIMIT, minimum=1)
-
-
-def env_int(variable: str, default: int, minimum: int) -> int:
-    text = os.environ.get(variable)
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"{variable} must be a whole number, not {text!r}") from None
-    if value < minimum:
-        raise UsageError(f"{variable} must be at least {minimum}, not {value}")
-    return value
+    return int(env_number("UNDOSTORE_UNDO_LIMIT", DEFAULT_LIMIT, minimum=1, whole=True))

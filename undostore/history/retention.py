@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from undostore.errors import UsageError
 from undostore.history import anchors, usage
 from undostore.history import journal as journals
 from undostore.history.gc import DEFAULT_GRACE_SECONDS, GcResult, collect
+from undostore.settings import env_number
 
 if TYPE_CHECKING:
     from undostore.store.store import Store
@@ -72,26 +72,13 @@ OnEvict = Callable[[Eviction], None]
 
 def keep_days() -> float | None:
     """`UNDOSTORE_KEEP_DAYS` (a positive number of days), else None: no age limit."""
-    return _env_number("UNDOSTORE_KEEP_DAYS")
+    return env_number("UNDOSTORE_KEEP_DAYS", above_minimum=True)
 
 
 def max_store_bytes() -> int | None:
     """`UNDOSTORE_MAX_STORE_MB` in bytes (MB = 10^6), else None: no size limit."""
-    mb = _env_number("UNDOSTORE_MAX_STORE_MB")
+    mb = env_number("UNDOSTORE_MAX_STORE_MB", above_minimum=True)
     return None if mb is None else int(mb * MB)
-
-
-def _env_number(variable: str) -> float | None:
-    text = os.environ.get(variable, "").strip()
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{variable} must be a number, not {text!r}") from None
-    if not value > 0 or math.isinf(value):
-        raise UsageError(f"{variable} must be more than 0, not {text!r}")
-    return value
 
 
 def store_bytes(store: Store) -> int:

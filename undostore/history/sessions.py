@@ -31,6 +31,7 @@ from undostore.history.gc import DEFAULT_GRACE_SECONDS, collect
 from undostore.history.journal import Point, SessionWarning
 from undostore.restore.progress import OnProgress
 from undostore.restore.restore import Confirm, RestoreResult, Worktree, restore
+from undostore.settings import env_number
 from undostore.store.recent import forget as forget_recent
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class SessionInfo:
 
 def gc_every() -> int:
     """`UNDOSTORE_GC_EVERY`, else 20; 0 means never."""
-    return journals.env_int("UNDOSTORE_GC_EVERY", DEFAULT_GC_EVERY, minimum=0)
+    return int(env_number("UNDOSTORE_GC_EVERY", DEFAULT_GC_EVERY, minimum=0, whole=True))
 
 
 def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: str | None,

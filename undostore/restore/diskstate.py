@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from undostore.errors import ConflictError, RefusedError, UnsafePathError
+from undostore.fileio import TEMP_PREFIX
 from undostore.git.objects import (
     BLOB,
     MODE_EXEC,
@@ -24,7 +25,6 @@ from undostore.platform import IS_WINDOWS
 from undostore.restore.fsops import READ_FLAGS, Dir, DirTree
 from undostore.restore.plan import Entry, RestorePlan
 from undostore.snapshot.walk import disk_path
-from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.statcache import StatCache
 
 _REPARSE_POINT = getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0x400)

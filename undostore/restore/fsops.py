@@ -19,8 +19,8 @@ import os
 import stat
 
 from undostore.errors import ConflictError, RefusedError, UnsafePathError
+from undostore.fileio import replace_with_retry
 from undostore.platform import IS_WINDOWS
-from undostore.store.atomic import replace_with_retry
 
 HAS_DIR_FD = all(f in os.supports_dir_fd for f in (os.open, os.mkdir, os.unlink, os.rmdir,
                                                     os.rename, os.stat))
@@ -226,48 +226,38 @@ class DirTree:
 
     # --- operations in one folder -----
 
+    def _at(self, d: Dir, name: str) -> tuple[str, dict[str, int]]:
+        """How to name `name` in `d` to an `os` call: relative to `d`'s descriptor, or (Windows)
+        by its path once every folder on the way was checked again."""
+        fd = self._fd(d)
+        if fd is not None:
+            return name, {"dir_fd": fd}
+        self._check_chain(d)
+        return os.path.join(d.path, name), {}
+
     def lstat(self, d: Dir, name: str) -> os.stat_result | None:
         try:
-            fd = self._fd(d)
-            if fd is not None:
-                return os.stat(name, dir_fd=fd, follow_symlinks=False)
-            self._check_chain(d)
-            return os.lstat(os.path.join(d.path, name))
+            target, at = self._at(d, name)
+            return os.stat(target, follow_symlinks=False, **at)
         except (FileNotFoundError, NotADirectoryError):
             return None
 
     def open(self, d: Dir, name: str, flags: int, mode: int = 0o600) -> int:
         """Open `name` in `d`, never following a symlink."""
-        flags |= _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
-        fd = self._fd(d)
-        if fd is not None:
-            return os.open(name, flags, mode, dir_fd=fd)
-        self._check_chain(d)
-        return os.open(os.path.join(d.path, name), flags, mode)
+        target, at = self._at(d, name)
+        return os.open(target, flags | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY, mode, **at)
 
     def unlink(self, d: Dir, name: str) -> None:
-        fd = self._fd(d)
-        if fd is not None:
-            os.unlink(name, dir_fd=fd)
-        else:
-            self._check_chain(d)
-            os.unlink(os.path.join(d.path, name))
+        target, at = self._at(d, name)
+        os.unlink(target, **at)
 
     def rmdir(self, d: Dir, name: str) -> None:
-        fd = self._fd(d)
-        if fd is not None:
-            os.rmdir(name, dir_fd=fd)
-        else:
-            self._check_chain(d)
-            os.rmdir(os.path.join(d.path, name))
+        target, at = self._at(d, name)
+        os.rmdir(target, **at)
 
     def mkdir(self, d: Dir, name: str, mode: int) -> None:
-        fd = self._fd(d)
-        if fd is not None:
-            os.mkdir(name, mode, dir_fd=fd)
-        else:
-            self._check_chain(d)
-            os.mkdir(os.path.join(d.path, name), mode)
+        target, at = self._at(d, name)
+        os.mkdir(target, mode, **at)
 
     def replace(self, d: Dir, src: str, dst: str) -> None:
         fd = self._fd(d)
@@ -278,27 +268,16 @@ class DirTree:
             replace_with_retry(os.path.join(d.path, src), os.path.join(d.path, dst))
 
     def symlink(self, d: Dir, target: str, name: str) -> None:
-        fd = self._fd(d)
-        if fd is not None:
-            os.symlink(target, name, dir_fd=fd)
-        else:
-            self._check_chain(d)
-            os.symlink(target, os.path.join(d.path, name))
+        link, at = self._at(d, name)
+        os.symlink(target, link, **at)
 
     def readlink(self, d: Dir, name: str) -> str:
-        fd = self._fd(d)
-        if fd is not None:
-            return os.readlink(name, dir_fd=fd)
-        self._check_chain(d)
-        return os.readlink(os.path.join(d.path, name))
+        target, at = self._at(d, name)
+        return os.readlink(target, **at)
 
     def lchown(self, d: Dir, name: str, uid: int, gid: int) -> None:
-        fd = self._fd(d)
-        if fd is not None:
-            os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)
-        else:
-            self._check_chain(d)
-            os.lchown(os.path.join(d.path, name), uid, gid)
+        target, at = self._at(d, name)
+        os.chown(target, uid, gid, follow_symlinks=False, **at)
 
     def descriptor(self, d: Dir) -> int | None:
         """`d`'s open descriptor (reopened if it was closed); None without descriptors."""

@@ -49,6 +49,7 @@ from undostore.errors import (
     from_oserror,
     store_write_error,
 )
+from undostore.fileio import TEMP_PREFIX
 from undostore.git.reader import ObjectReader
 from undostore.restore.cachechoice import cache_for
 from undostore.restore.checkout import (
@@ -85,7 +86,6 @@ from undostore.restore.restorelog import (
 from undostore.snapshot.ignore import excluded_by, undostore_ignore
 from undostore.snapshot.snapshot import store_exclusion
 from undostore.store import moderecord
-from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.durable import Durability
 from undostore.store.statcache import StatCache, is_racy, make_entry, mode_only_entry
 
@@ -190,11 +190,9 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
     started = time.perf_counter()
     progress = Reporter(on_progress)
     with wt.store.lock:
-        recover_pending(wt)
-        target_sha = wt.store.resolve(target)
-        expected_sha = wt.store.resolve(expected) if expected is not None else None
         progress.step("safety")
-        safety = wt.snapshot()
+        (target_sha, expected_sha), safety = begin(wt, target, expected)
+        assert target_sha is not None
         progress.step("plan")
         with ObjectReader(wt.store) as reader:
             bodies: dict[bytes, bytes] = {}
@@ -225,6 +223,14 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
     result.warnings = outcome.warnings
     result.seconds = time.perf_counter() - started
     return result
+
+
+def begin(wt: Worktree, *refs: str | None) -> tuple[list[bytes | None], SnapshotResult]:
+    """The first steps of every restore-like operation, store lock held: finish an interrupted
+    restore, resolve the ids (None stays None), take the safety snapshot of the files now."""
+    recover_pending(wt)
+    shas = [wt.store.resolve(ref) if ref is not None else None for ref in refs]
+    return shas, wt.snapshot()
 
 
 def recover_pending(wt: Worktree) -> None:

@@ -19,14 +19,8 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 
-from undostore.store.atomic import (
-    TEMP_PREFIX,
-    CorruptFrame,
-    fsync_dir,
-    quarantine,
-    read_framed,
-    write_framed,
-)
+from undostore.fileio import TEMP_PREFIX, fsync_dir
+from undostore.store.framing import CorruptFrame, quarantine, read_framed, write_framed
 from undostore.store.store import Store
 
 _KIND = b"RSTR"

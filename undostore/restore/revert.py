@@ -47,7 +47,7 @@ from undostore.restore.restore import (
     Confirm,
     RestoreResult,
     Worktree,
-    recover_pending,
+    begin,
     restore,
 )
 from undostore.store.recent import remember
@@ -290,10 +290,8 @@ def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool 
     would leave, and `conflicts` lists them all."""
     started = time.perf_counter()
     with wt.store.lock:
-        recover_pending(wt)
-        from_sha = wt.store.resolve(from_id)
-        to_sha = wt.store.resolve(to_id) if to_id is not None else None
-        ours = wt.snapshot()
+        (from_sha, to_sha), ours = begin(wt, from_id, to_id)
+        assert from_sha is not None
         ours_sha = bytes.fromhex(ours.id)
         to_sha = to_sha if to_sha is not None else ours_sha
         tree = build_revert_tree(wt.store, from_sha, to_sha, ours_sha,

@@ -19,6 +19,7 @@ import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from undostore.fileio import TEMP_PREFIX
 from undostore.snapshot.capture import is_complete
 from undostore.snapshot.ignore import (
     UNDOSTORE_IGNORE,
@@ -40,7 +41,6 @@ from undostore.snapshot.walk import (
     iter_walk,
 )
 from undostore.snapshot.watchman import Changes, Monitor, Token, fsmonitor_mode
-from undostore.store.atomic import TEMP_PREFIX
 from undostore.store.statcache import ENTRY, Record, StatCache, fingerprint, split_names
 
 WALK_FULL = "full"

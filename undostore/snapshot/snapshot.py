@@ -45,7 +45,7 @@ from undostore.snapshot.capture import (
 )
 from undostore.snapshot.changes import WALK_FULL, Scan, scan
 from undostore.snapshot.ignore import UNDOSTORE_IGNORE
-from undostore.snapshot.walk import KIND_LINK, FileEntry, WalkOptions, disk_path
+from undostore.snapshot.walk import KIND_LINK, FileEntry, WalkOptions, disk_path, ignore_warning
 from undostore.store.moderecord import record_snapshot
 from undostore.store.recent import remember
 from undostore.store.statcache import Record, StatCache, make_entry, record_entries
@@ -67,10 +67,6 @@ def _no_progress(done: int, total: int) -> None:
     pass
 
 
-def _no_warning(path: str, message: str) -> None:
-    pass
-
-
 @dataclass
 class SnapshotOptions:
     """How to take a snapshot. `hash_threads=0` chooses from the amount of work."""
@@ -81,7 +77,7 @@ class SnapshotOptions:
     force: bool = False                 # allow `/` or the home folder as root
     durable: bool = True                # fsync the pack (off only for throwaway benchmarks)
     on_progress: Progress = _no_progress
-    on_warning: Warn = _no_warning
+    on_warning: Warn = ignore_warning
 
 
 @dataclass

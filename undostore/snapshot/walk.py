@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from undostore.errors import SnapshotError, from_oserror
+from undostore.fileio import TEMP_PREFIX
 from undostore.platform import is_junction
 from undostore.snapshot.ignore import IgnoreRules, read_ignore_file, root_rules
-from undostore.store.atomic import TEMP_PREFIX
 
 S_ISREG = stat.S_ISREG
 S_ISLNK = stat.S_ISLNK
@@ -63,7 +63,7 @@ Warn = Callable[[str, str], None]
 Matcher = Callable[[str, os.stat_result], bool]
 
 
-def _ignore_warning(path: str, message: str) -> None:
+def ignore_warning(path: str, message: str) -> None:
     pass
 
 
@@ -72,7 +72,7 @@ class WalkOptions:
     threads: int = 1
     max_files: int = 1_000_000
     skip_dirs: frozenset[str] = frozenset()   # paths relative to root never entered (the store)
-    on_warning: Warn = _ignore_warning
+    on_warning: Warn = ignore_warning
     matcher_for: Callable[[str], Matcher | None] | None = None   # per folder path (see Folder)
 
 

@@ -15,6 +15,7 @@ import hashlib
 import os
 import time
 
+from undostore.fileio import atomic_write, fsync_dir
 from undostore.git.objects import CHUNK, ChangedWhileReading
 from undostore.git.packfile import (
     DAMAGED_DIR,
@@ -25,7 +26,6 @@ from undostore.git.packfile import (
     indexless_packs,
 )
 from undostore.git.packwriter import PackWriter, reindex
-from undostore.store.atomic import atomic_write, fsync_dir
 
 DAMAGED_FILE = "damaged"
 STAT_CACHE = os.path.join("cache", "statcache")

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 
+from undostore.fileio import fsync_dir
 from undostore.platform import IS_LINUX
-from undostore.store.atomic import fsync_dir
 
 
 def _load_syncfs():  # noqa: ANN202 (a ctypes function or None)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from undostore.platform import IS_WINDOWS
-from undostore.store.atomic import CorruptFrame, quarantine, read_framed, write_framed
+from undostore.store.framing import CorruptFrame, quarantine, read_framed, write_framed
 
 _KIND = b"MODE"
 _VERSION = 1

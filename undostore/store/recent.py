@@ -14,7 +14,7 @@ import marshal
 import os
 import time
 
-from undostore.store.atomic import CorruptFrame, read_framed, write_framed
+from undostore.store.framing import CorruptFrame, read_framed, write_framed
 
 _KIND = b"RCNT"
 KEEP = 256            # always kept, whatever their age (prefixes resolve against them)

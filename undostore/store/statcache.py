@@ -28,7 +28,7 @@ import struct
 import sys
 
 from undostore.platform import IS_WINDOWS
-from undostore.store.atomic import (
+from undostore.store.framing import (
     CorruptFrame,
     frame_digest,
     quarantine,

@@ -152,7 +152,7 @@ class Store:
                            os.path.join(self.path, "refs"),
                            os.path.join(self.path, "refs", "undostore")):
                 _make_private_dirs(folder)
-            from undostore.store.atomic import atomic_write
+            from undostore.fileio import atomic_write
 
             # A random identity: caches bound to it are never trusted by another store.
             identity = os.urandom(8).hex()
@@ -176,7 +176,7 @@ class Store:
 
     def _rebind(self, root: str) -> None:
         """Record `root` as the root this store protects (after the project moved)."""
-        from undostore.store.atomic import atomic_write
+        from undostore.fileio import atomic_write
 
         note = f"{FORMAT_LINE}\nid: {self.identity}\nroot: {root}\n"
         with self.lock:

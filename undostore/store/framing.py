@@ -1,13 +1,6 @@
-"""Atomic file replacement and checksummed metadata files.
-
-Every file undostore rewrites (stat cache, journals, restore log) goes through `atomic_write`:
-a temp file in the same folder, fsync, `os.replace`, fsync of the folder. A reader then sees the
-old content or the new one, never a torn mix.
-
-undostore's own metadata is additionally framed with an xxhash checksum (`write_framed` /
-`read_framed`), so a file damaged by a crash, a full disk or a stray editor is detected and
-discarded instead of trusted.
-"""
+"""undostore's own metadata files, framed with an xxhash checksum (`write_framed` /
+`read_framed`) and written through `fileio.atomic_write`, so a file damaged by a crash, a full
+disk or a stray editor is detected and discarded instead of trusted."""
 
 from __future__ import annotations
 
@@ -17,70 +10,7 @@ import time
 
 import xxhash
 
-from undostore.platform import IS_WINDOWS
-
-TEMP_PREFIX = ".undostore-tmp-"
-
-
-def fsync_dir(path: str) -> None:
-    """Make a rename or create inside `path` durable (a no-op where folders cannot be opened)."""
-    if IS_WINDOWS:
-        return
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def replace_with_retry(src: str, dst: str, attempts: int = 20) -> None:
-    """`os.replace`, retried briefly on Windows where another handle may hold `dst` open."""
-    for attempt in range(attempts):
-        try:
-            os.replace(src, dst)
-            return
-        except PermissionError:
-            if not IS_WINDOWS or attempt == attempts - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))
-
-
-def temp_path_for(path: str) -> str:
-    folder, name = os.path.split(path)
-    return os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}-{name}")
-
-
-def atomic_write(path: str, data: bytes, durable: bool = True, mode: int = 0o600) -> None:
-    """Replace `path` with `data` so that readers see either the old or the new content."""
-    tmp = temp_path_for(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        replace_with_retry(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if durable:
-        fsync_dir(os.path.dirname(path) or ".")
-
-
-# --- checksummed frames --------------------------------------------------------------------------
+from undostore.fileio import atomic_write
 
 _MAGIC = b"UNDOSTOR"
 _HEADER = struct.Struct("<8s4sQQ")  # magic, kind, payload length, xxh3_64 of kind+payload

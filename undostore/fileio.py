@@ -1,0 +1,74 @@
+"""Files replaced atomically: a temp file in the same folder, fsync, `os.replace`, fsync of the
+folder, so a reader sees the old content or the new one, never a torn mix. The one such helper,
+below every layer that writes (git packs, store metadata, restores); `TEMP_PREFIX` names every
+temp file undostore makes, so a walk never captures one and recovery can find them."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from undostore.platform import IS_WINDOWS
+
+TEMP_PREFIX = ".undostore-tmp-"
+
+
+def fsync_dir(path: str) -> None:
+    """Make a rename or create inside `path` durable (a no-op where folders cannot be opened)."""
+    if IS_WINDOWS:
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def replace_with_retry(src: str, dst: str, attempts: int = 20) -> None:
+    """`os.replace`, retried briefly on Windows where another handle may hold `dst` open."""
+    for attempt in range(attempts):
+        try:
+            os.replace(src, dst)
+            return
+        except PermissionError:
+            if not IS_WINDOWS or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
+def temp_path_for(path: str) -> str:
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f"{TEMP_PREFIX}{os.getpid()}-{time.monotonic_ns()}-{name}")
+
+
+def atomic_write(path: str, data: bytes, durable: bool = True, mode: int = 0o600) -> None:
+    """Replace `path` with `data` so that readers see either the old or the new content."""
+    tmp = temp_path_for(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        replace_with_retry(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if durable:
+        fsync_dir(os.path.dirname(path) or ".")
+
+
+# --- checksummed frames --------------------------------------------------------------------------
