@@ -1,9 +1,11 @@
 """Restore speed against git, in the same run, on the same trees.
 
-    python benchmarks/bench_restore.py                 # 20,000 files, 2,000 modified, 5 repeats
+    python benchmarks/bench_restore.py                 # the three cases, 5 repeats
     python benchmarks/bench_restore.py --repeats 3 --workdir /tmp/br --keep
+    python benchmarks/bench_restore.py --cases npm-undo --workdir /tmp/br --keep
 
-Two cases (the targets of issue 4: undostore at most 2x git):
+Three cases (targets of issue 11: modified <= 1.25x git, new <= 1.0x, npm-undo <= 1.0x with
+watchman):
 
 - modified: a 20,000-file tree (1,000 folders) in which 2,000 files differ between snapshots A
   and B. undostore restores A, then B, then A, ... (`Workspace.restore` in-process, and the
@@ -11,6 +13,17 @@ Two cases (the targets of issue 4: undostore at most 2x git):
   two trees in a private git dir whose index tracks the same files. Both sides alternate.
 - new: the 20,000 files of A restored into an empty folder; git does `git checkout-index -a`
   from an index holding A (the `git read-tree A` that fills the index is not timed).
+- npm-undo: a real npm `node_modules` (~75,000 files, npm_tree.py; installed once into a cache
+  outside the repository, each side works on its own copy). A session records undo point A, a
+  10-file turn follows (7 files modified, 2 created, 1 deleted), then `Workspace.undo` and
+  `Workspace.redo` alternate (and the `undostore undo|redo --yes` process every other step);
+  git does `git read-tree -m -u` between the same two trees. `--fsmonitor` sets
+  UNDOSTORE_FSMONITOR for undostore (watchman, when the library has it).
+
+Where the time goes: after the timed runs, `--phase-repeats` more library runs of each case go
+through phases.PhaseTimer (the library's functions wrapped for the run; exclusive seconds per
+step: safety snapshot, plan, blob verification, journal, write, sync, stat cache, session step).
+`--profile` also runs one library restore of each case under cProfile and prints the top lines.
 
 Durability is included on undostore's side: temp files are made durable before they are renamed
 (one `syncfs` per batch on Linux), and the restore journal is written and removed with fsyncs.
@@ -31,12 +44,15 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
 import gen_tree  # noqa: E402
+import npm_tree  # noqa: E402
 from common import fmt_seconds, median  # noqa: E402
+from phases import ORDER, PhaseTimer  # noqa: E402
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -93,8 +109,42 @@ def _undostore_cli(root: str, store: str, target: str, env: dict[str, str]) -> c
     return common.run_process(argv, env=env).check()
 
 
+def _phase_runs(step: Callable[[], object], repeats: int, label: str,
+                profile: bool) -> dict[str, object]:
+    """`repeats` library restores (`step`) under PhaseTimer: the median seconds of each step;
+    with `profile`, one more under cProfile (top lines printed, the file kept in results/)."""
+    samples: list[dict[str, float]] = []
+    missing: list[str] = []
+    for _ in range(repeats):
+        _settle()
+        with PhaseTimer() as timer:
+            started = time.perf_counter()
+            step()
+            whole = time.perf_counter() - started
+        samples.append({**timer.breakdown(whole), "whole": whole})
+        missing = timer.missing
+    out: dict[str, object] = {
+        "steps": {k: median([s[k] for s in samples]) for k in samples[0]} if samples else {},
+        "samples": samples, "missing": missing}
+    if profile:
+        import cProfile
+
+        os.makedirs(RESULTS_DIR, exist_ok=True)
+        path = os.path.join(RESULTS_DIR, f"restore-{label}-{time.strftime('%Y%m%d-%H%M%S')}.prof")
+        _settle()
+        profiler = cProfile.Profile()
+        profiler.runcall(step)
+        profiler.dump_stats(path)
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        text = common.pstats_text(path, "cumulative", 30, {here + os.sep: "", sys.prefix: "py"})
+        print(f"\n### cProfile, one library restore: {label} ({path})\n\n```\n{text}\n```")
+        out["profile"] = path
+    return out
+
+
 def bench_modified(work: str, files: int, folders: int, modified: int, repeats: int,
-                   env: dict[str, str]) -> dict[str, object]:
+                   env: dict[str, str], phase_repeats: int = 3,
+                   profile: bool = False) -> dict[str, object]:
     from undostore import Workspace
 
     base = os.path.join(work, "base")
@@ -145,15 +195,25 @@ def bench_modified(work: str, files: int, folders: int, modified: int, repeats: 
             _settle()
             git_times.append(git.run("read-tree", "-m", "-u", now, back).seconds)
             now = back
-    if ws.snapshot().id != now:
+    state = {"now": now}
+
+    def one_restore() -> None:
+        new = snap_a if state["now"] == snap_b else snap_b
+        result = ws.restore(new)
+        assert len(result.modified) == modified, (len(result.modified), result.warnings)
+        state["now"] = new
+
+    phases = _phase_runs(one_restore, phase_repeats, "modified", profile)
+    if ws.snapshot().id != state["now"]:
         raise RuntimeError("after the restores, the files do not snapshot to the target")
     ws.close()
-    return _row("modified", f"{modified:,} of {files:,} files", lib, cli, git_times,
-                "git read-tree -m -u")
+    return {**_row("modified", f"{modified:,} of {files:,} files", lib, cli, git_times,
+                   "git read-tree -m -u"), "phases": phases}
 
 
 def bench_new(work: str, files: int, folders: int, repeats: int,
-              env: dict[str, str]) -> dict[str, object]:
+              env: dict[str, str], phase_repeats: int = 3,
+              profile: bool = False) -> dict[str, object]:
     from undostore import Workspace
 
     base = os.path.join(work, "base")
@@ -199,11 +259,134 @@ def bench_new(work: str, files: int, folders: int, repeats: int,
                         raise RuntimeError("the restored files do not snapshot to the target")
             else:
                 cli.append(_undostore_cli(ours_root, store, snap, env).seconds)
+        counter = iter(range(repeats, repeats + phase_repeats + 1))
+
+        def one_restore() -> None:
+            root = os.path.join(work, f"unew{next(counter)}")
+            if os.path.exists(root):
+                shutil.rmtree(root)
+            os.mkdir(root)
+            made.append(root)
+            with Workspace(root, store) as ws:
+                assert len(ws.restore(snap).created) == files
+
+        phases = _phase_runs(one_restore, phase_repeats, "new", profile)
     finally:
         for root in made:
             shutil.rmtree(root, ignore_errors=True)
-    return _row("new", f"{files:,} files into an empty folder", lib, cli, git_times,
-                "git checkout-index -a")
+    return {**_row("new", f"{files:,} files into an empty folder", lib, cli, git_times,
+                   "git checkout-index -a"), "phases": phases}
+
+
+def _turn(root: str, seed: int, modified: int = 7, created: int = 2, deleted: int = 1
+          ) -> list[str]:
+    """An agent's turn: `modified` files get a line appended, `created` new files appear next
+    to others, `deleted` files go (chosen by `seed`: the same paths in every copy). Edits are
+    written to a new file renamed over the old one, never in place, so a copy sharing blocks
+    with the cache (reflink) or an earlier run's file is never changed through."""
+    rels = sorted(os.path.relpath(p, root) for p in _all_files(root)
+                  if not os.path.islink(p))
+    chosen = random.Random(seed).sample(rels, modified + created + deleted)
+    touched = []
+    for rel in chosen[:modified]:
+        path = os.path.join(root, rel)
+        with open(path, "rb") as f:
+            data = f.read()
+        temp = path + ".bench-tmp"
+        with open(temp, "wb") as f:
+            f.write(data + f"\n// edited by the agent's turn ({rel})\n".encode())
+        os.chmod(temp, os.stat(path).st_mode & 0o7777)
+        os.replace(temp, path)
+        touched.append(rel)
+    for i, rel in enumerate(chosen[modified:modified + created]):
+        new = os.path.join(os.path.dirname(rel), f"agent-new-{i}.js")
+        with open(os.path.join(root, new), "w", encoding="utf-8") as f:
+            f.write(f"// a file the agent's turn created next to {rel}\nexport default {i};\n")
+        touched.append(new)
+    for rel in chosen[modified + created:]:
+        os.unlink(os.path.join(root, rel))
+        touched.append(rel)
+    return touched
+
+
+def bench_npm_undo(work: str, repeats: int, env: dict[str, str], phase_repeats: int = 3,
+                   profile: bool = False) -> dict[str, object]:
+    from undostore import Workspace
+
+    record = npm_tree.ensure(log=lambda m: print(m, file=sys.stderr))
+    ours_root, git_root = os.path.join(work, "npm-u"), os.path.join(work, "npm-g")
+    for copy in (ours_root, git_root):
+        npm_tree.copy_tree(copy)
+        npm_tree.forget_copy(copy)  # changed below; put back to A and marked again at the end
+    store = os.path.join(work, "ustore-npm")
+    if os.path.exists(store):
+        shutil.rmtree(store)
+    session = "bench"
+    ws = Workspace(ours_root, store)
+    snap_a = ws.snapshot(session=session, label="before the turn").id
+    git_dir = os.path.join(work, "npm-g.git")
+    if os.path.exists(git_dir):
+        shutil.rmtree(git_dir)
+    Git.init(git_dir, env)
+    git = Git(git_dir, git_root, env)
+    git.run("add", "-A")
+    git_a = git.run("write-tree").stdout.strip()
+    touched = _turn(ours_root, seed=11)
+    if _turn(git_root, seed=11) != touched:
+        raise RuntimeError("the two copies differ: the turn touched different paths")
+    time.sleep(0.1)
+    snap_b = ws.snapshot().id   # what a host's after-turn snapshot would see (no undo point)
+    git.run("add", "-A")
+    git_b = git.run("write-tree").stdout.strip()
+    if (snap_a, snap_b) != (git_a, git_b):
+        raise RuntimeError(f"snapshot ids differ from git's: {snap_a}/{snap_b} vs {git_a}/{git_b}")
+
+    lib, cli, git_times = [], [], []
+    state = {"now": snap_b}
+
+    def step_lib() -> None:
+        undo = state["now"] == snap_b
+        result = ws.undo(session) if undo else ws.redo(session)
+        changed = len(result.created) + len(result.modified) + len(result.deleted)
+        assert changed == len(touched), (changed, result.warnings)
+        state["now"] = snap_a if undo else snap_b
+
+    def step_git() -> None:
+        new = snap_a if state["git"] == snap_b else snap_b
+        git_times.append(git.run("read-tree", "-m", "-u", state["git"], new).seconds)
+        state["git"] = new
+
+    state["git"] = snap_b
+    for i in range(repeats * 2):
+        _settle()
+        started = time.perf_counter()
+        step_lib()
+        lib.append(time.perf_counter() - started)
+        _settle()
+        step_git()
+        if i % 2 == 1:  # the CLI process, every other step
+            verb = "undo" if state["now"] == snap_b else "redo"
+            _settle()
+            cli.append(common.run_process(
+                [sys.executable, "-m", "undostore", "--root", ours_root, "--store", store,
+                 verb, "--session", session, "--yes", "--json"], env=env).check().seconds)
+            state["now"] = snap_a if verb == "undo" else snap_b
+            _settle()
+            step_git()
+    phases = _phase_runs(step_lib, phase_repeats, "npm-undo", profile)
+    if ws.snapshot().id != state["now"]:
+        raise RuntimeError("after the undos, the files do not snapshot to the target")
+    if state["now"] == snap_b:
+        ws.undo(session)
+    if state["git"] == snap_b:
+        git.run("read-tree", "-m", "-u", snap_b, snap_a)
+    ws.close()
+    for copy in (ours_root, git_root):
+        npm_tree.mark_copied(copy)  # both back at A: the cache's bytes, reusable next run
+    what = (f"undo of a {len(touched)}-file turn, npm tree of {record['files']:,} files "
+            f"(fsmonitor {env.get('UNDOSTORE_FSMONITOR', 'default')})")
+    return {**_row("npm-undo", what, lib, cli, git_times, "git read-tree -m -u"),
+            "phases": phases, "tree": record}
 
 
 def _row(case: str, what: str, lib: list[float], cli: list[float], git: list[float],
@@ -215,13 +398,40 @@ def _row(case: str, what: str, lib: list[float], cli: list[float], git: list[flo
             "samples": {"library": lib, "cli": cli, "git": git}}
 
 
+def _print_phases(rows: list[dict[str, object]]) -> None:
+    """Where a library restore's time goes, per case (median seconds of each step)."""
+    timed = [row for row in rows if isinstance(row.get("phases"), dict) and
+             row["phases"].get("steps")]
+    if not timed:
+        return
+    print("\nWhere a library restore's time goes (median s per step, exclusive; "
+          "phases.PhaseTimer):\n")
+    print("| case | " + " | ".join(ORDER) + " | whole |")
+    print("|---|" + "---:|" * (len(ORDER) + 1))
+    for row in timed:
+        steps = row["phases"]["steps"]
+        cells = [fmt_seconds(steps.get(step)) for step in (*ORDER, "whole")]
+        print(f"| {row['case']} | " + " | ".join(cells) + " |")
+    missing = sorted({m for row in timed for m in row["phases"].get("missing", [])})
+    if missing:
+        print(f"\n(not in this library, not timed: {', '.join(missing)})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--folders", type=int, default=1_000)
     parser.add_argument("--modified", type=int, default=2_000)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--cases", default="modified,new")
+    parser.add_argument("--cases", default="modified,new,npm-undo",
+                        help="comma-separated: modified, new, npm-undo")
+    parser.add_argument("--phase-repeats", type=int, default=3,
+                        help="library runs per case timed step by step (0: none)")
+    parser.add_argument("--profile", action="store_true",
+                        help="one more library run per case under cProfile")
+    parser.add_argument("--fsmonitor", choices=("auto", "watchman", "off"),
+                        help="UNDOSTORE_FSMONITOR for undostore (default: unset)")
+    parser.add_argument("--note", default="", help="printed with the results")
     parser.add_argument("--workdir", help="reuse this folder (trees are kept for the next run)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     args = parser.parse_args(argv)
@@ -232,17 +442,23 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(work, exist_ok=True)
     home = os.path.join(work, "home")
     os.makedirs(home, exist_ok=True)
-    env = common.isolated_env(home)
+    env = common.isolated_env(
+        home, extra={"UNDOSTORE_FSMONITOR": args.fsmonitor} if args.fsmonitor else None)
     os.environ.update({k: v for k, v in env.items() if k.startswith(("UNDOSTORE_", "HOME"))})
+    if not args.fsmonitor:
+        os.environ.pop("UNDOSTORE_FSMONITOR", None)
     rows = []
     load_before = common.load_average()
     try:
         cases = args.cases.split(",")
+        more = {"phase_repeats": args.phase_repeats, "profile": args.profile}
         if "modified" in cases:
             rows.append(bench_modified(work, args.files, args.folders, args.modified,
-                                       args.repeats, env))
+                                       args.repeats, env, **more))
         if "new" in cases:
-            rows.append(bench_new(work, args.files, args.folders, args.repeats, env))
+            rows.append(bench_new(work, args.files, args.folders, args.repeats, env, **more))
+        if "npm-undo" in cases:
+            rows.append(bench_npm_undo(work, args.repeats, env, **more))
     finally:
         if not args.keep and not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
@@ -256,6 +472,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {row['what']} | {fmt_seconds(row['undostore_library_s'])} s | "
               f"{fmt_seconds(row['undostore_cli_s'])} s | {fmt_seconds(row['git_s'])} s | "
               f"`{row['git_command']}` | {row['ratio_library']:.2f}x | {row['ratio_cli']:.2f}x |")
+    if args.note:
+        print(f"\nNOTE: {args.note}")
+    _print_phases(rows)
     os.makedirs(RESULTS_DIR, exist_ok=True)
     out = os.path.join(RESULTS_DIR, f"restore-{time.strftime('%Y%m%d-%H%M%S')}.json")
     with open(out, "w", encoding="utf-8") as f:

@@ -22,6 +22,7 @@ from .common import (
     yes_option,
 )
 from .complete import complete_ids
+from .progress import TerminalProgress
 
 if TYPE_CHECKING:
     from undostore.restore.plan import RestorePlan
@@ -122,7 +123,9 @@ def restore_command(ctx: Context, snapshot_id: str | None, dry_run: bool, yes: b
     if snapshot_id is None:
         raise click.UsageError("missing ID (the snapshot to restore), or pass --abort")
     confirm = None if dry_run else confirm_from_cli(yes)
-    result = workspace.restore(snapshot_id, dry_run=dry_run, confirm=confirm)
+    with TerminalProgress.for_stderr() as progress:
+        result = workspace.restore(snapshot_id, dry_run=dry_run,
+                                   confirm=progress.pausing(confirm), on_progress=progress)
     render_restore(result, as_json)
 
 

@@ -10,6 +10,7 @@ import click
 
 from .cmd_restore import confirm_from_cli, render_restore
 from .common import Context, json_option, note, pass_context, yes_option
+from .progress import TerminalProgress
 
 
 @click.command("revert")
@@ -31,8 +32,9 @@ def revert_command(ctx: Context, from_id: str, to_id: str | None, dry_run: bool,
     taken first, as for restore. Conflicting paths are refused (exit 3) unless --merge.
     """
     confirm = None if dry_run else confirm_from_cli(yes, action="revert")
-    result = ctx.workspace().revert(from_id, to_id, merge=merge, dry_run=dry_run,
-                                    confirm=confirm)
+    with TerminalProgress.for_stderr() as progress:
+        result = ctx.workspace().revert(from_id, to_id, merge=merge, dry_run=dry_run,
+                                        confirm=progress.pausing(confirm), on_progress=progress)
     if not as_json:
         for path in result.conflicts:
             note(f"conflict: {path}" + ("" if dry_run else " (merged with conflict markers)"))

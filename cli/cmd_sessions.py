@@ -73,12 +73,15 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
 def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_run: bool,
                   as_json: bool) -> None:
     from .cmd_restore import confirm_from_cli, render_restore
+    from .progress import TerminalProgress
 
     workspace = ctx.workspace()
     session = history_session(ctx, session)
     action = workspace.undo if which == "undo" else workspace.redo
     confirm = None if dry_run else confirm_from_cli(yes, action=which)
-    result = action(session, dry_run=dry_run, confirm=confirm)
+    with TerminalProgress.for_stderr() as progress:
+        result = action(session, dry_run=dry_run, confirm=progress.pausing(confirm),
+                        on_progress=progress)
     render_restore(result, as_json, verb=f"{which}: restored")
 
 

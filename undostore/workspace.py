@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from undostore.history.status import Status
     from undostore.history.verify import VerifyResult
     from undostore.restore.pending import PendingRestore
+    from undostore.restore.progress import OnProgress
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.restore.revert import RevertResult
     from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult
@@ -154,20 +155,24 @@ class Workspace:
                         on_recovery=self.on_recovery, checkpoint=self.checkpoint)
 
     def restore(self, target: str, *, expected: str | None = None, dry_run: bool = False,
-                confirm: Confirm | None = None) -> RestoreResult:
-        """Make the files equal to snapshot `target`, safely (see restore/restore.py)."""
+                confirm: Confirm | None = None, on_progress: OnProgress | None = None
+                ) -> RestoreResult:
+        """Make the files equal to snapshot `target`, safely (see restore/restore.py);
+        `on_progress` hears how far it is (restore/progress.py)."""
         from undostore.restore.restore import restore
 
         try:
             result = restore(self._worktree(), target, expected=expected, dry_run=dry_run,
-                             confirm=confirm)
+                             confirm=confirm,
+                              on_progress=on_progress)
         finally:
             self._recovered = False  # a restore that stopped half-way left a journal
         self._log_restore("restore", result)
         return result
 
     def revert(self, from_id: str, to_id: str | None = None, *, merge: bool = False,
-               dry_run: bool = False, confirm: Confirm | None = None) -> RevertResult:
+               dry_run: bool = False, confirm: Confirm | None = None,
+               on_progress: OnProgress | None = None) -> RevertResult:
         """Take back the change FROM -> TO on the files now, keeping later changes (see
         restore/revert.py). With one id, an undo point: TO is the session's next point, or the
         files now when it is the newest."""
@@ -179,7 +184,7 @@ class Workspace:
             to_id = next_point(self.store, from_id)
         try:
             result = revert(self._worktree(), from_id, to_id, merge=merge, dry_run=dry_run,
-                            confirm=confirm)
+                            confirm=confirm, on_progress=on_progress)
         finally:
             self._recovered = False
         if not result.dry_run:
@@ -244,23 +249,26 @@ class Workspace:
         return read_log(self.store, self.history_session(session)[0])
 
     def undo(self, session: str | None = None, *, dry_run: bool = False,
-             confirm: Confirm | None = None) -> RestoreResult:
+             confirm: Confirm | None = None, on_progress: OnProgress | None = None
+             ) -> RestoreResult:
         """Restore the session's newest undo point; it moves to the redo stack."""
-        return self._step("undo", session, dry_run, confirm)
+        return self._step("undo", session, dry_run, confirm, on_progress)
 
     def redo(self, session: str | None = None, *, dry_run: bool = False,
-             confirm: Confirm | None = None) -> RestoreResult:
+             confirm: Confirm | None = None, on_progress: OnProgress | None = None
+             ) -> RestoreResult:
         """Take back the session's last undo."""
-        return self._step("redo", session, dry_run, confirm)
+        return self._step("redo", session, dry_run, confirm, on_progress)
 
     def _step(self, step: str, session: str | None, dry_run: bool,
-              confirm: Confirm | None) -> RestoreResult:
+              confirm: Confirm | None, on_progress: OnProgress | None = None
+              ) -> RestoreResult:
         from undostore.history import sessions
 
         name = self.history_session(session)[0]
         try:
             result = getattr(sessions, step)(self._worktree(), name, dry_run=dry_run,
-                                             confirm=confirm)
+                                             confirm=confirm, on_progress=on_progress)
         finally:
             self._recovered = False
         self._log_restore(step, result, session=name)

@@ -29,6 +29,7 @@ from undostore.history import anchors, retention, usage
 from undostore.history import journal as journals
 from undostore.history.gc import DEFAULT_GRACE_SECONDS, collect
 from undostore.history.journal import Point, SessionWarning
+from undostore.restore.progress import OnProgress
 from undostore.restore.restore import Confirm, RestoreResult, Worktree, restore
 from undostore.settings import env_number
 from undostore.store.recent import forget as forget_recent
@@ -123,19 +124,21 @@ def read_log(store: Store, session: str) -> Log:
 
 
 def undo(wt: Worktree, session: str, *, dry_run: bool = False,
-         confirm: Confirm | None = None) -> RestoreResult:
+         confirm: Confirm | None = None, on_progress: OnProgress | None = None
+         ) -> RestoreResult:
     """Restore the newest undo point; it moves to the redo stack as the files were before."""
-    return _step(wt, session, "undo", dry_run, confirm)
+    return _step(wt, session, "undo", dry_run, confirm, on_progress)
 
 
 def redo(wt: Worktree, session: str, *, dry_run: bool = False,
-         confirm: Confirm | None = None) -> RestoreResult:
+         confirm: Confirm | None = None, on_progress: OnProgress | None = None
+         ) -> RestoreResult:
     """Take back the last undo: restore the files as they were before it."""
-    return _step(wt, session, "redo", dry_run, confirm)
+    return _step(wt, session, "redo", dry_run, confirm, on_progress)
 
 
 def _step(wt: Worktree, session: str, step: str, dry_run: bool,
-          confirm: Confirm | None) -> RestoreResult:
+          confirm: Confirm | None, on_progress: OnProgress | None = None) -> RestoreResult:
     store = wt.store
     with store.lock:
         journal = journals.load(store, session)
@@ -153,7 +156,8 @@ def _step(wt: Worktree, session: str, step: str, dry_run: bool,
         target = stack[-1 - len(skipped)].id
         context = {"session": session, "step": step, "token": os.urandom(8).hex(),
                    "skipped": skipped}
-        result = restore(wt, target, dry_run=dry_run, confirm=confirm, context=context)
+        result = restore(wt, target, dry_run=dry_run, confirm=confirm, context=context,
+                         on_progress=on_progress)
         if not dry_run:  # usually done already, inside the restore; a no-op restore is not
             complete_step(store, context, target, _safety_of(result))
     return result

@@ -42,6 +42,10 @@ class BlobSource:
         data = self.kept.get(sha)
         return (data,) if data is not None else self.reader.blob_chunks(sha)
 
+    def size(self, sha: bytes) -> int:
+        data = self.kept.get(sha)
+        return len(data) if data is not None else self.reader.size_of(sha)
+
     def whole(self, sha: bytes) -> bytes:
         data = self.kept.get(sha)
         return data if data is not None else self.reader.read_blob(sha)

@@ -5,7 +5,10 @@ case-insensitive file systems and a file can make way for a folder; then folders
 emptied; then creates and modifies; then mode fixes; then the modes of folders it created. Each
 write goes to a temp file in the same folder, is made durable (durable.py), and replaces the old
 file with one rename, so every changed file gets a new inode: a hard-linked file's other names
-keep their content and mode.
+keep their content and mode. The old inodes are freed on a few threads (reclaim.py): just before
+the rename the old file gets a temp name of the restore too (a hard link), and a deleted file is
+renamed to one; the pool unlinks those names, and is drained before emptied folders are removed
+and before the final sync.
 
 The conflict rule: just before a file is replaced or deleted, its current content is compared with
 what the plan expects (`before`); a file that already holds what the plan wants (`after`) is left
@@ -53,6 +56,8 @@ from undostore.restore.fsops import (
     kind_of,
 )
 from undostore.restore.plan import Entry, RestorePlan
+from undostore.restore.progress import Reporter
+from undostore.restore.reclaim import Reclaimer
 from undostore.restore.restorelog import temp_prefix
 from undostore.store.durable import Durability
 
@@ -60,6 +65,8 @@ __all__ = ["BlobSource", "Checkout", "CheckoutResult", "Checkpoints", "remove_te
 
 _BATCH_FILES = 8192
 _BATCH_BYTES = 128 << 20
+# Old files are freed on a few threads (reclaim.py) where folders are held by descriptor.
+_RECLAIM = not IS_WINDOWS and os.link in os.supports_dir_fd and os.unlink in os.supports_dir_fd
 
 
 @dataclass
@@ -77,8 +84,9 @@ class Checkout:
     def __init__(self, root: str, plan: RestorePlan, blobs: BlobSource, matcher: DiskMatcher,
                  token: str, *, target_dirs: set[str], case_insensitive: Callable[[], bool],
                  checkpoint: Checkpoints, durability: Durability, windows: bool = IS_WINDOWS,
-                 modes: Modes | None = None) -> None:
+                 modes: Modes | None = None, progress: Reporter | None = None) -> None:
         self.root = root
+        self.progress = progress or Reporter()
         self.plan = plan
         self.blobs = blobs
         self.matcher = matcher
@@ -91,7 +99,9 @@ class Checkout:
         self.modes = modes or Modes(None)
         self.result = CheckoutResult()
         self.tree: DirTree | None = None
+        self.reclaim: Reclaimer | None = None
         self._temps = 0
+        self._asides = 0
         self._symlinks = True
         self.current = ""            # the path being worked on, for error messages
         self._made: dict[str, tuple[int, int, int]] = {}  # temp -> (mtime, size, inode) written
@@ -100,23 +110,80 @@ class Checkout:
 
     def run(self) -> CheckoutResult:
         self.tree = DirTree(self.root)
+        self.reclaim = Reclaimer() if _RECLAIM and self.tree.use_fds else None
         try:
+            writes = sorted(self.plan.create + self.plan.modify)
+            if self.progress.active:
+                self.progress.step("write", len(self.plan.delete) + len(writes) + len(
+                    self.plan.chmod), sum(self.blobs.size(self.plan.after[p][1]) for p in writes))
             for path in self.plan.delete:
                 self._delete(path)
+                self.progress.advance()
+            self._drain()  # the folders the deletes emptied are removed next
             for folder in self.plan.remove_dirs:
                 self._remove_dir(folder)
-            writes = sorted(self.plan.create + self.plan.modify)
             for batch in _batches(writes, self.plan.after, self.blobs):
                 self._write_batch(batch)
             for path in self.plan.chmod:
                 self._chmod(path)
+                self.progress.advance()
             self._finish_folders()
+            self._drain()
+            self.progress.step("sync")
             self.current = ""
             self.tree.verify()
             self.durable.flush_all()
         finally:
+            if self.reclaim is not None:
+                self.reclaim.close()
             self.tree.close()
         return self.result
+
+    # --- freeing old files (reclaim.py) -----
+
+    def _aside_name(self) -> str:
+        self._asides += 1
+        return f"{self.prefix}o{self._asides}"
+
+    def _set_aside(self, d: Dir, name: str) -> tuple[int, str] | None:
+        """Give the file about to be replaced a second name of this restore's, so the replace
+        frees nothing; (folder descriptor, that name), or None where that cannot be done."""
+        assert self.tree is not None
+        fd = self.tree.descriptor(d) if self.reclaim is not None else None
+        if fd is None or self.reclaim is None:
+            return None
+        for _ in range(100):
+            aside = self._aside_name()
+            try:
+                return (fd, aside) if self.reclaim.set_aside(fd, name, aside) else None
+            except FileExistsError:
+                continue  # left by an earlier run of this restore: take the next name
+        return None
+
+    def _free(self, aside: tuple[int, str] | None) -> None:
+        if aside is not None and self.reclaim is not None:
+            self.reclaim.discard(*aside)
+
+    def _remove_file(self, d: Dir, name: str) -> None:
+        """Delete `name` from `d`: renamed to a name of this restore's and freed on the pool,
+        or unlinked here where folders have no descriptors."""
+        assert self.tree is not None
+        fd = self.tree.descriptor(d) if self.reclaim is not None else None
+        if fd is None:
+            self.tree.unlink(d, name)
+            return
+        aside = self._aside_name()
+        self.tree.replace(d, name, aside)
+        self._free((fd, aside))
+
+    def _drain(self) -> None:
+        if self.reclaim is None:
+            return
+        self.reclaim.drain()
+        for name, err in self.reclaim.failed:
+            self.result.warnings.append((name, f"could not remove this temp file of the "
+                                               f"restore: {err.strerror or err}"))
+        self.reclaim.failed.clear()
 
     # --- folders -----
 
@@ -196,7 +263,7 @@ class Checkout:
         if found.kind in (FILE, LINK) and self._holds(d, name, path, found, self.plan.before[path]):
             self._make_writable(d, name, found)
             self.checkpoint.before("delete", path)
-            self.tree.unlink(d, name)
+            self._remove_file(d, name)
             self._changed(d)
             self.checkpoint("delete", path)
             return
@@ -245,6 +312,8 @@ class Checkout:
         try:
             for path in batch:
                 temps.append((path, self._write_temp(path, self.plan.after[path])))
+                if self.progress.active:
+                    self.progress.advance(1, self.blobs.size(self.plan.after[path][1]))
                 self.checkpoint("temp", path)
             self.durable.flush_files()
             temps.reverse()  # replaced in path order, popped from the end
@@ -382,7 +451,14 @@ class Checkout:
                     and self._carried[temp] != _meta_key(found.st)):
                 self._carry_again(d, name, temp, path)  # changed since the temp was written
         self.checkpoint.before("replace", path)
-        self.tree.replace(d, temp, name)
+        aside = self._set_aside(d, name) if found.kind in (FILE, LINK) else None
+        try:
+            self.tree.replace(d, temp, name)
+        except BaseException:
+            if aside is not None:
+                self.tree.unlink(d, aside[1])
+            raise
+        self._free(aside)
         self._changed(d)
         st = self.tree.lstat(d, name)
         self.result.written[path] = _if_unchanged(st, self._made.pop(temp, None)) if st else None

@@ -279,6 +279,10 @@ class DirTree:
         target, at = self._at(d, name)
         os.chown(target, uid, gid, follow_symlinks=False, **at)
 
+    def descriptor(self, d: Dir) -> int | None:
+        """`d`'s open descriptor (reopened if it was closed); None without descriptors."""
+        return self._fd(d)
+
     def listdir(self, d: Dir) -> list[str]:
         fd = self._fd(d)
         if fd is not None:

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from undostore.errors import UnknownSnapshotError, UnsafePathError
 from undostore.git.objects import MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, decode_tree
+from undostore.git.treedelta import names_fold_apart, tree_delta
 from undostore.platform import IS_WINDOWS
 from undostore.restore.paths import check_name
 
@@ -55,11 +56,14 @@ class _Trees:
         self.read_tree = read_tree
         self.bodies = bodies if bodies is not None else {}
 
-    def entries(self, sha: bytes) -> list[tuple[int, bytes, bytes]]:
+    def body(self, sha: bytes) -> bytes:
         body = self.bodies.get(sha)
         if body is None:
             body = self.bodies[sha] = self.read_tree(sha)
-        return decode_tree(body)
+        return body
+
+    def entries(self, sha: bytes) -> list[tuple[int, bytes, bytes]]:
+        return decode_tree(self.body(sha))
 
 
 def flatten(read_tree: ReadTree, tree: bytes, *, check: bool = False,
@@ -105,20 +109,11 @@ def flatten_difference(read_tree: ReadTree, current: bytes, target: bytes, *,
     stack: list[tuple[str, bytes | None, bytes | None]] = [("", current, target)]
     while stack:
         folder, old_sha, new_sha = stack.pop()
-        old = {name: (mode, sha) for mode, name, sha in trees.entries(old_sha)} if old_sha else {}
-        new_entries = trees.entries(new_sha) if new_sha else []
         if old_sha:
             now.trees[folder] = old_sha
-        new = {name: (mode, sha) for mode, name, sha in new_entries}
         if new_sha:
             wanted.trees[folder] = new_sha
-            # Names kept unchanged are files on this disk now and are never written: check
-            # what the restore writes, and the whole folder for duplicates and case clashes.
-            written = [e for e in new_entries if old.get(e[1]) != (e[0], e[2])]
-            if len(new) != len(new_entries):
-                written = new_entries
-            _check_entries(written, folder, windows)
-            _case_clashes(new_entries, folder, wanted.case_clashes)
+        old, new = _differing(trees, folder, old_sha, new_sha, windows, wanted.case_clashes)
         prefix = folder + "/" if folder else ""
         for name in old.keys() | new.keys():
             before, after = old.get(name), new.get(name)
@@ -130,6 +125,34 @@ def flatten_difference(read_tree: ReadTree, current: bytes, target: bytes, *,
             if old_sub or new_sub:
                 stack.append((path, old_sub, new_sub))
     return now, wanted
+
+
+def _differing(trees: _Trees, folder: str, old_sha: bytes | None, new_sha: bytes | None,
+               windows: bool, clashes: list[tuple[str, str]]
+               ) -> tuple[dict[bytes, tuple[int, bytes]], dict[bytes, tuple[int, bytes]]]:
+    """One folder's entries that differ between the two sides, by name, with the target's
+    side checked. Names kept unchanged are files on this disk now and are never written: check
+    what the restore writes, and the whole folder for duplicates and case clashes. Two bodies
+    are compared as sets of raw entries (treedelta.py) when they can be; else entry by entry."""
+    delta = (tree_delta(trees.body(old_sha), trees.body(new_sha))
+             if old_sha and new_sha else None)
+    if delta is not None and not delta.new_has_duplicates:
+        _check_entries(delta.added, folder, windows)
+        if not names_fold_apart(delta.new_names):
+            _case_clashes([(0, name, b"") for name in delta.new_names], folder, clashes)
+        return ({name: (mode, sha) for mode, name, sha in delta.removed},
+                {name: (mode, sha) for mode, name, sha in delta.added})
+    old_entries = trees.entries(old_sha) if old_sha else []
+    new_entries = trees.entries(new_sha) if new_sha else []
+    old = {name: (mode, sha) for mode, name, sha in old_entries}
+    new = {name: (mode, sha) for mode, name, sha in new_entries}
+    if new_sha:
+        written = [e for e in new_entries if old.get(e[1]) != (e[0], e[2])]
+        if len(new) != len(new_entries):
+            written = new_entries
+        _check_entries(written, folder, windows)
+        _case_clashes(new_entries, folder, clashes)
+    return old, new
 
 
 def _subtree(entry: tuple[int, bytes] | None, flat: FlatTree, path: str) -> bytes | None:

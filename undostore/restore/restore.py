@@ -17,7 +17,8 @@ Under the store lock, in this order (nothing changes on disk before step 6):
    with `expected`, any touched path that differs from that snapshot;
 5. ask `confirm(plan)`, if given;
 6. write the journal durably, apply the plan (checkout.py), make it durable, drop the journal,
-   and record the written files in the stat cache so the next snapshot need not read them.
+   and record the written files in the stat cache so the next snapshot need not read them
+   (a restore of a few files leaves the cache alone and hashes what it checks: cachechoice.py).
 
 A kill at any moment leaves each file old or new; the next command (any that takes the lock)
 finishes the restore from the journal, or `abort_pending` rolls back what it changed.
@@ -50,6 +51,7 @@ from undostore.errors import (
 )
 from undostore.fileio import TEMP_PREFIX
 from undostore.git.reader import ObjectReader
+from undostore.restore.cachechoice import cache_for
 from undostore.restore.checkout import (
     BlobSource,
     Checkout,
@@ -71,6 +73,7 @@ from undostore.restore.plan import (
     parent_dirs,
     root_tree,
 )
+from undostore.restore.progress import OnProgress, Reporter
 from undostore.restore.restorelog import (
     JournalDamaged,
     RestoreJournal,
@@ -174,18 +177,23 @@ class _CaseProbe:
 
 def restore(wt: Worktree, target: str, *, expected: str | None = None,
                       dry_run: bool = False, confirm: Confirm | None = None,
-                      context: dict | None = None) -> RestoreResult:
+                      context: dict | None = None, on_progress: OnProgress | None = None
+                      ) -> RestoreResult:
     """Make the files under `wt.root` equal to snapshot `target` (see the module docstring).
 
     `context` (JSON-able) is kept in the restore journal and handed to `wt.step_done` once the
-    files are restored, even by recovery after a crash.
+    files are restored, even by recovery after a crash. `on_progress` hears how far the restore
+    is (progress.py).
 
     Ctrl-C (KeyboardInterrupt) while files change rolls back what was changed, then raises
     `Interrupted` (a KeyboardInterrupt) saying so; a second Ctrl-C waits for the roll-back."""
     started = time.perf_counter()
+    progress = Reporter(on_progress)
     with wt.store.lock:
+        progress.step("safety")
         (target_sha, expected_sha), safety = begin(wt, target, expected)
         assert target_sha is not None
+        progress.step("plan")
         with ObjectReader(wt.store) as reader:
             bodies: dict[bytes, bytes] = {}
             bodies[target_sha] = root_tree(reader.read, target_sha)  # a blob is no snapshot
@@ -206,7 +214,7 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
             journal.context = dict(context or {})
             with InterruptGuard() as guard:
                 _write_journal(wt, journal)
-                outcome = _execute(wt, prepared, journal, guard=guard)
+                outcome = _execute(wt, prepared, journal, guard=guard, progress=progress)
             if guard.pending:
                 raise Interrupted(f"interrupted as the restore to {plan.target[:12]} completed: "
                                   f"the files are at it; `undostore restore {plan.safety[:12]}` "
@@ -448,18 +456,19 @@ def _abort_scope(journal: RestoreJournal, now: FlatTree, rollback: FlatTree, bef
 
 def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
              finishing: bool = False, guard: InterruptGuard | None = None,
-             after_interrupt: bool = False) -> CheckoutResult:
+             after_interrupt: bool = False, progress: Reporter | None = None
+             ) -> CheckoutResult:
     """Apply a journaled plan; the journal goes once every change is durable. With `guard`
     (holding Ctrl-C), a Ctrl-C while files change, or before the restore is complete, rolls
     back what changed and raises Interrupted."""
     # The caller's checkpoint belongs to the restore, not to the roll-back of an interrupted one.
     checkpoint = Checkpoints(None if after_interrupt else wt.checkpoint)
     cache_path = os.path.join(wt.store.cache_dir, "statcache")
-    cache = StatCache.load(cache_path, wt.store.identity)
+    cache, remember = cache_for(prepared.plan, cache_path, wt.store.identity)
     checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
                         journal.token, target_dirs=prepared.wanted.dirs,
                         case_insensitive=prepared.case_insensitive, checkpoint=checkpoint,
-                        durability=Durability(wt.root),
+                        durability=Durability(wt.root), progress=progress,
                         modes=Modes(moderecord.load(wt.store.path, prepared.plan.target)))
     allowed = guard.allowed() if guard is not None else contextlib.nullcontext()
     try:
@@ -482,7 +491,8 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
         # session step applies once only.
         wt.step_done(journal.context, journal.target, journal.safety)
     remove_journal(wt.store)
-    _remember_written(wt, cache_path, cache, prepared.plan, outcome)
+    if remember:
+        _remember_written(wt, cache_path, cache, prepared.plan, outcome)
     return outcome
 
 

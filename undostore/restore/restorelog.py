@@ -59,9 +59,12 @@ class RestoreJournal:
         return {*self.create, *self.modify, *self.delete, *self.chmod}
 
     def write_folders(self) -> set[str]:
-        """Folders where this restore may have left temp files ('' is the root)."""
-        return {path.rpartition("/")[0] for path in (*self.create, *self.modify, *self.chmod)
-                } | {""}  # an exec-bit change of a hard-linked file writes a new file too
+        """Folders where this restore may have left temp files ('' is the root): beside the
+        files it writes (an exec-bit change of a hard-linked file writes a new file too), and
+        beside the ones it replaces or deletes (old inodes are set aside under temp names while
+        they are freed, reclaim.py)."""
+        return {path.rpartition("/")[0]
+                for path in (*self.create, *self.modify, *self.chmod, *self.delete)} | {""}
 
 
 def temp_prefix(token: str) -> str:

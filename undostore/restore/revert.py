@@ -42,6 +42,7 @@ from undostore.git.objects import (
 from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
 from undostore.restore.plan import Entry, flatten_difference
+from undostore.restore.progress import OnProgress
 from undostore.restore.restore import (
     Confirm,
     RestoreResult,
@@ -280,7 +281,8 @@ class _TreeBuilder:
 
 
 def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool = False,
-           dry_run: bool = False, confirm: Confirm | None = None) -> RevertResult:
+           dry_run: bool = False, confirm: Confirm | None = None,
+           on_progress: OnProgress | None = None) -> RevertResult:
     """Take back FROM -> TO (TO None: the files now) on the files under `wt.root`.
 
     Conflicts without `merge`: ConflictError (exit 3) naming every conflicting path, nothing
@@ -297,7 +299,7 @@ def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool 
         if tree.conflicts and not merge:
             raise RevertConflict(from_sha.hex(), to_sha.hex(), tree.conflicts)
         restored = restore(wt, tree.target, expected=ours.id, dry_run=dry_run,
-                           confirm=confirm)
+                           confirm=confirm, on_progress=on_progress)
     fields = {name: getattr(restored, name) for name in RestoreResult.__dataclass_fields__}
     fields["operation"] = "revert"
     fields["seconds"] = time.perf_counter() - started

@@ -1,0 +1,96 @@
+"""A restore and the stat cache: a small restore checks the files it touches by hashing them and
+leaves the cache as the safety snapshot saved it; a large one loads it, and records what it wrote.
+Either way the next snapshot is exactly the target (checked against a store with no cache)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from undostore import Workspace
+from undostore.errors import ConflictError
+from undostore.restore.cachechoice import HASH_AT_MOST, uses_cache
+from undostore.restore.plan import RestorePlan
+from undostore.store.statcache import FINE_MARGIN_NS
+
+
+def _cache_identity(store: Path) -> list[tuple[str, int, int]]:
+    """The stat cache's files (its base and any delta beside it), as they are on disk."""
+    folder = store / "cache"
+    return sorted((name, os.stat(folder / name).st_ino, os.stat(folder / name).st_mtime_ns)
+                  for name in os.listdir(folder) if name.startswith("statcache"))
+
+
+def _fresh_id(root: Path, tmp_path: Path) -> str:
+    with Workspace(root, tmp_path / f"fresh-{time.monotonic_ns()}") as ws:
+        return ws.snapshot().id
+
+
+def _two_states(root: Path, files: int, changed: int) -> tuple[Workspace, str]:
+    """A workspace whose files differ from snapshot A (returned) in `changed` of `files`."""
+    for i in range(files):
+        folder = root / f"d{i % 10}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"f{i}.txt").write_text(f"file {i}\n")
+    ws = Workspace(root, root.parent / "store")
+    a = ws.snapshot().id
+    for i in range(changed):
+        (root / f"d{i % 10}" / f"f{i}.txt").write_text(f"changed {i}\n")
+    time.sleep(3 * FINE_MARGIN_NS / 1e9)
+    ws.snapshot()
+    return ws, a
+
+
+def test_a_small_restore_leaves_the_stat_cache_as_the_safety_snapshot_saved_it(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    ws, a = _two_states(root, files=200, changed=10)
+    before = _cache_identity(tmp_path / "store")
+    result = ws.restore(a)
+    assert len(result.modified) == 10
+    assert _cache_identity(tmp_path / "store") == before
+    again = ws.snapshot()
+    assert again.id == a == _fresh_id(root, tmp_path)
+    assert again.hashed == 10          # the restored files, read once by the next snapshot
+    ws.close()
+
+
+def test_a_large_restore_records_what_it_wrote(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    ws, a = _two_states(root, files=HASH_AT_MOST + 100, changed=HASH_AT_MOST + 50)
+    before = _cache_identity(tmp_path / "store")
+    ws.restore(a)
+    assert _cache_identity(tmp_path / "store") != before
+    assert ws.snapshot().id == a == _fresh_id(root, tmp_path)
+    ws.close()
+
+
+def test_a_file_changed_after_the_safety_snapshot_is_caught_without_the_cache(tmp_path):
+    """The conflict rule holds when the checks hash instead of asking the cache."""
+    root = tmp_path / "root"
+    root.mkdir()
+    ws, a = _two_states(root, files=20, changed=3)
+    seen = []
+
+    def meddle(plan: RestorePlan) -> bool:   # after the safety snapshot, before any change
+        (root / "d1" / "f1.txt").write_text("changed 1\n".upper())
+        seen.append(plan)
+        return True
+
+    with pytest.raises(ConflictError) as caught:
+        ws.restore(a, confirm=meddle)
+    assert caught.value.path == "d1/f1.txt" and seen
+    assert (root / "d1" / "f1.txt").read_text() == "CHANGED 1\n"
+    ws.close()
+
+
+def test_windows_always_uses_the_cache_for_the_modes_it_keeps():
+    small = RestorePlan(target="t", safety="s", modify=["a"])
+    assert not uses_cache(small, windows=False)
+    assert uses_cache(small, windows=True)
+    large = RestorePlan(target="t", safety="s", create=[f"f{i}" for i in range(HASH_AT_MOST + 1)])
+    assert uses_cache(large, windows=False)
