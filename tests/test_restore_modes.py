@@ -368,3 +368,30 @@ def test_record_of_a_snapshot_taken_right_after_a_restore_keeps_the_bits(tmp_pat
         ws.snapshot()
         ws.restore(third)
     assert mode_of(root / "key") == 0o600
+
+
+@posix
+def test_gc_removes_the_mode_records_of_snapshots_nothing_keeps(tmp_path, umask) -> None:
+    """A dropped session's records go with its trees; the newest point's record stays, and a
+    restore of it still gives back its bits."""
+    umask(0o022)
+    root = tmp_path / "p"
+    root.mkdir()
+    key = root / "key"
+    ids = []
+    with Workspace(root, tmp_path / "store") as ws:
+        for version in ("v1", "v2", "v3"):
+            key.write_text(version)
+            os.chmod(key, 0o600)
+            ids.append(ws.snapshot(session="old").id)
+        kept = ws.snapshot(session="new", label="kept").id
+        records = tmp_path / "store" / "modes"
+        assert set(ids) <= set(os.listdir(records))
+        ws.drop("old")
+        ws.gc(grace_seconds=0)
+        left = set(os.listdir(records))
+        assert kept in left
+        assert left.isdisjoint(set(ids) - {kept})
+        key.unlink()
+        ws.restore(kept)
+    assert mode_of(key) == 0o600

@@ -30,7 +30,7 @@ from undostore.git.treewalk import walk
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.restore.restorelog import pending_snapshot_ids
-from undostore.store import damage
+from undostore.store import damage, moderecord
 from undostore.store.recent import KEEP_SECONDS as RECENT_KEEP_SECONDS
 from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache, rebind_packs
@@ -121,6 +121,7 @@ def _collect_packs(store: Store, reader: ObjectReader, since: float, result: GcR
     result.live_objects = len(live)
     if result.damaged:
         return   # what a damaged tree lists is unknown: nothing is proven unreachable
+    result.freed_bytes += moderecord.prune(store.path, tree_roots)
     new_base = _rewrite(store, reader, _choose(packs, live), live, result)
     # gc kept everything the stat cache vouches for, but moved it: tell the cache where.
     names = {p.name for p in packs if os.path.exists(p.idx_path)}

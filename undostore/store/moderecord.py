@@ -154,6 +154,32 @@ def record_path(store_path: str, tree: str) -> str:
     return os.path.join(store_path, "modes", tree)
 
 
+def prune(store_path: str, keep: Collection[bytes]) -> int:
+    """Remove the records of snapshots not in `keep` (gc: their trees are unreachable); a name
+    that is not an id is left alone. Returns the bytes freed."""
+    folder = os.path.join(store_path, "modes")
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return 0
+    freed = 0
+    for name in names:
+        try:
+            sha = bytes.fromhex(name)
+        except ValueError:
+            continue
+        if len(sha) != 20 or sha in keep:
+            continue
+        path = os.path.join(folder, name)
+        try:
+            size = os.path.getsize(path)
+            os.unlink(path)
+            freed += size
+        except OSError:
+            continue   # busy (Windows) or gone: the next gc tries again
+    return freed
+
+
 def save(store_path: str, tree: str, record: ModeRecord) -> None:
     """Keep `record` for snapshot `tree` (rewritten only when it differs)."""
     if IS_WINDOWS:
