@@ -54,7 +54,9 @@ def _spawn(args: list[str], stall_at: int = 0, marker: str = "") -> subprocess.P
         args = [sys.executable, STALL, str(stall_at), marker, *args[3:]]
     elif stall_at:
         args = [*args, str(stall_at), marker, STALL]
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # A full walk: what is tested is the interrupt, not a watchman daemon another test left.
+    env = {**os.environ, "UNDOSTORE_FSMONITOR": "off"}
+    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _wait_for(proc: subprocess.Popen, marker: str, timeout: float = 60) -> bool:
@@ -88,7 +90,7 @@ def test_ctrl_c_at_any_step_of_a_restore_rolls_it_back_and_exits_130(tree_factor
             assert proc.wait() == 0
             break
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=120)
         assert proc.returncode == 130, (k, err)
         lines = err.decode().strip().splitlines()
         assert len(lines) == 1 and "rolled back" in lines[0] and "nothing is pending" in lines[0]
@@ -104,7 +106,7 @@ def test_ctrl_c_with_json_gives_one_json_object_and_exit_130(tree_factory, tmp_p
     proc = _spawn([*CLI, "--root", str(root), "restore", snap_a, "--yes", "--json"], 9, marker)
     assert _wait_for(proc, marker)
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130
     body = json.loads(out)
     assert body["exit_code"] == 130 and body["error"]["type"] == "Interrupted"
@@ -123,7 +125,7 @@ def test_ctrl_c_during_undo_leaves_the_session_and_the_files_as_they_were(tree_f
     proc = _spawn([*CLI, "--root", str(root), "undo", "--session", "s", "--yes"], 6, marker)
     assert _wait_for(proc, marker)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert disk_state(root) == before == state_b
     with Workspace(root) as ws:
@@ -161,7 +163,7 @@ def test_a_second_ctrl_c_during_the_roll_back_waits_until_it_is_done(tree_factor
     proc = _spawn([sys.executable, "-c", SECOND_CTRL_C, str(root), snap_a], 12, marker)
     assert _wait_for(proc, marker)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, (out, err)
     assert b"rolled back" in out and b"calls 2" in out
     assert disk_state(root) == state_b
@@ -189,7 +191,7 @@ def test_ctrl_c_during_a_snapshot_leaves_no_pack_and_no_temp_file(tree_factory):
         ready.unlink()
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=120)
         outcomes.add(proc.returncode)
         if proc.returncode == 0:
             break
@@ -236,7 +238,7 @@ def test_ctrl_c_while_finishing_a_killed_restore_rolls_it_back(tree_factory, tmp
     proc = _spawn([*CLI, "--root", str(root), "snapshot"], 4, marker)
     assert _wait_for(proc, marker)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert b"finishing" in err and b"rolled back" in err
     assert disk_state(root) == state_b
@@ -254,7 +256,7 @@ def test_ctrl_c_during_a_revert_rolls_it_back_and_exits_130(tree_factory, tmp_pa
                   marker)
     assert _wait_for(proc, marker)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert b"rolled back" in err
     assert disk_state(root) == before

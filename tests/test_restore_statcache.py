@@ -5,6 +5,7 @@ Either way the next snapshot is exactly the target (checked against a store with
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -44,6 +45,8 @@ def _two_states(root: Path, files: int, changed: int) -> tuple[Workspace, str]:
     return ws, a
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason=(
+    "Windows always goes through the stat cache: it holds the exec bit the disk cannot"))
 def test_a_small_restore_leaves_the_stat_cache_as_the_safety_snapshot_saved_it(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
