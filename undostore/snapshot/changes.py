@@ -247,12 +247,12 @@ def _patch(work: _Partial, folder: str, names: set[str]) -> Folder | None:
     prefix = folder + "/" if folder else ""
     changed: list[FileEntry] = []
     for name in sorted(names):
-        if name.startswith(TEMP_PREFIX):
-            return None   # undostore's own temp file: the whole read skips it and warns
         path = prefix + name
         try:
             st = os.lstat(disk_path(work.root, path))
         except FileNotFoundError:
+            if name.startswith(TEMP_PREFIX):
+                continue  # a temp file of undostore's (a restore's), already gone
             if name in folders:
                 return None
             if name in known:
@@ -261,6 +261,8 @@ def _patch(work: _Partial, folder: str, names: set[str]) -> Folder | None:
             continue
         except OSError:
             return None
+        if name.startswith(TEMP_PREFIX):
+            return None   # undostore's own temp file, still there: the whole read warns of it
         if name in folders:
             if stat.S_ISDIR(st.st_mode):
                 continue  # its own listing changed: reported below it, name by name
