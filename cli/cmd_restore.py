@@ -125,7 +125,7 @@ def restore_command(ctx: Context, snapshot_id: str | None, dry_run: bool, yes: b
     confirm = None if dry_run else confirm_from_cli(yes)
     with TerminalProgress.for_stderr() as progress:
         result = workspace.restore(snapshot_id, dry_run=dry_run,
-                                   confirm=progress.pausing(confirm), on_progress=progress)
+                                   confirm=progress.pausing(confirm), on_progress=progress.listener)
     render_restore(result, as_json)
 
 

@@ -34,7 +34,8 @@ def revert_command(ctx: Context, from_id: str, to_id: str | None, dry_run: bool,
     confirm = None if dry_run else confirm_from_cli(yes, action="revert")
     with TerminalProgress.for_stderr() as progress:
         result = ctx.workspace().revert(from_id, to_id, merge=merge, dry_run=dry_run,
-                                        confirm=progress.pausing(confirm), on_progress=progress)
+                                        confirm=progress.pausing(confirm),
+                                        on_progress=progress.listener)
     if not as_json:
         for path in result.conflicts:
             note(f"conflict: {path}" + ("" if dry_run else " (merged with conflict markers)"))

@@ -81,7 +81,7 @@ def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_
     confirm = None if dry_run else confirm_from_cli(yes, action=which)
     with TerminalProgress.for_stderr() as progress:
         result = action(session, dry_run=dry_run, confirm=progress.pausing(confirm),
-                        on_progress=progress)
+                        on_progress=progress.listener)
     render_restore(result, as_json, verb=f"{which}: restored")
 
 
