@@ -21,6 +21,7 @@ library minus the warm one is what any process pays to load the code and the sto
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import sys
@@ -88,14 +89,17 @@ def main(argv: list[str] | None = None) -> int:
     cli = [py, "-m", "undostore", "--root", args.root, "--store", args.store, "{verb}",
            "--session", args.session, "--yes", "--json"]
     lib = [py, "-c", LIBRARY_STEP, args.root, args.store, args.session, "{verb}"]
-    for _ in range(args.repeats):
+    steps = [("library, fresh process", lib), ("CLI process", cli),
+             ("library, warm (in this process)", None)]
+    orders = list(itertools.permutations(steps))
+    for r in range(args.repeats):
         times["python -c pass"].append(common.run_process([py, "-c", "pass"], env=env).seconds)
         times["import undostore_cli.main"].append(
             common.run_process([py, "-c", "import undostore_cli.main"], env=env).seconds)
-        for _ in range(2):  # each of the three steps once as undo and once as redo
-            step("library, fresh process", lib)
-            step("CLI process", cli)
-            step("library, warm (in this process)", None)
+        order = orders[r % len(orders)]  # no kind always follows the same one
+        for _ in range(2):  # each step once as undo and once as redo
+            for name, argv in order:
+                step(name, argv)
     ws.close()
     med = {name: statistics.median(v) for name, v in times.items()}
     print(f"\n{args.root} (fsmonitor {env.get('UNDOSTORE_FSMONITOR', 'default')}), "
