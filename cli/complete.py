@@ -4,10 +4,12 @@ completes nothing rather than printing into the user's shell."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from click.shell_completion import CompletionItem
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 
 def _store(ctx: click.Context) -> Any:
@@ -20,6 +22,8 @@ def _store(ctx: click.Context) -> Any:
 def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str
                       ) -> list[CompletionItem]:
     try:
+        from click.shell_completion import CompletionItem
+
         from undostore.history.journal import session_names
 
         store = _store(ctx)
@@ -34,6 +38,8 @@ def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: st
 def complete_ids(ctx: click.Context, param: click.Parameter, incomplete: str
                  ) -> list[CompletionItem]:
     try:
+        from click.shell_completion import CompletionItem
+
         from undostore.history.status import known_points
 
         store = _store(ctx)
