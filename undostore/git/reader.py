@@ -123,11 +123,13 @@ class ObjectReader:
             raise _damaged(sha, why or f"its copy in {skipped[0]} failed a check before")
         return None
 
-    def _whole(self, sha: bytes, want: int | None = None) -> tuple[int, bytes]:
-        """(type, body), hash-checked, trying each copy in turn; an intact object of another
-        type than `want` is refused without counting as damage."""
+    def _whole(self, sha: bytes, want: int | None = None,
+               first: tuple[Pack, int, int, int] | None = None) -> tuple[int, bytes]:
+        """(type, body), hash-checked, trying each copy in turn (`first`: the `_open` of the
+        first one, when the caller has it); an intact object of another type than `want` is
+        refused without counting as damage."""
         while True:
-            found = self._open(sha)
+            found, first = first or self._open(sha), None
             if found is None:
                 raise _missing(sha)
             pack, start, type_num, size = found
@@ -181,7 +183,7 @@ class ObjectReader:
             raise _missing(sha)
         if found[2] == BLOB and found[3] > limit:
             return None
-        body = self._whole(sha, BLOB)[1]
+        body = self._whole(sha, BLOB, found)[1]
         return body if len(body) <= limit else None
 
     def blob_chunks(self, sha: bytes) -> Iterator[bytes]:
