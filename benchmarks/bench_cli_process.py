@@ -104,9 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     med = {name: statistics.median(v) for name, v in times.items()}
     print(f"\n{args.root} (fsmonitor {env.get('UNDOSTORE_FSMONITOR', 'default')}), "
           f"{args.repeats} rounds, load average {common.load_average()}")
-    print("\n| what | median | samples |\n|---|---|---|")
+    print("\n| what | median | min | samples |\n|---|---|---|---|")
     for name, values in times.items():
-        print(f"| {name} | {med[name]:.3f} s | {', '.join(f'{v:.3f}' for v in values)} |")
+        print(f"| {name} | {med[name]:.3f} s | {min(values):.3f} s | "
+              f"{', '.join(f'{v:.3f}' for v in values)} |")
     cli_s, fresh = med["CLI process"], med["library, fresh process"]
     warm, bare = med["library, warm (in this process)"], med["python -c pass"]
     print(f"\nCLI - library in a fresh process: {cli_s - fresh:+.3f} s; CLI - warm library: "
