@@ -239,3 +239,61 @@ def test_the_cli_remembers_the_socket_and_the_next_snapshot_asks_watchman(tmp_pa
     (root / "b.txt").write_text("b")
     second = snapshot()
     assert second["walk"] == "watchman" and second["files"] == 2
+
+
+def test_a_remembered_socket_that_is_not_watchman_is_forgotten_and_the_program_asked(
+        tmp_path, default_daemon):
+    import threading
+
+    folder = tmp_path / "mine"
+    folder.mkdir(mode=0o700)
+    server = _listening(folder / "sock")
+    server.setblocking(True)
+    accepted: list[int] = []
+
+    def hang_up() -> None:  # another program of this user: it closes on every client
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        accepted.append(1)
+        conn.close()
+
+    worker = threading.Thread(target=hang_up, daemon=True)
+    worker.start()
+    try:
+        _plant(str(folder / "sock"))
+        monitor, started = _open_counting(_root(tmp_path))
+    finally:
+        server.close()
+        worker.join(10)
+    assert accepted == [1] and len(started) == 1
+    assert monitor is not None
+    monitor.close()
+    assert _remembered() == default_daemon.sock
+
+
+def test_a_remembered_daemon_that_does_not_answer_is_not_asked_for_again(tmp_path,
+                                                                        default_daemon,
+                                                                        monkeypatch):
+    from undostore.snapshot import watchman
+
+    monkeypatch.setattr(watchman, "TIMEOUT_SECONDS", 0.5)
+    folder = tmp_path / "mine"
+    folder.mkdir(mode=0o700)
+    server = _listening(folder / "sock")  # accepts into its queue, never answers
+    warnings: list = []
+    global _spawned
+    _spawned = []
+    try:
+        _plant(str(folder / "sock"))
+        monitor = Monitor.open(str(_root(tmp_path)), "auto",
+                               on_warning=lambda p, m: warnings.append(m))
+        started, _spawned = _spawned, None
+        assert _connected(server)
+    finally:
+        _spawned = None
+        server.close()
+    assert monitor is None and started == []
+    assert len(warnings) == 1 and "SocketTimeout" in warnings[0]
+    assert _remembered() is None  # forgotten: the next command asks

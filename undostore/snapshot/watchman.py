@@ -144,8 +144,11 @@ class Monitor:
             except Exception as err:  # pywatchman raises its own errors, OSError, and more
                 if remembered:
                     watchsock.forget()
-                    sock, remembered = None, False
-                    continue
+                    # Nothing there, or not watchman: ask. A daemon too slow to answer would
+                    # be named again: one timeout is enough.
+                    if not isinstance(err, pywatchman.SocketTimeout):
+                        sock, remembered = None, False
+                        continue
                 if mode == "watchman" or not isinstance(err, pywatchman.SocketConnectError):
                     warn(root, f"watchman failed ({_short(err)}); walking the whole tree")
                 return None
