@@ -29,6 +29,7 @@ import time
 
 import common
 
+PAUSE_SECONDS = 0.1
 LIBRARY_STEP = (
     "import sys\n"
     "from undostore import Workspace\n"
@@ -75,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def step(name: str, argv: list[str] | None) -> None:
         verb = state["verb"]
+        # A safety snapshot within 50 ms of the previous step's writes finds them racy and
+        # leaves their folders to be read whole by the next step (43,000 entries in npm's icons
+        # folder): an agent's turns are never that close, and the warm library could be.
+        time.sleep(PAUSE_SECONDS)
         if hasattr(os, "sync"):
             os.sync()
         if argv is None:
