@@ -38,9 +38,9 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stder
 """
 
 
-def _run_loaded(args: list[str], cwd: Path) -> tuple[int, str, list[str]]:
+def _run_loaded(args: list[str], cwd: Path, stdin: str = "") -> tuple[int, str, list[str]]:
     done = subprocess.run([sys.executable, "-c", _LOADED, *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
+                          text=True, cwd=cwd, timeout=120, input=stdin)
     report = json.loads(done.stderr.strip().splitlines()[-1])
     return report["code"], done.stdout, report["modules"]
 
@@ -70,3 +70,27 @@ def test_help_and_an_unknown_command_still_see_every_command(tmp_path):
     code, out, _ = _run_loaded(["--json", "bogus"], tmp_path)
     assert code == 2
     assert json.loads(out)["error"]["message"] == "No such command 'bogus'."
+
+
+def test_the_hook_records_a_point_without_loading_the_restore_machinery(tree_factory):
+    root = tree_factory({"a.txt": "A"})
+    event = {"session_id": "s1", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
+             "prompt": "make it faster"}
+    code, out, modules = _run_loaded(["hook"], root, json.dumps(event))
+    assert (code, out) == (0, "")
+    with Workspace(root) as ws:
+        assert [p.label for p in ws.log("s1").undo] == ["make it faster"]
+    restore_machinery = {"undostore.restore.restore", "undostore.restore.checkout",
+                         "undostore.restore.plan", "undostore.restore.diskstate"}
+    assert restore_machinery & set(modules) == set()
+    assert [m for m in modules if m.startswith("undostore.diff")] == []
+
+
+def test_progress_is_handed_to_the_library_only_when_it_is_drawn():
+    import io
+
+    from undostore_cli.progress import TerminalProgress
+
+    assert TerminalProgress(None).listener is None
+    shown = TerminalProgress(io.StringIO())
+    assert shown.listener is shown

@@ -28,13 +28,13 @@ from undostore.errors import StoreError, UndostoreError, UsageError
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.history.journal import Point, SessionWarning
-from undostore.restore.progress import OnProgress
-from undostore.restore.restore import Confirm, RestoreResult, Worktree, restore
 from undostore.settings import env_number
 from undostore.store.recent import forget as forget_recent
 
 if TYPE_CHECKING:
     from undostore.history.retention import OnEvict
+    from undostore.restore.progress import OnProgress
+    from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.snapshot.snapshot import SnapshotResult
     from undostore.store.store import Store
 
@@ -145,6 +145,10 @@ def redo(wt: Worktree, session: str, *, dry_run: bool = False,
 
 def _step(wt: Worktree, session: str, step: str, dry_run: bool,
           confirm: Confirm | None, on_progress: OnProgress | None = None) -> RestoreResult:
+    # Here, not at the top: recording an undo point (the hook, on every prompt) needs none of
+    # the restore machinery.
+    from undostore.restore.restore import restore
+
     store = wt.store
     with store.lock:
         journal = journals.load(store, session)
