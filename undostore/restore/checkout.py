@@ -623,14 +623,19 @@ class Checkout:
                     and self._carried[temp] != _meta_key(found.st)):
                 self._carry_again(d, name, temp, path)  # changed since the temp was written
         self.checkpoint.before("replace", path)
-        aside = self._set_aside(d, name) if found.kind in (FILE, LINK) else None
-        try:
-            self.tree.replace(d, temp, name)
-        except BaseException:
-            if aside is not None:
-                self.tree.unlink(d, aside[1])
-            raise
-        self._free(aside)
+        if found.kind in (FILE, LINK) and self.reclaim is not None and \
+                self.tree.exchange(d, temp, name):
+            # The new file took the name, the old one took the temp name: freed on the pool.
+            self._free((self.tree.descriptor(d), temp))  # type: ignore[arg-type]
+        else:
+            aside = self._set_aside(d, name) if found.kind in (FILE, LINK) else None
+            try:
+                self.tree.replace(d, temp, name)
+            except BaseException:
+                if aside is not None:
+                    self.tree.unlink(d, aside[1])
+                raise
+            self._free(aside)
         self._changed(d)
         st = self.tree.lstat(d, name)
         self.result.written[path] = _if_unchanged(st, self._made.pop(temp, None)) if st else None
