@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -11,6 +12,7 @@ import click
 
 from .common import (
     Context,
+    dry_run_option,
     emit,
     json_option,
     note,
@@ -72,23 +74,20 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
 
 def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_run: bool,
                   as_json: bool) -> None:
-    from .cmd_restore import confirm_from_cli, render_restore
-    from .progress import TerminalProgress
+    from .cmd_restore import render_restore, run_restore
 
     workspace = ctx.workspace()
     session = history_session(ctx, session)
     action = workspace.undo if which == "undo" else workspace.redo
-    confirm = None if dry_run else confirm_from_cli(yes, action=which)
-    with TerminalProgress.for_stderr() as progress:
-        result = action(session, dry_run=dry_run, confirm=progress.pausing(confirm),
-                        on_progress=progress)
+    result = run_restore(functools.partial(action, session), yes=yes, dry_run=dry_run,
+                         action=which)
     render_restore(result, as_json, verb=f"{which}: restored")
 
 
 @click.command("undo")
 @session_option
 @yes_option
-@click.option("--dry-run", "-n", is_flag=True, help="Show what would change; change nothing.")
+@dry_run_option
 @json_option
 @pass_context
 def undo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
@@ -104,7 +103,7 @@ def undo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
 @click.command("redo")
 @session_option
 @yes_option
-@click.option("--dry-run", "-n", is_flag=True, help="Show what would change; change nothing.")
+@dry_run_option
 @json_option
 @pass_context
 def redo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
