@@ -6,6 +6,7 @@ import functools
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -47,6 +48,17 @@ def _point_line(kind: str, number: int, point: Any) -> str:
     return f"{kind} {number:>3}  {point.id[:12]}  {_when(point.time)}{label}"
 
 
+def _emit_listing(ctx: Context, body: dict[str, Any], as_json: bool,
+                  plain: Callable[[], str], empty: str | None) -> None:
+    """Print what a listing command (log, sessions) found: damaged journals noted on stderr, a
+    pending restore mentioned, `empty` said on stderr (not in JSON) when there is nothing."""
+    note_damage(ctx.workspace())
+    payload = mention_pending(ctx.workspace(), body, as_json)
+    if not as_json and empty:
+        note(empty)
+    emit(as_json, payload, plain)
+
+
 @click.command("log")
 @session_option
 @json_option
@@ -59,17 +71,15 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
     point that the undo took away).
     """
     log = ctx.workspace().log(history_session(ctx, session))
-    note_damage(ctx.workspace())
-    payload = mention_pending(ctx.workspace(), log.to_json(), as_json)
-    if not as_json and not log.undo and not log.redo:
-        note(f"undostore: session {log.session!r} has no undo points")
 
     def plain() -> str:
         lines = [_point_line("undo", i, p) for i, p in enumerate(log.undo, 1)]
         lines += [_point_line("redo", i, p) for i, p in enumerate(log.redo, 1)]
         return "\n".join(lines)
 
-    emit(as_json, payload, plain)
+    _emit_listing(ctx, log.to_json(), as_json, plain,
+                  None if log.undo or log.redo
+                  else f"undostore: session {log.session!r} has no undo points")
 
 
 def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_run: bool,
@@ -118,13 +128,9 @@ def redo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
 def sessions_command(ctx: Context, as_json: bool) -> None:
     """List the sessions of this store with their numbers of undo and redo entries."""
     infos = ctx.workspace().sessions()
-    note_damage(ctx.workspace())
-    payload = mention_pending(ctx.workspace(), {"sessions": [s.to_json() for s in infos]},
-                              as_json)
-    if not as_json and not infos:
-        note("undostore: no sessions")
-    emit(as_json, payload,
-         lambda: "\n".join(f"{s.name}  undo {s.undo}  redo {s.redo}" for s in infos))
+    _emit_listing(ctx, {"sessions": [s.to_json() for s in infos]}, as_json,
+                  lambda: "\n".join(f"{s.name}  undo {s.undo}  redo {s.redo}" for s in infos),
+                  None if infos else "undostore: no sessions")
 
 
 @click.command("drop")
