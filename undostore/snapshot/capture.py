@@ -153,6 +153,20 @@ def is_complete(path: str, records: dict[str, Record]) -> bool:
     return True
 
 
+def split_record(path: str, record: Record, records: dict[str, Record]
+                 ) -> tuple[list[str], list[str]]:
+    """(files, sub-folders) of a record. Names hold files first, then sub-folders, and each
+    sub-folder has a record of its own, so only the trailing names need a look-up (a record
+    whose racy files were left out cannot count its files by its entries)."""
+    prefix = path + "/" if path else ""
+    names = split_names(record[1])
+    start = len(record[3]) // ENTRY.size if record[2] is None else 0
+    end = len(names)
+    while end > start and prefix + names[end - 1] in records:
+        end -= 1
+    return list(names[:end]), list(names[end:])
+
+
 def _file_ids(work: Work) -> list[tuple[int, bytes]]:
     if work.entries is not None:
         return [(e[5], e[6]) for e in work.entries]  # type: ignore[index]
@@ -232,7 +246,7 @@ def count_files(records: dict[str, Record], before: dict[str, Record], count: in
 def _files_in(path: str, records: dict[str, Record]) -> int:
     """Files directly in a folder: its names less those of its sub-folders."""
     record = records.get(path)
-    if record is None or record[0] is False or not record[1]:
+    if record is None or not record[1]:
         return 0
     prefix = path + "/" if path else ""
     names = record[1].split("\0")

@@ -8,7 +8,12 @@ cached blob ids), so their trees are re-encoded without a system call. Anything 
 make the cache's picture wrong means a full walk instead: no saved clock, a fresh watchman
 instance or a recrawl, another watch root, a changed ignore source (a `.gitignore` in a walked
 folder, info/exclude, the global excludes file or the git config naming it, `.undostoreignore`),
-a cache left incomplete by a restore, or watchman failing on the way.
+or watchman failing on the way.
+
+A record need not be complete to be patched: racy files left out at save time are stat'ed
+and hashed, and a folder whose tree id a restore dropped is rebuilt from its entries (the
+restore keeps the safety snapshot's clock, taken before its first write, so watchman reports
+every path it, or anyone, wrote; each is compared with the stat the restore recorded).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from undostore.fileio import TEMP_PREFIX
-from undostore.snapshot.capture import is_complete
+from undostore.snapshot.capture import is_complete, split_record
 from undostore.snapshot.ignore import (
     UNDOSTORE_IGNORE,
     IgnoreRules,
@@ -45,8 +50,12 @@ from undostore.store.statcache import ENTRY, Record, StatCache, fingerprint, spl
 
 WALK_FULL = "full"
 WALK_WATCHMAN = "watchman"
-# More folders to read than this share of them: a full walk costs no more.
+# More folders to read whole than this share of them: a full walk costs no more.
 MAX_CHANGED_SHARE = 0.25
+# More reported names to stat (in folders the cache holds) than this share of the cached files:
+# a full walk costs no more. A reported name costs an lstat and a few dictionary look-ups, a walked file a stat from the
+# listing and the matcher's compare: about twice as much per path, hence one half.
+PATCH_SHARE = 0.5
 
 Warn = Callable[[str, str], None]
 
@@ -101,8 +110,7 @@ def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn) ->
         token = Token.from_tuple(saved[0]) if isinstance(saved, tuple) and saved else None
         new_token: Token | None = None
         root_record = cache.records.get("")
-        if (token is not None and saved[1] == fingerprint and root_record is not None
-                and root_record[0] is not False):
+        if token is not None and saved[1] == fingerprint and root_record is not None:
             changes: Changes = monitor.since(token)
             new_token = changes.token
             if changes.paths is not None and new_token is not None:
@@ -199,6 +207,16 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
         if rules and rules.is_ignored(child, True):
             continue  # inside a folder git ignores: costs nothing
         rescan.add(above)
+    # Patching costs a stat per reported name, which pays while they are fewer than a share of
+    # the files (PATCH_SHARE); reading folders whole, while they are few (MAX_CHANGED_SHARE).
+    files = cache.count if cache.count >= 0 else len(records)
+    if sum(map(len, direct.values())) > PATCH_SHARE * files + 256:
+        return None
+    # A folder a restore left without a tree id is rebuilt even where watchman names nothing
+    # in it (a file the restore found already in place).
+    for folder, record in records.items():
+        if record[0] is False and folder not in direct:
+            direct[folder] = set()
     # A folder whose reported names are all files is patched from the cache (those names are
     # stat'ed, nothing else); any other change in it (a folder appearing, going or changing
     # type, a special file) has it read whole.
@@ -217,9 +235,8 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
         todo.add(folder)
     for folder in todo:
         patched.pop(folder, None)
-    if len(todo) + len(patched) > MAX_CHANGED_SHARE * len(records) + 16:
-        return None  # reading this many folders costs what a full walk does
-    # Folders above are taken from the cache; one the cache cannot vouch for whole is read.
+    # Folders above are taken from the cache; one the cache cannot vouch for whole is patched
+    # (its racy files hashed), or read whole when even that is unsure.
     carried: set[str] = set()
     for folder in [*todo, *patched]:
         while folder:
@@ -228,23 +245,44 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
                 continue
             if is_complete(folder, records):
                 carried.add(folder)
-            else:
+                continue
+            patch = _patch(work, folder, set())
+            if patch is None:
                 todo.add(folder)
-                patched.pop(folder, None)
+            else:
+                patched[folder] = patch
+    if len(todo) > MAX_CHANGED_SHARE * len(records) + 16:
+        return None
     return _read(work, todo, carried, len(paths), patched)
 
 
-def _patch(work: _Partial, folder: str, names: set[str]) -> Folder | None:
-    """`folder` as the walk would find it, from its cached record and a stat of each reported
-    name; None when only reading it whole is sure."""
+def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
+    """`folder` as the walk would find it, from its cached record and a stat of each name that
+    may differ: those watchman reported, files the record holds no entry for (racy ones left
+    out at save time: hashed, as the walk would) and entries for names it does not list (files
+    a restore created: kept when not ignored, trusted when their stat matches). A record
+    without a tree id is re-encoded from the result. None when only reading it whole is sure."""
     record = work.records.get(folder)
-    if record is None or not is_complete(folder, work.records) or not work.real_dir(folder):
+    if record is None or not work.real_dir(folder):
         return None
-    listed = split_names(record[1])
+    files, subdirs = split_record(folder, record, work.records)
     count = len(record[3]) // ENTRY.size
-    files, subdirs = list(listed[:count]), list(listed[count:])
-    known, folders = set(files), set(subdirs)
+    keys = files[:count] if record[2] is None else split_names(record[2])
+    names = set(reported)
+    if record[2] is not None:
+        listed = set(files)
+        names.update(name for name in listed.difference(keys))   # left out at save time
+        names.update(name for name in keys if name not in listed)  # written by a restore
+    else:
+        listed = None
+        names.update(files[count:])
+    if not names:
+        return Folder(folder, [], subdirs, files)
+    known = listed if listed is not None else set(files)
+    folders = set(subdirs)
+    at: dict[str, int] | None = None
     prefix = folder + "/" if folder else ""
+    gone: set[str] = set()
     changed: list[FileEntry] = []
     for name in sorted(names):
         path = prefix + name
@@ -256,8 +294,7 @@ def _patch(work: _Partial, folder: str, names: set[str]) -> Folder | None:
             if name in folders:
                 return None
             if name in known:
-                files.remove(name)
-                known.discard(name)
+                gone.add(name)
             continue
         except OSError:
             return None
@@ -279,11 +316,14 @@ def _patch(work: _Partial, folder: str, names: set[str]) -> Folder | None:
                 continue
             files.append(name)
             known.add(name)
-        else:
-            cached = ENTRY.unpack_from(record[3], listed.index(name) * ENTRY.size)
-            if cached[:5] == fingerprint(st):
-                continue
+        if at is None:
+            at = {key: i * ENTRY.size for i, key in enumerate(keys)}
+        offset = at.get(name)
+        if offset is not None and ENTRY.unpack_from(record[3], offset)[:5] == fingerprint(st):
+            continue
         changed.append(FileEntry(name, path, kind, st))
+    if gone:
+        files = [name for name in files if name not in gone]
     if changed:
         position = {name: i for i, name in enumerate(files)}
         changed.sort(key=lambda entry: position[entry.name])  # the order `match_folder` reads
