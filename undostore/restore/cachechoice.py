@@ -102,7 +102,7 @@ def record_written(cache: StatCache, plan: RestorePlan,
     for folder, changes in edits.items():
         record = records.get(folder)
         if record is not None:
-            records[folder] = _edited(folder, record, records, changes, deleted, removed)
+            records[folder] = _edited(folder, record, cache.records, changes, deleted, removed)
     for folder in {_parent(path) for path in [*plan.touched(), *removed]}:
         while True:
             record = records.get(folder)
@@ -116,7 +116,8 @@ def record_written(cache: StatCache, plan: RestorePlan,
 
 def _edited(folder: str, record: Record, records: dict[str, Record],
             changes: dict[str, Entry | None], deleted: set[str], removed: set[str]) -> Record:
-    """`record` with `changes` (name -> entry, None: no entry) applied; see `record_written`."""
+    """`record` with `changes` (name -> entry, None: no entry) applied; see `record_written`.
+    `records`: those before the restore, which tell its sub-folders from its files."""
     prefix = folder + "/" if folder else ""
     files, subdirs = split_record(folder, record, records)
     subdirs = [name for name in subdirs if prefix + name not in removed]

@@ -53,8 +53,8 @@ WALK_WATCHMAN = "watchman"
 # More folders to read whole than this share of them: a full walk costs no more.
 MAX_CHANGED_SHARE = 0.25
 # More reported names to stat (in folders the cache holds) than this share of the cached files:
-# a full walk costs no more. A reported name costs an lstat and a few dictionary look-ups, a walked file a stat from the
-# listing and the matcher's compare: about twice as much per path, hence one half.
+# a full walk costs no more. A reported name costs an lstat and a few look-ups; a walked file,
+# its share of a folder listing, a stat and the matcher's compare: about twice as much.
 PATCH_SHARE = 0.5
 
 Warn = Callable[[str, str], None]
@@ -206,7 +206,9 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
         rules = work.rules_inside(above)
         if rules and rules.is_ignored(child, True):
             continue  # inside a folder git ignores: costs nothing
-        rescan.add(above)
+        # A folder the cache does not hold: its name is looked at in the folder above (gone:
+        # nothing to read; there: read that folder whole, walk the new one).
+        direct.setdefault(above, set()).add(child.rpartition("/")[2])
     # Patching costs a stat per reported name, which pays while they are fewer than a share of
     # the files (PATCH_SHARE); reading folders whole, while they are few (MAX_CHANGED_SHARE).
     files = cache.count if cache.count >= 0 else len(records)

@@ -16,8 +16,8 @@ sub-folders (each of which has a record), as the walk found them; `entry names` 
 entries are those of the first files of `names` in order, else the NUL-joined names they belong
 to: a file of `names` missing there has no entry (racy, or not written as a restore planned),
 and a name there missing from `names` is a file a restore created (kept only if the next
-snapshot finds it and its ignore rules keep it); `entries` packs each as `ENTRY` (60 bytes). Entries are decoded one folder
-at a time, when that folder is looked at.
+snapshot finds it and its ignore rules keep it); `entries` packs each as `ENTRY` (60 bytes).
+Entries are decoded one folder at a time, when that folder is looked at.
 
 The file is framed with an xxhash checksum; a torn, corrupt or foreign cache is discarded and the
 snapshot simply hashes everything (correct, only slower).
