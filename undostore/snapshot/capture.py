@@ -209,8 +209,9 @@ def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, st
                 and all(sha == _tree_of(previous.get(prefix + name)) for name, sha in subs)):
             records[path] = _new_record(work, before[0], start_ns)  # type: ignore[arg-type]
             continue
-        names = split_names(work.joined)
-        entries = [(mode, os.fsencode(name), sha)
+        # Encoded in one call (a name holds no NUL): a 40,000-file folder, 40,000 calls fewer.
+        names = os.fsencode(work.joined).split(b"\0") if work.joined else []
+        entries = [(mode, name, sha)
                    for name, (mode, sha) in zip(names, _file_ids(work), strict=False)]
         entries += [(MODE_TREE, os.fsencode(name), sha) for name, sha in subs if sha]
         if not entries and path:
