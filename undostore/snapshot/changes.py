@@ -53,8 +53,9 @@ WALK_WATCHMAN = "watchman"
 # More folders to read whole than this share of them: a full walk costs no more.
 MAX_CHANGED_SHARE = 0.25
 # More reported names to stat (in folders the cache holds) than this share of the cached files:
-# a full walk costs no more. A reported name costs an lstat and a few look-ups; a walked file,
-# its share of a folder listing, a stat and the matcher's compare: about twice as much.
+# a full walk costs no more. Measured after a restore of 2,000 of 20,000 files (6,896 names,
+# 897 folders): the patch stat'ed them in 0.04-0.07 s, the walk takes 0.15 s, so ~7 us a name
+# against ~7.5 us a file; half leaves room for decoding each patched folder's record.
 PATCH_SHARE = 0.5
 
 Warn = Callable[[str, str], None]
