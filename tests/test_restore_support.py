@@ -67,10 +67,11 @@ def mtimes(root: Path | str) -> dict[str, int]:
 
 
 def temp_files(root: Path | str) -> list[str]:
-    """Leftover temp files of any undostore writer under root."""
+    """Leftover temp files (and staged folders) of any undostore writer under root."""
     found = []
-    for folder, _, files in os.walk(str(root)):
-        found += [os.path.join(folder, n) for n in files if n.startswith(".undostore-tmp-")]
+    for folder, dirs, files in os.walk(str(root)):
+        found += [os.path.join(folder, n) for n in files + dirs
+                  if n.startswith(".undostore-tmp-")]
     return found
 
 

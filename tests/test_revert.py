@@ -387,3 +387,28 @@ def test_generated_histories_revert_like_git(git, tmp_path_factory, case):
         check_against_git(git, tmp, states, k)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_revert_walks_the_files_once(tmp_path):
+    """The files revert merges with are the restore's safety snapshot: one walk, not two."""
+    import dataclasses
+
+    from undostore.restore.revert import revert
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    with Workspace(root) as ws:
+        before = ws.snapshot().id
+        (root / "a.txt").write_text("two\n")
+        after = ws.snapshot().id
+        taken: list[str] = []
+        wt = ws._worktree()
+
+        def counted():
+            result = wt.snapshot()
+            taken.append(result.id)
+            return result
+        result = revert(dataclasses.replace(wt, snapshot=counted), before, after)
+    assert taken == [after]
+    assert result.safety == after and (root / "a.txt").read_text() == "one\n"

@@ -182,6 +182,23 @@ class Pack:
         if ends is not None:
             ends.append(at - len(pending) - len(inflater.unused_data))
 
+    def inflate_whole(self, start: int, size: int) -> bytes:
+        """A small record's stream (`size` at most CHUNK) inflated in one call, with the
+        checks of `inflate`."""
+        inflater = zlib.decompressobj()
+        end = min(start + size + (size >> 9) + 64, self._end)
+        try:
+            out = inflater.decompress(self.data[start:end], size + 1)
+        except zlib.error as err:
+            raise RecordDamaged(f"zlib: {err}") from None
+        if not inflater.eof:
+            if len(out) > size:
+                raise RecordDamaged("it inflates to more bytes than its header says")
+            return b"".join(self.inflate(start, size))   # an odd stream: the careful way
+        if len(out) != size:
+            raise RecordDamaged(f"it inflates to {len(out)} bytes, its header says {size}")
+        return out
+
     def scan(self) -> Iterator[tuple[int, bytes, int, int]]:
         """(type, id computed from the bytes, size, stream start) of each whole record from the
         start of the pack, stopping at the first that does not inflate (or a delta): what a

@@ -15,7 +15,7 @@ import hashlib
 from collections.abc import Callable, Iterator
 
 from undostore.errors import IncompleteSnapshotError
-from undostore.git.objects import BLOB, TREE, decode_tree, object_header
+from undostore.git.objects import BLOB, CHUNK, TREE, decode_tree, object_header
 from undostore.git.packfile import DELTAS, Pack, PackDamaged, Record, RecordDamaged, complete_packs
 from undostore.git.packindex import PackIndexFile
 
@@ -77,6 +77,8 @@ class ObjectReader:
             yield pack, position
 
     def __contains__(self, sha: bytes) -> bool:
+        if not self.skip:
+            return any(pack.index.position(sha) is not None for pack in self.packs.values())
         return next(self._copies(sha), None) is not None
 
     has = __contains__
@@ -108,6 +110,18 @@ class ObjectReader:
     def _open(self, sha: bytes) -> tuple[Pack, int, int, int] | None:
         """(pack, stream start, type, size) of the first copy whose header reads; None if
         absent. Raises if every copy is damaged."""
+        if not self.skip:   # the common case: the first pack listing it
+            for pack in self.packs.values():
+                position = pack.index.position(sha)
+                if position is not None:
+                    offset = pack.index.offset_at(position)
+                    try:
+                        type_num, size, header_len = pack.header(offset)
+                    except RecordDamaged:
+                        break   # the careful way below reports it and tries other copies
+                    return pack, offset + header_len, type_num, size
+            else:
+                return None
         why = ""
         skipped: list[str] = []
         for pack, position in list(self._copies(sha, skipped)):
@@ -123,17 +137,21 @@ class ObjectReader:
             raise _damaged(sha, why or f"its copy in {skipped[0]} failed a check before")
         return None
 
-    def _whole(self, sha: bytes, want: int | None = None) -> tuple[int, bytes]:
-        """(type, body), hash-checked, trying each copy in turn; an intact object of another
-        type than `want` is refused without counting as damage."""
+    def _whole(self, sha: bytes, want: int | None = None,
+               first: tuple[Pack, int, int, int] | None = None) -> tuple[int, bytes]:
+        """(type, body), hash-checked, trying each copy in turn (`first`: the `_open` of the
+        first one, when the caller has it); an intact object of another type than `want` is
+        refused without counting as damage."""
         while True:
-            found = self._open(sha)
+            found, first = first or self._open(sha), None
             if found is None:
                 raise _missing(sha)
             pack, start, type_num, size = found
             try:
                 if type_num in DELTAS:
                     type_num, body = _delta(pack, sha)
+                elif size <= CHUNK:
+                    body = pack.inflate_whole(start, size)
                 else:
                     body = b"".join(pack.inflate(start, size))
                 _check(sha, type_num, body)
@@ -181,7 +199,7 @@ class ObjectReader:
             raise _missing(sha)
         if found[2] == BLOB and found[3] > limit:
             return None
-        body = self._whole(sha, BLOB)[1]
+        body = self._whole(sha, BLOB, found)[1]
         return body if len(body) <= limit else None
 
     def blob_chunks(self, sha: bytes) -> Iterator[bytes]:

@@ -107,6 +107,7 @@ class Checkout:
         self._made: dict[str, tuple[int, int, int]] = {}  # temp -> (mtime, size, inode) written
         self._carried: dict[str, tuple[int, ...] | None] = {}  # temp -> the old file it copied
         self._folder_modes: dict[str, int] = {}  # folders made here -> their final bits
+        self._staged: dict[str, str] = {}   # new folder -> its staged copy, not yet in place
 
     def run(self) -> CheckoutResult:
         self.tree = DirTree(self.root)
@@ -122,6 +123,11 @@ class Checkout:
             self._drain()  # the folders the deletes emptied are removed next
             for folder in self.plan.remove_dirs:
                 self._remove_dir(folder)
+            tops = self._new_tops(sorted(self.plan.create))
+            if tops:
+                staged = {path for paths in tops.values() for path in paths}
+                writes = [path for path in writes if path not in staged]
+                self._stage_all(tops)
             for batch in _batches(writes, self.plan.after, self.blobs):
                 self._write_batch(batch)
             for path in self.plan.chmod:
@@ -134,6 +140,7 @@ class Checkout:
             self.tree.verify()
             self.durable.flush_all()
         finally:
+            self._discard_staged()
             if self.reclaim is not None:
                 self.reclaim.close()
             self.tree.close()
@@ -205,17 +212,19 @@ class Checkout:
                     self._new_folder(new)
         return found
 
-    def _new_folder(self, rel: str) -> None:
-        """A folder the restore made: its owner and bits as recorded (else the umask default);
-        until the end it stays writable by this process."""
+    def _new_folder(self, rel: str, final: str | None = None) -> None:
+        """A folder the restore made (at `rel`; it becomes `final` once its staged copy is in
+        place): its owner and bits as recorded (else the umask default); until the end it
+        stays writable by this process."""
         assert self.tree is not None
+        final = final or rel
         parent = self.tree.folder(rel.rpartition("/")[0])
         if parent is not None:
             self.durable.changed(parent.path, parent.st.st_dev)
         found = self.tree.folder(rel)
         if found is None or found.fd is None:
             return
-        bits, uid, gid = self.modes.new_folder(rel)
+        bits, uid, gid = self.modes.new_folder(final)
         root = is_root()
         if root:
             if uid < 0:  # nothing recorded: the folder it is in decides, not root
@@ -224,7 +233,7 @@ class Checkout:
         now = bits if root else bits | 0o700
         set_bits(found.fd, now & 0o7777)
         if now != bits:
-            self._folder_modes[rel] = bits
+            self._folder_modes[final] = bits
 
     def _finish_folders(self) -> None:
         assert self.tree is not None
@@ -249,6 +258,138 @@ class Checkout:
     def _holds(self, d: Dir, name: str, path: str, found: Probe, want: Entry) -> bool:
         assert self.tree is not None
         return self.matcher.holds(path, found, want, (self.tree, d, name))
+
+    # --- new folders, written whole under a temp name, then renamed into place -----
+
+    def _new_tops(self, creates: list[str]) -> dict[str, list[str]]:
+        """The highest folder missing on the way to each created file -> the files created
+        below it, where the plan only creates there (a file it modifies below a missing folder
+        is a conflict the normal path reports). Needs folder descriptors (POSIX)."""
+        assert self.tree is not None
+        if not self.tree.use_fds:
+            return {}
+        exists: dict[str, bool] = {"": True}
+        tops: dict[str, list[str]] = {}
+        for path in creates:
+            top = self._missing_top(path.rpartition("/")[0], exists)
+            if top is not None:
+                tops.setdefault(top, []).append(path)
+        for path in (*self.plan.modify, *self.plan.chmod):
+            for folder in _ancestors(path):
+                tops.pop(folder, None)
+        return tops
+
+    def _missing_top(self, folder: str, exists: dict[str, bool]) -> str | None:
+        assert self.tree is not None
+        rel = ""
+        for name in folder.split("/") if folder else ():
+            rel = f"{rel}/{name}" if rel else name
+            known = exists.get(rel)
+            if known is None:
+                try:
+                    known = self.tree.folder(rel) is not None
+                except NotAFolder:
+                    return None  # a file or link on the way: the normal path says why
+                exists[rel] = known
+            if not known:
+                return rel
+        return None
+
+    def _stage_all(self, tops: dict[str, list[str]]) -> None:
+        """Write each new folder whole under a temp name, make it all durable, then rename
+        each into place: a kill before its rename leaves only a temp folder of the restore."""
+        for top, paths in tops.items():
+            self._stage(top, paths)
+        if self.durable.fsync_each_file:
+            assert self.tree is not None
+            for staged in self._staged.values():
+                self._fsync_tree(staged)
+        self.durable.flush_files()
+        for top in list(self._staged):
+            self._place(top)
+
+    def _stage(self, top: str, paths: list[str]) -> None:
+        assert self.tree is not None
+        parent_rel = top.rpartition("/")[0]
+        parent = self._folder(parent_rel)
+        assert parent is not None
+        self.current = top
+        temp = f"{self.prefix}d{self._temps}"
+        self._temps += 1
+        self.tree.mkdir(parent, temp, 0o700)
+        staged = parent.join(temp)
+        self._staged[top] = staged
+        self._changed(parent)
+        self._new_folder(staged, top)
+        for path in paths:
+            self.current = path
+            folder, _, name = (staged + path[len(top):]).rpartition("/")
+            d = self._staged_folder(folder, staged, top)
+            entry = self.plan.after[path]
+            st, _ = self._write_new(d, name, path, entry, Probe(ABSENT))
+            self.result.written[path] = st
+            if self.progress.active:
+                self.progress.advance(1, self.blobs.size(entry.sha))
+            self.checkpoint("temp", path)
+
+    def _staged_folder(self, rel: str, staged: str, top: str) -> Dir:
+        """The folder `rel` inside the staged copy of `top` (made, with its recorded mode)."""
+        assert self.tree is not None
+        found = self.tree.folder(rel, create=True)
+        made, self.tree.made = self.tree.made, []
+        for new in made:
+            self._new_folder(new, top + new[len(staged):])
+        assert found is not None
+        return found
+
+    def _fsync_tree(self, staged: str) -> None:
+        """Where each file is made durable on its own, the staged folders' entries too."""
+        assert self.tree is not None
+        prefix = staged + "/"
+        for rel in [r for r in self.tree.opened() if r == staged or r.startswith(prefix)]:
+            found = self.tree.folder(rel)
+            if found is not None and found.fd is not None:
+                os.fsync(found.fd)
+
+    def _place(self, top: str) -> None:
+        """Rename the staged copy of `top` into place, never over anything."""
+        assert self.tree is not None
+        staged = self._staged[top]
+        parent_rel, _, name = top.rpartition("/")
+        parent = self._folder(parent_rel)
+        copy = self.tree.folder(staged)
+        assert parent is not None and copy is not None
+        self.current = top
+        if self.tree.lstat(parent, name) is not None:
+            raise ConflictError("appeared while the restore ran, where it creates this folder; "
+                                "it was not overwritten", top)
+        self.checkpoint.before("replace", top)
+        temp = staged.rpartition("/")[2]
+        now = self.tree.lstat(parent, temp)
+        if now is None or kind_of(now) != DIR or ident(now) != ident(copy.st):
+            raise folder_error(top, kind_of(now), changed=True)  # never moves a stranger's
+        self.tree.replace(parent, temp, name)
+        del self._staged[top]
+        st = self.tree.lstat(parent, name)
+        if st is None or ident(st) != ident(copy.st):
+            raise folder_error(top, kind_of(st), changed=True)
+        self.tree.moved(staged, top)
+        self._changed(parent)
+        self.checkpoint("replace", top)
+
+    def _discard_staged(self) -> None:
+        """A restore that stopped before renaming them removes its staged folders."""
+        if not self._staged or self.tree is None:
+            return
+        for top, staged in list(self._staged.items()):
+            parent_rel, _, temp = staged.rpartition("/")
+            try:
+                parent = self.tree.folder(parent_rel)
+                if parent is not None:
+                    self.tree.remove_tree(parent, temp)
+            except (OSError, NotAFolder):
+                pass  # left to recovery: the journal names the folder it is in
+            del self._staged[top]
 
     # --- deletes -----
 
@@ -329,37 +470,57 @@ class Checkout:
         `path` carries (filemeta.py); its name."""
         self.current = path
         assert self.tree is not None
-        d, name, found = self._at(path, create=True)
+        d, _, found = self._at(path, create=True)
         assert d is not None
-        mode, sha = entry
         temp = f"{self.prefix}{self._temps}"
         self._temps += 1
         self._changed(d)
+        try:
+            st, carried = self._write_new(d, temp, path, entry, found, executable)
+        except BaseException:
+            self._unlink_temp(path, temp)
+            raise
+        if not stat.S_ISLNK(st.st_mode):
+            self._carried[temp] = carried  # checked again just before the replace
+        self._made[temp] = _mark(st)
+        return temp
+
+    def _write_new(self, d: Dir, new: str, path: str, entry: Entry, found: Probe,
+                   executable: bool | None = None) -> tuple[os.stat_result, tuple[int, ...] | None]:
+        """Create `new` in `d` holding `entry` for `path`, with what `found` (the file at `path`
+        now) carries: (its stat once written, what identifies the old file it carried from)."""
+        assert self.tree is not None
+        mode, sha = entry
         if mode == MODE_LINK:
             target = self.blobs.whole(sha)
-            if self._make_symlink(d, os.fsdecode(target), temp):
-                st = self.tree.lstat(d, temp)
+            if self._make_symlink(d, os.fsdecode(target), new):
+                self._link_owner(d, new, path)
+                st = self.tree.lstat(d, new)
                 assert st is not None
-                self._made[temp] = _mark(st)
-                self._link_owner(d, temp, path)
-                return temp
+                return st, None
             self.result.warnings.append(
                 (path, "symlinks cannot be created here: wrote the link target as a file"))
         if executable is None:
             executable = mode == MODE_EXEC
-        fd = self.tree.open(d, temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        # A file with no old one to carry from is created with its final bits where the umask
+        # lets them through (no chmod then); any other starts private, until its bits are set.
+        fresh = None if self.windows or found.kind == FILE else self.modes.new_file(
+            path, executable)
+        bits = fresh[0] if fresh is not None and not fresh[0] & self.modes.umask else 0o600
+        fd = self.tree.open(d, new, os.O_WRONLY | os.O_CREAT | os.O_EXCL, bits)
         try:
             write_sparse(fd, self.blobs.chunks(sha))
-            self._carried[temp] = self._give_metadata(fd, d, name, path, found, executable)
+            if fresh is None:
+                carried = self._give_metadata(fd, d, path.rpartition("/")[2], path, found,
+                                              executable)
+            else:
+                carried = None
+                self._give_new_metadata(fd, d, path, fresh, bits != fresh[0])
             if self.durable.fsync_each_file:
                 os.fsync(fd)
-            self._made[temp] = _mark(os.fstat(fd))
-        except BaseException:
+            return os.fstat(fd), carried
+        finally:
             os.close(fd)
-            self._unlink_temp(path, temp)
-            raise
-        os.close(fd)
-        return temp
 
     def _give_metadata(self, fd: int, d: Dir, name: str, path: str, found: Probe,
                        executable: bool) -> tuple[int, ...] | None:
@@ -386,13 +547,24 @@ class Checkout:
                 set_owner(fd, st.st_uid, st.st_gid, os.fstat(fd), path, self.result.warnings)
                 set_bits(fd, changed_file_bits(st.st_mode, executable))
                 return _meta_key(st)
-        bits, uid, gid = self.modes.new_file(path, executable)
+        self._give_new_metadata(fd, d, path, self.modes.new_file(path, executable), True)
+        return None
+
+    def _give_new_metadata(self, fd: int, d: Dir, path: str, meta: tuple[int, int, int],
+                           chmod: bool) -> None:
+        """Owner (as root) and bits for a file with no old one: as recorded, else defaults.
+        `chmod`: its bits are not yet the wanted ones."""
+        bits, uid, gid = meta
         if is_root():
             if uid < 0:  # nothing recorded: the folder it is in decides, not root
                 uid, gid = d.st.st_uid, d.st.st_gid
-            set_owner(fd, uid, gid, os.fstat(fd), path, self.result.warnings)
-        set_bits(fd, bits)
-        return None
+            # A new file belongs to this process's user and group (or the folder's group):
+            # no call when those are the wanted ones whichever applies.
+            if uid != os.geteuid() or not gid == os.getegid() == d.st.st_gid:
+                set_owner(fd, uid, gid, os.fstat(fd), path, self.result.warnings)
+                chmod = True
+        if chmod:
+            set_bits(fd, bits)
 
     def _link_owner(self, d: Dir, temp: str, path: str) -> None:
         if self.windows or d.fd is None or not is_root():
@@ -560,6 +732,13 @@ class Checkout:
             pass
 
 
+def _ancestors(path: str) -> Iterable[str]:
+    """The folders above `path`, deepest first ('' not included)."""
+    while "/" in path:
+        path = path.rpartition("/")[0]
+        yield path
+
+
 def _mark(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
@@ -613,9 +792,12 @@ def remove_temp_files(root: str, folders: Iterable[str], token: str) -> int:
                 continue
             for name in names:
                 try:
-                    tree.unlink(d, name)
+                    if kind_of(tree.lstat(d, name)) == DIR:
+                        tree.remove_tree(d, name)   # a new folder staged whole
+                    else:
+                        tree.unlink(d, name)
                     removed += 1
-                except OSError:
+                except (OSError, NotAFolder):
                     pass
     finally:
         tree.close()

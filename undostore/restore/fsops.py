@@ -193,6 +193,10 @@ class DirTree:
             if known is not None and st.st_ino and known != ident(st):
                 raise NotAFolder(rel, "replaced")
 
+    def opened(self) -> list[str]:
+        """Every folder seen so far (open now or not)."""
+        return list(self._ids)
+
     def forget(self, rel: str) -> None:
         """`rel` and every folder below it were removed by the restore itself."""
         prefix = rel + "/"
@@ -201,6 +205,41 @@ class DirTree:
             found = self._open.pop(key, None)
             if found is not None and found.fd is not None and found.fd >= 0:
                 os.close(found.fd)
+
+    def moved(self, old: str, new: str) -> None:
+        """The folder `old` (and all below it) was renamed to `new` by the restore itself: the
+        open descriptors stay valid, only their names change (checked again by `verify`)."""
+        prefix = old + "/"
+        keys = [k for k in self._ids if k == old or k.startswith(prefix)]
+        for key in sorted(keys, key=lambda k: k.count("/")):   # parents first: their paths
+            moved = new + key[len(old):]
+            self._ids[moved] = self._ids.pop(key)
+            found = self._open.pop(key, None)
+            if found is not None:
+                parent_rel, _, name = moved.rpartition("/")
+                parent = self._open.get(parent_rel)
+                found.rel = moved
+                found.path = os.path.join(parent.path if parent else self.root, name)
+                self._open[moved] = found
+
+    def remove_tree(self, d: Dir, name: str) -> None:
+        """Remove the folder `name` in `d` and everything below it, never following a link
+        (a symlink or junction there is removed itself, not what it points to)."""
+        rel = d.join(name)
+        try:
+            inner = self.folder(rel)
+        except NotAFolder:
+            self.unlink(d, name)
+            return
+        if inner is None:
+            return
+        for entry in self.listdir(inner):
+            if kind_of(self.lstat(inner, entry)) == DIR:
+                self.remove_tree(inner, entry)
+            else:
+                self.unlink(inner, entry)
+        self.forget(rel)
+        self.rmdir(d, name)
 
     def verify(self) -> None:
         """Every folder opened is still the folder at its path (none was swapped for a symlink

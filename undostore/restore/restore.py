@@ -176,14 +176,15 @@ class _CaseProbe:
 
 
 def restore(wt: Worktree, target: str, *, expected: str | None = None,
-                      dry_run: bool = False, confirm: Confirm | None = None,
-                      context: dict | None = None, on_progress: OnProgress | None = None
-                      ) -> RestoreResult:
+            dry_run: bool = False, confirm: Confirm | None = None,
+            context: dict | None = None, on_progress: OnProgress | None = None,
+            now: SnapshotResult | None = None) -> RestoreResult:
     """Make the files under `wt.root` equal to snapshot `target` (see the module docstring).
 
     `context` (JSON-able) is kept in the restore journal and handed to `wt.step_done` once the
     files are restored, even by recovery after a crash. `on_progress` hears how far the restore
-    is (progress.py).
+    is (progress.py). `now`: the safety snapshot, when the caller took it under the store lock
+    it still holds (revert: the files it merged with), so the files are not walked twice.
 
     Ctrl-C (KeyboardInterrupt) while files change rolls back what was changed, then raises
     `Interrupted` (a KeyboardInterrupt) saying so; a second Ctrl-C waits for the roll-back."""
@@ -191,7 +192,12 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
     progress = Reporter(on_progress)
     with wt.store.lock:
         progress.step("safety")
-        (target_sha, expected_sha), safety = begin(wt, target, expected)
+        if now is None:
+            (target_sha, expected_sha), safety = begin(wt, target, expected)
+        else:
+            target_sha, expected_sha = (wt.store.resolve(ref) if ref is not None else None
+                                        for ref in (target, expected))
+            safety = now
         assert target_sha is not None
         progress.step("plan")
         with ObjectReader(wt.store) as reader:

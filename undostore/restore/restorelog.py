@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -60,11 +61,19 @@ class RestoreJournal:
 
     def write_folders(self) -> set[str]:
         """Folders where this restore may have left temp files ('' is the root): beside the
-        files it writes (an exec-bit change of a hard-linked file writes a new file too), and
+        files it writes (an exec-bit change of a hard-linked file writes a new file too),
         beside the ones it replaces or deletes (old inodes are set aside under temp names while
-        they are freed, reclaim.py)."""
-        return {path.rpartition("/")[0]
-                for path in (*self.create, *self.modify, *self.chmod, *self.delete)} | {""}
+        they are freed, reclaim.py), and in every folder above a created file (a new folder is
+        written whole under a temp name beside where it goes, checkout.py)."""
+        above: set[str] = {""}
+        for path in self.create:
+            while "/" in path:
+                path = path.rpartition("/")[0]
+                if path in above:
+                    break  # and every folder above it
+                above.add(path)
+        return above | {path.rpartition("/")[0] for path in (*self.modify, *self.chmod,
+                                                                *self.delete)}
 
 
 def temp_prefix(token: str) -> str:
@@ -147,6 +156,13 @@ def remove_restore_temps(root: str, store_path: str) -> list[str]:
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != ".git"
                    and os.path.realpath(os.path.join(folder, d)) != store_real]
+        for name in [d for d in dirs if d.startswith(prefix)]:
+            dirs.remove(name)   # a new folder staged whole (checkout.py)
+            path = os.path.join(folder, name)
+            if shutil.rmtree.avoids_symlink_attacks and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+                if not os.path.lexists(path):
+                    removed.append(path)
         for name in files:
             if name.startswith(prefix):
                 path = os.path.join(folder, name)

@@ -299,7 +299,7 @@ def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool 
         if tree.conflicts and not merge:
             raise RevertConflict(from_sha.hex(), to_sha.hex(), tree.conflicts)
         restored = restore(wt, tree.target, expected=ours.id, dry_run=dry_run,
-                           confirm=confirm, on_progress=on_progress)
+                           confirm=confirm, on_progress=on_progress, now=ours)
     fields = {name: getattr(restored, name) for name in RestoreResult.__dataclass_fields__}
     fields["operation"] = "revert"
     fields["seconds"] = time.perf_counter() - started

@@ -142,6 +142,9 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
         if is_dir:
             if path in skip_dirs or (is_ignored and is_ignored(path, True)):
                 continue
+            if name.startswith(TEMP_PREFIX):   # a new folder a restore stages whole
+                options.on_warning(path, "skipped: an undostore temp folder")
+                continue
             if is_junction(entry):
                 options.on_warning(path, "skipped: a junction (never followed)")
                 continue
