@@ -15,9 +15,11 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from undostore.errors import UndostoreError
 from undostore.git.objects import MODE_TREE, TREE, encode_tree, hash_object
 from undostore.git.packwriter import PackWriter
 from undostore.platform import IS_WINDOWS
+from undostore.snapshot.treepatch import TreeEntry, patch_tree
 from undostore.snapshot.walk import FileEntry, Folder, Matcher
 from undostore.store.statcache import (
     ENTRY,
@@ -35,19 +37,36 @@ from undostore.store.store import Store
 EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 
 
+@dataclass(slots=True, frozen=True)
+class Delta:
+    """How a patched folder's files follow from its complete record's: the record's first
+    `old_files` names less `gone`, then the names added (changes.py)."""
+
+    old_files: int
+    gone: frozenset[str]
+
+
+# A folder with at least this many files and at most `DELTA_MAX_MISSES` to hash is built from
+# its record and old tree with the changes spliced in (treepatch.py), not entry by entry.
+DELTA_MIN_FILES = 1024
+DELTA_MAX_MISSES = 64
+
+
 @dataclass(slots=True)
 class Work:
     """A folder on its way to a tree: `entries` per file (None where a hash is pending), or
-    None when the cached record's packed entries hold exactly as they are."""
+    None when the cached record's packed entries hold exactly as they are. With `delta`,
+    `entries` holds only the files to hash, by index, the others being the record's."""
 
     path: str
     joined: str                       # names, NUL-joined: files first, then sub-folders
     nfiles: int
     subdirs: list[str]
-    entries: list[Entry | None] | None
+    entries: list[Entry | None] | dict[int, Entry | None] | None
     record: Record | None             # the folder's record in the loaded cache
     hashed: bool = False
     fresh: list[int] = field(default_factory=list)   # entries hashed in this run
+    delta: Delta | None = None
 
 
 Todo = list[tuple[Work, int, FileEntry]]
@@ -102,9 +121,11 @@ def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
     return for_folder
 
 
-def match_folder(folder: Folder, cache: StatCache, todo: Todo) -> Work:
+def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | None = None
+                 ) -> Work:
     """A scanned folder as work: files the walk's matcher vouched for take their cached
-    entries, the others go to `todo` for hashing."""
+    entries, the others go to `todo` for hashing. `delta`: how a patched folder's names follow
+    from its record's (a big one is then built by splicing, see `DELTA_MIN_FILES`)."""
     record = cache.records.get(folder.path)
     misses = folder.files
     names = folder.names if folder.names is not None else [e.name for e in misses]
@@ -113,6 +134,19 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo) -> Work:
     if (not misses and record is not None and record[2] is None
             and len(record[3]) == ENTRY.size * len(names) and record[1] == joined):
         work.joined = record[1]    # the cache's own objects: nothing new held per file
+        return work
+    if (delta is not None and record is not None and record[2] is None
+            and isinstance(record[0], bytes) and len(names) >= DELTA_MIN_FILES
+            and len(misses) <= DELTA_MAX_MISSES
+            and len(record[3]) == ENTRY.size * delta.old_files):
+        work.joined = joined
+        work.delta = delta
+        pending: dict[int, Entry | None] = {}
+        work.entries = pending
+        for miss in misses:
+            index = names.index(miss.name)
+            pending[index] = None
+            todo.append((work, index, miss))
         return work
     cached = record_entries(record) if record is not None and len(misses) < len(names) else {}
     entries: list[Entry | None] = []
@@ -176,6 +210,8 @@ def _file_ids(work: Work) -> list[tuple[int, bytes]]:
 
 def _new_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
     record = work.record
+    if work.delta is not None:
+        return _delta_record(work, sha, start_ns)
     if work.entries is None and record is not None:
         if record[0] == sha:
             return record
@@ -209,6 +245,18 @@ def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, st
                 and all(sha == _tree_of(previous.get(prefix + name)) for name, sha in subs)):
             records[path] = _new_record(work, before[0], start_ns)  # type: ignore[arg-type]
             continue
+        if work.delta is not None:
+            body = _spliced(work, subs, previous, store)
+            if body == b"" and path:
+                records[path] = _new_record(work, None, start_ns)   # nothing kept: no tree
+                continue
+            if body is not None:
+                sha = hash_object(TREE, body)
+                if (_tree_of(before) != sha) and sha not in writer and not store.has(sha):
+                    writer.add(TREE, sha, body)
+                records[path] = _new_record(work, sha, start_ns)
+                continue
+            _expand(work)
         # Encoded in one call (a name holds no NUL): a 40,000-file folder, 40,000 calls fewer.
         names = os.fsencode(work.joined).split(b"\0") if work.joined else []
         entries = [(mode, name, sha)
@@ -224,6 +272,102 @@ def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, st
         records[path] = _new_record(work, sha, start_ns)
     root = records[""][0] if "" in records else None
     return (root if isinstance(root, bytes) else EMPTY_TREE), records
+
+
+def _expand(work: Work) -> None:
+    """A delta work as an ordinary one: every file's entry, in the order of its names."""
+    record, delta, pending = work.record, work.delta, work.entries
+    assert record is not None and delta is not None and isinstance(pending, dict)
+    old_names = split_names(record[1])[:delta.old_files]
+    full: list[Entry | None] = [entry for name, entry in zip(
+        old_names, ENTRY.iter_unpack(record[3]), strict=True) if name not in delta.gone]
+    full += [None] * (work.nfiles - len(full))
+    for index, entry in pending.items():
+        full[index] = entry
+    work.entries = full
+    work.delta = None
+
+
+def _spliced(work: Work, subs: list[tuple[str, object]], previous: dict[str, Record],
+             store: Store) -> bytes | None:
+    """The folder's tree body from its old one (treepatch.py), or None (then re-encoded)."""
+    record, delta, pending = work.record, work.delta, work.entries
+    assert record is not None and delta is not None and isinstance(pending, dict)
+    try:
+        kind, body = store.read(record[0])  # type: ignore[arg-type]
+    except (UndostoreError, OSError):
+        return None
+    if kind != TREE:
+        return None
+    blob = record[3]
+    old_files = os.fsencode(record[1]).split(b"\0")[:delta.old_files]
+    new_names = os.fsencode(work.joined).split(b"\0")
+
+    def old_file(index: int) -> TreeEntry:
+        entry = ENTRY.unpack_from(blob, index * ENTRY.size)
+        return (entry[5], old_files[index], entry[6])
+
+    edits: list[tuple[TreeEntry | None, TreeEntry | None]] = [
+        (old_file(old_files.index(os.fsencode(name))), None) for name in delta.gone]
+    kept = delta.old_files - len(delta.gone)
+    for index, entry in pending.items():
+        assert entry is not None
+        name = new_names[index]
+        new = (entry[5], name, entry[6])
+        edits.append((old_file(old_files.index(name)) if index < kept else None, new))
+    prefix = work.path + "/" if work.path else ""
+    old_subs: dict[bytes, bytes] = {}
+    for name, sha in subs:
+        old_sha = _tree_of(previous.get(prefix + name))
+        encoded = os.fsencode(name)
+        if isinstance(old_sha, bytes):
+            old_subs[encoded + b"/"] = old_sha
+        if old_sha != sha and (old_sha or sha):
+            edits.append(((MODE_TREE, encoded, old_sha) if isinstance(old_sha, bytes) else None,
+                          (MODE_TREE, encoded, sha) if isinstance(sha, bytes) else None))
+
+    def old_keys() -> list[bytes]:
+        return [*old_files, *old_subs]
+
+    def old_entry(key: bytes) -> TreeEntry:
+        if key in old_subs:
+            return (MODE_TREE, key[:-1], old_subs[key])
+        return old_file(old_files.index(key))
+
+    return patch_tree(body, edits, old_keys, old_entry)
+
+
+def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
+    """The new record of a delta work: the old packed entries with the gone ones cut out, the
+    hashed ones put in; racy ones left out (their names then listed apart)."""
+    record, delta, pending = work.record, work.delta, work.entries
+    assert record is not None and delta is not None and isinstance(pending, dict)
+    size = ENTRY.size
+    blob = record[3]
+    if delta.gone:
+        old_names = split_names(record[1])[:delta.old_files]
+        cut = sorted(old_names.index(name) for name in delta.gone)
+        parts, start = [], 0
+        for index in cut:
+            parts.append(blob[start * size:index * size])
+            start = index + 1
+        parts.append(blob[start * size:])
+        blob = b"".join(parts)
+    entries = bytearray(blob)
+    kept = delta.old_files - len(delta.gone)
+    for index in sorted(pending):
+        packed = ENTRY.pack(*pending[index])  # type: ignore[misc]
+        if index < kept:
+            entries[index * size:(index + 1) * size] = packed
+        else:
+            entries += packed
+    racy = {i for i in work.fresh if entry_racy(pending[i], start_ns)}  # type: ignore[arg-type]
+    if not racy:
+        return (sha, work.joined, None, bytes(entries))
+    names = split_names(work.joined)
+    kept_indices = [i for i in range(work.nfiles) if i not in racy]
+    return (sha, work.joined, join_names([names[i] for i in kept_indices]),
+            b"".join(entries[i * size:(i + 1) * size] for i in kept_indices))
 
 
 def _tree_of(record: Record | None) -> object:

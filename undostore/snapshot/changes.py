@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from undostore.fileio import TEMP_PREFIX
-from undostore.snapshot.capture import is_complete, split_record
+from undostore.snapshot.capture import Delta, is_complete, split_record
 from undostore.snapshot.ignore import (
     UNDOSTORE_IGNORE,
     IgnoreRules,
@@ -76,6 +76,7 @@ class Scan:
     base: dict[str, Record] = field(default_factory=dict)
     monitor: tuple | None = None
     changed: int = 0              # paths watchman reported
+    deltas: dict[str, Delta] = field(default_factory=dict)   # patched folders' name changes
 
 
 def ignore_fingerprint(root: str) -> bytes:
@@ -139,6 +140,7 @@ class _Partial:
         self.records: dict[str, Record] = dict(cache.records)
         self._rules: dict[str, IgnoreRules] = {}
         self._real: dict[str, bool] = {"": True}
+        self.deltas: dict[str, Delta] = {}
 
     def rules_inside(self, folder: str) -> IgnoreRules:
         """The rules for entries of `folder` (its own `.gitignore` included)."""
@@ -270,6 +272,7 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
         return None
     files, subdirs = split_record(folder, record, work.records)
     count = len(record[3]) // ENTRY.size
+    whole = record[2] is None and count == len(files)   # an entry for every file
     keys = files[:count] if record[2] is None else split_names(record[2])
     names = set(reported)
     if record[2] is not None:
@@ -280,6 +283,8 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
         listed = None
         names.update(files[count:])
     if not names:
+        if whole:
+            work.deltas[folder] = Delta(count, frozenset())
         return Folder(folder, [], subdirs, files)
     known = listed if listed is not None else set(files)
     folders = set(subdirs)
@@ -325,6 +330,8 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
         if offset is not None and ENTRY.unpack_from(record[3], offset)[:5] == fingerprint(st):
             continue
         changed.append(FileEntry(name, path, kind, st))
+    if whole:
+        work.deltas[folder] = Delta(count, frozenset(gone))
     if gone:
         files = [name for name in files if name not in gone]
     if changed:
@@ -351,12 +358,14 @@ def _read(work: _Partial, todo: set[str], carried: set[str], changed: int,
         for sub, rules in subs:
             if sub not in work.records:
                 scanned.extend(_walk_below(work, sub, rules))
-    scanned += [found for path, found in patched.items() if path in work.records]
+    patched = {path: found for path, found in patched.items() if path in work.records}
+    scanned += patched.values()
+    deltas = {path: work.deltas[path] for path in patched if path in work.deltas}
     built = {f.path for f in scanned}
     for path in built:
         work.records.pop(path, None)
     kept = [path for path in carried if path in work.records and path not in built]
-    return Scan(WALK_WATCHMAN, scanned, kept, work.records, changed=changed)
+    return Scan(WALK_WATCHMAN, scanned, kept, work.records, changed=changed, deltas=deltas)
 
 
 def _walk_below(work: _Partial, top: str, rules: IgnoreRules) -> list[Folder]:
