@@ -389,10 +389,13 @@ def count_files(records: dict[str, Record], before: dict[str, Record], count: in
 
 
 def _files_in(path: str, records: dict[str, Record]) -> int:
-    """Files directly in a folder: its names less those of its sub-folders."""
+    """Files directly in a folder: its names less its sub-folders, which come last."""
     record = records.get(path)
     if record is None or not record[1]:
         return 0
     prefix = path + "/" if path else ""
     names = record[1].split("\0")
-    return len(names) - sum(1 for n in names if prefix + n in records)
+    end = len(names)
+    while end and prefix + names[end - 1] in records:
+        end -= 1
+    return end

@@ -288,7 +288,7 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
         return Folder(folder, [], subdirs, files)
     known = listed if listed is not None else set(files)
     folders = set(subdirs)
-    at: dict[str, int] | None = None
+    at: dict[str, int] | _Index | None = None
     prefix = folder + "/" if folder else ""
     gone: set[str] = set()
     changed: list[FileEntry] = []
@@ -324,20 +324,39 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
                 continue
             files.append(name)
             known.add(name)
-        if at is None:
-            at = {key: i * ENTRY.size for i, key in enumerate(keys)}
-        offset = at.get(name)
-        if offset is not None and ENTRY.unpack_from(record[3], offset)[:5] == fingerprint(st):
+        if at is None:   # by name; for a few names, a scan in C costs less than the dict
+            at = ({key: i for i, key in enumerate(keys)} if len(names) > _FEW
+                  else _Index(keys))
+        index = at.get(name)
+        if (index is not None
+                and ENTRY.unpack_from(record[3], index * ENTRY.size)[:5] == fingerprint(st)):
             continue
         changed.append(FileEntry(name, path, kind, st))
     if whole:
         work.deltas[folder] = Delta(count, frozenset(gone))
     if gone:
         files = [name for name in files if name not in gone]
-    if changed:
-        position = {name: i for i, name in enumerate(files)}
-        changed.sort(key=lambda entry: position[entry.name])  # the order `match_folder` reads
+    if changed:   # the order `match_folder` reads
+        position = {name: i for i, name in enumerate(files)} if len(changed) > _FEW else None
+        changed.sort(key=lambda entry: position[entry.name] if position is not None
+                     else files.index(entry.name))
     return Folder(folder, changed, subdirs, files)
+
+
+_FEW = 32
+
+
+class _Index:
+    """`dict.get` over a list of names, by scanning it (for a few look-ups in a big folder)."""
+
+    def __init__(self, keys: list[str] | tuple[str, ...]) -> None:
+        self.keys = keys
+
+    def get(self, name: str) -> int | None:
+        try:
+            return self.keys.index(name)
+        except ValueError:
+            return None
 
 
 def _read(work: _Partial, todo: set[str], carried: set[str], changed: int,
