@@ -47,17 +47,26 @@ def test_a_patched_tree_equals_the_tree_encoded_whole(case):
     after = [(mode, name, sha) for name, (mode, sha) in new.items()]
     edits = []
     for name in old.keys() | new.keys():
-        o = (old[name][0], name, old[name][1]) if name in old else None
+        o = (name, old[name][0] == MODE_TREE) if name in old else None
         n = (new[name][0], name, new[name][1]) if name in new else None
-        if o is not None and n is not None and (o[0] == MODE_TREE) != (n[0] == MODE_TREE):
+        if o is not None and n is not None and o[1] != (n[0] == MODE_TREE):
             edits += [(o, None), (None, n)]    # a file that became a folder moves in the order
-        else:
+        elif n is None or o is None or old[name] != new[name]:
             edits.append((o, n))
-    by_key = {sort_key(e): e for e in before}
-    patched = patch_tree(encode_tree(before), edits, lambda: list(by_key), by_key.__getitem__)
+    keys = [sort_key(e) for e in before]
+    patched = patch_tree(encode_tree(before), edits, lambda: keys)
     assert patched == encode_tree(after)
 
 
 def test_an_entry_not_in_the_body_gives_none():
-    body = encode_tree([(MODE_FILE, b"a", _sha(1))])
-    assert patch_tree(body, [((MODE_FILE, b"a", _sha(2)), None)], list, dict().get) is None
+    body = encode_tree([(MODE_FILE, b"a", _sha(1)), (MODE_TREE, b"b", _sha(2))])
+    assert patch_tree(body, [((b"c", False), None)], list) is None
+    assert patch_tree(body, [((b"b", False), None)], list) is None    # a tree, not a file
+    assert patch_tree(body, [((b"a", True), None)], list) is None     # a file, not a tree
+
+
+def test_a_name_hidden_in_an_id_is_not_taken_for_an_entry():
+    sha = b"\0" * 5 + b"100644 x\0" + b"\1" * 6      # the bytes of an entry, inside an id
+    body = encode_tree([(MODE_FILE, b"a", sha), (MODE_FILE, b"x", _sha(3))])
+    patched = patch_tree(body, [((b"x", False), None)], list)
+    assert patched == encode_tree([(MODE_FILE, b"a", sha)])

@@ -39,8 +39,8 @@ EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 
 @dataclass(slots=True, frozen=True)
 class Delta:
-    """How a patched folder's files follow from its complete record's: the record's first
-    `old_files` names less `gone`, then the names added (changes.py)."""
+    """How a patched folder's files follow from its record's: the record's first `old_files`
+    names (its files) less `gone`, then the names added (changes.py)."""
 
     old_files: int
     gone: frozenset[str]
@@ -135,10 +135,9 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
             and len(record[3]) == ENTRY.size * len(names) and record[1] == joined):
         work.joined = record[1]    # the cache's own objects: nothing new held per file
         return work
-    if (delta is not None and record is not None and record[2] is None
-            and isinstance(record[0], bytes) and len(names) >= DELTA_MIN_FILES
-            and len(misses) <= DELTA_MAX_MISSES
-            and len(record[3]) == ENTRY.size * delta.old_files):
+    if (delta is not None and record is not None and isinstance(record[0], bytes)
+            and len(names) >= DELTA_MIN_FILES and len(misses) <= DELTA_MAX_MISSES
+            and (record[2] is not None or len(record[3]) == ENTRY.size * delta.old_files)):
         work.joined = joined
         work.delta = delta
         pending: dict[int, Entry | None] = {}
@@ -276,12 +275,10 @@ def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, st
 
 def _expand(work: Work) -> None:
     """A delta work as an ordinary one: every file's entry, in the order of its names."""
-    record, delta, pending = work.record, work.delta, work.entries
-    assert record is not None and delta is not None and isinstance(pending, dict)
-    old_names = split_names(record[1])[:delta.old_files]
-    full: list[Entry | None] = [entry for name, entry in zip(
-        old_names, ENTRY.iter_unpack(record[3]), strict=True) if name not in delta.gone]
-    full += [None] * (work.nfiles - len(full))
+    record, pending = work.record, work.entries
+    assert record is not None and isinstance(pending, dict)
+    cached = record_entries(record)
+    full = [cached.get(name) for name in split_names(work.joined)[:work.nfiles]]
     for index, entry in pending.items():
         full[index] = entry
     work.entries = full
@@ -299,56 +296,67 @@ def _spliced(work: Work, subs: list[tuple[str, object]], previous: dict[str, Rec
         return None
     if kind != TREE:
         return None
-    blob = record[3]
     old_files = os.fsencode(record[1]).split(b"\0")[:delta.old_files]
     new_names = os.fsencode(work.joined).split(b"\0")
-
-    def old_file(index: int) -> TreeEntry:
-        entry = ENTRY.unpack_from(blob, index * ENTRY.size)
-        return (entry[5], old_files[index], entry[6])
-
-    edits: list[tuple[TreeEntry | None, TreeEntry | None]] = [
-        (old_file(old_files.index(os.fsencode(name))), None) for name in delta.gone]
+    edits: list[tuple[tuple[bytes, bool] | None, TreeEntry | None]] = [
+        ((os.fsencode(name), False), None) for name in delta.gone]
     kept = delta.old_files - len(delta.gone)
     for index, entry in pending.items():
         assert entry is not None
         name = new_names[index]
-        new = (entry[5], name, entry[6])
-        edits.append((old_file(old_files.index(name)) if index < kept else None, new))
+        edits.append(((name, False) if index < kept else None, (entry[5], name, entry[6])))
     prefix = work.path + "/" if work.path else ""
-    old_subs: dict[bytes, bytes] = {}
+    old_subs: list[bytes] = []
     for name, sha in subs:
         old_sha = _tree_of(previous.get(prefix + name))
         encoded = os.fsencode(name)
         if isinstance(old_sha, bytes):
-            old_subs[encoded + b"/"] = old_sha
+            old_subs.append(encoded + b"/")
         if old_sha != sha and (old_sha or sha):
-            edits.append(((MODE_TREE, encoded, old_sha) if isinstance(old_sha, bytes) else None,
+            edits.append(((encoded, True) if isinstance(old_sha, bytes) else None,
                           (MODE_TREE, encoded, sha) if isinstance(sha, bytes) else None))
-
-    def old_keys() -> list[bytes]:
-        return [*old_files, *old_subs]
-
-    def old_entry(key: bytes) -> TreeEntry:
-        if key in old_subs:
-            return (MODE_TREE, key[:-1], old_subs[key])
-        return old_file(old_files.index(key))
-
-    return patch_tree(body, edits, old_keys, old_entry)
+    return patch_tree(body, edits, lambda: [*old_files, *old_subs])
 
 
 def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
-    """The new record of a delta work: the old packed entries with the gone ones cut out, the
-    hashed ones put in; racy ones left out (their names then listed apart)."""
+    """The new record of a delta work: the old packed entries with those of gone and hashed
+    files cut out, the hashed ones put in (in place, or after the others when the old record
+    lists its entries' names apart); racy ones left out."""
     record, delta, pending = work.record, work.delta, work.entries
     assert record is not None and delta is not None and isinstance(pending, dict)
+    racy = {i for i in work.fresh if entry_racy(pending[i], start_ns)}  # type: ignore[arg-type]
+    if record[2] is None and not racy:
+        return (sha, work.joined, None, _in_place(record, delta, pending))
+    size = ENTRY.size
+    keys = list(split_names(record[2]) if record[2] is not None
+                else split_names(record[1])[:delta.old_files])
+    names = split_names(work.joined)
+    drop = set(delta.gone).union(names[i] for i in pending)
+    cut = sorted(i for i in (_position(keys, name) for name in drop) if i is not None)
+    blob = record[3]
+    parts, start = [], 0
+    for index in cut:
+        parts.append(blob[start * size:index * size])
+        start = index + 1
+    parts.append(blob[start * size:])
+    for index in cut[::-1]:
+        del keys[index]
+    for index in sorted(pending):
+        if index not in racy:
+            parts.append(ENTRY.pack(*pending[index]))  # type: ignore[misc]
+            keys.append(names[index])
+    return (sha, work.joined, join_names(keys), b"".join(parts))
+
+
+def _in_place(record: Record, delta: Delta, pending: dict[int, Entry | None]) -> bytes:
+    """A complete record's packed entries with gone ones cut out and hashed ones put in their
+    place (a new name at the end, as the names list it)."""
     size = ENTRY.size
     blob = record[3]
     if delta.gone:
         old_names = split_names(record[1])[:delta.old_files]
-        cut = sorted(old_names.index(name) for name in delta.gone)
         parts, start = [], 0
-        for index in cut:
+        for index in sorted(old_names.index(name) for name in delta.gone):
             parts.append(blob[start * size:index * size])
             start = index + 1
         parts.append(blob[start * size:])
@@ -361,13 +369,14 @@ def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
             entries[index * size:(index + 1) * size] = packed
         else:
             entries += packed
-    racy = {i for i in work.fresh if entry_racy(pending[i], start_ns)}  # type: ignore[arg-type]
-    if not racy:
-        return (sha, work.joined, None, bytes(entries))
-    names = split_names(work.joined)
-    kept_indices = [i for i in range(work.nfiles) if i not in racy]
-    return (sha, work.joined, join_names([names[i] for i in kept_indices]),
-            b"".join(entries[i * size:(i + 1) * size] for i in kept_indices))
+    return bytes(entries)
+
+
+def _position(names: list[str], name: str) -> int | None:
+    try:
+        return names.index(name)
+    except ValueError:
+        return None
 
 
 def _tree_of(record: Record | None) -> object:

@@ -272,7 +272,7 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
         return None
     files, subdirs = split_record(folder, record, work.records)
     count = len(record[3]) // ENTRY.size
-    whole = record[2] is None and count == len(files)   # an entry for every file
+    old_files = len(files)
     keys = files[:count] if record[2] is None else split_names(record[2])
     names = set(reported)
     if record[2] is not None:
@@ -283,8 +283,7 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
         listed = None
         names.update(files[count:])
     if not names:
-        if whole:
-            work.deltas[folder] = Delta(count, frozenset())
+        work.deltas[folder] = Delta(old_files, frozenset())
         return Folder(folder, [], subdirs, files)
     known = listed if listed is not None else set(files)
     folders = set(subdirs)
@@ -332,8 +331,7 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
                 and ENTRY.unpack_from(record[3], index * ENTRY.size)[:5] == fingerprint(st)):
             continue
         changed.append(FileEntry(name, path, kind, st))
-    if whole:
-        work.deltas[folder] = Delta(count, frozenset(gone))
+    work.deltas[folder] = Delta(old_files, frozenset(gone))
     if gone:
         files = [name for name in files if name not in gone]
     if changed:   # the order `match_folder` reads

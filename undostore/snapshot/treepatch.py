@@ -3,9 +3,9 @@
 Re-encoding a 40,000-entry folder from its entries costs ~0.1 s of Python (an entry tuple per
 file, git's sort, a join); when watchman says ten files changed, the old body (hash-checked as
 it is read from the store) already holds the other 39,990 entries in git's order. Each changed
-entry is found by its exact old bytes (mode, name, NUL, 20-byte id: an id cannot also appear
-spanning two entries but by a hash collision), and a new name goes after the greatest old name
-below it in git's order, so the result is byte for byte what `encode_tree` gives.
+entry is found by its name where an entry can start (see `_locate`), and a new name goes after
+the greatest old name below it in git's order, so the result is byte for byte what
+`encode_tree` gives.
 """
 
 from __future__ import annotations
@@ -30,13 +30,12 @@ def sort_key(entry: TreeEntry) -> bytes:
     return entry[1] + b"/" if entry[0] == MODE_TREE else entry[1]
 
 
-def patch_tree(body: bytes, edits: Iterable[tuple[TreeEntry | None, TreeEntry | None]],
-               old_keys: Callable[[], Iterable[bytes]],
-               old_entry: Callable[[bytes], TreeEntry]) -> bytes | None:
-    """`body` with each (old, new) edit applied: old None inserts, new None removes, both
-    replace (same name, so the same place). `old_keys()` gives the sort key of every entry in
-    `body`, `old_entry(key)` that entry. None when an old entry is not where it should be or
-    there are too many new names (the caller re-encodes)."""
+def patch_tree(body: bytes, edits: Iterable[tuple[tuple[bytes, bool] | None, TreeEntry | None]],
+               old_keys: Callable[[], Iterable[bytes]]) -> bytes | None:
+    """`body` with each (old, new) edit applied, `old` naming an entry of `body` as (name,
+    whether a sub-tree): old None inserts, new None removes, both replace (same name, so the
+    same place). `old_keys()` gives the sort key of every entry in `body`. None when an old
+    entry is not in `body` or there are too many new names (the caller re-encodes)."""
     # (offset, 0 insert / 1 replace, sort key of an insert, old length, new bytes)
     ops: list[tuple[int, int, bytes, int, bytes]] = []
     inserts: list[TreeEntry] = []
@@ -46,15 +45,12 @@ def patch_tree(body: bytes, edits: Iterable[tuple[TreeEntry | None, TreeEntry | 
             if new is not None:
                 inserts.append(new)
             continue
-        if new is not None and new == old:
-            continue
-        old_bytes = entry_bytes(old)
-        found = _find(body, old_bytes)
+        found, end = _locate(body, *old)
         if found < 0:
             return None
         if new is None:
-            removed.add(sort_key(old))
-        ops.append((found, 1, b"", len(old_bytes), b"" if new is None else entry_bytes(new)))
+            removed.add(old[0] + b"/" if old[1] else old[0])
+        ops.append((found, 1, b"", end - found, b"" if new is None else entry_bytes(new)))
     if len(inserts) > MAX_INSERTS:
         return None
     if inserts:
@@ -64,11 +60,10 @@ def patch_tree(body: bytes, edits: Iterable[tuple[TreeEntry | None, TreeEntry | 
             below = max((k for k in keys if k < key), default=None)
             offset = 0
             if below is not None:
-                anchor = entry_bytes(old_entry(below))
-                found = _find(body, anchor)
+                tree = below.endswith(b"/")
+                found, offset = _locate(body, below[:-1] if tree else below, tree)
                 if found < 0:
                     return None
-                offset = found + len(anchor)
             ops.append((offset, 0, key, 0, entry_bytes(new)))
     ops.sort(key=lambda op: op[:3])
     pieces: list[bytes] = []
@@ -83,10 +78,27 @@ def patch_tree(body: bytes, edits: Iterable[tuple[TreeEntry | None, TreeEntry | 
     return b"".join(pieces)
 
 
-def _find(body: bytes, wanted: bytes) -> int:
-    """Where entry `wanted` starts in `body`, or -1; only at an entry boundary (the start, or
-    right after the previous entry's NUL and 20-byte id)."""
+_FILE_MODES = (b"100644", b"100755", b"120000")
+_TREE_MODE = b"40000"
+
+
+def _locate(body: bytes, name: bytes, tree: bool) -> tuple[int, int]:
+    """(start, end) of the entry called `name` (a sub-tree or not) in `body`, or (-1, -1).
+    A match counts only where a mode of that kind precedes it and the entry starts the body
+    or follows the previous entry's NUL and 20-byte id: inside an id, all that cannot line up
+    but by a 1-in-2^70 chance."""
+    wanted = b" " + name + b"\0"
     found = body.find(wanted)
-    while found > 0 and (found < 21 or body[found - 21] != 0):
+    while found >= 0:
+        end = found + len(wanted) + 20
+        if tree:
+            start = found - 5
+            ok = body[start:found] == _TREE_MODE
+        else:
+            start = found - 6
+            ok = start >= 0 and body[start:found] in _FILE_MODES
+        if ok and start >= 0 and end <= len(body) and (start == 0 or (
+                start >= 21 and body[start - 21] == 0)):
+            return start, end
         found = body.find(wanted, found + 1)
-    return found
+    return -1, -1
