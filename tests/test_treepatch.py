@@ -70,3 +70,11 @@ def test_a_name_hidden_in_an_id_is_not_taken_for_an_entry():
     body = encode_tree([(MODE_FILE, b"a", sha), (MODE_FILE, b"x", _sha(3))])
     patched = patch_tree(body, [((b"x", False), None)], list)
     assert patched == encode_tree([(MODE_FILE, b"a", sha)])
+
+
+def test_a_sibling_named_like_a_mode_and_the_name_is_never_taken_for_it():
+    for byte in range(256):   # the previous id's last bytes decide whether it lines up
+        sha = bytes([byte]) * 20
+        before = [(MODE_FILE, b"100644 a", sha), (MODE_FILE, b"a", sha), (MODE_FILE, b"0", sha)]
+        patched = patch_tree(encode_tree(before), [((b"a", False), None)], list)
+        assert patched in (None, encode_tree(before[::2]))

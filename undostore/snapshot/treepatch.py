@@ -84,21 +84,22 @@ _TREE_MODE = b"40000"
 
 def _locate(body: bytes, name: bytes, tree: bool) -> tuple[int, int]:
     """(start, end) of the entry called `name` (a sub-tree or not) in `body`, or (-1, -1).
-    A match counts only where a mode of that kind precedes it and the entry starts the body
-    or follows the previous entry's NUL and 20-byte id: inside an id, all that cannot line up
-    but by a 1-in-2^70 chance."""
+    A match counts where a mode of that kind precedes it and the entry starts the body or
+    follows a NUL 20 bytes earlier (the previous entry's name end and id). A sibling named like
+    a mode and this name ("100644 a") could still pass that by chance, so the entry must be
+    the only one that passes: two, and the caller re-encodes (correct, only slower)."""
     wanted = b" " + name + b"\0"
     found = body.find(wanted)
+    hit = (-1, -1)
     while found >= 0:
         end = found + len(wanted) + 20
-        if tree:
-            start = found - 5
-            ok = body[start:found] == _TREE_MODE
-        else:
-            start = found - 6
-            ok = start >= 0 and body[start:found] in _FILE_MODES
-        if ok and start >= 0 and end <= len(body) and (start == 0 or (
-                start >= 21 and body[start - 21] == 0)):
-            return start, end
+        start = found - (5 if tree else 6)
+        if (start >= 0 and end <= len(body)
+                and (body[start:found] == _TREE_MODE if tree
+                     else body[start:found] in _FILE_MODES)
+                and (start == 0 or (start >= 21 and body[start - 21] == 0))):
+            if hit[0] >= 0:
+                return -1, -1
+            hit = (start, end)
         found = body.find(wanted, found + 1)
-    return -1, -1
+    return hit
