@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from undostore import Workspace
-from undostore.snapshot import capture
+from undostore.snapshot import capture, treepatch
 from undostore.snapshot import watchman as fsmonitor
 from undostore.snapshot.snapshot import SnapshotOptions
 
@@ -394,7 +394,10 @@ def test_changes_in_a_big_folder_read_only_the_reported_files(tmp_path, git, wat
     assert snap().hashed == 0
 
 
-def test_a_big_folder_is_spliced_from_its_old_tree_to_gits_id(tmp_path, git, watchman_env):
+@pytest.mark.parametrize("inserts", [16, 0])   # 0: a new name makes the splice give up
+def test_a_big_folder_is_spliced_from_its_old_tree_to_gits_id(tmp_path, git, watchman_env,
+                                                              monkeypatch, inserts):
+    monkeypatch.setattr(treepatch, "MAX_INSERTS", inserts)
     names = {f"f{i:04}.txt": f"{i}\n" for i in range(1500)}
     root = make_tree(tmp_path / "root", {"big": {
         **names, "m.txt": "m", "m-1": "m", "m0": "m", "n-": "n",
