@@ -92,8 +92,34 @@ class Git:
             common.run_process(["git", "--git-dir", git_dir, "config", key, value],
                                env=env).check()
 
+    @classmethod
+    def fresh(cls, git_dir: str, work_tree: str, env: dict[str, str],
+              index: str | None = None) -> Git:
+        """A new repository at `git_dir` (an old one there removed) over `work_tree`."""
+        Git.init(_fresh(git_dir), env)
+        return cls(git_dir, work_tree, env, index=index)
+
     def run(self, *args: str) -> common.ProcessRun:
         return common.run_process(["git", *args], cwd=self.work_tree, env=self.env).check()
+
+    def write_tree(self) -> str:
+        """`git add -A && git write-tree`: the tree id of the work tree as it is."""
+        self.run("add", "-A")
+        return self.run("write-tree").stdout.strip()
+
+
+def _fresh(path: str) -> str:
+    """`path`, with whatever an earlier run left there removed."""
+    if os.path.exists(path):
+        shutil.rmtree(path)
+    return path
+
+
+def _check_ids(ours: tuple[str, str], gits: tuple[str, str]) -> None:
+    """The set-up's two snapshots must be git's two trees, or the comparison is meaningless."""
+    if ours != gits:
+        raise RuntimeError(f"snapshot ids differ from git's: {'/'.join(ours)} vs "
+                           f"{'/'.join(gits)}")
 
 
 def _settle() -> None:
@@ -160,26 +186,16 @@ def bench_modified(work: str, files: int, folders: int, modified: int, repeats: 
         if os.path.exists(copy):
             shutil.rmtree(copy)
         shutil.copytree(base, copy, symlinks=True)
-    store = os.path.join(work, "ustore")
-    if os.path.exists(store):
-        shutil.rmtree(store)
+    store = _fresh(os.path.join(work, "ustore"))
     ws = Workspace(ours_root, store)
     snap_a = ws.snapshot().id
-    git_dir = os.path.join(work, "g.git")
-    if os.path.exists(git_dir):
-        shutil.rmtree(git_dir)
-    Git.init(git_dir, env)
-    git = Git(git_dir, git_root, env)
-    git.run("add", "-A")
-    git_a = git.run("write-tree").stdout.strip()
+    git = Git.fresh(os.path.join(work, "g.git"), git_root, env)
+    git_a = git.write_tree()
     _modify(ours_root, modified, seed=7)
     _modify(git_root, modified, seed=7)
     time.sleep(0.1)  # let the stat data age past the racy window for both tools
     snap_b = ws.snapshot().id
-    git.run("add", "-A")
-    git_b = git.run("write-tree").stdout.strip()
-    if (snap_a, snap_b) != (git_a, git_b):
-        raise RuntimeError(f"snapshot ids differ from git's: {snap_a}/{snap_b} vs {git_a}/{git_b}")
+    _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
     ws.snapshot()  # a warm stat cache, as after any earlier snapshot
 
     lib, cli, git_times = [], [], []
@@ -224,18 +240,12 @@ def bench_new(work: str, files: int, folders: int, repeats: int,
 
     base = os.path.join(work, "base")
     gen_tree.ensure("tree", base, files=files, folders=folders)
-    store = os.path.join(work, "ustore-new")
-    if os.path.exists(store):
-        shutil.rmtree(store)
+    store = _fresh(os.path.join(work, "ustore-new"))
     with Workspace(base, store) as source:
         snap = source.snapshot().id
     git_dir = os.path.join(work, "gnew.git")
-    if os.path.exists(git_dir):
-        shutil.rmtree(git_dir)
-    Git.init(git_dir, env)
-    filler = Git(git_dir, base, env, index=os.path.join(work, "gnew.index"))
-    filler.run("add", "-A")
-    if filler.run("write-tree").stdout.strip() != snap:
+    filler = Git.fresh(git_dir, base, env, index=os.path.join(work, "gnew.index"))
+    if filler.write_tree() != snap:
         raise RuntimeError("snapshot id differs from git's tree id")
     lib, cli, git_times = [], [], []
     made: list[str] = []
@@ -326,28 +336,18 @@ def bench_npm_undo(work: str, repeats: int, env: dict[str, str], phase_repeats: 
     for copy in (ours_root, git_root):
         npm_tree.copy_tree(copy)
         npm_tree.forget_copy(copy)  # changed below; put back to A and marked again at the end
-    store = os.path.join(work, "ustore-npm")
-    if os.path.exists(store):
-        shutil.rmtree(store)
+    store = _fresh(os.path.join(work, "ustore-npm"))
     session = "bench"
     ws = Workspace(ours_root, store)
     snap_a = ws.snapshot(session=session, label="before the turn").id
-    git_dir = os.path.join(work, "npm-g.git")
-    if os.path.exists(git_dir):
-        shutil.rmtree(git_dir)
-    Git.init(git_dir, env)
-    git = Git(git_dir, git_root, env)
-    git.run("add", "-A")
-    git_a = git.run("write-tree").stdout.strip()
+    git = Git.fresh(os.path.join(work, "npm-g.git"), git_root, env)
+    git_a = git.write_tree()
     touched = _turn(ours_root, seed=11)
     if _turn(git_root, seed=11) != touched:
         raise RuntimeError("the two copies differ: the turn touched different paths")
     time.sleep(0.1)
     snap_b = ws.snapshot().id   # what a host's after-turn snapshot would see (no undo point)
-    git.run("add", "-A")
-    git_b = git.run("write-tree").stdout.strip()
-    if (snap_a, snap_b) != (git_a, git_b):
-        raise RuntimeError(f"snapshot ids differ from git's: {snap_a}/{snap_b} vs {git_a}/{git_b}")
+    _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
 
     lib, cli, git_times = [], [], []
     state = {"now": snap_b}

@@ -1,12 +1,14 @@
 """`undostore restore`: make the files equal to a snapshot, or roll an interrupted restore back.
 
 Also the helpers every command that restores shares (`undo` and `redo` use them too):
-`confirm_from_cli` turns `--yes` and the terminal into the library's `confirm` callback, and
+`confirm_from_cli` turns `--yes` and the terminal into the library's `confirm` callback,
+`run_restore` runs a restoring library call with it and the terminal progress, and
 `render_restore` prints a RestoreResult as JSON or as a summary for people.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -14,6 +16,7 @@ import click
 
 from .common import (
     Context,
+    dry_run_option,
     emit,
     json_option,
     note,
@@ -56,6 +59,16 @@ def confirm_from_cli(yes: bool, *, action: str = "restore"
     return confirm
 
 
+def run_restore(call: Callable[..., RestoreResult], *, yes: bool, dry_run: bool,
+                action: str = "restore") -> RestoreResult:
+    """`call(dry_run=, confirm=, on_progress=)`, a library call that restores (restore, revert,
+    undo, redo), the CLI's way: asked on the terminal unless --yes or a dry run, with the
+    progress on stderr paused while asking."""
+    confirm = None if dry_run else confirm_from_cli(yes, action=action)
+    with TerminalProgress.for_stderr() as progress:
+        return call(dry_run=dry_run, confirm=progress.pausing(confirm), on_progress=progress)
+
+
 def _needs_yes(action: str, plan: RestorePlan) -> Exception:
     from undostore.errors import ConfirmationNeeded
 
@@ -93,7 +106,7 @@ def _plain(result: RestoreResult, verb: str) -> str:
 
 @click.command("restore")
 @click.argument("snapshot_id", metavar="[ID]", required=False, shell_complete=complete_ids)
-@click.option("--dry-run", "-n", is_flag=True, help="Show what would change; change nothing.")
+@dry_run_option
 @yes_option
 @click.option("--abort", is_flag=True,
               help="Roll an interrupted restore back to the safety snapshot taken before it.")
@@ -122,10 +135,8 @@ def restore_command(ctx: Context, snapshot_id: str | None, dry_run: bool, yes: b
         return
     if snapshot_id is None:
         raise click.UsageError("missing ID (the snapshot to restore), or pass --abort")
-    confirm = None if dry_run else confirm_from_cli(yes)
-    with TerminalProgress.for_stderr() as progress:
-        result = workspace.restore(snapshot_id, dry_run=dry_run,
-                                   confirm=progress.pausing(confirm), on_progress=progress)
+    result = run_restore(functools.partial(workspace.restore, snapshot_id), yes=yes,
+                         dry_run=dry_run)
     render_restore(result, as_json)
 
 

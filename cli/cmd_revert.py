@@ -6,17 +6,18 @@ Output as `restore`'s, plus the conflicting paths (`conflicts` in `--json`). Con
 
 from __future__ import annotations
 
+import functools
+
 import click
 
-from .cmd_restore import confirm_from_cli, render_restore
-from .common import Context, json_option, note, pass_context, yes_option
-from .progress import TerminalProgress
+from .cmd_restore import render_restore, run_restore
+from .common import Context, dry_run_option, json_option, note, pass_context, yes_option
 
 
 @click.command("revert")
 @click.argument("from_id", metavar="FROM")
 @click.argument("to_id", metavar="[TO]", required=False)
-@click.option("--dry-run", "-n", is_flag=True, help="Show what would change; change nothing.")
+@dry_run_option
 @yes_option
 @click.option("--merge", is_flag=True,
               help="On conflicts, write git-style conflict markers instead of refusing.")
@@ -31,10 +32,8 @@ def revert_command(ctx: Context, from_id: str, to_id: str | None, dry_run: bool,
     files now if it is the newest), so `revert ID` takes back one turn. A safety snapshot is
     taken first, as for restore. Conflicting paths are refused (exit 3) unless --merge.
     """
-    confirm = None if dry_run else confirm_from_cli(yes, action="revert")
-    with TerminalProgress.for_stderr() as progress:
-        result = ctx.workspace().revert(from_id, to_id, merge=merge, dry_run=dry_run,
-                                        confirm=progress.pausing(confirm), on_progress=progress)
+    result = run_restore(functools.partial(ctx.workspace().revert, from_id, to_id, merge=merge),
+                         yes=yes, dry_run=dry_run, action="revert")
     if not as_json:
         for path in result.conflicts:
             note(f"conflict: {path}" + ("" if dry_run else " (merged with conflict markers)"))

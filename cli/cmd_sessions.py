@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from .common import (
     Context,
+    dry_run_option,
     emit,
     json_option,
     note,
@@ -45,6 +48,17 @@ def _point_line(kind: str, number: int, point: Any) -> str:
     return f"{kind} {number:>3}  {point.id[:12]}  {_when(point.time)}{label}"
 
 
+def _emit_listing(ctx: Context, body: dict[str, Any], as_json: bool,
+                  plain: Callable[[], str], empty: str | None) -> None:
+    """Print what a listing command (log, sessions) found: damaged journals noted on stderr, a
+    pending restore mentioned, `empty` said on stderr (not in JSON) when there is nothing."""
+    note_damage(ctx.workspace())
+    payload = mention_pending(ctx.workspace(), body, as_json)
+    if not as_json and empty:
+        note(empty)
+    emit(as_json, payload, plain)
+
+
 @click.command("log")
 @session_option
 @json_option
@@ -57,38 +71,33 @@ def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
     point that the undo took away).
     """
     log = ctx.workspace().log(history_session(ctx, session))
-    note_damage(ctx.workspace())
-    payload = mention_pending(ctx.workspace(), log.to_json(), as_json)
-    if not as_json and not log.undo and not log.redo:
-        note(f"undostore: session {log.session!r} has no undo points")
 
     def plain() -> str:
         lines = [_point_line("undo", i, p) for i, p in enumerate(log.undo, 1)]
         lines += [_point_line("redo", i, p) for i, p in enumerate(log.redo, 1)]
         return "\n".join(lines)
 
-    emit(as_json, payload, plain)
+    _emit_listing(ctx, log.to_json(), as_json, plain,
+                  None if log.undo or log.redo
+                  else f"undostore: session {log.session!r} has no undo points")
 
 
 def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_run: bool,
                   as_json: bool) -> None:
-    from .cmd_restore import confirm_from_cli, render_restore
-    from .progress import TerminalProgress
+    from .cmd_restore import render_restore, run_restore
 
     workspace = ctx.workspace()
     session = history_session(ctx, session)
     action = workspace.undo if which == "undo" else workspace.redo
-    confirm = None if dry_run else confirm_from_cli(yes, action=which)
-    with TerminalProgress.for_stderr() as progress:
-        result = action(session, dry_run=dry_run, confirm=progress.pausing(confirm),
-                        on_progress=progress)
+    result = run_restore(functools.partial(action, session), yes=yes, dry_run=dry_run,
+                         action=which)
     render_restore(result, as_json, verb=f"{which}: restored")
 
 
 @click.command("undo")
 @session_option
 @yes_option
-@click.option("--dry-run", "-n", is_flag=True, help="Show what would change; change nothing.")
+@dry_run_option
 @json_option
 @pass_context
 def undo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
@@ -104,7 +113,7 @@ def undo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
 @click.command("redo")
 @session_option
 @yes_option
-@click.option("--dry-run", "-n", is_flag=True, help="Show what would change; change nothing.")
+@dry_run_option
 @json_option
 @pass_context
 def redo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
@@ -119,13 +128,9 @@ def redo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
 def sessions_command(ctx: Context, as_json: bool) -> None:
     """List the sessions of this store with their numbers of undo and redo entries."""
     infos = ctx.workspace().sessions()
-    note_damage(ctx.workspace())
-    payload = mention_pending(ctx.workspace(), {"sessions": [s.to_json() for s in infos]},
-                              as_json)
-    if not as_json and not infos:
-        note("undostore: no sessions")
-    emit(as_json, payload,
-         lambda: "\n".join(f"{s.name}  undo {s.undo}  redo {s.redo}" for s in infos))
+    _emit_listing(ctx, {"sessions": [s.to_json() for s in infos]}, as_json,
+                  lambda: "\n".join(f"{s.name}  undo {s.undo}  redo {s.redo}" for s in infos),
+                  None if infos else "undostore: no sessions")
 
 
 @click.command("drop")

@@ -66,6 +66,11 @@ def session_option(f: F) -> F:
                              "session with the newest undo point.")(f)
 
 
+def dry_run_option(f: F) -> F:
+    return click.option("--dry-run", "-n", is_flag=True,
+                        help="Show what would change; change nothing.")(f)
+
+
 def yes_option(f: F) -> F:
     return click.option("--yes", "-y", is_flag=True,
                         help="Do it without asking (needed when there is no terminal).")(f)

@@ -4,6 +4,7 @@ completes nothing rather than printing into the user's shell."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -17,37 +18,43 @@ def _store(ctx: click.Context) -> Any:
     return open_existing(params.get("root"), params.get("store"), force=bool(params.get("force")))
 
 
-def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str
-                      ) -> list[CompletionItem]:
+def _from_store(ctx: click.Context, items: Callable[[Any], list[CompletionItem]]
+                ) -> list[CompletionItem]:
+    """`items(store)` for the store of this command line, opened for the call; nothing when
+    there is no store or anything fails."""
     try:
-        from undostore.history.journal import session_names
-
         store = _store(ctx)
         if store is None:
             return []
         with store:
-            return [CompletionItem(n) for n in session_names(store) if n.startswith(incomplete)]
+            return items(store)
     except Exception:  # noqa: BLE001 (completion must never break the shell)
         return []
 
 
+def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str
+                      ) -> list[CompletionItem]:
+    def sessions(store: Any) -> list[CompletionItem]:
+        from undostore.history.journal import session_names
+
+        return [CompletionItem(n) for n in session_names(store) if n.startswith(incomplete)]
+
+    return _from_store(ctx, sessions)
+
+
 def complete_ids(ctx: click.Context, param: click.Parameter, incomplete: str
                  ) -> list[CompletionItem]:
-    try:
+    def ids(store: Any) -> list[CompletionItem]:
         from undostore.history.status import known_points
 
-        store = _store(ctx)
-        if store is None:
-            return []
-        with store:
-            seen: set[str] = set()
-            items = []
-            for session, kind, point in known_points(store):
-                if point.id in seen or not point.id.startswith(incomplete.lower()):
-                    continue
-                seen.add(point.id)
-                about = f"{session} {kind}" + (f": {point.label}" if point.label else "")
-                items.append(CompletionItem(point.id[:max(12, len(incomplete))], help=about))
-            return items
-    except Exception:  # noqa: BLE001
-        return []
+        seen: set[str] = set()
+        items = []
+        for session, kind, point in known_points(store):
+            if point.id in seen or not point.id.startswith(incomplete.lower()):
+                continue
+            seen.add(point.id)
+            about = f"{session} {kind}" + (f": {point.label}" if point.label else "")
+            items.append(CompletionItem(point.id[:max(12, len(incomplete))], help=about))
+        return items
+
+    return _from_store(ctx, ids)

@@ -6,6 +6,11 @@ command that fails (any exit code but 0) becomes a tool error with its message; 
 running. `undo`, `redo` and `revert` get `--yes`: the host asked. The root is found from the
 server's working folder on every call, as the command line finds it.
 
+A tool call runs in a worker thread, so a long snapshot or undo does not hold up pings, the
+tool list or a cancellation; tool calls run one at a time (they share this process's stdout
+capture and the store). A call the client cancels still runs to its end: a restore is never
+cut short from here.
+
 Adding a tool is one function under `@tool(...)` that turns the arguments into a command line.
 """
 
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -260,8 +266,14 @@ def build_server(global_args: list[str]) -> Server:
             types.Tool(name=t.name, description=t.description, input_schema=t.schema())
             for t in TOOLS.values()])
 
+    one_at_a_time = anyio.Lock()
+
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return call(global_args, params.name, params.arguments or {})
+        async with one_at_a_time:
+            # abandon_on_cancel=False (the default): a cancelled request waits for the thread,
+            # so the lock is held until the library call has returned.
+            return await anyio.to_thread.run_sync(call, global_args, params.name,
+                                                  params.arguments or {})
 
     return Server("undostore", version=__version__,
                   instructions="Undo and redo for the files of this project: snapshot before "

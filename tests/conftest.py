@@ -58,6 +58,35 @@ def make_tree(root: Path | str, spec: TreeSpec) -> Path:
     return root
 
 
+def edit_lines(data: bytes, *changes: tuple[int, bytes | None]) -> bytes:
+    """`data` with 1-based line numbers replaced (by None: deleted); the edits of the merge and
+    revert tests' histories."""
+    lines = data.splitlines(keepends=True)
+    for number, new in sorted(changes, reverse=True):
+        if new is None:
+            del lines[number - 1]
+        else:
+            lines[number - 1] = new
+    return b"".join(lines)
+
+
+def write_objects(store, objects: list[tuple[int, bytes]]) -> list[str]:  # noqa: ANN001
+    """Put hand-made objects, (type number, body) each, into one new pack of `store` (a Store):
+    their ids, for snapshots that name what was never stored. Not fsynced (a test's store)."""
+    from undostore.git.objects import hash_object
+    from undostore.git.packwriter import PackWriter
+
+    writer = PackWriter(store.pack_dir, durable=False)
+    ids = []
+    for type_num, body in objects:
+        sha = hash_object(type_num, body)
+        writer.add(type_num, sha, body)
+        ids.append(sha.hex())
+    writer.commit()
+    store.refresh()
+    return ids
+
+
 @pytest.fixture
 def tree_factory(tmp_path: Path):
     """make(spec) -> a fresh root folder under tmp_path holding `spec`."""

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -41,6 +41,24 @@ def hostile_project(tmp_path: Path):
         yield base, root, tmp_path / "store"
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def rootonly_folder(base: Path) -> Path:
+    """A folder only root may enter, beside the project: where the owner's attacks try to make a
+    root restore write."""
+    path = base / "rootonly"
+    path.mkdir(mode=0o700)
+    return path
+
+
+def owned_files(root: Path, files: Mapping[str, str]) -> None:
+    """Write `files` (relative path -> text; folders made as needed) under `root` and give the
+    whole project to uid 65534."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    give_away(root)
 
 
 def give_away(root: Path) -> None:

@@ -26,10 +26,9 @@ from undostore.git.objects import (
     encode_tree,
     hash_object,
 )
-from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
 
-from .conftest import IS_WINDOWS, Link
+from .conftest import IS_WINDOWS, Link, write_objects
 
 _opened: list[Workspace] = []
 
@@ -299,18 +298,6 @@ def test_rename_label_braces_common_folders():
 # --- bad input -------------------------------------------------------------------------------
 
 
-def _write_objects(ws: Workspace, objects: list[tuple[int, bytes]]) -> list[str]:
-    writer = PackWriter(ws.store.pack_dir, durable=False)
-    ids = []
-    for type_num, body in objects:
-        sha = hash_object(type_num, body)
-        writer.add(type_num, sha, body)
-        ids.append(sha.hex())
-    writer.commit()
-    ws.store.refresh()
-    return ids
-
-
 def test_missing_objects_are_all_named(tree_factory):
     root = tree_factory({"a": "1\n"})
     ws = opened(root)
@@ -320,7 +307,7 @@ def test_missing_objects_are_all_named(tree_factory):
     present = hash_object(BLOB, b"1\n")
     body = encode_tree([(MODE_FILE, b"a", present), (MODE_FILE, b"b", lost_blob),
                         (MODE_TREE, b"sub", lost_tree)])
-    [bad] = _write_objects(ws, [(TREE, body)])
+    [bad] = write_objects(ws.store, [(TREE, body)])
     with pytest.raises(IncompleteSnapshotError) as caught:
         ws.diff(good, bad)
     assert set(caught.value.missing) == {lost_blob.hex(), lost_tree.hex()}
@@ -345,7 +332,7 @@ def test_unknown_and_ambiguous_ids_exit_2_naming_them(tree_factory):
         if prefix in seen:
             break
         seen[prefix] = body
-    _write_objects(ws, objects)
+    write_objects(ws.store, objects)
     # Prefixes resolve among ids the store handed out: hand out the two that collide.
     from undostore.store.recent import remember
 
@@ -530,7 +517,7 @@ def test_abbreviated_ids_grow_until_unique_in_the_store(tree_factory):
             pair = (seen[sha.hex()[:7]].hex(), sha.hex())
             break
         seen[sha.hex()[:7]] = sha
-    _write_objects(ws, objects)
+    write_objects(ws.store, objects)
     common = next(i for i in range(40) if pair[0][i] != pair[1][i])
     lonely = hash_object(BLOB, b"0\n").hex()
     for expected_ids in (0, 10**6):      # per-pack lookups, and one merged list

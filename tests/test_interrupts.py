@@ -73,6 +73,25 @@ def _wait_for(proc: subprocess.Popen, marker: str, timeout: float = 60) -> bool:
     raise AssertionError("the child neither stalled nor finished")
 
 
+def _ctrl_c_at(args: list[str], stall_at: int, marker: str) -> tuple[bytes, bytes]:
+    """Run `args` until its restore waits at file operation `stall_at`, press Ctrl-C there:
+    its (stdout, stderr), once it has exited 130."""
+    proc = _spawn(args, stall_at, marker)
+    assert _wait_for(proc, marker)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    return out, err
+
+
+def _kill_restore_at(root, target: str, stall_at: int, marker: str) -> None:
+    """A CLI restore of `target` killed outright (SIGKILL) at its file operation `stall_at`."""
+    proc = _spawn([*CLI, "--root", str(root), "restore", target, "--yes"], stall_at, marker)
+    assert _wait_for(proc, marker)
+    proc.kill()
+    proc.wait()
+
+
 def _nothing_pending(root) -> None:
     with Workspace(root) as ws:
         assert not os.path.exists(journal_path(ws.store))
@@ -103,11 +122,8 @@ def test_ctrl_c_at_any_step_of_a_restore_rolls_it_back_and_exits_130(tree_factor
 def test_ctrl_c_with_json_gives_one_json_object_and_exit_130(tree_factory, tmp_path):
     root, snap_a, _, _, state_b = _states(tree_factory)
     marker = str(tmp_path / "stalled")
-    proc = _spawn([*CLI, "--root", str(root), "restore", snap_a, "--yes", "--json"], 9, marker)
-    assert _wait_for(proc, marker)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130
+    out, _ = _ctrl_c_at([*CLI, "--root", str(root), "restore", snap_a, "--yes", "--json"], 9,
+                        marker)
     body = json.loads(out)
     assert body["exit_code"] == 130 and body["error"]["type"] == "Interrupted"
     assert disk_state(root) == state_b
@@ -122,11 +138,7 @@ def test_ctrl_c_during_undo_leaves_the_session_and_the_files_as_they_were(tree_f
         ws.restore(snap_b)
     before = disk_state(root)
     marker = str(tmp_path / "stalled")
-    proc = _spawn([*CLI, "--root", str(root), "undo", "--session", "s", "--yes"], 6, marker)
-    assert _wait_for(proc, marker)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+    _ctrl_c_at([*CLI, "--root", str(root), "undo", "--session", "s", "--yes"], 6, marker)
     assert disk_state(root) == before == state_b
     with Workspace(root) as ws:
         log = ws.log("s")
@@ -160,11 +172,7 @@ print("not interrupted")
 def test_a_second_ctrl_c_during_the_roll_back_waits_until_it_is_done(tree_factory, tmp_path):
     root, snap_a, _, _, state_b = _states(tree_factory)
     marker = str(tmp_path / "stalled")
-    proc = _spawn([sys.executable, "-c", SECOND_CTRL_C, str(root), snap_a], 12, marker)
-    assert _wait_for(proc, marker)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, (out, err)
+    out, _ = _ctrl_c_at([sys.executable, "-c", SECOND_CTRL_C, str(root), snap_a], 12, marker)
     assert b"rolled back" in out and b"calls 2" in out
     assert disk_state(root) == state_b
     _nothing_pending(root)
@@ -207,10 +215,7 @@ def test_a_killed_restore_is_finished_by_the_next_command_which_says_so(tree_fac
                                                                          tmp_path):
     root, snap_a, state_a, snap_b, _ = _states(tree_factory)
     marker = str(tmp_path / "stalled")
-    proc = _spawn([*CLI, "--root", str(root), "restore", snap_a, "--yes"], 15, marker)
-    assert _wait_for(proc, marker)
-    proc.kill()
-    proc.wait()
+    _kill_restore_at(root, snap_a, 15, marker)
     for command in ("log", "sessions", "verify"):
         done = subprocess.run([*CLI, "--root", str(root), command], capture_output=True)
         assert b"pending" in done.stderr and b"restore --abort" in done.stderr, command
@@ -231,15 +236,8 @@ def test_a_killed_restore_is_finished_by_the_next_command_which_says_so(tree_fac
 def test_ctrl_c_while_finishing_a_killed_restore_rolls_it_back(tree_factory, tmp_path):
     root, snap_a, _, _, state_b = _states(tree_factory)
     marker = str(tmp_path / "stalled")
-    proc = _spawn([*CLI, "--root", str(root), "restore", snap_a, "--yes"], 20, marker)
-    assert _wait_for(proc, marker)
-    proc.kill()
-    proc.wait()
-    proc = _spawn([*CLI, "--root", str(root), "snapshot"], 4, marker)
-    assert _wait_for(proc, marker)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+    _kill_restore_at(root, snap_a, 20, marker)
+    _, err = _ctrl_c_at([*CLI, "--root", str(root), "snapshot"], 4, marker)
     assert b"finishing" in err and b"rolled back" in err
     assert disk_state(root) == state_b
     _nothing_pending(root)
@@ -252,12 +250,8 @@ def test_ctrl_c_during_a_revert_rolls_it_back_and_exits_130(tree_factory, tmp_pa
     ws.close()
     before = disk_state(root)
     marker = str(tmp_path / "stalled")
-    proc = _spawn([*CLI, "--root", str(root), "revert", from_id, to_id, "--merge", "--yes"], 7,
-                  marker)
-    assert _wait_for(proc, marker)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+    _, err = _ctrl_c_at([*CLI, "--root", str(root), "revert", from_id, to_id, "--merge", "--yes"],
+                        7, marker)
     assert b"rolled back" in err
     assert disk_state(root) == before
     _nothing_pending(root)
@@ -285,10 +279,7 @@ print("not interrupted")
 def test_ctrl_c_during_restore_abort_waits_until_the_roll_back_is_done(tree_factory, tmp_path):
     root, snap_a, _, _, state_b = _states(tree_factory)
     marker = str(tmp_path / "stalled")
-    proc = _spawn([*CLI, "--root", str(root), "restore", snap_a, "--yes"], 15, marker)
-    assert _wait_for(proc, marker)
-    proc.kill()
-    proc.wait()
+    _kill_restore_at(root, snap_a, 15, marker)
     done = subprocess.run([sys.executable, "-c", ABORT_WITH_CTRL_C, str(root)],
                           capture_output=True, timeout=60)
     assert done.returncode == 130, done.stderr

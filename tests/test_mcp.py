@@ -139,6 +139,43 @@ def test_diff_returns_the_json_changes_and_the_requested_git_format(tree_factory
     assert "-1\n+2\n" in data["text"]
 
 
+@pytest.mark.filterwarnings("ignore:ping is removed")   # the SDK's legacy mode keeps it
+def test_pings_are_answered_while_a_long_snapshot_runs_and_a_second_call_waits_its_turn(
+        tree_factory):
+    """64 MiB of random bytes take the snapshot seconds to hash and compress: meanwhile the
+    server answers pings (the call runs off its event loop), and a `status` sent meanwhile
+    is answered after the snapshot, seeing its undo point (tool calls never overlap)."""
+    root = tree_factory({})
+    for i in range(8):
+        (root / f"big{i}").write_bytes(os.urandom(8 << 20))
+    events: list[str] = []
+    results: dict[str, Any] = {}
+
+    async def script(client: Client) -> None:
+        async def call(name: str, args: dict) -> None:
+            results[name] = await client.call_tool(name, args)
+            events.append(name)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call, "snapshot", {"session": "s"})
+            while "snapshot" not in events:
+                await client.send_ping()
+                events.append("ping")
+                if events.count("ping") == 3 and "snapshot" not in events:
+                    group.start_soon(call, "status", {"session": "s"})
+                await anyio.sleep(0.02)
+
+    session(root, script)
+    before_snapshot = events[:events.index("snapshot")]
+    assert before_snapshot.count("ping") >= 3, events
+    assert "status" in events[events.index("snapshot"):], events
+    snapshot, status = payload(results["snapshot"]), payload(results["status"])
+    assert status["undo"] == 1 and status["pending"] is None
+    with Workspace(root) as ws:
+        assert [p.id for p in ws.log("s").undo] == [snapshot["id"]]
+        assert ws.snapshot().id == snapshot["id"]
+
+
 def test_the_raw_protocol_answers_initialize_on_stdin(tree_factory):
     """What a host sends, byte for byte: newline-delimited JSON-RPC."""
     root = tree_factory({"a.txt": "1"})

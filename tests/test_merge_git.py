@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 
 from undostore.diff.merge import is_binary, merge_text, merge_value
 
+from .conftest import edit_lines
+
 WORDS = [b"a", b"b", b"c", b"d", b"{", b"}", b"", b"  x = 1", b"return", b"#"]
 
 
@@ -78,39 +80,32 @@ def test_generated_merges_equal_git_merge_file_byte_for_byte(git, tmp_path, case
 BASE = b"".join(b"line %d\n" % i for i in range(1, 21))
 
 
-def _edit(data: bytes, *changes: tuple[int, bytes | None]) -> bytes:
-    """Replace (or with None delete) 1-based line numbers of `data`."""
-    lines = data.splitlines(keepends=True)
-    for number, new in sorted(changes, reverse=True):
-        if new is None:
-            del lines[number - 1]
-        else:
-            lines[number - 1] = new
-    return b"".join(lines)
-
-
 HAND_CASES = {
-    "edits far apart": (BASE, _edit(BASE, (2, b"ours\n")), _edit(BASE, (18, b"theirs\n"))),
-    "adjacent edits": (BASE, _edit(BASE, (5, b"ours\n")), _edit(BASE, (6, b"theirs\n"))),
-    "one line apart": (BASE, _edit(BASE, (5, b"ours\n")), _edit(BASE, (7, b"theirs\n"))),
-    "overlapping": (BASE, _edit(BASE, (5, b"o5\n"), (6, b"o6\n")),
-                    _edit(BASE, (6, b"t6\n"), (7, b"t7\n"))),
-    "both sides same change": (BASE, _edit(BASE, (9, b"same\n")), _edit(BASE, (9, b"same\n"))),
-    "same change plus one more": (BASE, _edit(BASE, (9, b"same\n"), (15, b"o\n")),
-                                  _edit(BASE, (9, b"same\n"))),
-    "delete first line vs edit last": (BASE, _edit(BASE, (1, None)), _edit(BASE, (20, b"t\n"))),
-    "delete last lines both": (BASE, _edit(BASE, (20, None), (19, None)), _edit(BASE, (20, None))),
-    "ours drops the final newline": (BASE, BASE[:-1], _edit(BASE, (3, b"t\n"))),
+    "edits far apart": (BASE, edit_lines(BASE, (2, b"ours\n")),
+                        edit_lines(BASE, (18, b"theirs\n"))),
+    "adjacent edits": (BASE, edit_lines(BASE, (5, b"ours\n")), edit_lines(BASE, (6, b"theirs\n"))),
+    "one line apart": (BASE, edit_lines(BASE, (5, b"ours\n")), edit_lines(BASE, (7, b"theirs\n"))),
+    "overlapping": (BASE, edit_lines(BASE, (5, b"o5\n"), (6, b"o6\n")),
+                    edit_lines(BASE, (6, b"t6\n"), (7, b"t7\n"))),
+    "both sides same change": (BASE, edit_lines(BASE, (9, b"same\n")),
+                               edit_lines(BASE, (9, b"same\n"))),
+    "same change plus one more": (BASE, edit_lines(BASE, (9, b"same\n"), (15, b"o\n")),
+                                  edit_lines(BASE, (9, b"same\n"))),
+    "delete first line vs edit last": (BASE, edit_lines(BASE, (1, None)),
+                                       edit_lines(BASE, (20, b"t\n"))),
+    "delete last lines both": (BASE, edit_lines(BASE, (20, None), (19, None)),
+                               edit_lines(BASE, (20, None))),
+    "ours drops the final newline": (BASE, BASE[:-1], edit_lines(BASE, (3, b"t\n"))),
     "both change the unterminated last line": (BASE[:-1], BASE[:-1] + b"o", BASE[:-1] + b"t"),
     "theirs adds a final newline, ours edits it": (b"a\nb", b"a\nB", b"a\nb\n"),
     "crlf conflict": (BASE.replace(b"\n", b"\r\n"),
-                      _edit(BASE, (4, b"o\n")).replace(b"\n", b"\r\n"),
-                      _edit(BASE, (4, b"t\n")).replace(b"\n", b"\r\n")),
+                      edit_lines(BASE, (4, b"o\n")).replace(b"\n", b"\r\n"),
+                      edit_lines(BASE, (4, b"t\n")).replace(b"\n", b"\r\n")),
     "crlf without final newline": (b"a\r\nb\r\nc", b"a\r\nb\r\nO", b"a\r\nb\r\nT"),
-    "ours empty": (BASE, b"", _edit(BASE, (3, b"t\n"))),
+    "ours empty": (BASE, b"", edit_lines(BASE, (3, b"t\n"))),
     "add/add from empty base": (b"", b"x\ny\nz\n", b"x\nY\nz\n"),
-    "two conflicts far apart": (BASE, _edit(BASE, (2, b"o\n"), (10, b"o\n")),
-                                          _edit(BASE, (2, b"t\n"), (10, b"t\n"))),
+    "two conflicts far apart": (BASE, edit_lines(BASE, (2, b"o\n"), (10, b"o\n")),
+                                          edit_lines(BASE, (2, b"t\n"), (10, b"t\n"))),
 }
 
 
@@ -120,10 +115,10 @@ def test_hand_cases_equal_git_merge_file(git, tmp_path, name):
 
 
 def test_edits_far_apart_merge_cleanly_keeping_both():
-    ours, theirs = _edit(BASE, (2, b"ours\n")), _edit(BASE, (18, b"theirs\n"))
+    ours, theirs = edit_lines(BASE, (2, b"ours\n")), edit_lines(BASE, (18, b"theirs\n"))
     got = merge_text(BASE, ours, theirs)
     assert got.clean
-    assert got.data == _edit(BASE, (2, b"ours\n"), (18, b"theirs\n"))
+    assert got.data == edit_lines(BASE, (2, b"ours\n"), (18, b"theirs\n"))
 
 
 def test_conflict_markers_carry_the_labels():

@@ -23,7 +23,9 @@ from .hostile_support import (
     hostile_project,
     needs_root,
     once,
+    owned_files,
     restore_with_hook,
+    rootonly_folder,
     run_as_nobody,
 )
 
@@ -46,11 +48,8 @@ def test_folder_swapped_for_a_symlink_mid_restore_writes_nothing_outside(hostile
     """Attack 1: the owner swaps `d` for a symlink to a root-only folder once `d/a0000` is gone;
     the restore still creating `d/new` stops (exit 3) and nothing lands in the root-only folder."""
     base, root, store = hostile
-    rootonly = base / "rootonly"
-    rootonly.mkdir(mode=0o700)
-    (root / "d").mkdir()
-    (root / "d" / "new").write_text("new file\n")
-    give_away(root)
+    rootonly = rootonly_folder(base)
+    owned_files(root, {"d/new": "new file\n"})
     with Workspace(root, store) as ws:
         target = ws.snapshot().id
         os.unlink(root / "d" / "new")
@@ -82,11 +81,8 @@ def test_folder_swapped_for_a_symlink_mid_restore_writes_nothing_outside(hostile
 
 def test_folder_swapped_before_restore_is_refused_with_nothing_changed(hostile) -> None:
     base, root, store = hostile
-    rootonly = base / "rootonly"
-    rootonly.mkdir(mode=0o700)
-    (root / "d").mkdir()
-    (root / "d" / "new").write_text("new file\n")
-    give_away(root)
+    rootonly = rootonly_folder(base)
+    owned_files(root, {"d/new": "new file\n"})
     with Workspace(root, store) as ws:
         target = ws.snapshot().id
         os.unlink(root / "d" / "new")
@@ -210,12 +206,8 @@ def test_restore_by_root_never_writes_through_symlinks_in_twenty_races(hostile) 
     """Without a pause: the owner keeps swapping `d` and a symlink to a root-only folder while
     root restores, 20 times; whatever the timing, nothing lands outside the root."""
     base, root, store = hostile
-    rootonly = base / "rootonly"
-    rootonly.mkdir(mode=0o700)
-    (root / "d").mkdir()
-    for i in range(20):
-        (root / "d" / f"n{i}").write_text("new\n")
-    give_away(root)
+    rootonly = rootonly_folder(base)
+    owned_files(root, {f"d/n{i}": "new\n" for i in range(20)})
     import subprocess
     with Workspace(root, store) as ws:
         target = ws.snapshot().id

@@ -30,33 +30,37 @@ def _assert_nothing_changed(root, ws: Workspace, before) -> None:
     assert temp_files(root) == []
 
 
+def _refused(tree_factory, start: dict, crafted: dict, error: type[Exception],
+             match: str | None = None) -> Exception:
+    """A root holding `start`, snapshotted, then a restore of a snapshot crafted from `crafted`
+    (test_restore_support.craft_snapshot): it raises `error` and changes nothing. The error."""
+    root = tree_factory(start)
+    with Workspace(root) as ws:
+        ws.snapshot()
+        snap = craft_snapshot(ws.store, crafted)
+        before = disk_state(root)
+        with pytest.raises(error, match=match) as info:
+            ws.restore(snap)
+        _assert_nothing_changed(root, ws, before)
+    return info.value
+
+
 # --- incomplete snapshots ------------------------------------------------------------------------
 
 
 def test_tree_that_outlived_a_blob_is_refused_before_any_change(tree_factory):
-    root = tree_factory({"a": "1", "b": "2"})
-    ws = Workspace(root)
-    ws.snapshot()
-    snap = craft_snapshot(ws.store, {"a": b"changed", "gone": ("missing", b"lost content")})
-    before = disk_state(root)
-    with pytest.raises(IncompleteSnapshotError) as info:
-        ws.restore(snap)
-    assert info.value.exit_code == 3
-    assert info.value.path == "gone"
-    assert info.value.missing == [hash_object(BLOB, b"lost content").hex()]
-    _assert_nothing_changed(root, ws, before)
+    error = _refused(tree_factory, {"a": "1", "b": "2"},
+                     {"a": b"changed", "gone": ("missing", b"lost content")},
+                     IncompleteSnapshotError)
+    assert error.exit_code == 3
+    assert error.path == "gone"
+    assert error.missing == [hash_object(BLOB, b"lost content").hex()]
 
 
 def test_missing_subtree_is_refused(tree_factory):
-    root = tree_factory({"a": "1"})
-    ws = Workspace(root)
-    ws.snapshot()
     lost_tree = hash_object(2, b"")[:-1] + b"\x01"   # names a tree the store never had
-    snap = craft_snapshot(ws.store, {"a": b"1", "sub": ("raw", b"40000", lost_tree)})
-    before = disk_state(root)
-    with pytest.raises(IncompleteSnapshotError):
-        ws.restore(snap)
-    _assert_nothing_changed(root, ws, before)
+    _refused(tree_factory, {"a": "1"}, {"a": b"1", "sub": ("raw", b"40000", lost_tree)},
+             IncompleteSnapshotError)
 
 
 def test_corrupt_pack_byte_is_refused_before_any_change(tree_factory):
@@ -113,16 +117,10 @@ BAD_NAMES = {
 
 @pytest.mark.parametrize("name", list(BAD_NAMES.values()), ids=list(BAD_NAMES))
 def test_unsafe_name_is_refused_before_any_change(tree_factory, name):
-    root = tree_factory({"a": "1"})
-    ws = Workspace(root)
-    ws.snapshot()
-    snap = craft_snapshot(ws.store, {"a": b"changed", "sub": {name: {"hooks": {"x": b"boom"}}}})
-    before = disk_state(root)
-    with pytest.raises(UnsafePathError) as info:
-        ws.restore(snap)
-    assert info.value.exit_code == 3
-    assert info.value.path == "sub/" + os.fsdecode(name)
-    _assert_nothing_changed(root, ws, before)
+    error = _refused(tree_factory, {"a": "1"},
+                     {"a": b"changed", "sub": {name: {"hooks": {"x": b"boom"}}}}, UnsafePathError)
+    assert error.exit_code == 3
+    assert error.path == "sub/" + os.fsdecode(name)
 
 
 WINDOWS_NAMES = [b"a:b", b"CON", b"nul.txt", b"com1.tar.gz", b"LPT9", b"trail.", b"trail ",
@@ -132,36 +130,17 @@ WINDOWS_NAMES = [b"a:b", b"CON", b"nul.txt", b"com1.tar.gz", b"LPT9", b"trail.",
 @pytest.mark.skipif(not IS_WINDOWS, reason="Windows-only names (see test_restore_plan)")
 @pytest.mark.parametrize("name", WINDOWS_NAMES)
 def test_name_windows_cannot_hold_is_refused_on_windows(tree_factory, name):
-    root = tree_factory({"a": "1"})
-    ws = Workspace(root)
-    ws.snapshot()
-    snap = craft_snapshot(ws.store, {"a": b"changed", name: b"x"})
-    before = disk_state(root)
-    with pytest.raises(UnsafePathError):
-        ws.restore(snap)
-    _assert_nothing_changed(root, ws, before)
+    _refused(tree_factory, {"a": "1"}, {"a": b"changed", name: b"x"}, UnsafePathError)
 
 
 def test_duplicate_name_in_one_tree_is_refused(tree_factory):
-    root = tree_factory({"a": "1"})
-    ws = Workspace(root)
-    ws.snapshot()
-    snap = craft_snapshot(ws.store, {b"dup": b"one", "dup": b"two"})
-    before = disk_state(root)
-    with pytest.raises(UnsafePathError, match="twice"):
-        ws.restore(snap)
-    _assert_nothing_changed(root, ws, before)
+    _refused(tree_factory, {"a": "1"}, {b"dup": b"one", "dup": b"two"}, UnsafePathError,
+             match="twice")
 
 
 def test_submodule_entry_is_refused(tree_factory):
-    root = tree_factory({"a": "1"})
-    ws = Workspace(root)
-    ws.snapshot()
-    snap = craft_snapshot(ws.store, {"a": b"2", "mod": ("raw", b"160000", b"\x11" * 20)})
-    before = disk_state(root)
-    with pytest.raises(UnsafePathError, match="submodule"):
-        ws.restore(snap)
-    _assert_nothing_changed(root, ws, before)
+    _refused(tree_factory, {"a": "1"}, {"a": b"2", "mod": ("raw", b"160000", b"\x11" * 20)},
+             UnsafePathError, match="submodule")
 
 
 def test_path_into_the_store_under_root_is_refused(tree_factory):
@@ -194,44 +173,28 @@ def test_names_differing_only_in_case(tree_factory):
 def test_never_writes_through_an_ignored_symlinked_folder(tree_factory, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
-    root = tree_factory({".gitignore": "build\n", "a": "1", "build": Link(str(outside))})
-    ws = Workspace(root)
-    ws.snapshot()
-    snap = craft_snapshot(ws.store, {".gitignore": b"build\n", "a": b"2",
-                                     "build": {"x": b"written outside the root"}})
-    before = disk_state(root)
-    with pytest.raises(UnsafePathError) as info:
-        ws.restore(snap)
-    assert info.value.path == "build"
+    error = _refused(tree_factory,
+                     {".gitignore": "build\n", "a": "1", "build": Link(str(outside))},
+                     {".gitignore": b"build\n", "a": b"2",
+                      "build": {"x": b"written outside the root"}}, UnsafePathError)
+    assert error.path == "build"
     assert os.listdir(outside) == []
-    _assert_nothing_changed(root, ws, before)
 
 
 # --- things in the way ---------------------------------------------------------------------------
 
 
 def test_ignored_file_where_the_target_has_a_file_is_not_overwritten(tree_factory):
-    root = tree_factory({".gitignore": "*.log\n", "a": "1", "x.log": "precious"})
-    ws = Workspace(root)
-    ws.snapshot()
-    snap = craft_snapshot(ws.store, {".gitignore": b"", "a": b"1", "x.log": b"other"})
-    before = disk_state(root)
-    with pytest.raises(ConflictError) as info:
-        ws.restore(snap)
-    assert info.value.path == "x.log"
-    _assert_nothing_changed(root, ws, before)
+    error = _refused(tree_factory, {".gitignore": "*.log\n", "a": "1", "x.log": "precious"},
+                     {".gitignore": b"", "a": b"1", "x.log": b"other"}, ConflictError)
+    assert error.path == "x.log"
 
 
 def test_folder_holding_ignored_files_cannot_become_a_file(tree_factory):
-    root = tree_factory({".gitignore": "*.log\n", "d": {"a": "1", "keep.log": "ignored"}})
-    ws = Workspace(root)
-    ws.snapshot()
-    snap = craft_snapshot(ws.store, {".gitignore": b"*.log\n", "d": b"a file now"})
-    before = disk_state(root)
-    with pytest.raises(ConflictError) as info:
-        ws.restore(snap)
-    assert info.value.path == "d"
-    _assert_nothing_changed(root, ws, before)
+    error = _refused(tree_factory,
+                     {".gitignore": "*.log\n", "d": {"a": "1", "keep.log": "ignored"}},
+                     {".gitignore": b"*.log\n", "d": b"a file now"}, ConflictError)
+    assert error.path == "d"
 
 
 # --- conflicts ---------------------------------------------------------------------------------

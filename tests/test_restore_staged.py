@@ -14,11 +14,12 @@ from undostore.errors import ConflictError, RefusedError
 
 from .hostile_support import (
     as_nobody,
-    give_away,
     hostile_project,
     needs_root,
     once,
+    owned_files,
     restore_with_hook,
+    rootonly_folder,
 )
 from .test_restore_support import disk_state, temp_files
 
@@ -86,11 +87,8 @@ def test_a_staged_folder_swapped_for_a_symlink_is_never_placed(hostile) -> None:
     folder right before it is renamed into place: the restore stops (exit 3), the symlink is
     not moved to the new folder's name, and nothing lands in the root-only folder."""
     base, root, store = hostile
-    rootonly = base / "rootonly"
-    rootonly.mkdir(mode=0o700)
-    (root / "new").mkdir()
-    (root / "new" / "a").write_text("new file\n")
-    give_away(root)
+    rootonly = rootonly_folder(base)
+    owned_files(root, {"new/a": "new file\n"})
     with Workspace(root, store) as ws:
         target = ws.snapshot().id
         os.unlink(root / "new" / "a")

@@ -23,7 +23,7 @@ from undostore import Workspace
 from undostore.errors import ConflictError, UsageError
 from undostore.restore.revert import RevertConflict
 
-from .conftest import IS_WINDOWS, Exe, Link
+from .conftest import IS_WINDOWS, Exe, Link, edit_lines
 from .test_restore_support import disk_state
 
 posix_only = pytest.mark.skipif(IS_WINDOWS, reason="symlinks and exec bits in these histories")
@@ -139,16 +139,6 @@ def check_against_git(git, tmp: Path, states: list[Spec], k: int) -> list[str]:
 LINES = b"".join(b"line %d\n" % i for i in range(1, 31))
 
 
-def _edit(data: bytes, *changes: tuple[int, bytes | None]) -> bytes:
-    lines = data.splitlines(keepends=True)
-    for number, new in sorted(changes, reverse=True):
-        if new is None:
-            del lines[number - 1]
-        else:
-            lines[number - 1] = new
-    return b"".join(lines)
-
-
 START: Spec = {"a.txt": LINES, "keep.txt": b"kept\n", "run.sh": Exe(b"#!/bin/sh\necho 1\n"),
                "bin.dat": b"\0\1\2" * 10, "link": Link("a.txt"), "d/e.txt": b"deep\n"}
 
@@ -166,8 +156,8 @@ def _with(spec: Spec, **changes: bytes | Exe | Link | None) -> Spec:
 
 CLEAN_CASES = {
     "text edits far apart": [
-        START, _with(START, a_dot_txt=_edit(LINES, (3, b"turn\n"))),
-        _with(START, a_dot_txt=_edit(LINES, (3, b"turn\n"), (25, b"user\n")))],
+        START, _with(START, a_dot_txt=edit_lines(LINES, (3, b"turn\n"))),
+        _with(START, a_dot_txt=edit_lines(LINES, (3, b"turn\n"), (25, b"user\n")))],
     "added and deleted files": [
         START, _with(START, new_dot_txt=b"added by the turn\n", keep_dot_txt=None,
                      d__e_dot_txt=None),
@@ -190,14 +180,14 @@ CLEAN_CASES = {
         _with(START, a_dot_txt=b"x\n" * 5000 + b"turn\n\0\n"),
         _with(START, a_dot_txt=b"user\n" + b"x\n" * 4999 + b"turn\n\0\n")],
     "later turn untouched": [
-        START, _with(START, a_dot_txt=_edit(LINES, (10, None))),
-        _with(START, a_dot_txt=_edit(LINES, (10, None)), d__e_dot_txt=b"turn 2\n")],
+        START, _with(START, a_dot_txt=edit_lines(LINES, (10, None))),
+        _with(START, a_dot_txt=edit_lines(LINES, (10, None)), d__e_dot_txt=b"turn 2\n")],
 }
 
 CONFLICT_CASES = {
     "same line edited again": [
-        START, _with(START, a_dot_txt=_edit(LINES, (5, b"turn\n"))),
-        _with(START, a_dot_txt=_edit(LINES, (5, b"user\n")))],
+        START, _with(START, a_dot_txt=edit_lines(LINES, (5, b"turn\n"))),
+        _with(START, a_dot_txt=edit_lines(LINES, (5, b"user\n")))],
     "modified after the turn, deleted before it": [
         START, _with(START, extra=b"turn\n"), _with(START, extra=b"turn\nuser\n")],
     "deleted after the turn modified it": [
@@ -259,51 +249,52 @@ def test_file_folder_clashes_conflict_on_the_paths_git_names(git, tmp_path, name
         history.close()
 
 
-def test_revert_of_an_undo_point_takes_back_that_turn_only(tmp_path):
-    root = tmp_path / "r"
-    root.mkdir()
+def _snapshots(ws: Workspace, root: Path, *states: Spec, session: str | None = None
+               ) -> list[str]:
+    """Make the files each state in turn and snapshot them (in `session` if named): the ids."""
+    ids = []
+    for state in states:
+        write_state(root, state)
+        ids.append(ws.snapshot(session=session).id)
+    return ids
+
+
+def test_revert_of_an_undo_point_takes_back_that_turn_only(tree_factory):
+    root = tree_factory({})
     with Workspace(root) as ws:
-        write_state(root, {"a.txt": LINES})
-        first = ws.snapshot(session="s").id
-        write_state(root, {"a.txt": _edit(LINES, (2, b"turn 1\n"))})
-        ws.snapshot(session="s")
-        write_state(root, {"a.txt": _edit(LINES, (2, b"turn 1\n"), (20, b"turn 2\n"))})
+        first, _ = _snapshots(ws, root, {"a.txt": LINES},
+                              {"a.txt": edit_lines(LINES, (2, b"turn 1\n"))}, session="s")
+        write_state(root, {"a.txt": edit_lines(LINES, (2, b"turn 1\n"), (20, b"turn 2\n"))})
         result = ws.revert(first)
         assert result.modified == ["a.txt"] and not result.conflicts
-        assert (root / "a.txt").read_bytes() == _edit(LINES, (20, b"turn 2\n"))
+        assert (root / "a.txt").read_bytes() == edit_lines(LINES, (20, b"turn 2\n"))
 
 
-def test_revert_of_the_newest_point_takes_back_everything_since(tmp_path):
-    root = tmp_path / "r"
-    root.mkdir()
+def test_revert_of_the_newest_point_takes_back_everything_since(tree_factory):
+    root = tree_factory({})
     with Workspace(root) as ws:
-        write_state(root, {"a.txt": LINES})
-        newest = ws.snapshot(session="s").id
+        [newest] = _snapshots(ws, root, {"a.txt": LINES}, session="s")
         write_state(root, {"a.txt": LINES, "b.txt": b"since\n"})
         assert ws.revert(newest).deleted == ["b.txt"]
         assert disk_state(root) == {"a.txt": ("file", LINES, False)}
 
 
-def test_one_id_that_is_no_undo_point_is_a_usage_error(tmp_path):
-    root = tmp_path / "r"
-    root.mkdir()
+def test_one_id_that_is_no_undo_point_is_a_usage_error(tree_factory):
+    root = tree_factory({})
     with Workspace(root) as ws:
-        write_state(root, {"a.txt": LINES})
-        plain = ws.snapshot().id
+        [plain] = _snapshots(ws, root, {"a.txt": LINES})
         with pytest.raises(UsageError, match="not an undo point"):
             ws.revert(plain)
 
 
-def test_a_file_changed_while_the_revert_runs_is_never_overwritten(tmp_path):
+def test_a_file_changed_while_the_revert_runs_is_never_overwritten(tree_factory):
     """The merge is made from a snapshot; the restore underneath re-checks every file it
     writes, so an edit landing after that snapshot stops the revert instead of being lost."""
-    root = tmp_path / "r"
-    root.mkdir()
+    root = tree_factory({})
     with Workspace(root) as ws:
-        write_state(root, {"a.txt": LINES, "b.txt": b"b\n"})
-        before = ws.snapshot().id
-        write_state(root, {"a.txt": _edit(LINES, (3, b"turn\n")), "b.txt": b"turn\n"})
-        after = ws.snapshot().id
+        before, after = _snapshots(
+            ws, root, {"a.txt": LINES, "b.txt": b"b\n"},
+            {"a.txt": edit_lines(LINES, (3, b"turn\n")), "b.txt": b"turn\n"})
 
         def type_meanwhile(plan) -> bool:
             (root / "a.txt").write_bytes(b"typed meanwhile\n")
@@ -317,14 +308,11 @@ def test_a_file_changed_while_the_revert_runs_is_never_overwritten(tmp_path):
                                     "b.txt": ("file", b"turn\n", False)}
 
 
-def test_dry_run_changes_nothing_and_says_what_would_change(tmp_path):
-    root = tmp_path / "r"
-    root.mkdir()
+def test_dry_run_changes_nothing_and_says_what_would_change(tree_factory):
+    root = tree_factory({})
     with Workspace(root) as ws:
-        write_state(root, {"a.txt": LINES})
-        before = ws.snapshot().id
-        write_state(root, {"a.txt": LINES, "b.txt": b"turn\n"})
-        after = ws.snapshot().id
+        before, after = _snapshots(ws, root, {"a.txt": LINES},
+                                   {"a.txt": LINES, "b.txt": b"turn\n"})
         result = ws.revert(before, after, dry_run=True)
         assert result.dry_run and result.deleted == ["b.txt"]
         assert (root / "b.txt").exists()

@@ -21,10 +21,11 @@ from undostore.git.objects import (
     encode_tree,
     hash_object,
 )
-from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
 from undostore.history.sessions import record_undo_point
 from undostore.history.verify import verify
+
+from .conftest import write_objects
 
 
 def _blob_of(ws: Workspace, snapshot: str, path: str) -> bytes:
@@ -62,22 +63,17 @@ def test_a_missing_blob_is_reported_by_snapshot_and_path(tree_factory):
     present = hash_object(BLOB, b"present")
     ghost = hash_object(BLOB, b"never stored")
     sub = encode_tree([(MODE_FILE, b"ghost.txt", ghost)])
-    sub_id = hash_object(TREE, sub)
-    top = encode_tree([(MODE_FILE, b"real.txt", present), (MODE_TREE, b"dir", sub_id)])
-    top_id = hash_object(TREE, top)
-    writer = PackWriter(ws.store.pack_dir)
-    writer.add(TREE, sub_id, sub)
-    writer.add(TREE, top_id, top)
-    writer.commit()
-    ws.store.refresh()
+    top = encode_tree([(MODE_FILE, b"real.txt", present),
+                       (MODE_TREE, b"dir", hash_object(TREE, sub))])
+    _, top_id = write_objects(ws.store, [(TREE, sub), (TREE, top)])
     with ws.store.lock:
-        record_undo_point(ws.store, "s", top_id.hex(), "crafted", None)
+        record_undo_point(ws.store, "s", top_id, "crafted", None)
 
     result = verify(ws.store)
 
     assert not result.ok
     assert [(p.snapshot, p.path, p.id) for p in result.missing] == [
-        (top_id.hex(), "dir/ghost.txt", ghost.hex())]
+        (top_id, "dir/ghost.txt", ghost.hex())]
     assert result.corrupt == []
 
 

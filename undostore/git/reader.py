@@ -12,7 +12,7 @@ callers must not expose streamed bytes before the stream has ended.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from undostore.errors import IncompleteSnapshotError
 from undostore.git.objects import BLOB, CHUNK, TREE, decode_tree, object_header
@@ -201,6 +201,42 @@ class ObjectReader:
             return None
         body = self._whole(sha, BLOB, found)[1]
         return body if len(body) <= limit else None
+
+    def small_blobs(self, shas: Iterable[bytes], limit: int, budget: int
+                    ) -> tuple[dict[bytes, bytes], list[bytes]]:
+        """Blobs of at most `limit` bytes each (`budget` bytes in all), hash-checked, by id; and
+        the ids left unread (larger, or past the budget). Raises like `small_blob`. One loop
+        for the many small files of a big restore; anything unusual takes `small_blob`."""
+        kept: dict[bytes, bytes] = {}
+        rest: list[bytes] = []
+        packs = list(self.packs.values()) if not self.skip else []
+        for sha in dict.fromkeys(shas):
+            cap = min(limit, budget)
+            body = None
+            for pack in packs:
+                position = pack.index.position(sha)
+                if position is None:
+                    continue
+                start = pack.index.offset_at(position)
+                try:
+                    type_num, size, header_len = pack.header(start)
+                    if type_num == BLOB and size <= cap:
+                        body = pack.inflate_whole(start + header_len, size)
+                        check = hashlib.sha1(b"blob %d\0" % size)
+                        check.update(body)
+                        if check.digest() != sha:
+                            body = None
+                except RecordDamaged:
+                    body = None
+                break
+            if body is None:   # large, absent, damaged, a delta, or copies set aside
+                body = self.small_blob(sha, cap)
+                if body is None:
+                    rest.append(sha)
+                    continue
+            kept[sha] = body
+            budget -= len(body)
+        return kept, rest
 
     def blob_chunks(self, sha: bytes) -> Iterator[bytes]:
         """A blob's bytes in chunks, in constant memory; the hash is checked after the last

@@ -27,14 +27,9 @@ class BlobSource:
     @classmethod
     def verified(cls, reader: ObjectReader, shas: Iterable[bytes]) -> BlobSource:
         source = cls(reader)
-        budget = _KEEP_BUDGET
-        for sha in dict.fromkeys(shas):
-            data = reader.small_blob(sha, min(_KEEP_BLOB, budget))
-            if data is None:
-                reader.verify_blob(sha)
-            else:
-                source.kept[sha] = data
-                budget -= len(data)
+        source.kept, larger = reader.small_blobs(shas, _KEEP_BLOB, _KEEP_BUDGET)
+        for sha in larger:
+            reader.verify_blob(sha)
         return source
 
     def chunks(self, sha: bytes) -> Iterable[bytes]:

@@ -2,13 +2,16 @@
 
 Order (why): deletes first, so a case-only rename (`readme.md` -> `README.md`) works on
 case-insensitive file systems and a file can make way for a folder; then folders the deletes
-emptied; then creates and modifies; then mode fixes; then the modes of folders it created. Each
-write goes to a temp file in the same folder, is made durable (durable.py), and replaces the old
-file with one rename, so every changed file gets a new inode: a hard-linked file's other names
-keep their content and mode. The old inodes are freed on a few threads (reclaim.py): just before
-the rename the old file gets a temp name of the restore too (a hard link), and a deleted file is
-renamed to one; the pool unlinks those names, and is drained before emptied folders are removed
-and before the final sync.
+emptied; then new folders; then creates and modifies; then mode fixes; then the modes of folders
+it created. Each write goes to a temp file in the same folder, is made durable (durable.py), and
+replaces the old file with one rename, so every changed file gets a new inode: a hard-linked
+file's other names keep their content and mode. A folder the restore creates is written whole
+under a temp name beside where it goes (its files with their own names, no temp file each),
+made durable, and renamed into place: it appears complete or not at all. The old inodes are
+freed on a few threads (reclaim.py): the new file and the old one swap names in one call where
+Linux can (renameat2), else the old file gets a temp name of the restore too (a hard link)
+before the rename; a deleted file is renamed to one; the pool unlinks those names, and is
+drained before emptied folders are removed and before the final sync.
 
 The conflict rule: just before a file is replaced or deleted, its current content is compared with
 what the plan expects (`before`); a file that already holds what the plan wants (`after`) is left
@@ -623,14 +626,19 @@ class Checkout:
                     and self._carried[temp] != _meta_key(found.st)):
                 self._carry_again(d, name, temp, path)  # changed since the temp was written
         self.checkpoint.before("replace", path)
-        aside = self._set_aside(d, name) if found.kind in (FILE, LINK) else None
-        try:
-            self.tree.replace(d, temp, name)
-        except BaseException:
-            if aside is not None:
-                self.tree.unlink(d, aside[1])
-            raise
-        self._free(aside)
+        if found.kind in (FILE, LINK) and self.reclaim is not None and \
+                self.tree.exchange(d, temp, name):
+            # The new file took the name, the old one took the temp name: freed on the pool.
+            self._free((self.tree.descriptor(d), temp))  # type: ignore[arg-type]
+        else:
+            aside = self._set_aside(d, name) if found.kind in (FILE, LINK) else None
+            try:
+                self.tree.replace(d, temp, name)
+            except BaseException:
+                if aside is not None:
+                    self.tree.unlink(d, aside[1])
+                raise
+            self._free(aside)
         self._changed(d)
         st = self.tree.lstat(d, name)
         self.result.written[path] = _if_unchanged(st, self._made.pop(temp, None)) if st else None

@@ -20,7 +20,7 @@ import stat
 
 from undostore.errors import ConflictError, RefusedError, UnsafePathError
 from undostore.fileio import replace_with_retry
-from undostore.platform import IS_WINDOWS
+from undostore.platform import IS_LINUX, IS_WINDOWS
 
 HAS_DIR_FD = all(f in os.supports_dir_fd for f in (os.open, os.mkdir, os.unlink, os.rmdir,
                                                     os.rename, os.stat))
@@ -35,6 +35,23 @@ _EVICTED = -1
 READ_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_BINARY | _O_CLOEXEC
 
 ABSENT, FILE, LINK, DIR, OTHER = "absent", "file", "link", "dir", "other"
+_RENAME_EXCHANGE = 2   # renameat2's flag (Linux 3.15+): swap two names in one step
+
+
+def _load_renameat2():  # noqa: ANN202 (a ctypes function or None)
+    """libc's renameat2, which Python's os module does not offer; None where it is missing."""
+    if not IS_LINUX:
+        return None
+    try:
+        import ctypes
+
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError, ImportError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                         ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
 
 
 def kind_of(st: os.stat_result | None) -> str:
@@ -96,6 +113,7 @@ class DirTree:
         self._open: dict[str, Dir] = {"": self._root}
         self._ids: dict[str, tuple[int, int]] = {"": ident(st)}
         self.made: list[str] = []   # folders created by `folder(create=True)`, in order
+        self._renameat2 = _load_renameat2() if use_fds else None
 
     # --- folders -----
 
@@ -305,6 +323,22 @@ class DirTree:
         else:
             self._check_chain(d)
             replace_with_retry(os.path.join(d.path, src), os.path.join(d.path, dst))
+
+    def exchange(self, d: Dir, a: str, b: str) -> bool:
+        """Swap the names `a` and `b` in `d` in one step (both must exist); False, changing
+        nothing, where the system or file system cannot (then never asked again)."""
+        fd = self._fd(d) if self._renameat2 is not None else None
+        if fd is None or self._renameat2 is None:
+            return False
+        if self._renameat2(fd, os.fsencode(a), fd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+            return True
+        import ctypes
+
+        code = ctypes.get_errno()
+        if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+            self._renameat2 = None
+            return False
+        raise OSError(code, os.strerror(code), b)
 
     def symlink(self, d: Dir, target: str, name: str) -> None:
         link, at = self._at(d, name)

@@ -7,9 +7,10 @@ The freeing waits overlap across threads (1,000 replaces over existing files in 
 1 thread 0.7-0.8 s, 4 threads 0.10-0.12 s; 2,000 unlinks: 0.9-4.3 s against 0.18-0.35 s), while
 creating files gains nothing from threads (2,000 creates: 1 thread 0.07-1.1 s, 4 threads no
 better). So every decision and every change a user can see stays where it was, and only the
-freeing moves: just before a file is replaced, the old one gets a second name (a hard link, a
-`set_aside` name of the restore) so the rename frees nothing; a deleted file is renamed to such a
-name; the pool unlinks those names.
+freeing moves: a replaced file's old inode ends under a name of the restore (the checkout swaps
+the two names where Linux can, else the old file gets a second name first, a hard link made by
+`set_aside`, so the rename frees nothing); a deleted file is renamed to such a name; the pool
+unlinks those names.
 
 Those names start with the restore's temp prefix, so a crash leaves them as temp files of the
 interrupted restore, which recovery and `--abort` remove like the others. `drain()` waits for the
