@@ -452,9 +452,13 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(home, exist_ok=True)
     env = common.isolated_env(
         home, extra={"UNDOSTORE_FSMONITOR": args.fsmonitor} if args.fsmonitor else None)
-    os.environ.update({k: v for k, v in env.items() if k.startswith(("UNDOSTORE_", "HOME"))})
-    if not args.fsmonitor:
-        os.environ.pop("UNDOSTORE_FSMONITOR", None)
+    # The library runs in this process and the CLI in children: both must see the same
+    # environment. The ignore fingerprint kept with watchman's clock names the git config files
+    # the environment selects (GIT_CONFIG_NOSYSTEM drops /etc/gitconfig, XDG_CONFIG_HOME moves
+    # the global ones), so a step made under another environment than the one before it finds
+    # the fingerprint changed and walks the whole tree: the CLI column measured that walk.
+    os.environ.clear()
+    os.environ.update(env)
     rows = []
     load_before = common.load_average()
     try:

@@ -66,7 +66,8 @@ def run_restore(call: Callable[..., RestoreResult], *, yes: bool, dry_run: bool,
     progress on stderr paused while asking."""
     confirm = None if dry_run else confirm_from_cli(yes, action=action)
     with TerminalProgress.for_stderr() as progress:
-        return call(dry_run=dry_run, confirm=progress.pausing(confirm), on_progress=progress)
+        return call(dry_run=dry_run, confirm=progress.pausing(confirm),
+                    on_progress=progress.listener)
 
 
 def _needs_yes(action: str, plan: RestorePlan) -> Exception:

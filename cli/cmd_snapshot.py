@@ -76,3 +76,6 @@ def snapshot_command(ctx: Context, session: str | None, label: str | None, max_f
                    "walk": result.walk,
                    "warnings": [{"path": p, "message": m} for p, m in result.warnings]},
          result.id)
+
+
+COMMANDS = [snapshot_command]

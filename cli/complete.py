@@ -5,10 +5,12 @@ completes nothing rather than printing into the user's shell."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from click.shell_completion import CompletionItem
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 
 def _store(ctx: click.Context) -> Any:
@@ -35,6 +37,8 @@ def _from_store(ctx: click.Context, items: Callable[[Any], list[CompletionItem]]
 def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str
                       ) -> list[CompletionItem]:
     def sessions(store: Any) -> list[CompletionItem]:
+        from click.shell_completion import CompletionItem  # only when completing
+
         from undostore.history.journal import session_names
 
         return [CompletionItem(n) for n in session_names(store) if n.startswith(incomplete)]
@@ -45,6 +49,8 @@ def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: st
 def complete_ids(ctx: click.Context, param: click.Parameter, incomplete: str
                  ) -> list[CompletionItem]:
     def ids(store: Any) -> list[CompletionItem]:
+        from click.shell_completion import CompletionItem
+
         from undostore.history.status import known_points
 
         seen: set[str] = set()

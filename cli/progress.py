@@ -3,7 +3,7 @@ restore has run for `DELAY` seconds and only when stderr is a terminal (piped: n
 
     with TerminalProgress.for_stderr() as progress:
         result = workspace.restore(target, confirm=progress.pausing(confirm),
-                                   on_progress=progress)
+                                   on_progress=progress.listener)
 
 The library's callback only records the latest state (cheap, called from the restore); a small
 thread draws it every `TICK` seconds, so a long step that reports nothing (a safety snapshot of
@@ -66,6 +66,12 @@ class TerminalProgress:
 
     def __call__(self, progress: Progress) -> None:
         self.latest = progress
+
+    @property
+    def listener(self) -> TerminalProgress | None:
+        """The `on_progress` to hand the library: None when nothing is shown (piped), so the
+        restore does not count sizes for no one and costs what the library call costs."""
+        return self if self.stream is not None else None
 
     def __enter__(self) -> TerminalProgress:
         self._started = self.clock()

@@ -112,10 +112,10 @@ def test_no_color_turns_colour_off_on_a_terminal(root):
 
 
 def test_every_command_and_every_option_has_help_text():
-    from undostore_cli.main import cli
+    from undostore_cli.main import all_commands
 
     missing = []
-    for name, command in sorted(cli.commands.items()):
+    for name, command in sorted(all_commands().items()):
         if not (command.help or "").strip():
             missing.append(name)
         for param in command.params:

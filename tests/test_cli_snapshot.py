@@ -26,9 +26,9 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 
 
 def registered_commands() -> list[str]:
-    from undostore_cli.main import cli
+    from undostore_cli.main import all_commands
 
-    return sorted(cli.commands)
+    return sorted(all_commands())
 
 
 @pytest.fixture

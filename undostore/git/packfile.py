@@ -109,7 +109,7 @@ class Pack:
             raise PackDamaged("its trailer does not match its index (cut short or overwritten)")
         if int.from_bytes(data[8:12], "big") != self.index.count:
             raise PackDamaged("its object count differs from its index")
-        if self.index.count and max(self.index.offsets()) + 2 > len(data) - 20:
+        if self.index.count and self.index.max_offset() + 2 > len(data) - 20:
             raise PackDamaged("its index lists records past its end")
         if not self.index.checksum_ok():
             raise PackDamaged("its index fails its checksum")

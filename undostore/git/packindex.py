@@ -116,6 +116,13 @@ class PackIndexFile:
                                           self._large_at + (value & 0x7FFFFFFF) * 8)
         return value
 
+    def max_offset(self) -> int:
+        """Where the last record starts (0 for an empty index), without listing them all."""
+        if not self.count:
+            return 0
+        top = max(struct.unpack_from(f">{self.count}L", self._map, self._offsets_at))
+        return top if not top & 0x80000000 else max(self.offsets())
+
     def offsets(self) -> list[int]:
         """Every record's offset, in index (id) order."""
         small = struct.unpack_from(f">{self.count}L", self._map, self._offsets_at)

@@ -25,16 +25,16 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import StoreError, UndostoreError, UsageError
-from undostore.history import anchors, retention, usage
+from undostore.history import anchors
 from undostore.history import journal as journals
-from undostore.history.gc import DEFAULT_GRACE_SECONDS, collect
 from undostore.history.journal import Point, SessionWarning
-from undostore.restore.progress import OnProgress
-from undostore.restore.restore import Confirm, RestoreResult, Worktree, restore
 from undostore.settings import env_number
 from undostore.store.recent import forget as forget_recent
 
 if TYPE_CHECKING:
+    from undostore.history.retention import OnEvict
+    from undostore.restore.progress import OnProgress
+    from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.snapshot.snapshot import SnapshotResult
     from undostore.store.store import Store
 
@@ -72,11 +72,13 @@ def gc_every() -> int:
 
 def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: str | None,
                       meta: Mapping[str, Any] | None,
-                      on_evict: retention.OnEvict | None = None) -> bool:
+                      on_evict: OnEvict | None = None) -> bool:
     """Record `snapshot_id_hex` as the newest undo point of `session` (clears its redo stack),
     then apply retention (history/retention.py; `on_evict` hears of each point it drops).
     Called with the store lock held, right after the snapshot. A point equal to the session's
     newest one records nothing (False): undoing to it would change no file."""
+    from undostore.history import retention  # recording only: undo and redo skip its imports
+
     point = journals.make_point(snapshot_id_hex, label, meta)
     retention.keep_days(), retention.max_store_bytes()   # a bad setting fails before recording
     with store.lock:
@@ -92,8 +94,10 @@ def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: s
     return True
 
 
-def _apply_retention(store: Store, on_evict: retention.OnEvict | None) -> bool:
+def _apply_retention(store: Store, on_evict: OnEvict | None) -> bool:
     """KEEP_DAYS and MAX_STORE_MB; True if gc ran. A failure only postpones the cleanup."""
+    from undostore.history import retention
+
     try:
         return retention.enforce(store, on_evict).gc_runs > 0
     except (UndostoreError, OSError) as err:
@@ -111,6 +115,8 @@ def _commit(store: Store, journal: journals.Journal, new_ids: list[str]) -> None
 
 
 def _auto_gc(store: Store) -> None:
+    from undostore.history.gc import collect
+
     try:
         collect(store)
     except (UndostoreError, OSError) as err:
@@ -139,6 +145,10 @@ def redo(wt: Worktree, session: str, *, dry_run: bool = False,
 
 def _step(wt: Worktree, session: str, step: str, dry_run: bool,
           confirm: Confirm | None, on_progress: OnProgress | None = None) -> RestoreResult:
+    # Here, not at the top: recording an undo point (the hook, on every prompt) needs none of
+    # the restore machinery.
+    from undostore.restore.restore import restore
+
     store = wt.store
     with store.lock:
         journal = journals.load(store, session)
@@ -212,6 +222,9 @@ def _safety_of(result: RestoreResult) -> str:
 
 def list_sessions(store: Store) -> list[SessionInfo]:
     """Every session with its counts and the bytes it alone holds."""
+    from undostore.history import usage
+    from undostore.history.gc import DEFAULT_GRACE_SECONDS
+
     with store.lock:
         out = []
         for name in journals.session_names(store):

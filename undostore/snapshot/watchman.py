@@ -15,11 +15,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from undostore.platform import IS_WINDOWS
+from undostore.snapshot import watchsock
 
 MODES = ("auto", "watchman", "off")
 TIMEOUT_SECONDS = 5.0          # a socket read; a query that takes longer falls back to a walk
@@ -85,37 +84,6 @@ def _excluded(relative: str, skip: Iterable[str]) -> list:
     return ["not", ["anyof", *terms]]
 
 
-def _default_sockname(spawn: bool) -> str | None:
-    """The daemon's socket as the watchman program computes it; without `spawn`, only when a
-    daemon answers (`--no-local`: ask the server, never start it)."""
-    binary = shutil.which("watchman")
-    if binary is None:
-        return None
-    import json  # only here: a snapshot that finds no watchman never pays for these
-    import subprocess
-
-    args = [binary, "--output-encoding=json"]
-    if not spawn:
-        args += ["--no-spawn", "--no-local"]
-    kwargs: dict = {}
-    if IS_WINDOWS:
-        kwargs["creationflags"] = getattr(subprocess, "CREATE_NO_WINDOW", 0)
-    try:
-        done = subprocess.run([*args, "get-sockname"], capture_output=True,
-                              timeout=TIMEOUT_SECONDS * (6 if spawn else 1), check=False,
-                              stdin=subprocess.DEVNULL, **kwargs)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
-        return None
-    try:
-        reply = json.loads(done.stdout)
-    except ValueError:
-        return None
-    sock = reply.get("sockname") if isinstance(reply, dict) else None
-    return sock if isinstance(sock, str) and sock else None
-
-
 class Monitor:
     """One connection to a watchman daemon watching `root`; `None` from `open` when not usable.
 
@@ -144,28 +112,48 @@ class Monitor:
                 warn(root, "pywatchman is not installed (pip install 'undostore[watchman]'); "
                      "walking the whole tree")
             return None
-        sock = os.environ.get("WATCHMAN_SOCK") or None
-        if sock is None:
-            sock = _default_sockname(spawn=mode == "watchman")
+        given = os.environ.get("WATCHMAN_SOCK") or None
+        if given is not None and mode == "auto" and not os.path.exists(given):
+            return None
+        program = None if given is not None else watchsock.find_program()
+        if given is None and program is None:
+            if mode == "watchman":
+                warn(root, "watchman is not available (no `watchman` program or daemon); "
+                     "walking the whole tree")
+            return None
+        # A remembered socket first (no process to start); one that fails is forgotten and the
+        # program asked where the daemon is now (it stopped, or moved).
+        sock = given or watchsock.recall(program)  # type: ignore[arg-type]
+        remembered = given is None and sock is not None
+        while True:
             if sock is None:
-                if mode == "watchman":
-                    warn(root, "watchman is not available (no `watchman` program or daemon); "
-                         "walking the whole tree")
+                sock = watchsock.ask(program, spawn=mode == "watchman")  # type: ignore[arg-type]
+                if sock is None:
+                    if mode == "watchman":
+                        warn(root, "watchman is not available (no `watchman` program or "
+                             "daemon); walking the whole tree")
+                    return None
+            try:
+                import pywatchman  # the optional extra undostore[watchman]
+            except ImportError as err:  # found above, yet broken (a failed C extension build)
+                warn(root, f"pywatchman cannot be imported ({err}); walking the whole tree")
                 return None
-        elif mode == "auto" and not os.path.exists(sock):
-            return None
-        try:
-            import pywatchman  # the optional extra undostore[watchman]
-        except ImportError as err:  # found above, yet broken (a failed C extension build)
-            warn(root, f"pywatchman cannot be imported ({err}); walking the whole tree")
-            return None
-        try:
-            client = pywatchman.client(sockpath=sock, timeout=TIMEOUT_SECONDS)
-            reply = client.query("watch-project", root)
-        except Exception as err:  # pywatchman raises its own errors, OSError, and more
-            if mode == "watchman" or not isinstance(err, pywatchman.SocketConnectError):
-                warn(root, f"watchman failed ({_short(err)}); walking the whole tree")
-            return None
+            try:
+                client, reply = _connect(pywatchman, sock, root)
+                break
+            except Exception as err:  # pywatchman raises its own errors, OSError, and more
+                if remembered:
+                    watchsock.forget()
+                    # Nothing there, or not watchman: ask. A daemon too slow to answer would
+                    # be named again: one timeout is enough.
+                    if not isinstance(err, pywatchman.SocketTimeout):
+                        sock, remembered = None, False
+                        continue
+                if mode == "watchman" or not isinstance(err, pywatchman.SocketConnectError):
+                    warn(root, f"watchman failed ({_short(err)}); walking the whole tree")
+                return None
+        if program is not None and not remembered:
+            watchsock.remember(program, sock)
         watch = reply.get("watch")
         if not isinstance(watch, str):
             warn(root, "watchman gave no watch root; walking the whole tree")
@@ -246,6 +234,16 @@ class Monitor:
                 continue
             paths.append(name)
         return Changes(paths, new)
+
+
+def _connect(pywatchman: object, sock: str, root: str) -> tuple[object, dict]:
+    """A client connected to `sock`, and its reply to `watch-project root`."""
+    client = pywatchman.client(sockpath=sock, timeout=TIMEOUT_SECONDS)  # type: ignore[attr-defined]
+    try:
+        return client, client.query("watch-project", root)
+    except BaseException:
+        client.close()
+        raise
 
 
 def _short(err: BaseException) -> str:

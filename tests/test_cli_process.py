@@ -1,0 +1,96 @@
+"""What one `undostore` process loads: each command imports its own module and what its library
+call needs, nothing for the other commands (start-up time is paid on every agent turn)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from undostore import Workspace
+
+CLI_FOLDER = Path(__file__).resolve().parents[1] / "cli"
+
+
+def test_the_command_table_names_every_command_of_every_module():
+    import importlib
+
+    from undostore_cli.main import COMMAND_MODULES
+
+    modules = sorted(p.stem for p in CLI_FOLDER.glob("cmd_*.py"))
+    assert sorted(set(COMMAND_MODULES.values())) == modules
+    for module_name in modules:
+        module = importlib.import_module(f"undostore_cli.{module_name}")
+        defined = sorted(command.name for command in module.COMMANDS)
+        listed = sorted(name for name, m in COMMAND_MODULES.items() if m == module_name)
+        assert defined == listed, module_name
+
+
+_LOADED = """
+import json, sys
+from undostore_cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exit:
+    code = exit.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+def _run_loaded(args: list[str], cwd: Path, stdin: str = "") -> tuple[int, str, list[str]]:
+    done = subprocess.run([sys.executable, "-c", _LOADED, *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=120, input=stdin)
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    return report["code"], done.stdout, report["modules"]
+
+
+def test_undo_loads_no_other_commands_module_nor_what_recording_a_point_needs(tree_factory):
+    root = tree_factory({"a.txt": "A"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="s")
+        (root / "a.txt").write_text("B")
+    code, out, modules = _run_loaded(["undo", "--session", "s", "--yes", "--json"], root)
+    assert code == 0 and json.loads(out)["modified"] == ["a.txt"]
+    assert (root / "a.txt").read_text() == "A"
+    cli_modules = {m for m in modules if m.startswith("undostore_cli.cmd_")}
+    # undo and redo live with the session commands; they show plans as restore does.
+    assert cli_modules == {"undostore_cli.cmd_sessions", "undostore_cli.cmd_restore"}
+    unneeded = [m for m in modules if m.startswith((
+        "dulwich", "mcp", "undostore.diff", "undostore.history.retention",
+        "undostore.history.gc", "undostore.history.usage", "undostore_cli.mcp_server"))]
+    assert unneeded == []
+
+
+def test_help_and_an_unknown_command_still_see_every_command(tmp_path):
+    code, out, modules = _run_loaded(["--help"], tmp_path)
+    assert code == 0
+    for name in ("diff", "hook", "mcp", "ops", "rebind", "snapshot", "status", "undo"):
+        assert f"\n  {name} " in out
+    code, out, _ = _run_loaded(["--json", "bogus"], tmp_path)
+    assert code == 2
+    assert json.loads(out)["error"]["message"] == "No such command 'bogus'."
+
+
+def test_the_hook_records_a_point_without_loading_the_restore_machinery(tree_factory):
+    root = tree_factory({"a.txt": "A"})
+    event = {"session_id": "s1", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
+             "prompt": "make it faster"}
+    code, out, modules = _run_loaded(["hook"], root, json.dumps(event))
+    assert (code, out) == (0, "")
+    with Workspace(root) as ws:
+        assert [p.label for p in ws.log("s1").undo] == ["make it faster"]
+    restore_machinery = {"undostore.restore.restore", "undostore.restore.checkout",
+                         "undostore.restore.plan", "undostore.restore.diskstate"}
+    assert restore_machinery & set(modules) == set()
+    assert [m for m in modules if m.startswith("undostore.diff")] == []
+
+
+def test_progress_is_handed_to_the_library_only_when_it_is_drawn():
+    import io
+
+    from undostore_cli.progress import TerminalProgress
+
+    assert TerminalProgress(None).listener is None
+    shown = TerminalProgress(io.StringIO())
+    assert shown.listener is shown
