@@ -14,12 +14,21 @@ from pathlib import Path
 import pytest
 
 from undostore import Workspace
+from undostore.snapshot import capture, treepatch
 from undostore.snapshot import watchman as fsmonitor
 from undostore.snapshot.snapshot import SnapshotOptions
 
 from .conftest import Exe, Link, make_tree
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no watchman on Windows")
+
+
+@pytest.fixture(autouse=True, params=["entry by entry", "spliced"])
+def _tree_building(request, monkeypatch) -> None:
+    """Every test twice: big folders only spliced (the default), and every patched folder
+    spliced from its old tree (capture.DELTA_MIN_FILES = 0), each id checked the same way."""
+    if request.param == "spliced":
+        monkeypatch.setattr(capture, "DELTA_MIN_FILES", 0)
 
 
 class Snapper:
@@ -383,3 +392,40 @@ def test_changes_in_a_big_folder_read_only_the_reported_files(tmp_path, git, wat
     result = snap()
     assert result.walk == "watchman" and result.id == git.write_tree(root)
     assert snap().hashed == 0
+
+
+@pytest.mark.parametrize("inserts", [16, 0])   # 0: a new name makes the splice give up
+def test_a_big_folder_is_spliced_from_its_old_tree_to_gits_id(tmp_path, git, watchman_env,
+                                                              monkeypatch, inserts):
+    monkeypatch.setattr(treepatch, "MAX_INSERTS", inserts)
+    names = {f"f{i:04}.txt": f"{i}\n" for i in range(1500)}
+    root = make_tree(tmp_path / "root", {"big": {
+        **names, "m.txt": "m", "m-1": "m", "m0": "m", "n-": "n",
+        "m": {"inner.txt": "i"}, "n": {"x": "x"}, "o": {}, "link": Link("m.txt")}})
+    snap = Snapper(root, tmp_path / "store")
+    time.sleep(0.2)   # out of the racy window: the big folder's record is complete
+    snap()
+    big = root / "big"
+    with open(big / "f0007.txt", "a") as f:
+        f.write("more\n")
+    (big / "f0100.txt").unlink()
+    (big / "m.txt").unlink()
+    (big / "m-0").write_text("new, sorts before m-1")
+    (big / "a-first").write_text("new, sorts first")
+    (big / "zz-last").write_text("new, sorts last")
+    (big / "f0200.txt").chmod(0o755)
+    (big / "m" / "inner.txt").write_text("changed below")   # a sub-tree's id changes
+    (big / "n" / "x").unlink()                               # a sub-tree empties
+    (big / "o" / "y").write_text("y")                        # an empty folder fills
+    (big / "link").unlink()
+    os.symlink("m0", big / "link")
+    time.sleep(0.2)
+    result = snap()
+    assert result.walk == "watchman" and result.id == git.write_tree(root)
+    assert result.files == _indexed(git, root)
+    assert snap().hashed == 0
+    (big / "o" / "y").unlink()                               # and empties again
+    (big / "n-").unlink()
+    result = snap()
+    assert result.walk == "watchman" and result.id == git.write_tree(root)
+    assert result.files == _indexed(git, root)

@@ -13,15 +13,34 @@ folders' trees, exactly as it would have.
 
 Windows always loads it: the disk has no exec bit there, so the next snapshot takes a restored
 file's mode from the entry the restore records.
+
+What a restore records (`record_written`) keeps the safety snapshot's watchman clock: that clock
+was taken before the restore's first write, so the next snapshot hears of every path written
+since (by the restore or anyone else) and compares each with the stat recorded here. Records
+stay whole (every name the walk would list, files first); a file the restore created goes in as
+an entry only, so the next snapshot checks it against the ignore rules of that moment.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from undostore.platform import IS_WINDOWS
-from undostore.store.statcache import StatCache
+from undostore.snapshot.capture import count_files, split_record
+from undostore.snapshot.ignore import UNDOSTORE_IGNORE
+from undostore.store.statcache import (
+    Entry,
+    Record,
+    StatCache,
+    is_racy,
+    join_names,
+    make_entry,
+    mode_only_entry,
+    pack_entries,
+    record_entries,
+)
 
 if TYPE_CHECKING:
     from undostore.restore.plan import RestorePlan
@@ -46,3 +65,91 @@ def cache_for(plan: RestorePlan, cache_path: str, identity: str,
 
 def cache_path(cache_dir: str) -> str:
     return os.path.join(cache_dir, "statcache")
+
+
+def record_written(cache: StatCache, plan: RestorePlan,
+                   written: dict[str, os.stat_result | None], removed_dirs: Iterable[str],
+                   now_ns: int) -> tuple[dict[str, Record], int]:
+    """(records, file count) after the restore of `plan`: deleted files and removed folders
+    gone, each written file's entry from its stat (mode only when racy or touched by someone
+    else after the write, so the next snapshot hashes it), a planned file not written left
+    without an entry; every folder holding a touched path, and those above, without a tree id
+    (the next snapshot re-encodes them from their entries). Other records stay as they are."""
+    records = dict(cache.records)
+    removed = set(removed_dirs)
+    if removed:
+        for path in [p for p in records if p in removed or _under(p, removed)]:
+            del records[path]
+    edits: dict[str, dict[str, Entry | None]] = {}
+    for path in plan.delete:
+        folder, _, name = path.rpartition("/")
+        edits.setdefault(folder, {})[name] = None
+    for path in [*plan.create, *plan.modify, *plan.chmod]:
+        folder, _, name = path.rpartition("/")
+        mode, sha = plan.after[path]
+        st = written.get(path)
+        if path not in written:
+            entry = None   # not written as planned: no entry, the next snapshot hashes it
+        elif st is None or is_racy(st, now_ns):
+            entry = mode_only_entry(mode, sha)
+        else:
+            entry = make_entry(st, mode, sha)
+        edits.setdefault(folder, {})[name] = entry
+    for path in removed:
+        folder, _, name = path.rpartition("/")
+        edits.setdefault(folder, {})
+    deleted = set(plan.delete)
+    for folder, changes in edits.items():
+        record = records.get(folder)
+        if record is not None:
+            records[folder] = _edited(folder, record, cache.records, changes, deleted, removed)
+    for folder in {_parent(path) for path in [*plan.touched(), *removed]}:
+        while True:
+            record = records.get(folder)
+            if record is not None and record[0] is not False:
+                records[folder] = (False, *record[1:])
+            if not folder:
+                break
+            folder = _parent(folder)
+    return records, count_files(records, cache.records, cache.count)
+
+
+def _edited(folder: str, record: Record, records: dict[str, Record],
+            changes: dict[str, Entry | None], deleted: set[str], removed: set[str]) -> Record:
+    """`record` with `changes` (name -> entry, None: no entry) applied; see `record_written`.
+    `records`: those before the restore, which tell its sub-folders from its files."""
+    prefix = folder + "/" if folder else ""
+    files, subdirs = split_record(folder, record, records)
+    subdirs = [name for name in subdirs if prefix + name not in removed]
+    entries = record_entries(record)
+    for name, entry in changes.items():
+        if entry is None:
+            entries.pop(name, None)
+        else:
+            entries[name] = entry
+    files = [name for name in files if prefix + name not in deleted]
+    listed = set(files)
+    ordered = [name for name in files if name in entries]
+    ordered += [name for name in entries if name not in listed]   # created: entries only
+    names = join_names([*files, *subdirs])
+    entry_names = None if ordered == files else join_names(ordered)
+    return (record[0], names, entry_names, pack_entries([entries[n] for n in ordered]))
+
+
+def _parent(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
+def _under(path: str, folders: set[str]) -> bool:
+    while path:
+        path = _parent(path)
+        if path in folders:
+            return True
+    return False
+
+
+def drops_clock(plan: RestorePlan) -> bool:
+    """Whether the restore touched an ignore file: what is kept may then change anywhere, so
+    the next snapshot must walk in full."""
+    return any(path == UNDOSTORE_IGNORE or path.rpartition("/")[2] == ".gitignore"
+               for path in plan.touched())

@@ -51,7 +51,7 @@ from undostore.errors import (
 )
 from undostore.fileio import TEMP_PREFIX
 from undostore.git.reader import ObjectReader
-from undostore.restore.cachechoice import cache_for
+from undostore.restore.cachechoice import cache_for, drops_clock, record_written
 from undostore.restore.checkout import (
     BlobSource,
     Checkout,
@@ -87,7 +87,7 @@ from undostore.snapshot.ignore import excluded_by, undostore_ignore
 from undostore.snapshot.snapshot import store_exclusion
 from undostore.store import moderecord
 from undostore.store.durable import Durability
-from undostore.store.statcache import StatCache, is_racy, make_entry, mode_only_entry
+from undostore.store.statcache import StatCache
 
 if TYPE_CHECKING:
     from undostore.snapshot.snapshot import SnapshotResult
@@ -505,28 +505,18 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
 def _remember_written(wt: Worktree, cache_path: str, cache: StatCache, plan: RestorePlan,
                       outcome: CheckoutResult) -> None:
     """Record written files in the stat cache, so the next snapshot trusts them instead of
-    reading them. One written too recently to be trusted, or touched by someone else after it
-    was written, keeps only its mode (on Windows, where the disk has no exec bit, the snapshot
-    takes the mode from here). Like git's checkout, a same-size rewrite by someone else within
-    the same timestamp tick as the restore's own write cannot be told apart. The cached tree ids of
-    every folder the restore touched are dropped: the next snapshot builds those trees anew.
-    (This follows statcache's format: entries from `make_entry`, folder states.)"""
-    files = dict(cache.files)
-    for path in plan.delete:
-        files.pop(path, None)
-    now_ns = time.time_ns()
-    for path, st in outcome.written.items():
-        mode, sha = plan.after[path]
-        if st is None or is_racy(st, now_ns):
-            files[path] = mode_only_entry(mode, sha)
-        else:
-            files[path] = make_entry(st, mode, sha)
-    touched = {""} | set(plan.remove_dirs)
-    for path in plan.touched():
-        touched.update(parent_dirs(path))
-    folders = {path: state for path, state in cache.folders.items() if path not in touched}
+    reading them (cachechoice.record_written). One written too recently to be trusted, or
+    touched by someone else after it was written, keeps only its mode (on Windows, where the
+    disk has no exec bit, the snapshot takes the mode from here). Like git's checkout, a
+    same-size rewrite by someone else within the same timestamp tick as the restore's own
+    write cannot be told apart. The safety snapshot's watchman clock is kept (it predates every
+    write), unless the restore wrote an ignore file."""
+    records, count = record_written(cache, plan, outcome.written, outcome.removed_dirs,
+                                    time.time_ns())
+    if drops_clock(plan):
+        cache.fsmonitor = None
     try:
-        cache.save(cache_path, files, folders, now_ns)
+        cache.save_records(cache_path, records, count)
     except OSError:
         pass  # only an optimisation: the next snapshot reads the files instead
 

@@ -15,9 +15,11 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from undostore.errors import UndostoreError
 from undostore.git.objects import MODE_TREE, TREE, encode_tree, hash_object
 from undostore.git.packwriter import PackWriter
 from undostore.platform import IS_WINDOWS
+from undostore.snapshot.treepatch import TreeEntry, patch_tree
 from undostore.snapshot.walk import FileEntry, Folder, Matcher
 from undostore.store.statcache import (
     ENTRY,
@@ -35,19 +37,36 @@ from undostore.store.store import Store
 EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 
 
+@dataclass(slots=True, frozen=True)
+class Delta:
+    """How a patched folder's files follow from its record's: the record's first `old_files`
+    names (its files) less `gone`, then the names added (changes.py)."""
+
+    old_files: int
+    gone: frozenset[str]
+
+
+# A folder with at least this many files and at most `DELTA_MAX_MISSES` to hash is built from
+# its record and old tree with the changes spliced in (treepatch.py), not entry by entry.
+DELTA_MIN_FILES = 1024
+DELTA_MAX_MISSES = 64
+
+
 @dataclass(slots=True)
 class Work:
     """A folder on its way to a tree: `entries` per file (None where a hash is pending), or
-    None when the cached record's packed entries hold exactly as they are."""
+    None when the cached record's packed entries hold exactly as they are. With `delta`,
+    `entries` holds only the files to hash, by index, the others being the record's."""
 
     path: str
     joined: str                       # names, NUL-joined: files first, then sub-folders
     nfiles: int
     subdirs: list[str]
-    entries: list[Entry | None] | None
+    entries: list[Entry | None] | dict[int, Entry | None] | None
     record: Record | None             # the folder's record in the loaded cache
     hashed: bool = False
     fresh: list[int] = field(default_factory=list)   # entries hashed in this run
+    delta: Delta | None = None
 
 
 Todo = list[tuple[Work, int, FileEntry]]
@@ -102,9 +121,11 @@ def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
     return for_folder
 
 
-def match_folder(folder: Folder, cache: StatCache, todo: Todo) -> Work:
+def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | None = None
+                 ) -> Work:
     """A scanned folder as work: files the walk's matcher vouched for take their cached
-    entries, the others go to `todo` for hashing."""
+    entries, the others go to `todo` for hashing. `delta`: how a patched folder's names follow
+    from its record's (a big one is then built by splicing, see `DELTA_MIN_FILES`)."""
     record = cache.records.get(folder.path)
     misses = folder.files
     names = folder.names if folder.names is not None else [e.name for e in misses]
@@ -113,6 +134,18 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo) -> Work:
     if (not misses and record is not None and record[2] is None
             and len(record[3]) == ENTRY.size * len(names) and record[1] == joined):
         work.joined = record[1]    # the cache's own objects: nothing new held per file
+        return work
+    if (delta is not None and record is not None and isinstance(record[0], bytes)
+            and len(names) >= DELTA_MIN_FILES and len(misses) <= DELTA_MAX_MISSES
+            and (record[2] is not None or len(record[3]) == ENTRY.size * delta.old_files)):
+        work.joined = joined
+        work.delta = delta
+        pending: dict[int, Entry | None] = {}
+        work.entries = pending
+        for miss in misses:
+            index = names.index(miss.name)
+            pending[index] = None
+            todo.append((work, index, miss))
         return work
     cached = record_entries(record) if record is not None and len(misses) < len(names) else {}
     entries: list[Entry | None] = []
@@ -153,6 +186,20 @@ def is_complete(path: str, records: dict[str, Record]) -> bool:
     return True
 
 
+def split_record(path: str, record: Record, records: dict[str, Record]
+                 ) -> tuple[list[str], list[str]]:
+    """(files, sub-folders) of a record. Names hold files first, then sub-folders, and each
+    sub-folder has a record of its own, so only the trailing names need a look-up (a record
+    whose racy files were left out cannot count its files by its entries)."""
+    prefix = path + "/" if path else ""
+    names = split_names(record[1])
+    start = len(record[3]) // ENTRY.size if record[2] is None else 0
+    end = len(names)
+    while end > start and prefix + names[end - 1] in records:
+        end -= 1
+    return list(names[:end]), list(names[end:])
+
+
 def _file_ids(work: Work) -> list[tuple[int, bytes]]:
     if work.entries is not None:
         return [(e[5], e[6]) for e in work.entries]  # type: ignore[index]
@@ -162,6 +209,8 @@ def _file_ids(work: Work) -> list[tuple[int, bytes]]:
 
 def _new_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
     record = work.record
+    if work.delta is not None:
+        return _delta_record(work, sha, start_ns)
     if work.entries is None and record is not None:
         if record[0] == sha:
             return record
@@ -195,8 +244,21 @@ def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, st
                 and all(sha == _tree_of(previous.get(prefix + name)) for name, sha in subs)):
             records[path] = _new_record(work, before[0], start_ns)  # type: ignore[arg-type]
             continue
-        names = split_names(work.joined)
-        entries = [(mode, os.fsencode(name), sha)
+        if work.delta is not None:
+            body = _spliced(work, subs, previous, store)
+            if body == b"" and path:
+                records[path] = _new_record(work, None, start_ns)   # nothing kept: no tree
+                continue
+            if body is not None:
+                sha = hash_object(TREE, body)
+                if (_tree_of(before) != sha) and sha not in writer and not store.has(sha):
+                    writer.add(TREE, sha, body)
+                records[path] = _new_record(work, sha, start_ns)
+                continue
+            _expand(work)
+        # Encoded in one call (a name holds no NUL): a 40,000-file folder, 40,000 calls fewer.
+        names = os.fsencode(work.joined).split(b"\0") if work.joined else []
+        entries = [(mode, name, sha)
                    for name, (mode, sha) in zip(names, _file_ids(work), strict=False)]
         entries += [(MODE_TREE, os.fsencode(name), sha) for name, sha in subs if sha]
         if not entries and path:
@@ -209,6 +271,112 @@ def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, st
         records[path] = _new_record(work, sha, start_ns)
     root = records[""][0] if "" in records else None
     return (root if isinstance(root, bytes) else EMPTY_TREE), records
+
+
+def _expand(work: Work) -> None:
+    """A delta work as an ordinary one: every file's entry, in the order of its names."""
+    record, pending = work.record, work.entries
+    assert record is not None and isinstance(pending, dict)
+    cached = record_entries(record)
+    full = [cached.get(name) for name in split_names(work.joined)[:work.nfiles]]
+    for index, entry in pending.items():
+        full[index] = entry
+    work.entries = full
+    work.delta = None
+
+
+def _spliced(work: Work, subs: list[tuple[str, object]], previous: dict[str, Record],
+             store: Store) -> bytes | None:
+    """The folder's tree body from its old one (treepatch.py), or None (then re-encoded)."""
+    record, delta, pending = work.record, work.delta, work.entries
+    assert record is not None and delta is not None and isinstance(pending, dict)
+    try:
+        kind, body = store.read(record[0])  # type: ignore[arg-type]
+    except (UndostoreError, OSError):
+        return None
+    if kind != TREE:
+        return None
+    old_files = os.fsencode(record[1]).split(b"\0")[:delta.old_files]
+    new_names = os.fsencode(work.joined).split(b"\0")
+    edits: list[tuple[tuple[bytes, bool] | None, TreeEntry | None]] = [
+        ((os.fsencode(name), False), None) for name in delta.gone]
+    kept = delta.old_files - len(delta.gone)
+    for index, entry in pending.items():
+        assert entry is not None
+        name = new_names[index]
+        edits.append(((name, False) if index < kept else None, (entry[5], name, entry[6])))
+    prefix = work.path + "/" if work.path else ""
+    old_subs: list[bytes] = []
+    for name, sha in subs:
+        old_sha = _tree_of(previous.get(prefix + name))
+        encoded = os.fsencode(name)
+        if isinstance(old_sha, bytes):
+            old_subs.append(encoded + b"/")
+        if old_sha != sha and (old_sha or sha):
+            edits.append(((encoded, True) if isinstance(old_sha, bytes) else None,
+                          (MODE_TREE, encoded, sha) if isinstance(sha, bytes) else None))
+    return patch_tree(body, edits, lambda: [*old_files, *old_subs])
+
+
+def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
+    """The new record of a delta work: the old packed entries with those of gone and hashed
+    files cut out, the hashed ones put in (in place, or after the others when the old record
+    lists its entries' names apart); racy ones left out."""
+    record, delta, pending = work.record, work.delta, work.entries
+    assert record is not None and delta is not None and isinstance(pending, dict)
+    racy = {i for i in work.fresh if entry_racy(pending[i], start_ns)}  # type: ignore[arg-type]
+    if record[2] is None and not racy:
+        return (sha, work.joined, None, _in_place(record, delta, pending))
+    size = ENTRY.size
+    keys = list(split_names(record[2]) if record[2] is not None
+                else split_names(record[1])[:delta.old_files])
+    names = split_names(work.joined)
+    drop = set(delta.gone).union(names[i] for i in pending)
+    cut = sorted(i for i in (_position(keys, name) for name in drop) if i is not None)
+    blob = record[3]
+    parts, start = [], 0
+    for index in cut:
+        parts.append(blob[start * size:index * size])
+        start = index + 1
+    parts.append(blob[start * size:])
+    for index in cut[::-1]:
+        del keys[index]
+    for index in sorted(pending):
+        if index not in racy:
+            parts.append(ENTRY.pack(*pending[index]))  # type: ignore[misc]
+            keys.append(names[index])
+    return (sha, work.joined, join_names(keys), b"".join(parts))
+
+
+def _in_place(record: Record, delta: Delta, pending: dict[int, Entry | None]) -> bytes:
+    """A complete record's packed entries with gone ones cut out and hashed ones put in their
+    place (a new name at the end, as the names list it)."""
+    size = ENTRY.size
+    blob = record[3]
+    if delta.gone:
+        old_names = split_names(record[1])[:delta.old_files]
+        parts, start = [], 0
+        for index in sorted(old_names.index(name) for name in delta.gone):
+            parts.append(blob[start * size:index * size])
+            start = index + 1
+        parts.append(blob[start * size:])
+        blob = b"".join(parts)
+    entries = bytearray(blob)
+    kept = delta.old_files - len(delta.gone)
+    for index in sorted(pending):
+        packed = ENTRY.pack(*pending[index])  # type: ignore[misc]
+        if index < kept:
+            entries[index * size:(index + 1) * size] = packed
+        else:
+            entries += packed
+    return bytes(entries)
+
+
+def _position(names: list[str], name: str) -> int | None:
+    try:
+        return names.index(name)
+    except ValueError:
+        return None
 
 
 def _tree_of(record: Record | None) -> object:
@@ -230,10 +398,13 @@ def count_files(records: dict[str, Record], before: dict[str, Record], count: in
 
 
 def _files_in(path: str, records: dict[str, Record]) -> int:
-    """Files directly in a folder: its names less those of its sub-folders."""
+    """Files directly in a folder: its names less its sub-folders, which come last."""
     record = records.get(path)
-    if record is None or record[0] is False or not record[1]:
+    if record is None or not record[1]:
         return 0
     prefix = path + "/" if path else ""
     names = record[1].split("\0")
-    return len(names) - sum(1 for n in names if prefix + n in records)
+    end = len(names)
+    while end and prefix + names[end - 1] in records:
+        end -= 1
+    return end

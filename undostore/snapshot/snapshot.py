@@ -255,7 +255,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                                                matcher_for=matcher_for(cache)), warn)
 
     todo: Todo = []
-    works = [match_folder(folder, cache, todo) for folder in found.scanned]
+    works = [match_folder(folder, cache, todo, found.deltas.get(folder.path))
+             for folder in found.scanned]
     looked = [w.path for w in works] + [f"{w.path}/{d}" if w.path else d  # modes read now
                                         for w in works for d in w.subdirs]
     works += [carried_work(path, found.base[path], cache.records) for path in found.carried]

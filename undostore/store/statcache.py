@@ -10,11 +10,14 @@ seconds (FAT keeps 2 s), which also covers the kernel's coarse clock lagging `ti
 
 Format (lean on purpose: a 100,000-file cache loads as ~20,000 objects, not ~800,000): one record
 per folder, `(tree id, names, entry names, entries)`. The tree id is None for a folder with no kept
-file and False when only entries are known (a restore dropped the folder's tree id). `names` are
-the folder's names NUL-joined, files first then sub-folders, as the walk found them; `entry names`
-is None when the entries are those of the first files of `names` in order, else the NUL-joined
-names they belong to; `entries` packs each as `ENTRY` (60 bytes). Entries are decoded one folder
-at a time, when that folder is looked at.
+file and False when a restore changed something in or below the folder (the next snapshot
+re-encodes it from its entries). `names` are the folder's names NUL-joined, files first then
+sub-folders (each of which has a record), as the walk found them; `entry names` is None when the
+entries are those of the first files of `names` in order, else the NUL-joined names they belong
+to: a file of `names` missing there has no entry (racy, or not written as a restore planned),
+and a name there missing from `names` is a file a restore created (kept only if the next
+snapshot finds it and its ignore rules keep it); `entries` packs each as `ENTRY` (60 bytes).
+Entries are decoded one folder at a time, when that folder is looked at.
 
 The file is framed with an xxhash checksum; a torn, corrupt or foreign cache is discarded and the
 snapshot simply hashes everything (correct, only slower).
@@ -42,7 +45,7 @@ _DELTA_KIND = b"STAD"
 DELTA_SUFFIX = ".delta"
 DELTA_MIN = 64          # folders a delta may hold, at least ...
 DELTA_SHARE = 16        # ... or this share of all folders
-_VERSION = (6, marshal.version, sys.implementation.cache_tag)
+_VERSION = (7, marshal.version, sys.implementation.cache_tag)
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
 

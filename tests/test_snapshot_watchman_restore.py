@@ -1,0 +1,288 @@
+"""A restore and then a snapshot through a real (private) watchman daemon: the restore keeps the
+safety snapshot's clock and records what it wrote, and the next snapshot patches the folders it
+touched instead of walking; racy names left out of a record are patched too. Every id is git's,
+including after writes by someone else during the restore."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from undostore import Workspace
+from undostore.restore import cachechoice
+from undostore.snapshot import capture, changes
+from undostore.snapshot.snapshot import SnapshotOptions
+from undostore.store.statcache import StatCache
+
+from .conftest import make_tree
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no watchman on Windows")
+
+
+@pytest.fixture(autouse=True, params=["entry by entry", "spliced"])
+def _tree_building(request, monkeypatch) -> None:
+    """Every test twice: big folders only spliced (the default), and every patched folder
+    spliced from its old tree (capture.DELTA_MIN_FILES = 0), each id checked the same way."""
+    if request.param == "spliced":
+        monkeypatch.setattr(capture, "DELTA_MIN_FILES", 0)
+
+
+@pytest.fixture
+def read_whole(monkeypatch) -> list[str]:
+    """The folders a watchman-driven snapshot reads whole (the real reader, recorded)."""
+    seen: list[str] = []
+    real = changes._scan_folder
+
+    def recording(root, rel, rules, options):  # noqa: ANN001, ANN202
+        seen.append(rel)
+        return real(root, rel, rules, options)
+
+    monkeypatch.setattr(changes, "_scan_folder", recording)
+    return seen
+
+
+@pytest.fixture
+def cached_restores(monkeypatch) -> None:
+    """Every restore loads the stat cache and records what it wrote (as a large one does)."""
+    monkeypatch.setattr(cachechoice, "HASH_AT_MOST", 0)
+
+
+def _grid(root: Path, folders: int, files: int) -> Path:
+    return make_tree(root, {".gitignore": "*.log\n", **{
+        f"d{i:02}": {f"f{j:02}.txt": f"{i} {j}\n" for j in range(files)}
+        for i in range(folders)}})
+
+
+def _snap(ws: Workspace):
+    warnings: list[tuple[str, str]] = []
+    result = ws.snapshot(options=SnapshotOptions(on_warning=lambda p, m: warnings.append((p, m))))
+    result.warnings = warnings
+    return result
+
+
+def _record(store: Path, identity: str, folder: str):
+    return StatCache.load(str(store / "cache" / "statcache"), identity).records[folder]
+
+
+def test_a_large_restore_then_a_snapshot_patches_instead_of_walking(tmp_path, git, watchman_env,
+                                                                    cached_restores, read_whole):
+    root = _grid(tmp_path / "root", folders=30, files=20)
+    with Workspace(root, store=tmp_path / "store") as ws:
+        a = _snap(ws)
+        for i in range(30):
+            for j in range(5):
+                (root / f"d{i:02}" / f"f{j:02}.txt").write_text(f"changed {i} {j}\n")
+        make_tree(root / "extra", {"x.txt": "x", "sub": {"y.txt": "y"}})
+        (root / "d03" / "new.txt").write_text("new")
+        b = _snap(ws)
+        replaced = []
+
+        def pause_once(what: str, path: str) -> None:  # written files leave the racy window
+            if what == "replace":
+                replaced.append(path)
+                if len(replaced) == 120:
+                    time.sleep(0.1)
+
+        ws.checkpoint = pause_once
+        ws.restore(a.id)
+        ws.checkpoint = None
+        assert len(replaced) == 150
+        del read_whole[:]
+        after = _snap(ws)
+        assert after.walk == "watchman" and read_whole == []
+        assert after.id == a.id == git.write_tree(root)
+        assert after.files == a.files
+        assert after.hashed <= 40   # the files written before the pause are trusted
+        # And back: new folders are walked from the nearest recorded one.
+        ws.restore(b.id)
+        del read_whole[:]
+        after = _snap(ws)
+        assert after.walk == "watchman" and after.id == b.id == git.write_tree(root)
+        assert sorted(read_whole) == ["", "extra", "extra/sub"]
+        assert _snap(ws).hashed == 0
+
+
+def test_racy_entries_left_out_are_patched_not_read_whole(tmp_path, git, watchman_env,
+                                                          read_whole):
+    root = make_tree(tmp_path / "root", {
+        "big": {f"f{i:04}.txt": f"{i}\n" for i in range(2000)}, "other": {"x": "x"}})
+    with Workspace(root, store=tmp_path / "store") as ws:
+        time.sleep(0.1)
+        _snap(ws)
+        future = time.time_ns() + 5 * 10**9      # racy for the next snapshot, whatever its pace
+        for name in ("f0001.txt", "f1999.txt", "zz-new.txt"):
+            (root / "big" / name).write_text("racy " + name)
+            os.utime(root / "big" / name, ns=(future, future))
+        first = _snap(ws)
+        assert first.id == git.write_tree(root)
+        record = _record(tmp_path / "store", ws.store.identity, "big")
+        assert record[2] is not None and "zz-new.txt" not in record[2].split("\0")
+        (root / "big" / "f0500.txt").write_text("changed")
+        (root / "other" / "y").write_text("y")
+        del read_whole[:]
+        result = _snap(ws)
+        assert result.walk == "watchman" and read_whole == []
+        assert result.id == git.write_tree(root) and result.files == 2003
+        assert result.hashed == 5     # the three left out, the one changed, the new one
+        # A racy file deleted meanwhile, and nothing reported in its folder's parent.
+        (root / "big" / "f1999.txt").unlink()
+        result = _snap(ws)
+        assert result.walk == "watchman" and read_whole == []
+        assert result.id == git.write_tree(root) and result.files == 2002
+
+
+def test_writes_by_someone_else_during_a_restore_are_seen_next(tmp_path, git, watchman_env,
+                                                               cached_restores):
+    root = _grid(tmp_path / "root", folders=6, files=10)
+    make_tree(root, {"keep.txt": "untouched", "quiet": {"q.txt": "quiet"}})
+    with Workspace(root, store=tmp_path / "store") as ws:
+        a = _snap(ws)
+        for i in range(6):
+            for j in range(5):
+                (root / f"d{i:02}" / f"f{j:02}.txt").write_text(f"B {i} {j}\n")
+        _snap(ws)
+        replaced: list[str] = []
+
+        def meddle(what: str, path: str) -> None:
+            if what != "replace":
+                return
+            replaced.append(path)
+            if len(replaced) != 30:
+                return
+            time.sleep(0.1)   # what was written so far is out of the racy window: recorded
+            # A file the restore wrote first, same size, mtime put back: only its ctime differs.
+            early = root / replaced[0]
+            st = early.stat()
+            early.write_text("X" * st.st_size)
+            os.utime(early, ns=(st.st_atime_ns, st.st_mtime_ns))
+            (root / "d01" / "f09.txt").write_text("untouched by the restore, in its folder")
+            (root / "keep.txt").write_text("changed meanwhile")
+            (root / "quiet" / "q.txt").write_text("changed meanwhile")
+            (root / "d02" / "f08.txt").unlink()
+            (root / "d03" / "late.txt").write_text("created meanwhile")
+            (root / "d04" / "fresh").mkdir()
+            (root / "d04" / "fresh" / "z").write_text("z")
+
+        ws.checkpoint = meddle
+        ws.restore(a.id)
+        ws.checkpoint = None
+        assert len(replaced) == 30
+        result = _snap(ws)
+        assert result.walk == "watchman"
+        assert result.id == git.write_tree(root) != a.id
+        assert (root / replaced[0]).read_text().startswith("XXX")
+
+
+def test_a_file_changed_after_a_restore_keeping_its_mtime_is_seen(tmp_path, git, watchman_env,
+                                                                  cached_restores):
+    root = _grid(tmp_path / "root", folders=3, files=4)
+    with Workspace(root, store=tmp_path / "store") as ws:
+        a = _snap(ws)
+        (root / "d00" / "f00.txt").write_text("other\n")
+        _snap(ws)
+        ws.restore(a.id)
+        time.sleep(0.1)
+        path = root / "d00" / "f00.txt"
+        st = path.stat()
+        path.write_text("Q" * st.st_size)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        result = _snap(ws)
+        assert result.walk == "watchman" and result.id == git.write_tree(root) != a.id
+
+
+def test_a_gitignore_written_by_the_restore_means_a_full_walk(tmp_path, git, watchman_env,
+                                                              cached_restores):
+    root = _grid(tmp_path / "root", folders=3, files=4)
+    with Workspace(root, store=tmp_path / "store") as ws:
+        a = _snap(ws)
+        (root / ".gitignore").write_text("*.log\n*.old\n")
+        (root / "d01" / "f00.txt").write_text("changed")
+        b = _snap(ws)
+        assert b.walk == "full" and b.id == git.write_tree(root)
+        (root / "d02" / "x.old").write_text("ignored now, kept once the restore is done")
+        ws.restore(a.id)   # writes .gitignore back: x.old is kept from now on
+        result = _snap(ws)
+        assert result.walk == "full" and result.id == git.write_tree(root) != a.id
+        assert _snap(ws).walk == "watchman"
+
+
+def test_a_created_file_the_rules_now_ignore_stays_out(tmp_path, git, watchman_env,
+                                                       cached_restores):
+    root = _grid(tmp_path / "root", folders=2, files=3)
+    with Workspace(root, store=tmp_path / "store") as ws:
+        (root / "d00" / "later.tmp").write_text("kept when snapshot a was taken")
+        a = _snap(ws)
+        (root / "d00" / "later.tmp").unlink()
+        (root / "d00" / "f00.txt").write_text("changed")
+        _snap(ws)
+        # The global excludes change: the next snapshot walks in full and saves the new rules.
+        excludes = Path(os.environ["XDG_CONFIG_HOME"]) / "git" / "ignore"
+        excludes.parent.mkdir(parents=True, exist_ok=True)
+        excludes.write_text("*.tmp\n")
+        assert _snap(ws).walk == "full"
+        ws.restore(a.id)                  # creates later.tmp, which git ignores now
+        assert (root / "d00" / "later.tmp").exists()
+        result = _snap(ws)
+        assert result.walk == "watchman"
+        assert result.id == git.write_tree(root) != a.id
+
+
+def test_a_restore_across_most_folders_patches_them_all(tmp_path, git, watchman_env,
+                                                        cached_restores, read_whole):
+    root = _grid(tmp_path / "root", folders=80, files=6)
+    with Workspace(root, store=tmp_path / "store") as ws:
+        a = _snap(ws)
+        for i in range(75):
+            (root / f"d{i:02}" / "f00.txt").write_text(f"changed {i}\n")
+        _snap(ws)
+        ws.restore(a.id)
+        del read_whole[:]
+        result = _snap(ws)
+        assert result.walk == "watchman" and read_whole == []
+        assert result.id == a.id == git.write_tree(root)
+
+
+def test_random_restores_and_edits_match_git_at_every_step(tmp_path, git, watchman_env,
+                                                           cached_restores):
+    rng = random.Random(4321)
+    root = _grid(tmp_path / "root", folders=4, files=3)
+    ids: list[str] = []
+    with Workspace(root, store=tmp_path / "store") as ws:
+        # Some restored files leave the racy window before the restore records them: their
+        # stat is then trusted, and an edit after the restore must still show.
+        ws.checkpoint = lambda what, path: (
+            time.sleep(0.06) if what == "replace" and rng.random() < 0.2 else None)
+        ids.append(_snap(ws).id)
+        for step in range(40):
+            action = rng.choice(["edit", "edit", "restore", "restore", "racy", "tree"])
+            folder = root / rng.choice(["", "d00", "d01", "d02/new", "n", "n/m"])
+            if action == "restore" and len(ids) > 1:
+                ws.restore(rng.choice(ids[:-1]))
+                if rng.random() < 0.5:    # someone edits a restored file, keeping its mtime
+                    files = sorted(p for p in root.rglob("*.txt") if p.is_file())
+                    edited = rng.choice(files)
+                    st = edited.stat()
+                    edited.write_bytes(bytes(reversed(edited.read_bytes())) + b"!")
+                    os.utime(edited, ns=(st.st_atime_ns, st.st_mtime_ns))
+            elif action == "tree" and folder != root:
+                shutil.rmtree(folder, ignore_errors=True)
+                make_tree(folder, {f"t{step}.txt": f"{step}", "in": {"x": f"{step}"}})
+            else:
+                folder.mkdir(parents=True, exist_ok=True)
+                target = folder / f"f{rng.randrange(6):02}.txt"
+                if target.is_dir():
+                    continue
+                target.write_text(f"{step} {rng.random()}\n")
+                if action == "racy":
+                    future = time.time_ns() + 10**9
+                    os.utime(target, ns=(future, future))
+            result = _snap(ws)
+            assert result.walk == "watchman", (step, action, result.warnings)
+            assert result.id == git.write_tree(root), (step, action)
+            ids.append(result.id)
