@@ -400,3 +400,17 @@ def test_a_revert_walks_the_files_once(tmp_path):
         result = revert(dataclasses.replace(wt, snapshot=counted), before, after)
     assert taken == [after]
     assert result.safety == after and (root / "a.txt").read_text() == "one\n"
+
+
+@posix_only
+@pytest.mark.parametrize("theirs, ours", [
+    (b"same\n", Exe(b"same\n")), (Exe(b"same\n"), b"same\n"),   # same content: a conflict
+    (Exe(b""), b"ours\n"), (Exe(b"theirs\n"), b""), (b"theirs\n", Exe(b"")),  # merged: clean
+], ids=["same-644-755", "same-755-644", "empty-theirs", "empty-ours-644", "empty-ours-755"])
+def test_a_file_added_back_on_both_sides_with_other_modes_merges_as_git_does(
+        git, tmp_path, theirs, ours):
+    """Reverting a deletion while the file now exists again with another mode: git 2.39's
+    merge-recursive lets a clean line merge decide (mode: ours), and conflicts only when the
+    contents are the same."""
+    states = [{"f": b"x\n"}, {"f": theirs}, {}, {"f": ours}]
+    check_against_git(git, tmp_path, states, 2)

@@ -189,6 +189,12 @@ class _Merger:
         sha, content_conflict = merge_value(base_sha, ours[1], theirs[1])
         if content_conflict:
             sha, content_conflict = self._merge_content(base_sha, ours[1], theirs[1])
+            # As git's merge-recursive does (merge_mode_and_contents, 2.39): once the contents
+            # were merged line by line, that merge alone says whether the path is clean, and
+            # the mode stays ours. Only an add/add can differ in mode both ways; git then
+            # leaves it merged with our mode (both sides' contents differing), or unmerged when
+            # the contents are the same.
+            mode_conflict = False
         if mode_conflict or content_conflict:
             self.conflicts.append(path)
         assert mode is not None and sha is not None
