@@ -29,9 +29,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from undostore.errors import ConflictError
@@ -68,10 +66,6 @@ from undostore.store.durable import Durability
 
 __all__ = ["BlobSource", "Checkout", "CheckoutResult", "Checkpoints", "remove_temp_files"]
 
-# Files of new folders are created on this many threads: creating a file is mostly kernel
-# time, which overlaps across threads (the Python half does not: the GIL).
-WRITERS = 2
-_NEW_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _BATCH_FILES = 8192
 _BATCH_BYTES = 128 << 20
 # Old files are freed on a few threads (reclaim.py) where folders are held by descriptor.
@@ -330,60 +324,16 @@ class Checkout:
         self._staged[top] = staged
         self._changed(parent)
         self._new_folder(staged, top)
-        writing: deque[tuple[str, Future[os.stat_result]]] = deque()
-        pool = ThreadPoolExecutor(WRITERS, "undostore-write") if WRITERS > 1 else None
-        try:
-            for path in paths:
-                self.current = path
-                folder, _, name = (staged + path[len(top):]).rpartition("/")
-                d = self._staged_folder(folder, staged, top)
-                entry = self.plan.after[path]
-                if pool is None or entry.mode == MODE_LINK:
-                    self._staged_file(path, self._write_new(d, name, path, entry,
-                                                            Probe(ABSENT))[0])
-                    continue
-                fd = os.dup(self.tree.descriptor(d))  # type: ignore[arg-type]
-                writing.append((path, pool.submit(self._write_at, fd, d, name, path, entry)))
-                while len(writing) > 4 * WRITERS:
-                    self._staged_file(*self._written(writing.popleft()))
-            while writing:
-                self._staged_file(*self._written(writing.popleft()))
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True)
-
-    def _written(self, item: tuple[str, Future[os.stat_result]]) -> tuple[str, os.stat_result]:
-        path, future = item
-        self.current = path
-        return path, future.result()
-
-    def _staged_file(self, path: str, st: os.stat_result) -> None:
-        """A file of a staged folder is written (its stat, for the stat cache)."""
-        self.result.written[path] = st
-        if self.progress.active:
-            self.progress.advance(1, self.blobs.size(self.plan.after[path].sha))
-        self.checkpoint("temp", path)
-
-    def _write_at(self, dir_fd: int, d: Dir, name: str, path: str, entry: Entry
-                  ) -> os.stat_result:
-        """On a writer thread: the new file `name` in the staged folder `dir_fd` (a duplicate,
-        closed here) holding `entry`, with its recorded or default bits and owner."""
-        try:
-            executable = entry.mode == MODE_EXEC
-            meta = self.modes.new_file(path, executable)
-            bits = meta[0] if not meta[0] & self.modes.umask else 0o600
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NEW_FLAGS, bits,
-                         dir_fd=dir_fd)
-        finally:
-            os.close(dir_fd)
-        try:
-            write_sparse(fd, self.blobs.chunks(entry.sha))
-            self._give_new_metadata(fd, d, path, meta, bits != meta[0])
-            if self.durable.fsync_each_file:
-                os.fsync(fd)
-            return os.fstat(fd)
-        finally:
-            os.close(fd)
+        for path in paths:
+            self.current = path
+            folder, _, name = (staged + path[len(top):]).rpartition("/")
+            d = self._staged_folder(folder, staged, top)
+            entry = self.plan.after[path]
+            st, _ = self._write_new(d, name, path, entry, Probe(ABSENT))
+            self.result.written[path] = st
+            if self.progress.active:
+                self.progress.advance(1, self.blobs.size(entry.sha))
+            self.checkpoint("temp", path)
 
     def _staged_folder(self, rel: str, staged: str, top: str) -> Dir:
         """The folder `rel` inside the staged copy of `top` (made, with its recorded mode)."""
