@@ -16,21 +16,14 @@ import pytest
 
 from undostore import Workspace
 from undostore.restore import cachechoice
-from undostore.snapshot import capture, changes
+from undostore.snapshot import changes
 from undostore.snapshot.snapshot import SnapshotOptions
 from undostore.store.statcache import StatCache
 
 from .conftest import make_tree
+from .test_snapshot_watchman import _tree_building  # noqa: F401 (autouse: every test both ways)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no watchman on Windows")
-
-
-@pytest.fixture(autouse=True, params=["entry by entry", "spliced"])
-def _tree_building(request, monkeypatch) -> None:
-    """Every test twice: big folders only spliced (the default), and every patched folder
-    spliced from its old tree (capture.DELTA_MIN_FILES = 0), each id checked the same way."""
-    if request.param == "spliced":
-        monkeypatch.setattr(capture, "DELTA_MIN_FILES", 0)
 
 
 @pytest.fixture
