@@ -92,12 +92,13 @@ def test_a_large_restore_then_a_snapshot_patches_instead_of_walking(tmp_path, gi
         assert after.id == a.id == git.write_tree(root)
         assert after.files == a.files
         assert after.hashed <= 40   # the files written before the pause are trusted
-        # And back: new folders are walked from the nearest recorded one.
+        # And back: the folders the restore made are built from what it recorded (only the
+        # root, where a new folder appeared, is read whole), their files trusted by stat.
         ws.restore(b.id)
         del read_whole[:]
         after = _snap(ws)
         assert after.walk == "watchman" and after.id == b.id == git.write_tree(root)
-        assert sorted(read_whole) == ["", "extra", "extra/sub"]
+        assert sorted(read_whole) == [""]
         assert _snap(ws).hashed == 0
 
 
@@ -223,6 +224,31 @@ def test_a_created_file_the_rules_now_ignore_stays_out(tmp_path, git, watchman_e
         assert (root / "d00" / "later.tmp").exists()
         result = _snap(ws)
         assert result.walk == "watchman"
+        assert result.id == git.write_tree(root) != a.id
+
+
+@pytest.mark.parametrize("walk", ["watchman", "full"])
+def test_a_file_in_a_new_folder_the_rules_now_ignore_stays_out(tmp_path, git, watchman_env,
+                                                              cached_restores, monkeypatch, walk):
+    """A folder the restore creates is recorded with its files as entries only: the next
+    snapshot still asks today's rules about each (and the walk without watchman too)."""
+    root = _grid(tmp_path / "root", folders=2, files=3)
+    with Workspace(root, store=tmp_path / "store") as ws:
+        make_tree(root / "made", {"keep.txt": "k", "later.tmp": "t", "sub": {"deep.tmp": "d"}})
+        a = _snap(ws)
+        import shutil
+        shutil.rmtree(root / "made")
+        _snap(ws)
+        excludes = Path(os.environ["XDG_CONFIG_HOME"]) / "git" / "ignore"
+        excludes.parent.mkdir(parents=True, exist_ok=True)
+        excludes.write_text("*.tmp\n")
+        assert _snap(ws).walk == "full"
+        ws.restore(a.id)                  # makes `made`, with files git ignores now
+        assert (root / "made" / "sub" / "deep.tmp").exists()
+        if walk == "full":
+            monkeypatch.setenv("UNDOSTORE_FSMONITOR", "off")
+        result = _snap(ws)
+        assert result.walk == walk
         assert result.id == git.write_tree(root) != a.id
 
 

@@ -69,12 +69,14 @@ def cache_path(cache_dir: str) -> str:
 
 def record_written(cache: StatCache, plan: RestorePlan,
                    written: dict[str, os.stat_result | None], removed_dirs: Iterable[str],
-                   now_ns: int) -> tuple[dict[str, Record], int]:
+                   now_ns: int, made_dirs: Iterable[str] = ()) -> tuple[dict[str, Record], int]:
     """(records, file count) after the restore of `plan`: deleted files and removed folders
     gone, each written file's entry from its stat (mode only when racy or touched by someone
     else after the write, so the next snapshot hashes it), a planned file not written left
     without an entry; every folder holding a touched path, and those above, without a tree id
-    (the next snapshot re-encodes them from their entries). Other records stay as they are."""
+    (the next snapshot re-encodes them from their entries); a folder the restore made
+    (`made_dirs`) gets a record of its own: its created files, then the folders it made in it.
+    Other records stay as they are."""
     records = dict(cache.records)
     removed = set(removed_dirs)
     if removed:
@@ -99,10 +101,12 @@ def record_written(cache: StatCache, plan: RestorePlan,
         folder, _, name = path.rpartition("/")
         edits.setdefault(folder, {})
     deleted = set(plan.delete)
+    made = {path for path in made_dirs if path not in records}
     for folder, changes in edits.items():
         record = records.get(folder)
         if record is not None:
             records[folder] = _edited(folder, record, cache.records, changes, deleted, removed)
+    records.update(_made_records(made, edits))
     for folder in {_parent(path) for path in [*plan.touched(), *removed]}:
         while True:
             record = records.get(folder)
@@ -134,6 +138,25 @@ def _edited(folder: str, record: Record, records: dict[str, Record],
     names = join_names([*files, *subdirs])
     entry_names = None if ordered == files else join_names(ordered)
     return (record[0], names, entry_names, pack_entries([entries[n] for n in ordered]))
+
+
+def _made_records(made: set[str], edits: dict[str, dict[str, Entry | None]]
+                  ) -> dict[str, Record]:
+    """Records of the folders a restore made: their names are the folders it made there, and
+    the files it wrote there are entries only, like the files it creates in other folders
+    (the next snapshot checks them against the ignore rules of the day, and their stats)."""
+    subdirs: dict[str, list[str]] = {}
+    for path in made:
+        if path:
+            subdirs.setdefault(_parent(path), []).append(path.rpartition("/")[2])
+    out: dict[str, Record] = {}
+    for folder in made:
+        changes = edits.get(folder, {})
+        written = sorted(name for name, entry in changes.items() if entry is not None)
+        out[folder] = (False, join_names(sorted(subdirs.get(folder, []))),
+                       join_names(written) if written else None,
+                       pack_entries([changes[name] for name in written]))  # type: ignore[misc]
+    return out
 
 
 def _parent(path: str) -> str:

@@ -78,6 +78,7 @@ class CheckoutResult:
     # may have changed since it was written (its stat is then not evidence of its content).
     written: dict[str, os.stat_result | None] = field(default_factory=dict)
     removed_dirs: list[str] = field(default_factory=list)
+    made_dirs: list[str] = field(default_factory=list)   # folders the restore created
     warnings: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -221,6 +222,7 @@ class Checkout:
         stays writable by this process."""
         assert self.tree is not None
         final = final or rel
+        self.result.made_dirs.append(final)
         parent = self.tree.folder(rel.rpartition("/")[0])
         if parent is not None:
             self.durable.changed(parent.path, parent.st.st_dev)
