@@ -58,7 +58,7 @@ from undostore.restore.fsops import (
     ident,
     kind_of,
 )
-from undostore.restore.plan import Entry, RestorePlan
+from undostore.restore.plan import Entry, RestorePlan, parent_dirs
 from undostore.restore.progress import Reporter
 from undostore.restore.reclaim import Reclaimer
 from undostore.restore.restorelog import temp_prefix
@@ -198,9 +198,12 @@ class Checkout:
 
     # --- folders -----
 
-    def _folder(self, rel: str, create: bool = False) -> Dir | None:
+    def _folder(self, rel: str, create: bool = False,
+                staged: tuple[str, str] | None = None) -> Dir | None:
         """The real folder `rel` (made, with `create`); None if it is missing, or is a file
-        (or the target's link) where the plan only deletes below it."""
+        (or the target's link) where the plan only deletes below it. `staged`: (the staged
+        copy, the new folder it becomes) when `rel` lies in a staged copy, for the modes of
+        the folders made there."""
         assert self.tree is not None
         try:
             found = self.tree.folder(rel, create)
@@ -213,7 +216,7 @@ class Checkout:
             if self.tree.made:
                 made, self.tree.made = self.tree.made, []
                 for new in made:
-                    self._new_folder(new)
+                    self._new_folder(new, staged[1] + new[len(staged[0]):] if staged else None)
         return found
 
     def _new_folder(self, rel: str, final: str | None = None) -> None:
@@ -280,7 +283,7 @@ class Checkout:
             if top is not None:
                 tops.setdefault(top, []).append(path)
         for path in (*self.plan.modify, *self.plan.chmod):
-            for folder in _ancestors(path):
+            for folder in parent_dirs(path):
                 tops.pop(folder, None)
         return tops
 
@@ -329,23 +332,14 @@ class Checkout:
         for path in paths:
             self.current = path
             folder, _, name = (staged + path[len(top):]).rpartition("/")
-            d = self._staged_folder(folder, staged, top)
+            d = self._folder(folder, create=True, staged=(staged, top))
+            assert d is not None
             entry = self.plan.after[path]
             st, _ = self._write_new(d, name, path, entry, Probe(ABSENT))
             self.result.written[path] = st
             if self.progress.active:
                 self.progress.advance(1, self.blobs.size(entry.sha))
             self.checkpoint("temp", path)
-
-    def _staged_folder(self, rel: str, staged: str, top: str) -> Dir:
-        """The folder `rel` inside the staged copy of `top` (made, with its recorded mode)."""
-        assert self.tree is not None
-        found = self.tree.folder(rel, create=True)
-        made, self.tree.made = self.tree.made, []
-        for new in made:
-            self._new_folder(new, top + new[len(staged):])
-        assert found is not None
-        return found
 
     def _fsync_tree(self, staged: str) -> None:
         """Where each file is made durable on its own, the staged folders' entries too."""
@@ -740,13 +734,6 @@ class Checkout:
                 self.tree.unlink(d, temp)
         except (OSError, NotAFolder):
             pass
-
-
-def _ancestors(path: str) -> Iterable[str]:
-    """The folders above `path`, deepest first ('' not included)."""
-    while "/" in path:
-        path = path.rpartition("/")[0]
-        yield path
 
 
 def _mark(st: os.stat_result) -> tuple[int, int, int]:

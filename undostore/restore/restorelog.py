@@ -21,6 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from undostore.fileio import TEMP_PREFIX, fsync_dir
+from undostore.restore.plan import parent_dirs
 from undostore.store.framing import CorruptFrame, quarantine, read_framed, write_framed
 from undostore.store.store import Store
 
@@ -67,11 +68,7 @@ class RestoreJournal:
         written whole under a temp name beside where it goes, checkout.py)."""
         above: set[str] = {""}
         for path in self.create:
-            while "/" in path:
-                path = path.rpartition("/")[0]
-                if path in above:
-                    break  # and every folder above it
-                above.add(path)
+            above.update(parent_dirs(path))
         return above | {path.rpartition("/")[0] for path in (*self.modify, *self.chmod,
                                                                 *self.delete)}
 
