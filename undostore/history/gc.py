@@ -127,7 +127,7 @@ def _collect_packs(store: Store, reader: ObjectReader, since: float, result: GcR
     names = {p.name for p in packs if os.path.exists(p.idx_path)}
     if new_base is not None:
         names.add(os.path.basename(new_base))
-    rebind_packs(os.path.join(store.cache_dir, "statcache"), store.identity, names)
+    rebind_packs(store.stat_cache_path, store.identity, names)
 
 
 def _roots(store: Store) -> tuple[set[bytes], set[bytes]]:
@@ -137,7 +137,7 @@ def _roots(store: Store) -> tuple[set[bytes], set[bytes]]:
         snapshots |= journals.load(store, name).ids()
     snapshots |= set(pending_snapshot_ids(store))
     trees = {bytes.fromhex(s) for s in snapshots if len(s) == 40}
-    cache = StatCache.load(os.path.join(store.cache_dir, "statcache"), store.identity)
+    cache = StatCache.load(store.stat_cache_path, store.identity)
     # The cache is a hint file: take each value shaped like an id, never fail on one that is not.
     trees.update(state[0] for state in cache.folders.values()
                  if isinstance(state, tuple) and state and _is_id(state[0]))

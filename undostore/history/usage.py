@@ -14,7 +14,6 @@ objects' packed record lengths:
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -125,7 +124,7 @@ def newest_reach(store: Store, roots: Mapping[bytes, float], blobs: Iterable[byt
 def standing_roots(store: Store, since: float) -> dict[str, Roots]:
     """The roots no retention drops: ids handed out outside sessions since `since`, the files
     now (the stat cache), a pending restore's snapshots; by group."""
-    cache = StatCache.load(os.path.join(store.cache_dir, "statcache"), store.identity)
+    cache = StatCache.load(store.stat_cache_path, store.identity)
     now = Roots({s[0] for s in cache.folders.values()
                  if isinstance(s, tuple) and s and _is_id(s[0])},
                 {e[6] for e in cache.files.values()

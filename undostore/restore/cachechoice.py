@@ -63,10 +63,6 @@ def cache_for(plan: RestorePlan, cache_path: str, identity: str,
     return StatCache(identity=identity), False
 
 
-def cache_path(cache_dir: str) -> str:
-    return os.path.join(cache_dir, "statcache")
-
-
 def record_written(cache: StatCache, plan: RestorePlan,
                    written: dict[str, os.stat_result | None], removed_dirs: Iterable[str],
                    now_ns: int, made_dirs: Iterable[str] = ()) -> tuple[dict[str, Record], int]:

@@ -192,12 +192,7 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
     progress = Reporter(on_progress)
     with wt.store.lock:
         progress.step("safety")
-        if now is None:
-            (target_sha, expected_sha), safety = begin(wt, target, expected)
-        else:
-            target_sha, expected_sha = (wt.store.resolve(ref) if ref is not None else None
-                                        for ref in (target, expected))
-            safety = now
+        (target_sha, expected_sha), safety = begin(wt, target, expected, now=now)
         assert target_sha is not None
         progress.step("plan")
         with ObjectReader(wt.store) as reader:
@@ -231,12 +226,16 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
     return result
 
 
-def begin(wt: Worktree, *refs: str | None) -> tuple[list[bytes | None], SnapshotResult]:
+def begin(wt: Worktree, *refs: str | None, now: SnapshotResult | None = None
+          ) -> tuple[list[bytes | None], SnapshotResult]:
     """The first steps of every restore-like operation, store lock held: finish an interrupted
-    restore, resolve the ids (None stays None), take the safety snapshot of the files now."""
-    recover_pending(wt)
+    restore, resolve the ids (None stays None), take the safety snapshot of the files now.
+    With `now` (taken by a caller that did these steps under the lock it still holds), only
+    the ids are resolved."""
+    if now is None:
+        recover_pending(wt)
     shas = [wt.store.resolve(ref) if ref is not None else None for ref in refs]
-    return shas, wt.snapshot()
+    return shas, now if now is not None else wt.snapshot()
 
 
 def recover_pending(wt: Worktree) -> None:
@@ -469,7 +468,7 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
     back what changed and raises Interrupted."""
     # The caller's checkpoint belongs to the restore, not to the roll-back of an interrupted one.
     checkpoint = Checkpoints(None if after_interrupt else wt.checkpoint)
-    cache_path = os.path.join(wt.store.cache_dir, "statcache")
+    cache_path = wt.store.stat_cache_path
     cache, remember = cache_for(prepared.plan, cache_path, wt.store.identity)
     checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
                         journal.token, target_dirs=prepared.wanted.dirs,

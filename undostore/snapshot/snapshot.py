@@ -240,7 +240,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         options.on_warning(path, message)
 
     real_root = check_root(root, options.force)
-    cache_path = os.path.join(store.cache_dir, "statcache")
+    cache_path = store.stat_cache_path
     cache = StatCache.load(cache_path, store.identity, on_warning=warn)
     if cache.root is not None and (not store.has(cache.root)
                                    or not cache.trusted_with(store.index.pack_names())):
