@@ -222,10 +222,7 @@ class ObjectReader:
                     type_num, size, header_len = pack.header(start)
                     if type_num == BLOB and size <= cap:
                         body = pack.inflate_whole(start + header_len, size)
-                        check = hashlib.sha1(b"blob %d\0" % size)
-                        check.update(body)
-                        if check.digest() != sha:
-                            body = None
+                        _check(sha, BLOB, body)
                 except RecordDamaged:
                     body = None
                 break
