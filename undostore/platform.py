@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Callable
 
 IS_WINDOWS = sys.platform == "win32"
 IS_LINUX = sys.platform.startswith("linux")
@@ -26,3 +27,27 @@ def is_junction(entry: os.DirEntry[str]) -> bool:
     except (OSError, AttributeError):
         return False
     return bool(attributes & _REPARSE_POINT)
+
+
+def libc_function(name: str, *argtypes: str) -> Callable[..., int] | None:
+    """The C library's `name` (Linux only; `argtypes`: ctypes type names, it returns an int)
+    for a call Python's os module does not offer; None where it is missing. A failed call
+    returns non-zero and leaves its code to `last_errno()`."""
+    if not IS_LINUX:
+        return None
+    try:
+        import ctypes
+
+        function = getattr(ctypes.CDLL(None, use_errno=True), name)
+    except (OSError, AttributeError, ImportError):
+        return None
+    function.argtypes = [getattr(ctypes, kind) for kind in argtypes]
+    function.restype = ctypes.c_int
+    return function
+
+
+def last_errno() -> int:
+    """The errno of the last `libc_function` call that failed on this thread."""
+    import ctypes
+
+    return ctypes.get_errno()

@@ -17,10 +17,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 
 from undostore.errors import ConflictError, RefusedError, UnsafePathError
 from undostore.fileio import replace_with_retry
-from undostore.platform import IS_LINUX, IS_WINDOWS
+from undostore.platform import IS_WINDOWS, last_errno, libc_function
 
 HAS_DIR_FD = all(f in os.supports_dir_fd for f in (os.open, os.mkdir, os.unlink, os.rmdir,
                                                     os.rename, os.stat))
@@ -38,20 +39,8 @@ ABSENT, FILE, LINK, DIR, OTHER = "absent", "file", "link", "dir", "other"
 _RENAME_EXCHANGE = 2   # renameat2's flag (Linux 3.15+): swap two names in one step
 
 
-def _load_renameat2():  # noqa: ANN202 (a ctypes function or None)
-    """libc's renameat2, which Python's os module does not offer; None where it is missing."""
-    if not IS_LINUX:
-        return None
-    try:
-        import ctypes
-
-        function = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError, ImportError):
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                         ctypes.c_uint]
-    function.restype = ctypes.c_int
-    return function
+def _load_renameat2() -> Callable[..., int] | None:
+    return libc_function("renameat2", "c_int", "c_char_p", "c_int", "c_char_p", "c_uint")
 
 
 def kind_of(st: os.stat_result | None) -> str:
@@ -332,9 +321,7 @@ class DirTree:
             return False
         if self._renameat2(fd, os.fsencode(a), fd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
             return True
-        import ctypes
-
-        code = ctypes.get_errno()
+        code = last_errno()
         if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
             self._renameat2 = None
             return False

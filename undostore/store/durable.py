@@ -15,22 +15,7 @@ from __future__ import annotations
 import os
 
 from undostore.fileio import fsync_dir
-from undostore.platform import IS_LINUX
-
-
-def _load_syncfs():  # noqa: ANN202 (a ctypes function or None)
-    if not IS_LINUX:
-        return None
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        syncfs = libc.syncfs
-    except (OSError, AttributeError, ImportError):
-        return None
-    syncfs.argtypes = [ctypes.c_int]
-    syncfs.restype = ctypes.c_int
-    return syncfs
+from undostore.platform import last_errno, libc_function
 
 
 class Durability:
@@ -38,7 +23,7 @@ class Durability:
 
     def __init__(self, root: str, enabled: bool = True) -> None:
         self.enabled = enabled
-        self._syncfs = _load_syncfs() if enabled else None
+        self._syncfs = libc_function("syncfs", "c_int") if enabled else None
         self._folders: set[str] = set()        # folders whose entries changed
         # st_dev -> the shallowest folder seen on that file system (the root for its own), the
         # one least likely to be removed by the restore before it is synced
@@ -82,9 +67,7 @@ class Durability:
                 continue
             try:
                 if self._syncfs(fd) != 0:
-                    import ctypes
-
-                    errno = ctypes.get_errno()
-                    raise OSError(errno, os.strerror(errno), folder)
+                    code = last_errno()
+                    raise OSError(code, os.strerror(code), folder)
             finally:
                 os.close(fd)
