@@ -22,14 +22,21 @@ from undostore.git.objects import (
     hash_object,
 )
 from undostore.platform import IS_WINDOWS
-from undostore.restore.fsops import READ_FLAGS, Dir, DirTree
+from undostore.restore.fsops import (
+    ABSENT,
+    DIR,
+    FILE,
+    LINK,
+    OTHER,
+    READ_FLAGS,
+    Dir,
+    DirTree,
+    kind_of,
+)
 from undostore.restore.plan import Entry, RestorePlan
 from undostore.snapshot.walk import disk_path
 from undostore.store.statcache import StatCache
 
-_REPARSE_POINT = getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0x400)
-
-ABSENT, FILE, LINK, DIR, OTHER = "absent", "file", "link", "dir", "other"
 At = tuple[DirTree, Dir, str]   # a name in a folder opened by the checkout
 
 
@@ -45,16 +52,7 @@ def probe(path: str) -> Probe:
         st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return Probe(ABSENT)
-    mode = st.st_mode
-    if stat.S_ISLNK(mode):
-        return Probe(LINK, st)
-    if getattr(st, "st_file_attributes", 0) & _REPARSE_POINT:
-        return Probe(OTHER, st)
-    if stat.S_ISREG(mode):
-        return Probe(FILE, st)
-    if stat.S_ISDIR(mode):
-        return Probe(DIR, st)
-    return Probe(OTHER, st)
+    return Probe(kind_of(st), st)
 
 
 def is_case_insensitive(root: str) -> bool:
