@@ -21,7 +21,6 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from undostore.fileio import TEMP_PREFIX, fsync_dir
-from undostore.restore.plan import parent_dirs
 from undostore.store.framing import CorruptFrame, quarantine, read_framed, write_framed
 from undostore.store.store import Store
 
@@ -67,8 +66,10 @@ class RestoreJournal:
         they are freed, reclaim.py), and in every folder above a created file (a new folder is
         written whole under a temp name beside where it goes, checkout.py)."""
         above: set[str] = {""}
-        for path in self.create:
-            above.update(parent_dirs(path))
+        for path in self.create:   # (not plan.parent_dirs: the hook reads journals, never plans)
+            while "/" in path:
+                path = path.rpartition("/")[0]
+                above.add(path)
         return above | {path.rpartition("/")[0] for path in (*self.modify, *self.chmod,
                                                                 *self.delete)}
 
