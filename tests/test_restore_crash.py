@@ -191,6 +191,44 @@ def test_kill_during_recovery_and_during_abort(tree_factory, tmp_path):
     assert temp_files(root) == []
 
 
+def test_kill_while_temp_files_are_written_on_threads_then_finish_or_abort(tree_factory,
+                                                                           tmp_path):
+    """120 modified files in 30 folders: enough for the temp files to be written on threads
+    (writers.py). Killed while those threads write (and as the renames begin), each file is
+    old or new, and the next command finishes the restore or `abort` rolls it back."""
+    spec_a: dict = {}
+    for i in range(120):
+        spec_a.setdefault(f"d{i % 30}", {})[f"f{i}.txt"] = f"version A of {i}\n" * (1 + i % 5)
+    root = tree_factory(spec_a)
+    ws = Workspace(root)
+    snap_a = ws.snapshot().id
+    state_a = disk_state(root)
+    for i in range(120):
+        with open(os.path.join(root, f"d{i % 30}", f"f{i}.txt"), "w") as f:
+            f.write(f"version B of {i}\n")
+    snap_b = ws.snapshot().id
+    state_b = disk_state(root)
+    marker = str(tmp_path / "stalled")
+    # Step 1 is the journal; 2-121 the temp files (in path order); then the renames.
+    for n, k in enumerate((2, 9, 60, 121, 122, 180)):
+        assert _run_until_stall(_spawn(RESTORE, str(root), snap_a, stall_at=k, marker=marker),
+                                marker), f"step {k}: the restore ended first"
+        assert os.path.exists(journal_path(ws.store)), f"step {k}: no journal"
+        _assert_each_file_old_or_new(root, state_a, state_b)
+        if k <= 121:
+            now = {p: v for p, v in disk_state(root).items() if ".undostore-tmp-" not in p}
+            assert now == state_b, f"step {k}: a file changed before the renames"
+        if n % 2:
+            assert Workspace(root).snapshot().id == snap_a, f"step {k}"
+            assert disk_state(root) == state_a, f"step {k}"
+            Workspace(root).restore(snap_b)
+        else:
+            assert Workspace(root).abort_restore() is not None, f"step {k}"
+            assert disk_state(root) == state_b, f"step {k}"
+        assert temp_files(root) == []
+        assert not os.path.exists(journal_path(ws.store))
+
+
 def test_kill_after_random_delays_over_a_large_restore(tree_factory):
     files = {f"d{i % 40}/f{i}.txt": f"version A of {i}\n" * (1 + i % 7) for i in range(1200)}
     spec_a: dict = {}

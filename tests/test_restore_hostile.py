@@ -79,6 +79,38 @@ def test_folder_swapped_for_a_symlink_mid_restore_writes_nothing_outside(hostile
         assert ws.diff(safety) == []
 
 
+def test_folder_swapped_while_temp_files_are_written_on_threads_writes_nothing_outside(
+        hostile) -> None:
+    """The same attack while 200 temp files are written on threads (writers.py): `z` becomes
+    a symlink to a root-only folder once the first temp file exists, while jobs for `z` are
+    still queued or being written. The restore stops (exit 3) and nothing lands outside."""
+    base, root, store = hostile
+    rootonly = rootonly_folder(base)
+    files = {f"{d}/f{i:03d}": f"A {i}\n" for d in ("a", "z") for i in range(100)}
+    owned_files(root, files)
+    with Workspace(root, store) as ws:
+        target = ws.snapshot().id
+        for rel in files:
+            (root / rel).write_text(f"B of {rel}\n")
+        give_away(root)
+        safety = ws.snapshot().id
+        attack = once("temp", "a/f000",
+                      lambda: as_nobody("mv z z.moved && ln -s ../rootonly z", cwd=root))
+        with pytest.raises(RefusedError) as caught:
+            restore_with_hook(ws, target, attack)
+        assert caught.value.exit_code == 3
+        assert caught.value.path.startswith("z")
+        assert os.listdir(rootonly) == []
+        for name in os.listdir(root / "z.moved"):   # B still, or a temp file of the restore
+            assert name.startswith(("f", ".undostore-tmp"))
+        os.unlink(root / "z")
+        os.rename(root / "z.moved", root / "z")
+        assert ws.abort_restore() is not None
+        assert ws.diff(safety) == []
+        assert not any(n.startswith(".undostore-tmp") for d in ("a", "z")
+                       for n in os.listdir(root / d))
+
+
 def test_folder_swapped_before_restore_is_refused_with_nothing_changed(hostile) -> None:
     base, root, store = hostile
     rootonly = rootonly_folder(base)

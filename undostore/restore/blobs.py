@@ -37,6 +37,10 @@ class BlobSource:
         data = self.kept.get(sha)
         return (data,) if data is not None else self.reader.blob_chunks(sha)
 
+    def in_memory(self, sha: bytes) -> bool:
+        """Whether the blob is kept in memory (reading it touches no file)."""
+        return sha in self.kept
+
     def size(self, sha: bytes) -> int:
         data = self.kept.get(sha)
         return len(data) if data is not None else self.reader.size_of(sha)

@@ -29,12 +29,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from undostore.errors import ConflictError
 from undostore.git.objects import MODE_EXEC, MODE_LINK
 from undostore.platform import IS_WINDOWS
+from undostore.restore import writers
 from undostore.restore.blobs import BlobSource, Checkpoints, write_sparse
 from undostore.restore.diskstate import DiskMatcher, Probe
 from undostore.restore.filemeta import (
@@ -329,17 +330,24 @@ class Checkout:
         self._staged[top] = staged
         self._changed(parent)
         self._new_folder(staged, top)
+        for job in self._staged_jobs(staged, top, paths):
+            self._staged_written(job, self._write_new(job.d, job.name, job.path,
+                                                      self.plan.after[job.path], job.found))
+
+    def _staged_jobs(self, staged: str, top: str, paths: list[str]) -> Iterator[_WriteJob]:
+        """The files below the new folder `top`, each in its place in the staged copy (its
+        folders made on the way)."""
         for path in paths:
             self.current = path
             folder, _, name = (staged + path[len(top):]).rpartition("/")
             d = self._folder(folder, create=True, staged=(staged, top))
             assert d is not None
-            entry = self.plan.after[path]
-            st, _ = self._write_new(d, name, path, entry, Probe(ABSENT))
-            self.result.written[path] = st
-            if self.progress.active:
-                self.progress.advance(1, self.blobs.size(entry.sha))
-            self.checkpoint("temp", path)
+            yield _WriteJob(path, d, name, Probe(ABSENT))
+
+    def _staged_written(self, job: _WriteJob,
+                        made: tuple[os.stat_result, tuple[int, ...] | None]) -> None:
+        self.result.written[job.path] = made[0]
+        self._wrote(job.path)
 
     def _fsync_tree(self, staged: str) -> None:
         """Where each file is made durable on its own, the staged folders' entries too."""
@@ -450,11 +458,12 @@ class Checkout:
     def _write_batch(self, batch: list[str]) -> None:
         temps: list[tuple[str, str]] = []
         try:
-            for path in batch:
-                temps.append((path, self._write_temp(path, self.plan.after[path])))
-                if self.progress.active:
-                    self.progress.advance(1, self.blobs.size(self.plan.after[path][1]))
-                self.checkpoint("temp", path)
+            if self._on_threads(len(batch)):
+                self._write_temps_on_threads(batch, temps)
+            else:
+                for path in batch:
+                    temps.append((path, self._write_temp(path, self.plan.after[path])))
+                    self._wrote(path)
             self.durable.flush_files()
             temps.reverse()  # replaced in path order, popped from the end
             while temps:
@@ -464,25 +473,106 @@ class Checkout:
             for path, temp in temps:
                 self._unlink_temp(path, temp)
 
+    def _wrote(self, path: str) -> None:
+        """A file of the plan is written (to its temp file, or in a staged folder)."""
+        if self.progress.active:
+            self.progress.advance(1, self.blobs.size(self.plan.after[path][1]))
+        self.checkpoint("temp", path)
+
     def _write_temp(self, path: str, entry: Entry, executable: bool | None = None) -> str:
         """A new file (or symlink) beside `path` holding `entry`, carrying what the file now at
         `path` carries (filemeta.py); its name."""
-        self.current = path
-        assert self.tree is not None
-        d, _, found = self._at(path, create=True)
-        assert d is not None
-        temp = f"{self.prefix}{self._temps}"
-        self._temps += 1
-        self._changed(d)
+        d, temp, found = self._new_temp(path)
         try:
             st, carried = self._write_new(d, temp, path, entry, found, executable)
         except BaseException:
             self._unlink_temp(path, temp)
             raise
+        self._temp_made(temp, st, carried)
+        return temp
+
+    def _new_temp(self, path: str) -> tuple[Dir, str, Probe]:
+        """(the folder of `path`, made if missing; a fresh temp name there; what is at `path`)."""
+        self.current = path
+        d, _, found = self._at(path, create=True)
+        assert d is not None
+        temp = f"{self.prefix}{self._temps}"
+        self._temps += 1
+        self._changed(d)
+        return d, temp, found
+
+    def _temp_made(self, temp: str, st: os.stat_result, carried: tuple[int, ...] | None) -> None:
         if not stat.S_ISLNK(st.st_mode):
             self._carried[temp] = carried  # checked again just before the replace
         self._made[temp] = _mark(st)
-        return temp
+
+    # --- writes on a few threads (writers.py): POSIX, where folders are held by descriptor ---
+
+    def _on_threads(self, count: int) -> bool:
+        assert self.tree is not None
+        return self.tree.use_fds and count >= writers.MIN_JOBS
+
+    def _own(self, d: Dir) -> Dir:
+        """`d` with a descriptor of its own, for a job on a writer thread (the tree may close
+        its descriptors to stay under the limit while the job is out)."""
+        assert self.tree is not None
+        fd = self.tree.descriptor(d)
+        assert fd is not None
+        return Dir(d.rel, d.path, os.dup(fd), d.st)
+
+    def _release(self, job: _WriteJob) -> None:
+        assert job.d.fd is not None
+        os.close(job.d.fd)
+
+    def _blame(self, job: _WriteJob) -> None:
+        self.current = job.path
+
+    def _write_job(self, job: _WriteJob) -> tuple[os.stat_result, tuple[int, ...] | None]:
+        """On a writer thread: the file `job.name` in the job's folder, removed again if its
+        writing fails."""
+        assert self.tree is not None
+        try:
+            return self._write_new(job.d, job.name, job.path, self.plan.after[job.path],
+                                   job.found)
+        except BaseException:
+            try:
+                self.tree.unlink(job.d, job.name)
+            except OSError:
+                pass
+            raise
+
+    def _write_temps_on_threads(self, batch: list[str], temps: list[tuple[str, str]]) -> None:
+        """`_write_temp` for each path of the batch, the files written on a few threads; each
+        temp goes into `temps` (and is checkpointed) here, in path order."""
+        threaded, streamed = self._split_streamed(batch)
+
+        def jobs() -> Iterator[_WriteJob]:
+            for path in threaded:
+                d, temp, found = self._new_temp(path)
+                yield _WriteJob(path, self._own(d), temp, found)
+
+        def done(job: _WriteJob, made: tuple[os.stat_result, tuple[int, ...] | None]) -> None:
+            temps.append((job.path, job.name))
+            self._temp_made(job.name, *made)
+            self._wrote(job.path)
+
+        def undo(job: _WriteJob, made: object) -> None:
+            self._unlink_temp(job.path, job.name)
+
+        writers.Writers(self._write_job, done, undo, self._release, self._blame).run(jobs())
+        for path in streamed:
+            temps.append((path, self._write_temp(path, self.plan.after[path])))
+            self._wrote(path)
+        temps.sort()  # path order again, for the replaces
+
+    def _split_streamed(self, paths: list[str]) -> tuple[list[str], list[str]]:
+        """(paths whose blobs are in memory, paths whose blobs are streamed from the store):
+        only the first go to threads, since the object reader is not shared between them."""
+        threaded, streamed = [], []
+        for path in paths:
+            (threaded if self.blobs.in_memory(self.plan.after[path][1]) else streamed
+             ).append(path)
+        return threaded, streamed
 
     def _write_new(self, d: Dir, new: str, path: str, entry: Entry, found: Probe,
                    executable: bool | None = None) -> tuple[os.stat_result, tuple[int, ...] | None]:
@@ -734,6 +824,16 @@ class Checkout:
                 self.tree.unlink(d, temp)
         except (OSError, NotAFolder):
             pass
+
+
+@dataclass
+class _WriteJob:
+    """One file to write: for `path`, the file `name` in the folder `d`; `found` is what is at
+    `path` now (what the new file carries from)."""
+    path: str
+    d: Dir
+    name: str
+    found: Probe
 
 
 def _mark(st: os.stat_result) -> tuple[int, int, int]:

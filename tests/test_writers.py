@@ -1,0 +1,143 @@
+"""restore/writers.py: jobs run on threads, but what the caller sees happens on its own thread,
+in job order; a failure anywhere leaves no job running and every written file undone."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+
+import pytest
+
+from undostore.restore.writers import Writers
+
+
+class Recorder:
+    """Writes real files (job i -> `dir/f<i>`) with random pauses, and records every call."""
+
+    def __init__(self, base: str, fail_at: int | None = None) -> None:
+        self.folder = os.path.join(base, "out")
+        os.mkdir(self.folder)
+        self.fail_at = fail_at
+        self.done: list[int] = []
+        self.undone: list[int] = []
+        self.released: list[int] = []
+        self.failed: list[int] = []
+        self.running = 0
+        self.most = 0
+        self.threads: set[str] = set()
+        self.callers: set[str] = set()
+        self._lock = threading.Lock()
+        self._rng = random.Random(7)
+
+    def work(self, job: int) -> str:
+        with self._lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            pause = self._rng.uniform(0, 0.002)
+        self.threads.add(threading.current_thread().name)
+        try:
+            time.sleep(pause)
+            if job == self.fail_at:
+                raise OSError(28, "No space left on device")
+            path = os.path.join(self.folder, f"f{job}")
+            with open(path, "x") as f:
+                f.write(str(job))
+            return path
+        finally:
+            with self._lock:
+                self.running -= 1
+
+    def on_done(self, job: int, path: str) -> None:
+        self.callers.add(threading.current_thread().name)
+        assert self.running >= 0
+        self.done.append(job)
+
+    def undo(self, job: int, path: str) -> None:
+        self.callers.add(threading.current_thread().name)
+        os.unlink(path)
+        self.undone.append(job)
+
+    def release(self, job: int) -> None:
+        self.released.append(job)
+
+    def on_failed(self, job: int) -> None:
+        self.failed.append(job)
+
+    def writers(self, **kw: int) -> Writers[int, str]:
+        return Writers(self.work, self.on_done, self.undo, self.release, self.on_failed, **kw)
+
+    def files(self) -> set[int]:
+        return {int(name[1:]) for name in os.listdir(self.folder)}
+
+
+def test_results_reach_the_caller_in_job_order_on_its_own_thread(tmp_path) -> None:
+    rec = Recorder(str(tmp_path))
+    rec.writers(chunk=3, ahead=4).run(range(200))
+    assert rec.done == list(range(200))
+    assert sorted(rec.released) == list(range(200))
+    assert rec.callers == {threading.current_thread().name}
+    assert len(rec.threads) > 1 and threading.current_thread().name not in rec.threads
+    assert rec.files() == set(range(200))
+    assert rec.undone == [] and rec.failed == []
+
+
+def test_a_failed_job_stops_the_run_and_undoes_every_later_file(tmp_path) -> None:
+    rec = Recorder(str(tmp_path), fail_at=77)
+    with pytest.raises(OSError, match="No space"):
+        rec.writers(chunk=4, ahead=5).run(range(300))
+    assert rec.running == 0                       # nothing still writing after run() raised
+    assert rec.done == list(range(77))            # the caller took every file before it
+    assert rec.failed == [77]
+    assert rec.files() == set(range(77))          # every later file written was removed again
+    assert sorted(rec.released) == sorted(set(rec.released))
+    assert set(range(80)) <= set(rec.released)    # its chunk and the ones out were released
+    assert not set(rec.undone) & set(rec.done)
+
+
+def test_an_error_in_the_callers_step_undoes_what_it_did_not_take(tmp_path) -> None:
+    rec = Recorder(str(tmp_path))
+    original = rec.on_done
+
+    def stop_at_50(job: int, path: str) -> None:
+        original(job, path)
+        if job == 50:
+            raise KeyboardInterrupt
+
+    rec.on_done = stop_at_50  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        rec.writers(chunk=8, ahead=3).run(range(400))
+    assert rec.running == 0
+    assert rec.done == list(range(51))
+    assert rec.files() == set(range(51))         # the caller's own are left to the caller
+    assert sorted(rec.released) == sorted(set(rec.released))
+
+
+def test_an_error_from_the_job_iterator_waits_for_the_jobs_out(tmp_path) -> None:
+    rec = Recorder(str(tmp_path))
+
+    def jobs():
+        yield from range(100)
+        raise ValueError("a folder on the way is a symlink")
+
+    with pytest.raises(ValueError, match="symlink"):
+        rec.writers(chunk=8, ahead=16).run(jobs())
+    assert rec.running == 0
+    assert rec.files() == set(rec.done)
+    assert sorted(rec.released) == list(range(100))
+
+
+def test_jobs_out_at_once_are_bounded(tmp_path) -> None:
+    rec = Recorder(str(tmp_path))
+    taken: list[int] = []
+
+    def jobs():
+        for i in range(500):
+            taken.append(i)
+            # never more than (ahead + 1) chunks taken beyond what the caller was given
+            assert i - len(rec.done) <= (2 + 1) * 4 + 4
+            yield i
+
+    rec.writers(chunk=4, ahead=2).run(jobs())
+    assert rec.done == list(range(500))
