@@ -1,12 +1,15 @@
-"""reclaim.Reclaimer: old files get a second name before they are replaced, and a pool unlinks
-those names; the files a user sees change exactly as with a plain replace."""
+"""reclaim.Reclaimer: old files get a second name before they are replaced, and those names are
+unlinked right away or on a pool (where unlinks are slow); the files a user sees change exactly
+as with a plain replace."""
 
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
+from undostore.restore import reclaim as reclaim_module
 from undostore.restore.reclaim import Reclaimer
 
 from .conftest import IS_WINDOWS
@@ -17,6 +20,19 @@ pytestmark = pytest.mark.skipif(IS_WINDOWS or os.link not in os.supports_dir_fd,
 
 def _dir(path) -> int:
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+
+
+@pytest.fixture(params=["right away", "on the pool"], autouse=True)
+def way(request, monkeypatch) -> str:
+    """Each test runs both ways, whatever an unlink costs on this machine."""
+    slow = float("inf") if request.param == "right away" else 0.0
+    monkeypatch.setattr(reclaim_module, "PROBE", 1)
+    monkeypatch.setattr(reclaim_module, "SLOW", slow)
+    return request.param
+
+
+def _pool_threads() -> int:
+    return sum(t.name == "undostore-reclaim" for t in threading.enumerate())
 
 
 def test_replaced_files_hold_the_new_bytes_and_the_old_inodes_are_freed(tmp_path):
@@ -89,3 +105,22 @@ def test_a_name_that_cannot_be_unlinked_is_reported_and_drain_returns(tmp_path):
     os.close(fd)
     assert [name for name, _ in reclaim.failed] == ["a-folder"]
     assert (tmp_path / "a-folder").is_dir()
+
+
+def test_the_pool_starts_only_where_unlinks_are_slow(tmp_path, way):
+    root = tmp_path / "root"
+    root.mkdir()
+    for i in range(40):
+        (root / f"f{i}").write_text("x")
+    fd = _dir(root)
+    reclaim = Reclaimer()
+    try:
+        for i in range(40):
+            reclaim.discard(fd, f"f{i}")
+        assert (_pool_threads() > 0) == (way == "on the pool")
+        reclaim.drain()
+        assert os.listdir(root) == []
+    finally:
+        reclaim.close()
+        os.close(fd)
+    assert _pool_threads() == 0

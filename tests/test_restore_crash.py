@@ -25,7 +25,7 @@ from .test_restore_support import disk_state, started, temp_files
 # The child: one restore, recovery, abort, undo or revert, stalling at its k-th file operation
 # (0: never) through the checkpoint callable it hands the library.
 CHILD = """
-import dataclasses, sys, time
+import dataclasses, os, sys, time
 from undostore import Workspace
 from undostore.restore.restore import abort_pending, recover_pending, restore
 op, stall_at, marker, root, *rest = sys.argv[1:]
@@ -40,6 +40,10 @@ def stall(what, path):
         with open(marker, "w", encoding="utf-8") as f:
             f.write(f"{count} {what} {path}\\n")
         time.sleep(600)
+if os.environ.get("UNDOSTORE_TEST_THREADS"):   # writes and frees on threads, whatever they cost
+    from undostore.restore import reclaim, writers
+    writers.PROBE, writers.SLOW = 1, 0.0
+    reclaim.PROBE, reclaim.SLOW = 1, 0.0
 ws = Workspace(root)
 wt = dataclasses.replace(ws._worktree(), checkpoint=stall)
 if op == "restore":
@@ -60,10 +64,11 @@ else:
 RESTORE, RECOVER, ABORT = "restore", "recover", "abort"
 
 
-def _spawn(op: str, root: str, *args: str, stall_at: int = 0, marker: str = ""
-           ) -> subprocess.Popen:
+def _spawn(op: str, root: str, *args: str, stall_at: int = 0, marker: str = "",
+           threads: bool = False) -> subprocess.Popen:
+    env = {**os.environ, "UNDOSTORE_TEST_THREADS": "1"} if threads else None
     return started(lambda: subprocess.Popen([sys.executable, "-c", CHILD, op, str(stall_at),
-                                             marker or "-", root, *args],
+                                             marker or "-", root, *args], env=env,
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE))
 
 
@@ -193,9 +198,10 @@ def test_kill_during_recovery_and_during_abort(tree_factory, tmp_path):
 
 def test_kill_while_temp_files_are_written_on_threads_then_finish_or_abort(tree_factory,
                                                                            tmp_path):
-    """120 modified files in 30 folders: enough for the temp files to be written on threads
-    (writers.py). Killed while those threads write (and as the renames begin), each file is
-    old or new, and the next command finishes the restore or `abort` rolls it back."""
+    """120 modified files in 30 folders, their temp files written and the old files freed on
+    threads (writers.py, reclaim.py; forced, whatever creating a file costs here). Killed while
+    those threads write (and as the renames begin), each file is old or new, and the next
+    command finishes the restore or `abort` rolls it back."""
     spec_a: dict = {}
     for i in range(120):
         spec_a.setdefault(f"d{i % 30}", {})[f"f{i}.txt"] = f"version A of {i}\n" * (1 + i % 5)
@@ -211,8 +217,8 @@ def test_kill_while_temp_files_are_written_on_threads_then_finish_or_abort(tree_
     marker = str(tmp_path / "stalled")
     # Step 1 is the journal; 2-121 the temp files (in path order); then the renames.
     for n, k in enumerate((2, 9, 60, 121, 122, 180)):
-        assert _run_until_stall(_spawn(RESTORE, str(root), snap_a, stall_at=k, marker=marker),
-                                marker), f"step {k}: the restore ended first"
+        assert _run_until_stall(_spawn(RESTORE, str(root), snap_a, stall_at=k, marker=marker,
+                                       threads=True), marker), f"step {k}: the restore ended first"
         assert os.path.exists(journal_path(ws.store)), f"step {k}: no journal"
         _assert_each_file_old_or_new(root, state_a, state_b)
         if k <= 121:

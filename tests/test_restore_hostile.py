@@ -80,10 +80,15 @@ def test_folder_swapped_for_a_symlink_mid_restore_writes_nothing_outside(hostile
 
 
 def test_folder_swapped_while_temp_files_are_written_on_threads_writes_nothing_outside(
-        hostile) -> None:
+        hostile, monkeypatch) -> None:
     """The same attack while 200 temp files are written on threads (writers.py): `z` becomes
     a symlink to a root-only folder once the first temp file exists, while jobs for `z` are
     still queued or being written. The restore stops (exit 3) and nothing lands outside."""
+    from undostore.restore import reclaim, writers
+
+    for module in (writers, reclaim):   # on threads, whatever creating a file costs here
+        monkeypatch.setattr(module, "PROBE", 1)
+        monkeypatch.setattr(module, "SLOW", 0.0)
     base, root, store = hostile
     rootonly = rootonly_folder(base)
     files = {f"{d}/f{i:03d}": f"A {i}\n" for d in ("a", "z") for i in range(100)}

@@ -65,8 +65,10 @@ class Recorder:
     def on_failed(self, job: int) -> None:
         self.failed.append(job)
 
-    def writers(self, **kw: int) -> Writers[int, str]:
-        return Writers(self.work, self.on_done, self.undo, self.release, self.on_failed, **kw)
+    def writers(self, **kw: float) -> Writers[int, str]:
+        """Writers that go to threads after 2 jobs, whatever they cost (unless `kw` says)."""
+        return Writers(self.work, self.on_done, self.undo, self.release, self.on_failed,
+                       **{"probe": 2, "slow": 0.0, **kw})  # type: ignore[arg-type]
 
     def files(self) -> set[int]:
         return {int(name[1:]) for name in os.listdir(self.folder)}
@@ -78,7 +80,7 @@ def test_results_reach_the_caller_in_job_order_on_its_own_thread(tmp_path) -> No
     assert rec.done == list(range(200))
     assert sorted(rec.released) == list(range(200))
     assert rec.callers == {threading.current_thread().name}
-    assert len(rec.threads) > 1 and threading.current_thread().name not in rec.threads
+    assert len(rec.threads - {threading.current_thread().name}) > 1  # after the probe
     assert rec.files() == set(range(200))
     assert rec.undone == [] and rec.failed == []
 
@@ -141,3 +143,33 @@ def test_jobs_out_at_once_are_bounded(tmp_path) -> None:
 
     rec.writers(chunk=4, ahead=2).run(jobs())
     assert rec.done == list(range(500))
+
+
+def test_jobs_that_cost_little_stay_on_the_callers_thread(tmp_path) -> None:
+    rec = Recorder(str(tmp_path))
+    rec.writers(probe=32, slow=float("inf")).run(range(300))
+    assert rec.threads == {threading.current_thread().name}
+    assert rec.done == list(range(300)) and rec.files() == set(range(300))
+
+
+def test_jobs_slower_than_the_bound_go_to_threads_after_the_probe(tmp_path) -> None:
+    rec = Recorder(str(tmp_path))
+    original = rec.work
+
+    def at_least_a_millisecond(job: int) -> str:
+        time.sleep(0.001)
+        return original(job)
+
+    rec.work = at_least_a_millisecond  # type: ignore[method-assign]
+    rec.writers(probe=32, slow=150e-6).run(range(300))
+    assert threading.current_thread().name in rec.threads and len(rec.threads) > 1
+    assert rec.done == list(range(300))
+
+
+def test_a_job_failing_during_the_probe_is_raised_with_nothing_out(tmp_path) -> None:
+    rec = Recorder(str(tmp_path), fail_at=5)
+    with pytest.raises(OSError, match="No space"):
+        rec.writers(probe=32).run(range(300))
+    assert rec.done == list(range(5)) and rec.failed == [5]
+    assert sorted(rec.released) == list(range(6))
+    assert rec.files() == set(range(5))
