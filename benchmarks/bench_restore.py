@@ -476,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     print(f"restore benchmark: {args.files:,} files in {args.folders:,} folders, "
           f"{args.repeats} repeats, load average {load_before} -> {common.load_average()}, "
-          f"{common.tool_version(['git', '--version'])}, Python {sys.version.split()[0]}")
+          f"{common.tool_version(['git', '--version'])}, Python {sys.version.split()[0]}, "
+          f"{common.file_system(work)}")
     print("\n| case | undostore (library) | undostore (CLI process) | git | git command | "
           "library / git | CLI / git |")
     print("|---|---|---|---|---|---|---|")
@@ -490,7 +491,8 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(RESULTS_DIR, exist_ok=True)
     out = os.path.join(RESULTS_DIR, f"restore-{time.strftime('%Y%m%d-%H%M%S')}.json")
     with open(out, "w", encoding="utf-8") as f:
-        json.dump({"rows": rows, "load_average": [load_before, common.load_average()]}, f,
+        json.dump({"rows": rows, "load_average": [load_before, common.load_average()],
+                   "file_system": common.file_system(work)}, f,
                   indent=1)
     print(f"\n(medians; samples in {out})")
     return 0
