@@ -173,3 +173,23 @@ def test_a_job_failing_during_the_probe_is_raised_with_nothing_out(tmp_path) -> 
     assert rec.done == list(range(5)) and rec.failed == [5]
     assert sorted(rec.released) == list(range(6))
     assert rec.files() == set(range(5))
+
+
+def test_jobs_that_grow_slow_later_go_to_threads_from_then_on(tmp_path) -> None:
+    """The first folders may be cheap and later ones not: timing goes on, window by window."""
+    rec = Recorder(str(tmp_path))
+    original = rec.work
+    where: dict[int, str] = {}
+
+    def cheap_then_slow(job: int) -> str:
+        where[job] = threading.current_thread().name
+        if job >= 40:
+            time.sleep(0.01)
+        return original(job)
+
+    rec.work = cheap_then_slow  # type: ignore[method-assign]
+    rec.writers(probe=8, slow=0.005).run(range(200))
+    here = threading.current_thread().name
+    assert all(where[job] == here for job in range(40))
+    assert any(where[job] != here for job in range(48, 200))
+    assert rec.done == list(range(200))

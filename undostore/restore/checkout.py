@@ -330,24 +330,14 @@ class Checkout:
         self._staged[top] = staged
         self._changed(parent)
         self._new_folder(staged, top)
-        for job in self._staged_jobs(staged, top, paths):
-            self._staged_written(job, self._write_new(job.d, job.name, job.path,
-                                                      self.plan.after[job.path], job.found))
-
-    def _staged_jobs(self, staged: str, top: str, paths: list[str]) -> Iterator[_WriteJob]:
-        """The files below the new folder `top`, each in its place in the staged copy (its
-        folders made on the way)."""
         for path in paths:
             self.current = path
             folder, _, name = (staged + path[len(top):]).rpartition("/")
             d = self._folder(folder, create=True, staged=(staged, top))
             assert d is not None
-            yield _WriteJob(path, d, name, Probe(ABSENT))
-
-    def _staged_written(self, job: _WriteJob,
-                        made: tuple[os.stat_result, tuple[int, ...] | None]) -> None:
-        self.result.written[job.path] = made[0]
-        self._wrote(job.path)
+            st, _ = self._write_new(d, name, path, self.plan.after[path], Probe(ABSENT))
+            self.result.written[path] = st
+            self._wrote(path)
 
     def _fsync_tree(self, staged: str) -> None:
         """Where each file is made durable on its own, the staged folders' entries too."""

@@ -2,16 +2,16 @@
 checkout itself stays on one thread and in its order.
 
 Where it pays: on an ext4 without a journal (this project's test machines), unlinking a file
-costs 0.3-1.2 ms, nearly all of it freeing the old inode, and those waits overlap across
-threads (2,000 unlinks: 0.9-4.3 s on one thread, 0.18-0.35 s on four). On a journaled ext4 an
-unlink costs tens of microseconds and the pool only adds hand-offs of Python's lock (2,000
-replaced files: 0.59 s in all freed inline, 0.66-0.79 s with the pool). So the first `PROBE`
-names are unlinked right away, timed, and the pool takes over only if they took `SLOW` or
-more each. Every decision and every change a user can see stays where it was, and only the
-freeing moves: a replaced file's old inode ends under a name of the restore (the checkout swaps
-the two names where Linux can, else the old file gets a second name first, a hard link made by
-`set_aside`, so the rename frees nothing); a deleted file is renamed to such a name; the names
-are unlinked here or on the pool.
+costs 0.3-1.2 ms, nearly all of it freeing the old inode, and those waits overlap across threads
+(2,000 unlinks: 0.9-4.3 s on one thread, 0.18-0.35 s on four; 90-110 us each on a quiet
+machine). On a journaled ext4 an unlink costs about 20 us and the pool only adds hand-offs of
+Python's lock (2,000 replaced files: 0.59 s in all freed inline, 0.66-0.79 s with the pool). So
+names are unlinked right away, timed `PROBE` at a time, and the pool takes over once `PROBE` of
+them took `SLOW` or more each. Every decision and every change a user can see stays where it
+was, and only the freeing moves: a replaced file's old inode ends under a name of the restore
+(the checkout swaps the two names where Linux can, else the old file gets a second name first, a
+hard link made by `set_aside`, so the rename frees nothing); a deleted file is renamed to such a
+name; the names are unlinked here or on the pool.
 
 Those names start with the restore's temp prefix, so a crash leaves them as temp files of the
 interrupted restore, which recovery and `--abort` remove like the others. `drain()` waits for the
@@ -30,8 +30,8 @@ import time
 from queue import SimpleQueue
 
 THREADS = 4
-PROBE = 16        # names unlinked right away, timed, before the pool may take over
-SLOW = 200e-6     # seconds per unlink from which the rest go to the pool
+PROBE = 16        # names unlinked right away, timed together
+SLOW = 50e-6      # seconds per unlink (over PROBE of them) from which the rest go to the pool
 _REFUSED = {errno.EPERM, errno.EACCES, errno.EXDEV, errno.EMLINK, errno.ENOTSUP,
             errno.EOPNOTSUPP, errno.ENOSYS, errno.EROFS}
 
@@ -48,7 +48,7 @@ class Reclaimer:
         self._links = True
         self.failed: list[tuple[str, OSError]] = []   # names left behind (temp files)
         self._pooled = False     # the pool took over (unlinks were slow here)
-        self._spent = 0.0        # seconds the first unlinks took
+        self._spent = 0.0        # seconds the unlinks of this round of PROBE took
         self._probed = 0
 
     def set_aside(self, dir_fd: int, name: str, aside: str) -> bool:
@@ -74,8 +74,9 @@ class Reclaimer:
             self._unlink(dir_fd, name)
             self._spent += time.perf_counter() - started
             self._probed += 1
-            if self._probed == PROBE and self._spent >= SLOW * PROBE:
-                self._pooled = True
+            if self._probed == PROBE:
+                self._pooled = self._spent >= SLOW * PROBE
+                self._spent, self._probed = 0.0, 0   # timed again over the next ones
             return
         with self._done:
             self._pending += 1
