@@ -180,7 +180,9 @@ def test_a_second_ctrl_c_during_the_roll_back_waits_until_it_is_done(tree_factor
 
 def test_ctrl_c_during_a_snapshot_leaves_no_pack_and_no_temp_file(tree_factory):
     root = tree_factory({})
-    for i in range(6):
+    # 72 MB of incompressible bytes: the snapshot outlasts the first delay even when a loaded
+    # machine wakes this test late from its sleep (36 MB once finished first there).
+    for i in range(12):
         (root / f"big{i}").write_bytes(os.urandom(6 << 20))
     ws = Workspace(root)
     packs = sorted(os.listdir(ws.store.pack_dir))

@@ -56,6 +56,8 @@ def write_sparse(fd: int, chunks: Iterable[bytes]) -> int:
     returns the size."""
     pos = 0        # bytes of content so far
     written = 0    # where the file's write offset is
+    if isinstance(chunks, tuple) and len(chunks) == 1 and 0 < len(chunks[0]) < BLOCK:
+        return _write_at(fd, memoryview(chunks[0]), 0, 0)   # one small blob: no hole to leave
     for chunk in chunks:
         view = memoryview(chunk)
         if chunk.count(0) == len(chunk):

@@ -18,7 +18,7 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from undostore.fileio import TEMP_PREFIX, fsync_dir
 from undostore.store.framing import CorruptFrame, quarantine, read_framed, write_framed
@@ -94,7 +94,9 @@ def journal_path(store: Store) -> str:
 def write_journal(store: Store, journal: RestoreJournal) -> None:
     """Durably replace the journal (the old one, if any, is gone in the same rename)."""
     os.makedirs(store.restore_dir, exist_ok=True)
-    payload = json.dumps({"version": _VERSION, **asdict(journal)}, ensure_ascii=True)
+    # vars, not asdict: its fields are plain lists and dicts, which asdict would copy deeply
+    # (20,000 paths: ~20 ms for nothing).
+    payload = json.dumps({"version": _VERSION, **vars(journal)}, ensure_ascii=True)
     write_framed(journal_path(store), _KIND, payload.encode("ascii"), durable=True)
 
 
