@@ -44,6 +44,11 @@ if os.environ.get("UNDOSTORE_TEST_THREADS"):   # writes and frees on threads, wh
     from undostore.restore import reclaim, writers
     writers.PROBE, writers.SLOW = 1, 0.0
     reclaim.PROBE, reclaim.SLOW = 1, 0.0
+    on_threads = writers.Writers._on_threads
+    def noted(self, jobs):
+        open(marker + ".threads", "w").close()   # the test checks the pool really ran
+        return on_threads(self, jobs)
+    writers.Writers._on_threads = noted
 ws = Workspace(root)
 wt = dataclasses.replace(ws._worktree(), checkpoint=stall)
 if op == "restore":
@@ -220,6 +225,8 @@ def test_kill_while_temp_files_are_written_on_threads_then_finish_or_abort(tree_
         assert _run_until_stall(_spawn(RESTORE, str(root), snap_a, stall_at=k, marker=marker,
                                        threads=True), marker), f"step {k}: the restore ended first"
         assert os.path.exists(journal_path(ws.store)), f"step {k}: no journal"
+        if k > 2:
+            assert os.path.exists(marker + ".threads"), f"step {k}: no writer threads ran"
         _assert_each_file_old_or_new(root, state_a, state_b)
         if k <= 121:
             now = {p: v for p, v in disk_state(root).items() if ".undostore-tmp-" not in p}

@@ -82,8 +82,9 @@ def test_folder_swapped_for_a_symlink_mid_restore_writes_nothing_outside(hostile
 def test_folder_swapped_while_temp_files_are_written_on_threads_writes_nothing_outside(
         hostile, monkeypatch) -> None:
     """The same attack while 200 temp files are written on threads (writers.py): `z` becomes
-    a symlink to a root-only folder once the first temp file exists, while jobs for `z` are
-    still queued or being written. The restore stops (exit 3) and nothing lands outside."""
+    a symlink to a root-only folder once the first temp file of `z` is written, while the
+    jobs for the rest of `z` are out, each holding a descriptor of the real folder. Those
+    writes land in the real folder (now `z.moved`), none outside; the restore stops (exit 3)."""
     from undostore.restore import reclaim, writers
 
     for module in (writers, reclaim):   # on threads, whatever creating a file costs here
@@ -99,15 +100,18 @@ def test_folder_swapped_while_temp_files_are_written_on_threads_writes_nothing_o
             (root / rel).write_text(f"B of {rel}\n")
         give_away(root)
         safety = ws.snapshot().id
-        attack = once("temp", "a/f000",
+        attack = once("temp", "z/f000",
                       lambda: as_nobody("mv z z.moved && ln -s ../rootonly z", cwd=root))
         with pytest.raises(RefusedError) as caught:
             restore_with_hook(ws, target, attack)
         assert caught.value.exit_code == 3
         assert caught.value.path.startswith("z")
         assert os.listdir(rootonly) == []
-        for name in os.listdir(root / "z.moved"):   # B still, or a temp file of the restore
-            assert name.startswith(("f", ".undostore-tmp"))
+        moved = os.listdir(root / "z.moved")
+        assert all(name.startswith(("f", ".undostore-tmp")) for name in moved)
+        # Written after the swap, through the descriptors the jobs held: in the real folder.
+        assert sum(name.startswith(".undostore-tmp") or (root / "z.moved" / name).read_text()
+                   .startswith("A ") for name in moved) > 1
         os.unlink(root / "z")
         os.rename(root / "z.moved", root / "z")
         assert ws.abort_restore() is not None

@@ -26,17 +26,19 @@ class Recorder:
         self.failed: list[int] = []
         self.running = 0
         self.most = 0
-        self.threads: set[str] = set()
-        self.callers: set[str] = set()
+        self.threads: set[int] = set()
+        self.active: set[int] = set()
+        self.callers: set[int] = set()
         self._lock = threading.Lock()
         self._rng = random.Random(7)
 
     def work(self, job: int) -> str:
         with self._lock:
+            self.active.add(job)
             self.running += 1
             self.most = max(self.most, self.running)
             pause = self._rng.uniform(0, 0.002)
-        self.threads.add(threading.current_thread().name)
+        self.threads.add(threading.get_ident())
         try:
             time.sleep(pause)
             if job == self.fail_at:
@@ -48,18 +50,21 @@ class Recorder:
         finally:
             with self._lock:
                 self.running -= 1
+                self.active.discard(job)
 
     def on_done(self, job: int, path: str) -> None:
-        self.callers.add(threading.current_thread().name)
+        self.callers.add(threading.get_ident())
         assert self.running >= 0
         self.done.append(job)
 
     def undo(self, job: int, path: str) -> None:
-        self.callers.add(threading.current_thread().name)
+        self.callers.add(threading.get_ident())
         os.unlink(path)
         self.undone.append(job)
 
     def release(self, job: int) -> None:
+        assert job not in self.released, f"job {job} released twice"
+        assert job not in self.active, f"job {job} released while its work runs"
         self.released.append(job)
 
     def on_failed(self, job: int) -> None:
@@ -79,8 +84,8 @@ def test_results_reach_the_caller_in_job_order_on_its_own_thread(tmp_path) -> No
     rec.writers(chunk=3, ahead=4).run(range(200))
     assert rec.done == list(range(200))
     assert sorted(rec.released) == list(range(200))
-    assert rec.callers == {threading.current_thread().name}
-    assert len(rec.threads - {threading.current_thread().name}) > 1  # after the probe
+    assert rec.callers == {threading.get_ident()}
+    assert len(rec.threads - {threading.get_ident()}) > 1  # after the probe
     assert rec.files() == set(range(200))
     assert rec.undone == [] and rec.failed == []
 
@@ -112,7 +117,7 @@ def test_an_error_in_the_callers_step_undoes_what_it_did_not_take(tmp_path) -> N
         rec.writers(chunk=8, ahead=3).run(range(400))
     assert rec.running == 0
     assert rec.done == list(range(51))
-    assert rec.files() == set(range(51))         # the caller's own are left to the caller
+    assert rec.files() == set(range(50))         # job 50's step failed: its file is undone too
     assert sorted(rec.released) == sorted(set(rec.released))
 
 
@@ -148,7 +153,7 @@ def test_jobs_out_at_once_are_bounded(tmp_path) -> None:
 def test_jobs_that_cost_little_stay_on_the_callers_thread(tmp_path) -> None:
     rec = Recorder(str(tmp_path))
     rec.writers(probe=32, slow=float("inf")).run(range(300))
-    assert rec.threads == {threading.current_thread().name}
+    assert rec.threads == {threading.get_ident()}
     assert rec.done == list(range(300)) and rec.files() == set(range(300))
 
 
@@ -162,7 +167,7 @@ def test_jobs_slower_than_the_bound_go_to_threads_after_the_probe(tmp_path) -> N
 
     rec.work = at_least_a_millisecond  # type: ignore[method-assign]
     rec.writers(probe=32, slow=150e-6).run(range(300))
-    assert threading.current_thread().name in rec.threads and len(rec.threads) > 1
+    assert threading.get_ident() in rec.threads and len(rec.threads) > 1
     assert rec.done == list(range(300))
 
 
@@ -182,14 +187,35 @@ def test_jobs_that_grow_slow_later_go_to_threads_from_then_on(tmp_path) -> None:
     where: dict[int, str] = {}
 
     def cheap_then_slow(job: int) -> str:
-        where[job] = threading.current_thread().name
+        where[job] = threading.get_ident()
         if job >= 40:
             time.sleep(0.01)
         return original(job)
 
     rec.work = cheap_then_slow  # type: ignore[method-assign]
     rec.writers(probe=8, slow=0.005).run(range(200))
-    here = threading.current_thread().name
+    here = threading.get_ident()
     assert all(where[job] == here for job in range(40))
     assert any(where[job] != here for job in range(48, 200))
     assert rec.done == list(range(200))
+
+
+def test_a_thread_that_cannot_start_leaves_every_job_released_once_and_undone(tmp_path) -> None:
+    rec = Recorder(str(tmp_path))
+    writers = rec.writers(chunk=4, ahead=8)
+    original = writers._start
+    started: list[object] = []
+
+    def second_fails(queue):
+        if started:
+            raise RuntimeError("can't start new thread")
+        started.append(original(queue))
+        return started[-1]
+
+    writers._start = second_fails  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="start new thread"):
+        writers.run(range(100))
+    assert rec.running == 0
+    assert rec.files() == set(rec.done)
+    assert len(rec.released) == len(set(rec.released))
+    assert set(rec.released) >= set(range(len(rec.done) + 4))

@@ -542,6 +542,7 @@ class Checkout:
                 yield _WriteJob(path, self._own(d), temp, found)
 
         def done(job: _WriteJob, made: tuple[os.stat_result, tuple[int, ...] | None]) -> None:
+            self.current = job.path   # the iterator may be many jobs ahead
             temps.append((job.path, job.name))
             self._temp_made(job.name, *made)
             self._wrote(job.path)

@@ -78,10 +78,11 @@ class Reclaimer:
                 self._pooled = self._spent >= SLOW * PROBE
                 self._spent, self._probed = 0.0, 0   # timed again over the next ones
             return
+        own = os.dup(dir_fd)   # first: a dup that fails (EMFILE) must not leave a count
         with self._done:
             self._pending += 1
         self._start()
-        self._queue.put((os.dup(dir_fd), name))
+        self._queue.put((own, name))
 
     def drain(self) -> None:
         """Wait until every name handed to `discard` is unlinked (or has failed)."""

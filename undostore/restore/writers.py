@@ -8,24 +8,28 @@ over the cores: on an ext4 without a journal, after many files were freed, each 
 the inodes freed in the last minutes (perf: recently_deleted, find_inode_bit), and 2,000 temp
 files in 887 folders took 1.04-1.14 s on one thread, 0.41-0.48 s on four. So jobs run here,
 timed `PROBE` at a time, and the rest go to threads once `PROBE` of them took `SLOW` or more
-each (measured per job: 49-62 us on the journaled ext4, 150-220 us on the other, where the
+each (measured per job: 49-80 us on the journaled ext4, 100-220 us on the other, where the
 first folders were cheaper than the later ones). What a thread does is invisible to a user
 until the caller renames it into place.
 
 The caller hands each job a descriptor of its own (a `dup` of its folder's): the tree may close
 its folders' descriptors to stay under the limit while a job is still out. At most `ahead`
 chunks are out at once, which bounds those descriptors too.
+
+A Ctrl-C raises KeyboardInterrupt on the calling thread between any two steps, so the pool is
+this module's own, not concurrent.futures: a chunk is listed as out before a thread can see
+it, a thread claims it under its lock (or finds it dropped), a chunk leaves the list only once
+all it wrote was handed over or undone, and a job's descriptor is released at most once.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Generic, TypeVar
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future
+from queue import SimpleQueue
+from typing import Generic, TypeVar
 
 THREADS = 4
 MIN_JOBS = 64     # fewer writes than this are not worth timing or starting threads for
@@ -35,6 +39,21 @@ SLOW = 130e-6     # seconds per job (over PROBE jobs) from which the rest go to 
 J = TypeVar("J")
 R = TypeVar("R")
 
+_QUEUED, _RUNNING, _FINISHED, _DROPPED = range(4)
+
+
+class _Chunk(Generic[J, R]):
+    """A few jobs a thread runs in one go, and what became of them."""
+
+    def __init__(self, jobs: list[J]) -> None:
+        self.jobs = jobs
+        self.results: list[R] = []
+        self.error: BaseException | None = None
+        self.state = _QUEUED
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+        self.settled = 0    # results handed to the caller (`done`) or undone, in order
+
 
 class Writers(Generic[J, R]):
     """`work(job)` here, timed `probe` jobs at a time, until `probe` of them took `slow`
@@ -42,21 +61,23 @@ class Writers(Generic[J, R]):
     in job order.
 
     If anything fails (a job, `done`, or the caller's job iterator), every job already handed
-    out is waited for, `undo(job, result)` is called for each that succeeded and was not yet
-    done, and the first error is raised (`failed(job)` first, for a job whose work raised).
-    `release(job)` is called once for every job taken from the iterator, after its work has
-    finished or was never started."""
+    out is waited for (or dropped before it starts), `undo(job, result)` is called for each
+    that succeeded and was not yet done (a job whose `done` raised counts as not done), and the
+    first error is raised (`failed(job)` first,
+    for a job whose work raised). `release(job)` is called at most once for every job taken
+    from the iterator, after its work has finished or was never started."""
 
     def __init__(self, work: Callable[[J], R], done: Callable[[J, R], None],
                  undo: Callable[[J, R], None], release: Callable[[J], None],
                  failed: Callable[[J], None], *,
                  threads: int = THREADS, chunk: int = 8, ahead: int = 16,
                  probe: int | None = None, slow: float | None = None) -> None:
-        self.work, self.done, self.undo, self.release = work, done, undo, release
+        self.work, self.done, self.undo, self._release = work, done, undo, release
         self.failed = failed
         self.threads, self.chunk, self.ahead = threads, chunk, ahead
         self.probe = PROBE if probe is None else probe
         self.slow = SLOW if slow is None else slow
+        self._released: set[int] = set()   # id() of each job released (jobs live until run ends)
 
     def run(self, jobs: Iterable[J]) -> None:
         rest = iter(jobs)
@@ -69,6 +90,14 @@ class Writers(Generic[J, R]):
                     self._on_threads(rest)
                     return
                 spent, count = 0.0, 0   # timed again: later folders may cost more
+
+    def release(self, job: J) -> None:
+        """`release(job)` once: marked first, so an interrupt in between leaks a descriptor
+        rather than closing a number someone else may hold by then."""
+        key = id(job)
+        if key not in self._released:
+            self._released.add(key)
+            self._release(job)
 
     def _here(self, job: J) -> float:
         """Run one job on this thread: the seconds its work took."""
@@ -84,83 +113,108 @@ class Writers(Generic[J, R]):
         self.done(job, result)
         return spent
 
+    # --- the pool -----
+
     def _on_threads(self, jobs: Iterator[J]) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        out: deque[tuple[list[J], Future[tuple[list[R], BaseException | None]]]] = deque()
-        chunk: list[J] = []
-        with ThreadPoolExecutor(self.threads, thread_name_prefix="undostore-write") as pool:
-            try:
-                for job in jobs:
-                    chunk.append(job)
-                    if len(chunk) >= self.chunk:
-                        out.append((chunk, pool.submit(self._run_chunk, chunk)))
-                        chunk = []
-                        while len(out) > self.ahead:
-                            self._take(*out.popleft())
-                if chunk:
-                    out.append((chunk, pool.submit(self._run_chunk, chunk)))
-                    chunk = []
-                while out:
-                    self._take(*out.popleft())
-            except BaseException:
-                for job in chunk:
-                    self.release(job)
-                while out:
-                    self._abandon(*out.popleft())
-                raise
-
-    def _run_chunk(self, chunk: list[J]) -> tuple[list[R], BaseException | None]:
-        results: list[R] = []
-        for job in chunk:
-            try:
-                results.append(self.work(job))
-            except BaseException as err:  # handed to the caller's thread, raised there
-                return results, err
-        return results, None
-
-    def _take(self, chunk: list[J], future: Future[tuple[list[R], BaseException | None]]
-              ) -> None:
-        results, error, interrupted = self._finished(chunk, future)
-        if interrupted is not None:
-            for job, result in zip(chunk, results, strict=False):
-                self._undo(job, result)
-            raise interrupted
-        for i, (job, result) in enumerate(zip(chunk, results, strict=False)):
-            try:
-                self.done(job, result)
-            except BaseException:
-                for later, its in zip(chunk[i + 1:], results[i + 1:], strict=False):
-                    self._undo(later, its)
-                raise
-        if error is not None:
-            self.failed(chunk[len(results)])
-            raise error
-
-    def _abandon(self, chunk: list[J], future: Future[tuple[list[R], BaseException | None]]
-                 ) -> None:
-        results, _, _ = self._finished(chunk, future)
-        for job, result in zip(chunk, results, strict=False):
-            self._undo(job, result)
-
-    def _finished(self, chunk: list[J], future: Future[tuple[list[R], BaseException | None]]
-                  ) -> tuple[list[R], BaseException | None, KeyboardInterrupt | None]:
-        """(results, the job's error, a Ctrl-C met while waiting) once the chunk's work is
-        over: waited for even through a Ctrl-C, since a job still writing must not outlive
-        the caller's clean-up."""
-        interrupted: KeyboardInterrupt | None = None
-        while True:
-            try:
-                results, error = future.result()
-                break
-            except KeyboardInterrupt as err:
-                interrupted = err
-        for job in chunk:
-            self.release(job)
-        return results, error, interrupted
-
-    def _undo(self, job: J, result: R) -> None:
+        queue: SimpleQueue[_Chunk[J, R] | None] = SimpleQueue()
+        workers: list[threading.Thread] = []
+        out: deque[_Chunk[J, R]] = deque()
+        pending: list[J] = []
         try:
-            self.undo(job, result)
-        except Exception:  # noqa: BLE001 - a temp left behind is removed by recovery
-            pass
+            for job in jobs:
+                pending.append(job)
+                if len(pending) < self.chunk:
+                    continue
+                chunk: _Chunk[J, R] = _Chunk(pending)
+                out.append(chunk)          # listed before any thread can see it
+                pending = []
+                if len(workers) < self.threads:
+                    workers.append(self._start(queue))
+                queue.put(chunk)
+                while len(out) > self.ahead:
+                    self._take(out)
+            if pending:
+                out.append(_Chunk(pending))
+                pending = []
+                if not workers:
+                    workers.append(self._start(queue))
+                queue.put(out[-1])
+            while out:
+                self._take(out)
+        except BaseException:
+            for job in pending:
+                self.release(job)
+            while out:
+                self._abandon(out[0])
+                out.popleft()
+            raise
+        finally:
+            for _ in workers:
+                queue.put(None)
+            for worker in workers:
+                worker.join()
+
+    def _start(self, queue: SimpleQueue[_Chunk[J, R] | None]) -> threading.Thread:
+        worker = threading.Thread(target=self._serve, args=(queue,), name="undostore-write",
+                                  daemon=True)
+        worker.start()
+        return worker
+
+    def _serve(self, queue: SimpleQueue[_Chunk[J, R] | None]) -> None:
+        while True:
+            chunk = queue.get()
+            if chunk is None:
+                return
+            with chunk.lock:
+                if chunk.state == _DROPPED:
+                    continue
+                chunk.state = _RUNNING
+            try:
+                for job in chunk.jobs:
+                    chunk.results.append(self.work(job))
+            except BaseException as err:  # handed to the caller's thread, raised there
+                chunk.error = err
+            finally:
+                chunk.state = _FINISHED
+                chunk.finished.set()
+
+    def _take(self, out: deque[_Chunk[J, R]]) -> None:
+        """Hand the oldest chunk's results to `done`; it leaves `out` only once all are."""
+        chunk = out[0]
+        chunk.finished.wait()
+        for job in chunk.jobs:
+            self.release(job)
+        while chunk.settled < len(chunk.results):
+            at = chunk.settled
+            self.done(chunk.jobs[at], chunk.results[at])
+            chunk.settled = at + 1
+        if chunk.error is not None:
+            self.failed(chunk.jobs[len(chunk.results)])
+            raise chunk.error
+        out.popleft()
+
+    def _abandon(self, chunk: _Chunk[J, R]) -> None:
+        """Drop a chunk no thread has started, else wait for it; undo what it wrote that the
+        caller was not given."""
+        with chunk.lock:
+            if chunk.state == _QUEUED:
+                chunk.state = _DROPPED
+        if chunk.state != _DROPPED:
+            while True:
+                try:
+                    chunk.finished.wait()
+                    break
+                except KeyboardInterrupt:   # a second Ctrl-C: the writes still end first
+                    continue
+        for job in chunk.jobs:
+            try:
+                self.release(job)
+            except OSError:
+                pass
+        while chunk.settled < len(chunk.results):
+            at = chunk.settled
+            chunk.settled = at + 1
+            try:
+                self.undo(chunk.jobs[at], chunk.results[at])
+            except Exception:  # noqa: BLE001 - a temp left behind is removed by recovery
+                pass
