@@ -44,6 +44,18 @@ def _secret(base: Path, name: str = "secret", mode: int = 0o600) -> Path:
     return path
 
 
+def _swapped_for_a_symlink_at(ws, root: Path, target: str, step: str, path: str,
+                              folder: str) -> RefusedError:
+    """Restore `target` while the owner, at `step` on `path`, swaps `folder` for a symlink to
+    the root-only folder beside the root; the refusal (exit 3) it must end in."""
+    attack = once(step, path, lambda: as_nobody(
+        f"mv {folder} {folder}.moved && ln -s ../rootonly {folder}", cwd=root))
+    with pytest.raises(RefusedError) as caught:
+        restore_with_hook(ws, target, attack)
+    assert caught.value.exit_code == 3
+    return caught.value
+
+
 def test_folder_swapped_for_a_symlink_mid_restore_writes_nothing_outside(hostile) -> None:
     """Attack 1: the owner swaps `d` for a symlink to a root-only folder once `d/a0000` is gone;
     the restore still creating `d/new` stops (exit 3) and nothing lands in the root-only folder."""
@@ -57,12 +69,7 @@ def test_folder_swapped_for_a_symlink_mid_restore_writes_nothing_outside(hostile
             (root / "d" / f"a{i:04d}").write_text(f"old {i}\n")
         give_away(root)
         safety = ws.snapshot().id
-        attack = once("delete", "d/a0000",
-                      lambda: as_nobody("mv d d.moved && ln -s ../rootonly d", cwd=root))
-        with pytest.raises(RefusedError) as caught:
-            restore_with_hook(ws, target, attack)
-        assert caught.value.exit_code == 3
-        assert caught.value.path == "d"
+        assert _swapped_for_a_symlink_at(ws, root, target, "delete", "d/a0000", "d").path == "d"
         assert os.listdir(rootonly) == []
         assert os.path.islink(root / "d")
         # What the restore did before it stopped went into the real folder, now `d.moved`.
@@ -100,12 +107,7 @@ def test_folder_swapped_while_temp_files_are_written_on_threads_writes_nothing_o
             (root / rel).write_text(f"B of {rel}\n")
         give_away(root)
         safety = ws.snapshot().id
-        attack = once("temp", "z/f000",
-                      lambda: as_nobody("mv z z.moved && ln -s ../rootonly z", cwd=root))
-        with pytest.raises(RefusedError) as caught:
-            restore_with_hook(ws, target, attack)
-        assert caught.value.exit_code == 3
-        assert caught.value.path.startswith("z")
+        assert _swapped_for_a_symlink_at(ws, root, target, "temp", "z/f000", "z").path == "z"
         assert os.listdir(rootonly) == []
         moved = os.listdir(root / "z.moved")
         assert all(name.startswith(("f", ".undostore-tmp")) for name in moved)
