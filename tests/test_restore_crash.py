@@ -225,7 +225,7 @@ def test_kill_while_temp_files_are_written_on_threads_then_finish_or_abort(tree_
         assert _run_until_stall(_spawn(RESTORE, str(root), snap_a, stall_at=k, marker=marker,
                                        threads=True), marker), f"step {k}: the restore ended first"
         assert os.path.exists(journal_path(ws.store)), f"step {k}: no journal"
-        if k > 2:
+        if k > 2 and not IS_WINDOWS:   # (Windows has no folder descriptors: one thread)
             assert os.path.exists(marker + ".threads"), f"step {k}: no writer threads ran"
         _assert_each_file_old_or_new(root, state_a, state_b)
         if k <= 121:
