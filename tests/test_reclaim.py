@@ -124,3 +124,27 @@ def test_the_pool_starts_only_where_unlinks_are_slow(tmp_path, way):
         reclaim.close()
         os.close(fd)
     assert _pool_threads() == 0
+
+
+def test_names_queued_for_the_pool_are_bounded(tmp_path, monkeypatch):
+    """Each queued name holds a descriptor: past MAX_PENDING, discard waits for the pool."""
+    monkeypatch.setattr(reclaim_module, "PROBE", 1)
+    monkeypatch.setattr(reclaim_module, "SLOW", 0.0)
+    monkeypatch.setattr(reclaim_module, "MAX_PENDING", 3)
+    root = tmp_path / "root"
+    root.mkdir()
+    for i in range(200):
+        (root / f"f{i}").write_text("x")
+    fd = _dir(root)
+    reclaim = Reclaimer()
+    most = 0
+    try:
+        for i in range(200):
+            reclaim.discard(fd, f"f{i}")
+            most = max(most, reclaim._pending)
+        reclaim.drain()
+    finally:
+        reclaim.close()
+        os.close(fd)
+    assert 0 < most <= 3
+    assert os.listdir(root) == [] and reclaim.failed == []

@@ -32,6 +32,7 @@ from queue import SimpleQueue
 THREADS = 4
 PROBE = 16        # names unlinked right away, timed together
 SLOW = 50e-6      # seconds per unlink (over PROBE of them) from which the rest go to the pool
+MAX_PENDING = 1024   # names (each with a descriptor) queued at most; discard waits beyond
 _REFUSED = {errno.EPERM, errno.EACCES, errno.EXDEV, errno.EMLINK, errno.ENOTSUP,
             errno.EOPNOTSUPP, errno.ENOSYS, errno.EROFS}
 
@@ -79,8 +80,14 @@ class Reclaimer:
                 self._spent, self._probed = 0.0, 0   # timed again over the next ones
             return
         own = os.dup(dir_fd)   # first: a dup that fails (EMFILE) must not leave a count
-        with self._done:
-            self._pending += 1
+        try:
+            with self._done:
+                while self._pending >= MAX_PENDING:   # bounds the descriptors held
+                    self._done.wait()
+                self._pending += 1
+        except BaseException:
+            os.close(own)
+            raise
         self._start()
         self._queue.put((own, name))
 
@@ -126,5 +133,5 @@ class Reclaimer:
                 os.close(fd)
                 with self._done:
                     self._pending -= 1
-                    if not self._pending:
+                    if self._pending in (0, MAX_PENDING - 1):
                         self._done.notify_all()
