@@ -7,11 +7,13 @@ it created. Each write goes to a temp file in the same folder, is made durable (
 replaces the old file with one rename, so every changed file gets a new inode: a hard-linked
 file's other names keep their content and mode. A folder the restore creates is written whole
 under a temp name beside where it goes (its files with their own names, no temp file each),
-made durable, and renamed into place: it appears complete or not at all. The old inodes are
-freed on a few threads (reclaim.py): the new file and the old one swap names in one call where
-Linux can (renameat2), else the old file gets a temp name of the restore too (a hard link)
-before the rename; a deleted file is renamed to one; the pool unlinks those names, and is
-drained before emptied folders are removed and before the final sync.
+made durable, and renamed into place: it appears complete or not at all. Where the kernel's
+work per file is large, a batch's temp files are written on a few threads (writers.py), every
+decision and checkpoint staying here. Old inodes are freed right away or, likewise, on a few
+threads (reclaim.py): the new file and the old one swap names in one call where Linux can
+(renameat2), else the old file gets a temp name of the restore too (a hard link) before the
+rename; a deleted file is renamed to one; those names are unlinked, and the pool is drained
+before emptied folders are removed and before the final sync.
 
 The conflict rule: just before a file is replaced or deleted, its current content is compared with
 what the plan expects (`before`); a file that already holds what the plan wants (`after`) is left
