@@ -22,6 +22,26 @@ from .watchman_daemon import watchman_daemon, watchman_env  # noqa: F401 (fixtur
 IS_WINDOWS = sys.platform == "win32"
 
 
+class RetryingPopen(subprocess.Popen):
+    """Popen that tries again when Wine's CreateProcess fails with ERROR_INTERNAL_ERROR (1359)
+    before the child exists, as it now and then does on a loaded machine. The failed attempt
+    closed what it opened; the next one opens its own pipes. Installed in the Windows lane only
+    (below), for every child a test starts (`subprocess.run` looks `Popen` up when called)."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        for attempt in range(3):
+            try:
+                super().__init__(*args, **kwargs)
+                return
+            except OSError as err:
+                if getattr(err, "winerror", None) != 1359 or attempt == 2:
+                    raise
+
+
+if IS_WINDOWS:
+    subprocess.Popen = RetryingPopen  # type: ignore[misc]
+
+
 @dataclass(frozen=True)
 class Link:
     """A symlink in a declarative tree."""

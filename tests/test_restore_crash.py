@@ -20,7 +20,7 @@ from undostore import Workspace
 from undostore.restore.restorelog import journal_path
 
 from .conftest import IS_WINDOWS, Exe, Link
-from .test_restore_support import disk_state, started, temp_files
+from .test_restore_support import disk_state, temp_files
 
 # The child: one restore, recovery, abort, undo or revert, stalling at its k-th file operation
 # (0: never) through the checkpoint callable it hands the library.
@@ -72,9 +72,9 @@ RESTORE, RECOVER, ABORT = "restore", "recover", "abort"
 def _spawn(op: str, root: str, *args: str, stall_at: int = 0, marker: str = "",
            threads: bool = False) -> subprocess.Popen:
     env = {**os.environ, "UNDOSTORE_TEST_THREADS": "1"} if threads else None
-    return started(lambda: subprocess.Popen([sys.executable, "-c", CHILD, op, str(stall_at),
-                                             marker or "-", root, *args], env=env,
-                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    return subprocess.Popen([sys.executable, "-c", CHILD, op, str(stall_at), marker or "-",
+                             root, *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
 
 
 def _run_until_stall(proc: subprocess.Popen, marker: str, timeout: float = 120) -> bool:

@@ -13,15 +13,12 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
 
 from undostore.git.objects import BLOB, MODE_BYTES, TREE, hash_object, tree_sort_key
 from undostore.git.packwriter import PackWriter
 from undostore.store.store import Store
-
-T = TypeVar("T")
 
 IS_WINDOWS = sys.platform == "win32"
 
@@ -123,18 +120,7 @@ def run_cli(*args: str, root: Path | str | None = None, stdin: int | None = subp
     argv = [sys.executable, "-m", "undostore"]
     if root is not None:
         argv += ["--root", str(root)]
-    return started(lambda: subprocess.run([*argv, *args], capture_output=True, text=True,
-                                          stdin=stdin, timeout=timeout))
+    return subprocess.run([*argv, *args], capture_output=True, text=True, stdin=stdin,
+                          timeout=timeout)
 
 
-def started(start: Callable[[], T]) -> T:
-    """`start()`, a child process, again when Wine's CreateProcess fails with
-    ERROR_INTERNAL_ERROR (1359) before the child exists, as it now and then does on a loaded
-    machine (Windows lane only)."""
-    for attempt in range(3):
-        try:
-            return start()
-        except OSError as err:
-            if getattr(err, "winerror", None) != 1359 or attempt == 2:
-                raise
-    raise AssertionError("unreachable")
