@@ -149,3 +149,28 @@ def test_completion_in_a_folder_never_protected_creates_no_store(tmp_path):
     assert _complete("undo --session ", folder) == []
     stores = Path(os.environ["UNDOSTORE_HOME"]) / "stores"
     assert not stores.exists() or list(stores.iterdir()) == []
+
+
+def test_the_windows_lane_starts_a_child_again_after_wines_internal_error(monkeypatch):
+    """conftest.RetryingPopen (installed in the Windows lane): CreateProcess failing with
+    ERROR_INTERNAL_ERROR (1359) before the child exists is tried again; any other error is not."""
+    from .conftest import RetryingPopen
+
+    failures = [1359, 1359]
+    original = subprocess.Popen._execute_child
+
+    def flaky(self, *args, **kwargs):
+        if failures:
+            err = OSError(22, "Internal error")
+            err.winerror = failures.pop()  # type: ignore[attr-defined]
+            raise err
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", flaky)
+    proc = RetryingPopen([sys.executable, "-c", "print('child ran')"], stdout=subprocess.PIPE,
+                         text=True)
+    assert proc.communicate()[0] == "child ran\n" and failures == []
+    failures[:] = [5]   # ERROR_ACCESS_DENIED: raised at once
+    with pytest.raises(OSError):
+        RetryingPopen([sys.executable, "-c", "pass"])
+    assert failures == []
