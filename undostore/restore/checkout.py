@@ -450,12 +450,7 @@ class Checkout:
     def _write_batch(self, batch: list[str]) -> None:
         temps: list[tuple[str, str]] = []
         try:
-            if self._on_threads(len(batch)):
-                self._write_temps_on_threads(batch, temps)
-            else:
-                for path in batch:
-                    temps.append((path, self._write_temp(path, self.plan.after[path])))
-                    self._wrote(path)
+            self._write_temps(batch, temps)
             self.durable.flush_files()
             temps.reverse()  # replaced in path order, popped from the end
             while temps:
@@ -471,16 +466,11 @@ class Checkout:
             self.progress.advance(1, self.blobs.size(self.plan.after[path][1]))
         self.checkpoint("temp", path)
 
-    def _write_temp(self, path: str, entry: Entry, executable: bool | None = None) -> str:
-        """A new file (or symlink) beside `path` holding `entry`, carrying what the file now at
-        `path` carries (filemeta.py); its name."""
+    def _write_temp(self, path: str) -> str:
+        """A new file (or symlink) beside `path` holding what the plan wants there, carrying
+        what the file now at `path` carries (filemeta.py); its name."""
         d, temp, found = self._new_temp(path)
-        try:
-            st, carried = self._write_new(d, temp, path, entry, found, executable)
-        except BaseException:
-            self._unlink_temp(path, temp)
-            raise
-        self._temp_made(temp, st, carried)
+        self._temp_made(temp, *self._write_job(_WriteJob(path, d, temp, found)))
         return temp
 
     def _new_temp(self, path: str) -> tuple[Dir, str, Probe]:
@@ -520,8 +510,8 @@ class Checkout:
         self.current = job.path
 
     def _write_job(self, job: _WriteJob) -> tuple[os.stat_result, tuple[int, ...] | None]:
-        """On a writer thread: the file `job.name` in the job's folder, removed again if its
-        writing fails."""
+        """The file `job.name` in the job's folder (here or on a writer thread), removed again
+        if its writing fails."""
         assert self.tree is not None
         try:
             return self._write_new(job.d, job.name, job.path, self.plan.after[job.path],
@@ -529,15 +519,25 @@ class Checkout:
         except BaseException:
             try:
                 self.tree.unlink(job.d, job.name)
-            except OSError:
+            except (OSError, NotAFolder):
                 pass
             raise
 
-    def _write_temps_on_threads(self, batch: list[str], temps: list[tuple[str, str]]) -> None:
-        """`_write_temp` for each path of the batch, the files written on a few threads; each
-        temp goes into `temps` (and is checkpointed) here, in path order."""
-        threaded, streamed = self._split_streamed(batch)
+    def _write_temps(self, batch: list[str], temps: list[tuple[str, str]]) -> None:
+        """`_write_temp` for each path of the batch, each temp put into `temps` (and
+        checkpointed) here, in path order: on a few threads where that pays (POSIX, blobs in
+        memory), the others on this thread."""
+        here = batch
+        if self._on_threads(len(batch)):
+            threaded, here = self._split_streamed(batch)
+            self._write_on_threads(threaded, temps)
+        for path in here:
+            temps.append((path, self._write_temp(path)))
+            self._wrote(path)
+        temps.sort()  # path order again, for the replaces
 
+    def _write_on_threads(self, threaded: list[str], temps: list[tuple[str, str]]) -> None:
+        """The temps of `threaded` (writers.py): jobs made and results taken here, in order."""
         def jobs() -> Iterator[_WriteJob]:
             for path in threaded:
                 d, temp, found = self._new_temp(path)
@@ -553,10 +553,6 @@ class Checkout:
             self._unlink_temp(job.path, job.name)
 
         writers.Writers(self._write_job, done, undo, self._release, self._blame).run(jobs())
-        for path in streamed:
-            temps.append((path, self._write_temp(path, self.plan.after[path])))
-            self._wrote(path)
-        temps.sort()  # path order again, for the replaces
 
     def _split_streamed(self, paths: list[str]) -> tuple[list[str], list[str]]:
         """(paths whose blobs are in memory, paths whose blobs are streamed from the store):
@@ -567,8 +563,8 @@ class Checkout:
              ).append(path)
         return threaded, streamed
 
-    def _write_new(self, d: Dir, new: str, path: str, entry: Entry, found: Probe,
-                   executable: bool | None = None) -> tuple[os.stat_result, tuple[int, ...] | None]:
+    def _write_new(self, d: Dir, new: str, path: str, entry: Entry, found: Probe
+                   ) -> tuple[os.stat_result, tuple[int, ...] | None]:
         """Create `new` in `d` holding `entry` for `path`, with what `found` (the file at `path`
         now) carries: (its stat once written, what identifies the old file it carried from)."""
         assert self.tree is not None
@@ -582,8 +578,7 @@ class Checkout:
                 return st, None
             self.result.warnings.append(
                 (path, "symlinks cannot be created here: wrote the link target as a file"))
-        if executable is None:
-            executable = mode == MODE_EXEC
+        executable = mode == MODE_EXEC
         # A file with no old one to carry from is created with its final bits where the umask
         # lets them through (no chmod then); any other starts private, until its bits are set.
         fresh = None if self.windows or found.kind == FILE else self.modes.new_file(
@@ -796,7 +791,7 @@ class Checkout:
             finally:
                 os.close(fd)
         # Other names share this inode (or it is not ours to chmod): a new inode instead.
-        temp = self._write_temp(path, after)
+        temp = self._write_temp(path)
         self.durable.flush_files()
         try:
             self._replace(path, temp)
