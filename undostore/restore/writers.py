@@ -125,20 +125,13 @@ class Writers(Generic[J, R]):
                 pending.append(job)
                 if len(pending) < self.chunk:
                     continue
-                chunk: _Chunk[J, R] = _Chunk(pending)
-                out.append(chunk)          # listed before any thread can see it
-                pending = []
-                if len(workers) < self.threads:
-                    workers.append(self._start(queue))
-                queue.put(chunk)
+                self._hand_out(pending, out, queue, workers)
+                pending = []   # (an interrupt before this: released once, as both list them)
                 while len(out) > self.ahead:
                     self._take(out)
             if pending:
-                out.append(_Chunk(pending))
+                self._hand_out(pending, out, queue, workers)
                 pending = []
-                if not workers:
-                    workers.append(self._start(queue))
-                queue.put(out[-1])
             while out:
                 self._take(out)
         except BaseException:
@@ -153,6 +146,15 @@ class Writers(Generic[J, R]):
                 queue.put(None)
             for worker in workers:
                 worker.join()
+
+    def _hand_out(self, jobs: list[J], out: deque[_Chunk[J, R]],
+                  queue: SimpleQueue[_Chunk[J, R] | None], workers: list[threading.Thread]
+                  ) -> None:
+        """`jobs` as a chunk for the threads, listed in `out` before any thread can see it."""
+        out.append(_Chunk(jobs))
+        if len(workers) < self.threads:
+            workers.append(self._start(queue))
+        queue.put(out[-1])
 
     def _start(self, queue: SimpleQueue[_Chunk[J, R] | None]) -> threading.Thread:
         worker = threading.Thread(target=self._serve, args=(queue,), name="undostore-write",
