@@ -107,12 +107,17 @@ def test_a_name_that_cannot_be_unlinked_is_reported_and_drain_returns(tmp_path):
     assert (tmp_path / "a-folder").is_dir()
 
 
-def test_the_pool_starts_only_where_unlinks_are_slow(tmp_path, way):
+def _folder_of(tmp_path, count: int):
+    """A folder holding files f0 ... f<count - 1>, and a descriptor of it."""
     root = tmp_path / "root"
     root.mkdir()
-    for i in range(40):
+    for i in range(count):
         (root / f"f{i}").write_text("x")
-    fd = _dir(root)
+    return root, _dir(root)
+
+
+def test_the_pool_starts_only_where_unlinks_are_slow(tmp_path, way):
+    root, fd = _folder_of(tmp_path, 40)
     reclaim = Reclaimer()
     try:
         for i in range(40):
@@ -131,11 +136,7 @@ def test_names_queued_for_the_pool_are_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(reclaim_module, "PROBE", 1)
     monkeypatch.setattr(reclaim_module, "SLOW", 0.0)
     monkeypatch.setattr(reclaim_module, "MAX_PENDING", 3)
-    root = tmp_path / "root"
-    root.mkdir()
-    for i in range(200):
-        (root / f"f{i}").write_text("x")
-    fd = _dir(root)
+    root, fd = _folder_of(tmp_path, 200)
     reclaim = Reclaimer()
     most = 0
     try:
