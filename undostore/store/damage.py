@@ -26,9 +26,10 @@ from undostore.git.packfile import (
     indexless_packs,
 )
 from undostore.git.packwriter import PackWriter, reindex
+from undostore.store.statcache import DELTA_SUFFIX
 
 DAMAGED_FILE = "damaged"
-STAT_CACHE = os.path.join("cache", "statcache")
+STAT_CACHE = os.path.join("cache", "statcache")   # in the store (Store.stat_cache_path)
 
 
 def load(store_path: str) -> set[tuple[bytes, str]]:
@@ -78,7 +79,7 @@ def prune(store_path: str, present_packs: set[str]) -> None:
 
 def void_stat_cache(store_path: str) -> None:
     """Delete the stat cache (and the delta saved beside it): the next snapshot hashes all."""
-    for name in (STAT_CACHE, STAT_CACHE + ".delta"):
+    for name in (STAT_CACHE, STAT_CACHE + DELTA_SUFFIX):
         try:
             os.unlink(os.path.join(store_path, name))
         except OSError:

@@ -100,7 +100,7 @@ class Store:
         self.pack_dir = os.path.join(self.objects_dir, "pack")
         self.sessions_dir = os.path.join(self.path, "sessions")
         self.cache_dir = os.path.join(self.path, "cache")
-        self.stat_cache_path = os.path.join(self.cache_dir, "statcache")
+        self.stat_cache_path = os.path.join(self.path, damage.STAT_CACHE)
         self.restore_dir = os.path.join(self.path, "restore")
         self.tmp_dir = os.path.join(self.path, "tmp")
         self.root = root
