@@ -402,3 +402,38 @@ def test_random_round_trip_restores_byte_for_byte(first, second):
         ws.close()
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _open_descriptors() -> int | None:
+    for listing in ("/proc/self/fd", "/dev/fd"):
+        if os.path.isdir(listing):
+            return len(os.listdir(listing))
+    return None
+
+
+@pytest.mark.skipif(_open_descriptors() is None, reason="no listing of open descriptors")
+def test_restores_on_threads_leave_no_descriptor_open(tree_factory, monkeypatch):
+    """An agent host embeds the library for hours: each restore must close every descriptor it
+    opened, the writer and reclaim threads' copies of folder descriptors included."""
+    from undostore.restore import reclaim, writers
+
+    monkeypatch.setattr(writers, "PROBE", 1)
+    monkeypatch.setattr(writers, "SLOW", 0.0)
+    monkeypatch.setattr(reclaim, "PROBE", 1)
+    monkeypatch.setattr(reclaim, "SLOW", 0.0)
+    root = tree_factory({f"d{i}": {f"f{j}": f"old {i} {j}\n" for j in range(40)}
+                         for i in range(25)})
+    ws = Workspace(root)
+    old = ws.snapshot().id
+    for i in range(25):
+        for j in range(40):
+            with open(os.path.join(root, f"d{i}", f"f{j}"), "w") as f:
+                f.write(f"new {i} {j}\n")
+    new = ws.snapshot().id
+    ws.restore(old)            # the first restore's own opens (modules, the store) are counted out
+    before = _open_descriptors()
+    for target in (new, old, new):
+        ws.restore(target)
+    assert _open_descriptors() == before
+    with open(os.path.join(root, "d3", "f7")) as f:
+        assert f.read() == "new 3 7\n"

@@ -219,3 +219,21 @@ def test_a_thread_that_cannot_start_leaves_every_job_released_once_and_undone(tm
     assert rec.files() == set(rec.done)
     assert len(rec.released) == len(set(rec.released))
     assert set(rec.released) >= set(range(len(rec.done) + 4))
+
+
+class _Job:
+    """A job the caller keeps no reference to: once its chunk is taken it is freed, and a later
+    job may be given its id()."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def test_every_job_is_released_once_though_the_caller_keeps_no_job() -> None:
+    released: list[int] = []
+    writers: Writers[_Job, int] = Writers(
+        lambda job: job.index, lambda job, result: None, lambda job, result: None,
+        lambda job: released.append(job.index), lambda job: None,
+        probe=2, slow=0.0, chunk=4, ahead=2)
+    writers.run(_Job(i) for i in range(2000))
+    assert sorted(released) == list(range(2000))

@@ -19,7 +19,8 @@ chunks are out at once, which bounds those descriptors too.
 A Ctrl-C raises KeyboardInterrupt on the calling thread between any two steps, so the pool is
 this module's own, not concurrent.futures: a chunk is listed as out before a thread can see
 it, a thread claims it under its lock (or finds it dropped), a chunk leaves the list only once
-all it wrote was handed over or undone, and a job's descriptor is released at most once.
+all it wrote was handed over or undone, and a job's descriptor is released once (counted
+per chunk: a job may be gone, its id() reused by a later one, once its chunk was taken).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class _Chunk(Generic[J, R]):
         self.lock = threading.Lock()
         self.finished = threading.Event()
         self.settled = 0    # results handed to the caller (`done`) or undone, in order
+        self.released = 0   # jobs whose `release` was called, in order
 
 
 class Writers(Generic[J, R]):
@@ -63,9 +65,9 @@ class Writers(Generic[J, R]):
     If anything fails (a job, `done`, or the caller's job iterator), every job already handed
     out is waited for (or dropped before it starts), `undo(job, result)` is called for each
     that succeeded and was not yet done (a job whose `done` raised counts as not done), and the
-    first error is raised (`failed(job)` first,
-    for a job whose work raised). `release(job)` is called at most once for every job taken
-    from the iterator, after its work has finished or was never started."""
+    first error is raised (`failed(job)` first, for a job whose work raised). `release(job)` is
+    called once for every job taken from the iterator (never twice; only a Ctrl-C at the wrong
+    moment can skip one), after its work has finished or was never started."""
 
     def __init__(self, work: Callable[[J], R], done: Callable[[J, R], None],
                  undo: Callable[[J, R], None], release: Callable[[J], None],
@@ -77,7 +79,6 @@ class Writers(Generic[J, R]):
         self.threads, self.chunk, self.ahead = threads, chunk, ahead
         self.probe = PROBE if probe is None else probe
         self.slow = SLOW if slow is None else slow
-        self._released: set[int] = set()   # id() of each job released (jobs live until run ends)
 
     def run(self, jobs: Iterable[J]) -> None:
         rest = iter(jobs)
@@ -91,13 +92,13 @@ class Writers(Generic[J, R]):
                     return
                 spent, count = 0.0, 0   # timed again: later folders may cost more
 
-    def release(self, job: J) -> None:
-        """`release(job)` once: marked first, so an interrupt in between leaks a descriptor
-        rather than closing a number someone else may hold by then."""
-        key = id(job)
-        if key not in self._released:
-            self._released.add(key)
-            self._release(job)
+    def _release_chunk(self, chunk: _Chunk[J, R]) -> None:
+        """`release` each job of `chunk` not yet released: counted first, so an interrupt in
+        between leaks a descriptor rather than closing a number someone else may hold by then."""
+        while chunk.released < len(chunk.jobs):
+            at = chunk.released
+            chunk.released = at + 1
+            self._release(chunk.jobs[at])
 
     def _here(self, job: J) -> float:
         """Run one job on this thread: the seconds its work took."""
@@ -105,11 +106,11 @@ class Writers(Generic[J, R]):
         try:
             result = self.work(job)
         except BaseException:
-            self.release(job)
+            self._release(job)
             self.failed(job)
             raise
         spent = time.perf_counter() - started
-        self.release(job)
+        self._release(job)
         self.done(job, result)
         return spent
 
@@ -126,7 +127,7 @@ class Writers(Generic[J, R]):
                 if len(pending) < self.chunk:
                     continue
                 self._hand_out(pending, out, queue, workers)
-                pending = []   # (an interrupt before this: released once, as both list them)
+                pending = []   # (an interrupt before this: released with the chunk, below)
                 while len(out) > self.ahead:
                     self._take(out)
             if pending:
@@ -135,8 +136,9 @@ class Writers(Generic[J, R]):
             while out:
                 self._take(out)
         except BaseException:
-            for job in pending:
-                self.release(job)
+            if not (out and out[-1].jobs is pending):   # else handed out: the chunk has them
+                for job in pending:
+                    self._release(job)
             while out:
                 self._abandon(out[0])
                 out.popleft()
@@ -184,8 +186,7 @@ class Writers(Generic[J, R]):
         """Hand the oldest chunk's results to `done`; it leaves `out` only once all are."""
         chunk = out[0]
         chunk.finished.wait()
-        for job in chunk.jobs:
-            self.release(job)
+        self._release_chunk(chunk)
         while chunk.settled < len(chunk.results):
             at = chunk.settled
             self.done(chunk.jobs[at], chunk.results[at])
@@ -208,11 +209,11 @@ class Writers(Generic[J, R]):
                     break
                 except KeyboardInterrupt:   # a second Ctrl-C: the writes still end first
                     continue
-        for job in chunk.jobs:
+        while chunk.released < len(chunk.jobs):
             try:
-                self.release(job)
+                self._release_chunk(chunk)
             except OSError:
-                pass
+                pass   # counted: the next job's turn
         while chunk.settled < len(chunk.results):
             at = chunk.settled
             chunk.settled = at + 1
