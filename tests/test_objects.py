@@ -93,3 +93,30 @@ def test_aborted_pack_leaves_nothing_behind(tmp_path):
         writer.add(BLOB, hash_object(BLOB, data), data)
     writer.abort()
     assert os.listdir(pack_dir) == []
+
+
+def test_objects_spread_over_many_packs_are_all_found_in_any_order_of_lookups(tmp_path):
+    """Lookups try the pack that last held an object first: whatever order they come in, each
+    object is found, absent ones are not, and a pack gone or set aside is never tried again."""
+    from undostore.git.reader import ObjectReader
+
+    pack_dir = tmp_path / "pack"
+    pack_dir.mkdir()
+    packs = [[b"pack %d object %d\n" % (p, i) for i in range(20)] for p in range(12)]
+    bases = [_write_pack(pack_dir, [(BLOB, data) for data in blobs]) for blobs in packs]
+    reader = ObjectReader(str(pack_dir))
+    everything = [data for blobs in packs for data in blobs]
+    for data in everything + everything[::-1] + everything[::7]:
+        assert reader.read_blob(hash_object(BLOB, data)) == data
+    assert hashlib.sha1(b"absent").digest() not in reader
+    kept, rest = reader.small_blobs([hash_object(BLOB, d) for d in everything], 1 << 20, 1 << 30)
+    assert rest == [] and sorted(kept.values()) == sorted(everything)
+    last = hash_object(BLOB, packs[5][3])
+    assert reader.read_blob(last) == packs[5][3]     # pack 5 is tried first now
+    reader.set_aside(bases[5], "a test set it aside")
+    assert last not in reader and hash_object(BLOB, packs[4][0]) in reader
+    for suffix in (".pack", ".idx"):
+        os.unlink(bases[4] + suffix)
+    reader.refresh()
+    assert hash_object(BLOB, packs[4][0]) not in reader
+    assert reader.read_blob(hash_object(BLOB, packs[11][19])) == packs[11][19]

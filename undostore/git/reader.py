@@ -38,6 +38,10 @@ class ObjectReader:
         self.skip: set[tuple[bytes, str]] = skip or set()
         self.packs: dict[str, Pack] = {}
         self.damaged_packs: dict[str, str] = {}     # base path -> why
+        # The packs in the order lookups try them: the one that last held an object first (as
+        # git does), since a snapshot's objects mostly lie in one pack and a store holds a pack
+        # per snapshot between gcs (10,000 lookups: 10 ms with 1 pack, 68 ms with 41 in name order).
+        self._order: list[Pack] = []
         self.refresh()
 
     def refresh(self) -> None:
@@ -53,6 +57,13 @@ class ObjectReader:
                 continue   # removed since the listing (a concurrent gc)
             except (PackDamaged, OSError, ValueError) as err:
                 self.damaged_packs[base] = str(err)
+        self._reorder()
+
+    def _reorder(self) -> None:
+        """`_order` for the packs open now, keeping the order of those it already had."""
+        kept = [pack for pack in self._order if self.packs.get(pack.base) is pack]
+        known = {id(pack) for pack in kept}
+        self._order = kept + [pack for pack in self.packs.values() if id(pack) not in known]
 
     def set_aside(self, base: str, why: str) -> None:
         """Stop using a pack found damaged after it was opened (closed, listed as damaged)."""
@@ -60,13 +71,26 @@ class ObjectReader:
         if pack is not None:
             pack.close()
         self.damaged_packs[base] = why
+        self._reorder()
 
     # --- membership -----
+
+    def _lookup(self, sha: bytes) -> tuple[Pack, int] | None:
+        """(the first pack listing `sha`, its position there), that pack moved to the front;
+        copies set aside are not looked at (callers take `_copies` when there are any)."""
+        order = self._order
+        for at, pack in enumerate(order):
+            position = pack.index.position(sha)
+            if position is not None:
+                if at:
+                    order.insert(0, order.pop(at))
+                return pack, position
+        return None
 
     def _copies(self, sha: bytes, skipped: list[str] | None = None
                 ) -> Iterator[tuple[Pack, int]]:
         """The usable copies of `sha`; the packs of skipped ones go to `skipped`."""
-        for pack in self.packs.values():
+        for pack in list(self._order):
             position = pack.index.position(sha)
             if position is None:
                 continue
@@ -78,7 +102,7 @@ class ObjectReader:
 
     def __contains__(self, sha: bytes) -> bool:
         if not self.skip:
-            return any(pack.index.position(sha) is not None for pack in self.packs.values())
+            return self._lookup(sha) is not None
         return next(self._copies(sha), None) is not None
 
     has = __contains__
@@ -111,17 +135,16 @@ class ObjectReader:
         """(pack, stream start, type, size) of the first copy whose header reads; None if
         absent. Raises if every copy is damaged."""
         if not self.skip:   # the common case: the first pack listing it
-            for pack in self.packs.values():
-                position = pack.index.position(sha)
-                if position is not None:
-                    offset = pack.index.offset_at(position)
-                    try:
-                        type_num, size, header_len = pack.header(offset)
-                    except RecordDamaged:
-                        break   # the careful way below reports it and tries other copies
-                    return pack, offset + header_len, type_num, size
-            else:
+            found = self._lookup(sha)
+            if found is None:
                 return None
+            pack, position = found
+            offset = pack.index.offset_at(position)
+            try:
+                type_num, size, header_len = pack.header(offset)
+                return pack, offset + header_len, type_num, size
+            except RecordDamaged:
+                pass   # the careful way below reports it and tries other copies
         why = ""
         skipped: list[str] = []
         for pack, position in list(self._copies(sha, skipped)):
@@ -209,14 +232,12 @@ class ObjectReader:
         for the many small files of a big restore; anything unusual takes `small_blob`."""
         kept: dict[bytes, bytes] = {}
         rest: list[bytes] = []
-        packs = list(self.packs.values()) if not self.skip else []
         for sha in dict.fromkeys(shas):
             cap = min(limit, budget)
             body = None
-            for pack in packs:
-                position = pack.index.position(sha)
-                if position is None:
-                    continue
+            found = self._lookup(sha) if not self.skip else None
+            if found is not None:
+                pack, position = found
                 start = pack.index.offset_at(position)
                 try:
                     type_num, size, header_len = pack.header(start)
@@ -225,7 +246,6 @@ class ObjectReader:
                         _check(sha, BLOB, body)
                 except RecordDamaged:
                     body = None
-                break
             if body is None:   # large, absent, damaged, a delta, or copies set aside
                 body = self.small_blob(sha, cap)
                 if body is None:
