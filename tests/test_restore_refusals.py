@@ -344,3 +344,54 @@ def test_journal_write_killed_before_its_rename_leaves_nothing_pending(tree_fact
         f.write(b"half a journal")
     Workspace(root).snapshot()          # looks, finds no journal, clears the stray temp
     assert os.listdir(ws.store.restore_dir) == []
+
+
+def _restore_with_file_size_limit(root, target: str, limit: int):
+    """`undostore restore TARGET --yes` in a real process whose files cannot grow past `limit`
+    bytes: a write past it fails with EFBIG, as one on a full disk fails with ENOSPC."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # an error, not a killed process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run([sys.executable, "-m", "undostore", "--root", str(root), "restore",
+                           target, "--yes"], capture_output=True, text=True,
+                          preexec_fn=limited, timeout=120)
+
+
+@pytest.mark.skipif(IS_WINDOWS, reason="a file-size limit (RLIMIT_FSIZE) is POSIX")
+@pytest.mark.parametrize("where", ["modified file", "new folder"])
+def test_a_write_refused_before_any_file_changed_fails_with_nothing_pending(tree_factory, where):
+    """The disk refuses a write while temp files are written or a new folder is staged, before
+    any file of the plan changed: exit 1 (not 'stopped half-way'), every file as it was, no
+    temp file left, nothing pending; the same restore works once the cause is gone."""
+    big = os.urandom(3 << 20)
+    root = tree_factory({"a.txt": "one\n", "d": {"big.bin": "x"}})
+    if where == "modified file":
+        (root / "d" / "big.bin").write_bytes(big)
+    else:
+        (root / "new" / "deep").mkdir(parents=True)
+        (root / "new" / "deep" / "big.bin").write_bytes(big)
+    ws = Workspace(root)
+    snap = ws.snapshot().id
+    ws.close()
+    (root / "a.txt").write_text("two\n")
+    (root / "d" / "big.bin").write_text("x")
+    if where == "new folder":
+        for gone in ("new/deep/big.bin", "new/deep", "new"):
+            (root / gone).unlink() if gone.endswith(".bin") else (root / gone).rmdir()
+    before = disk_state(root)
+    done = _restore_with_file_size_limit(root, snap, 1 << 20)
+    assert done.returncode == 1, done.stderr
+    assert "nothing was changed" in done.stderr and "big.bin" in done.stderr
+    assert "half-way" not in done.stderr
+    ws = Workspace(root)
+    _assert_nothing_changed(root, ws, before)
+    assert ws.restore(snap).target == snap                 # no limit now: it works
+    assert (root / "a.txt").read_text() == "one\n"
+    assert (root / ("d" if where == "modified file" else "new/deep") / "big.bin"
+            ).read_bytes() == big

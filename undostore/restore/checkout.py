@@ -67,7 +67,8 @@ from undostore.restore.reclaim import Reclaimer
 from undostore.restore.restorelog import temp_prefix
 from undostore.store.durable import Durability
 
-__all__ = ["BlobSource", "Checkout", "CheckoutResult", "Checkpoints", "remove_temp_files"]
+__all__ = ["BlobSource", "Checkout", "CheckoutResult", "Checkpoints", "remove_temp_files",
+           "temp_files_left"]
 
 _BATCH_FILES = 8192
 _BATCH_BYTES = 128 << 20
@@ -111,6 +112,7 @@ class Checkout:
         self._asides = 0
         self._symlinks = True
         self.current = ""            # the path being worked on, for error messages
+        self.touched = False         # whether anything but this restore's temp names changed
         self._made: dict[str, tuple[int, int, int]] = {}  # temp -> (mtime, size, inode) written
         self._carried: dict[str, tuple[int, ...] | None] = {}  # temp -> the old file it copied
         self._folder_modes: dict[str, int] = {}  # folders made here -> their final bits
@@ -152,6 +154,12 @@ class Checkout:
                 self.reclaim.close()
             self.tree.close()
         return self.result
+
+    def _before(self, what: str, path: str) -> None:
+        """Right before a change a user can see (a name of the plan's replaced, deleted or
+        chmod'ed): from here on a failure leaves the restore half-way."""
+        self.touched = True
+        self.checkpoint.before(what, path)
 
     # --- freeing old files (reclaim.py) -----
 
@@ -227,6 +235,7 @@ class Checkout:
         place): its owner and bits as recorded (else the umask default); until the end it
         stays writable by this process."""
         assert self.tree is not None
+        self.touched = self.touched or final is None   # a real folder, not in a staged copy
         final = final or rel
         self.result.made_dirs.append(final)
         parent = self.tree.folder(rel.rpartition("/")[0])
@@ -362,7 +371,7 @@ class Checkout:
         if self.tree.lstat(parent, name) is not None:
             raise ConflictError("appeared while the restore ran, where it creates this folder; "
                                 "it was not overwritten", top)
-        self.checkpoint.before("replace", top)
+        self._before("replace", top)
         temp = staged.rpartition("/")[2]
         now = self.tree.lstat(parent, temp)
         if now is None or kind_of(now) != DIR or ident(now) != ident(copy.st):
@@ -402,7 +411,7 @@ class Checkout:
             return  # finishing: the file already made way for the folder
         if found.kind in (FILE, LINK) and self._holds(d, name, path, found, self.plan.before[path]):
             self._make_writable(d, name, found)
-            self.checkpoint.before("delete", path)
+            self._before("delete", path)
             self._remove_file(d, name)
             self._changed(d)
             self.checkpoint("delete", path)
@@ -428,6 +437,7 @@ class Checkout:
         if d is None or found.kind != DIR:
             return
         assert self.tree is not None
+        self.touched = True
         try:
             self.tree.rmdir(d, name)
         except FileNotFoundError:
@@ -699,7 +709,7 @@ class Checkout:
             if (found.kind == FILE and found.st is not None and temp in self._carried
                     and self._carried[temp] != _meta_key(found.st)):
                 self._carry_again(d, name, temp, path)  # changed since the temp was written
-        self.checkpoint.before("replace", path)
+        self._before("replace", path)
         if found.kind in (FILE, LINK) and self.reclaim is not None and \
                 self.tree.exchange(d, temp, name):
             # The new file took the name, the old one took the temp name: freed on the pool.
@@ -738,6 +748,7 @@ class Checkout:
         inner = self._folder(rel)
         if inner is None:
             return
+        self.touched = True
         for entry in self.tree.listdir(inner):
             if kind_of(self.tree.lstat(inner, entry)) != DIR:
                 raise ConflictError(
@@ -769,7 +780,7 @@ class Checkout:
         if not self._holds(d, name, path, found, self.plan.before[path]):
             raise _conflict(path)
         executable = after.mode == MODE_EXEC
-        self.checkpoint.before("chmod", path)
+        self._before("chmod", path)
         try:
             fd = self.tree.open(d, name, READ_FLAGS)
         except OSError:
@@ -802,6 +813,7 @@ class Checkout:
     def _make_writable(self, d: Dir, name: str, found: Probe) -> None:
         """Windows cannot replace or delete a read-only file: clear the flag first."""
         if self.windows and found.st is not None and not found.st.st_mode & stat.S_IWRITE:
+            self.touched = True
             os.chmod(os.path.join(d.path, name), stat.S_IWRITE | stat.S_IREAD)
 
     def _unlink_temp(self, path: str, temp: str) -> None:
@@ -865,16 +877,10 @@ def _batches(paths: list[str], after: dict[str, Entry], blobs: BlobSource
 
 def remove_temp_files(root: str, folders: Iterable[str], token: str) -> int:
     """Delete the temp files an interrupted restore (`token`) left in `folders`."""
-    prefix = temp_prefix(token)
     removed = 0
     tree = DirTree(root)
     try:
-        for folder in folders:
-            try:
-                d = tree.folder(folder)
-                names = [n for n in tree.listdir(d) if n.startswith(prefix)] if d else []
-            except (OSError, NotAFolder):
-                continue
+        for d, names in _temp_names(tree, folders, token):
             for name in names:
                 try:
                     if kind_of(tree.lstat(d, name)) == DIR:
@@ -887,3 +893,27 @@ def remove_temp_files(root: str, folders: Iterable[str], token: str) -> int:
     finally:
         tree.close()
     return removed
+
+
+def temp_files_left(root: str, folders: Iterable[str], token: str) -> int:
+    """How many temp files (or staged folders) of the restore `token` are in `folders`."""
+    tree = DirTree(root)
+    try:
+        return sum(len(names) for _, names in _temp_names(tree, folders, token))
+    finally:
+        tree.close()
+
+
+def _temp_names(tree: DirTree, folders: Iterable[str], token: str
+                ) -> Iterator[tuple[Dir, list[str]]]:
+    """(folder, the names of the restore `token`'s temps there) for each of `folders` that is
+    still a real folder."""
+    prefix = temp_prefix(token)
+    for folder in folders:
+        try:
+            d = tree.folder(folder)
+            names = [n for n in tree.listdir(d) if n.startswith(prefix)] if d else []
+        except (OSError, NotAFolder):
+            continue
+        if d is not None:
+            yield d, names

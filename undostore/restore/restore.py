@@ -58,6 +58,7 @@ from undostore.restore.checkout import (
     CheckoutResult,
     Checkpoints,
     remove_temp_files,
+    temp_files_left,
 )
 from undostore.restore.diskstate import DiskMatcher, find_obstacles, is_case_insensitive
 from undostore.restore.filemeta import Modes
@@ -215,7 +216,8 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
             journal.context = dict(context or {})
             with InterruptGuard() as guard:
                 _write_journal(wt, journal)
-                outcome = _execute(wt, prepared, journal, guard=guard, progress=progress)
+                outcome = _execute(wt, prepared, journal, guard=guard, progress=progress,
+                                   fresh=True)
             if guard.pending:
                 raise Interrupted(f"interrupted as the restore to {plan.target[:12]} completed: "
                                   f"the files are at it; `undostore restore {plan.safety[:12]}` "
@@ -461,11 +463,13 @@ def _abort_scope(journal: RestoreJournal, now: FlatTree, rollback: FlatTree, bef
 
 def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
              finishing: bool = False, guard: InterruptGuard | None = None,
-             after_interrupt: bool = False, progress: Reporter | None = None
-             ) -> CheckoutResult:
+             after_interrupt: bool = False, progress: Reporter | None = None,
+             fresh: bool = False) -> CheckoutResult:
     """Apply a journaled plan; the journal goes once every change is durable. With `guard`
     (holding Ctrl-C), a Ctrl-C while files change, or before the restore is complete, rolls
-    back what changed and raises Interrupted."""
+    back what changed and raises Interrupted. `fresh` (a restore this call began): an OSError
+    (a full disk, say) before any file of the plan changed removes the restore's temp files and
+    its journal and says nothing was changed; later, the restore is left pending."""
     # The caller's checkpoint belongs to the restore, not to the roll-back of an interrupted one.
     checkpoint = Checkpoints(None if after_interrupt else wt.checkpoint)
     cache_path = wt.store.stat_cache_path
@@ -483,11 +487,15 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
     except KeyboardInterrupt:
         raise _interrupted(wt, journal, finishing) from None
     except OSError as err:
+        where = checkout.current or err.filename
+        if fresh and not checkout.touched and _forget_unstarted(wt, journal):
+            raise UndostoreError(f"cannot restore: {err.strerror or err}; nothing was changed "
+                                 "(the temp files written so far were removed)", where) from err
         what = "finish the restore" if finishing else "restore"
         raise PendingRecoveryError(
             f"cannot {what}: {err.strerror or err}; the restore stopped half-way. Fix the cause "
             "and run any command to finish it, or run `undostore restore --abort` to roll back",
-            checkout.current or err.filename) from err
+            where) from err
     if guard is not None and guard.pending:   # Ctrl-C after the last file, before the end
         guard.pending = 0
         raise _interrupted(wt, journal, finishing)
@@ -499,6 +507,19 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
     if remember:
         _remember_written(wt, cache_path, cache, prepared.plan, outcome)
     return outcome
+
+
+def _forget_unstarted(wt: Worktree, journal: RestoreJournal) -> bool:
+    """A restore that failed before changing any file: remove what it wrote under its temp
+    names and its journal. False (the journal kept, the restore pending) if that fails."""
+    try:
+        remove_temp_files(wt.root, journal.write_folders(), journal.token)
+        if temp_files_left(wt.root, journal.write_folders(), journal.token):
+            return False   # one would not go away: recovery keeps trying
+        remove_journal(wt.store)
+    except OSError:
+        return False
+    return True
 
 
 def _remember_written(wt: Worktree, cache_path: str, cache: StatCache, plan: RestorePlan,
