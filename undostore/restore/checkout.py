@@ -42,6 +42,7 @@ from undostore.restore.blobs import BlobSource, Checkpoints, write_sparse
 from undostore.restore.diskstate import DiskMatcher, Probe
 from undostore.restore.filemeta import (
     Modes,
+    Warn,
     carry_over,
     changed_file_bits,
     is_root,
@@ -346,7 +347,8 @@ class Checkout:
             folder, _, name = (staged + path[len(top):]).rpartition("/")
             d = self._folder(folder, create=True, staged=(staged, top))
             assert d is not None
-            st, _ = self._write_new(d, name, path, self.plan.after[path], Probe(ABSENT))
+            st, _ = self._write_new(d, name, path, self.plan.after[path], Probe(ABSENT),
+                                    self.result.warnings)
             self.result.written[path] = st
             self._wrote(path)
 
@@ -480,7 +482,9 @@ class Checkout:
         """A new file (or symlink) beside `path` holding what the plan wants there, carrying
         what the file now at `path` carries (filemeta.py); its name."""
         d, temp, found = self._new_temp(path)
-        self._temp_made(temp, *self._write_job(_WriteJob(path, d, temp, found)))
+        job = _WriteJob(path, d, temp, found)
+        self._temp_made(temp, *self._write_job(job))
+        self.result.warnings += job.warnings
         return temp
 
     def _new_temp(self, path: str) -> tuple[Dir, str, Probe]:
@@ -525,7 +529,7 @@ class Checkout:
         assert self.tree is not None
         try:
             return self._write_new(job.d, job.name, job.path, self.plan.after[job.path],
-                                   job.found)
+                                   job.found, job.warnings)
         except BaseException:
             try:
                 self.tree.unlink(job.d, job.name)
@@ -557,6 +561,7 @@ class Checkout:
             self.current = job.path   # the iterator may be many jobs ahead
             temps.append((job.path, job.name))
             self._temp_made(job.name, *made)
+            self.result.warnings += job.warnings   # in path order, whichever thread wrote it
             self._wrote(job.path)
 
         def undo(job: _WriteJob, made: object) -> None:
@@ -573,20 +578,21 @@ class Checkout:
              ).append(path)
         return threaded, streamed
 
-    def _write_new(self, d: Dir, new: str, path: str, entry: Entry, found: Probe
+    def _write_new(self, d: Dir, new: str, path: str, entry: Entry, found: Probe, warnings: Warn
                    ) -> tuple[os.stat_result, tuple[int, ...] | None]:
         """Create `new` in `d` holding `entry` for `path`, with what `found` (the file at `path`
-        now) carries: (its stat once written, what identifies the old file it carried from)."""
+        now) carries: (its stat once written, what identifies the old file it carried from).
+        What could not be kept goes to `warnings` (the job's own, on a writer thread)."""
         assert self.tree is not None
         mode, sha = entry
         if mode == MODE_LINK:
             target = self.blobs.whole(sha)
             if self._make_symlink(d, os.fsdecode(target), new):
-                self._link_owner(d, new, path)
+                self._link_owner(d, new, path, warnings)
                 st = self.tree.lstat(d, new)
                 assert st is not None
                 return st, None
-            self.result.warnings.append(
+            warnings.append(
                 (path, "symlinks cannot be created here: wrote the link target as a file"))
         executable = mode == MODE_EXEC
         # A file with no old one to carry from is created with its final bits where the umask
@@ -599,10 +605,10 @@ class Checkout:
             write_sparse(fd, self.blobs.chunks(sha))
             if fresh is None:
                 carried = self._give_metadata(fd, d, path.rpartition("/")[2], path, found,
-                                              executable)
+                                              executable, warnings)
             else:
                 carried = None
-                self._give_new_metadata(fd, d, path, fresh, bits != fresh[0])
+                self._give_new_metadata(fd, d, path, fresh, bits != fresh[0], warnings)
             if self.durable.fsync_each_file:
                 os.fsync(fd)
             return os.fstat(fd), carried
@@ -610,7 +616,7 @@ class Checkout:
             os.close(fd)
 
     def _give_metadata(self, fd: int, d: Dir, name: str, path: str, found: Probe,
-                       executable: bool) -> tuple[int, ...] | None:
+                       executable: bool, warnings: Warn) -> tuple[int, ...] | None:
         """Bits, owner and attributes for the new file `fd`: the old file's where there is one
         (returns what identifies the old file), else the recorded or default ones."""
         if self.windows:
@@ -625,20 +631,21 @@ class Checkout:
                 try:
                     st = os.fstat(old)
                     if stat.S_ISREG(st.st_mode):
-                        carry_over(old, st, fd, executable, path, self.result.warnings)
+                        carry_over(old, st, fd, executable, path, warnings)
                         return _meta_key(st)
                 finally:
                     os.close(old)
             elif found.st is not None:  # unreadable to this process: bits and owner only
                 st = found.st
-                set_owner(fd, st.st_uid, st.st_gid, os.fstat(fd), path, self.result.warnings)
+                set_owner(fd, st.st_uid, st.st_gid, os.fstat(fd), path, warnings)
                 set_bits(fd, changed_file_bits(st.st_mode, executable))
                 return _meta_key(st)
-        self._give_new_metadata(fd, d, path, self.modes.new_file(path, executable), True)
+        self._give_new_metadata(fd, d, path, self.modes.new_file(path, executable), True,
+                                warnings)
         return None
 
     def _give_new_metadata(self, fd: int, d: Dir, path: str, meta: tuple[int, int, int],
-                           chmod: bool) -> None:
+                           chmod: bool, warnings: Warn) -> None:
         """Owner (as root) and bits for a file with no old one: as recorded, else defaults.
         `chmod`: its bits are not yet the wanted ones."""
         bits, uid, gid = meta
@@ -648,12 +655,12 @@ class Checkout:
             # A new file belongs to this process's user and group (or the folder's group):
             # no call when those are the wanted ones whichever applies.
             if uid != os.geteuid() or not gid == os.getegid() == d.st.st_gid:
-                set_owner(fd, uid, gid, os.fstat(fd), path, self.result.warnings)
+                set_owner(fd, uid, gid, os.fstat(fd), path, warnings)
                 chmod = True
         if chmod:
             set_bits(fd, bits)
 
-    def _link_owner(self, d: Dir, temp: str, path: str) -> None:
+    def _link_owner(self, d: Dir, temp: str, path: str, warnings: Warn) -> None:
         if self.windows or d.fd is None or not is_root():
             return
         _, uid, gid = self.modes.new_file(path, False)
@@ -663,7 +670,7 @@ class Checkout:
         try:
             self.tree.lchown(d, temp, uid, gid)
         except OSError as err:
-            self.result.warnings.append((path, f"owner not kept: {err.strerror or err}"))
+            warnings.append((path, f"owner not kept: {err.strerror or err}"))
 
     def _make_symlink(self, d: Dir, target: str, temp: str) -> bool:
         if not self._symlinks:
@@ -738,7 +745,7 @@ class Checkout:
             if made is None or made[2] != st.st_ino:
                 raise _conflict(path)
             self._give_metadata(fd, d, name, path, Probe(FILE, self.tree.lstat(d, name)),
-                                self.plan.after[path].mode == MODE_EXEC)
+                                self.plan.after[path].mode == MODE_EXEC, self.result.warnings)
         finally:
             os.close(fd)
 
@@ -834,6 +841,7 @@ class _WriteJob:
     d: Dir
     name: str
     found: Probe
+    warnings: Warn = field(default_factory=list)   # what could not be kept, in this job
 
 
 def _mark(st: os.stat_result) -> tuple[int, int, int]:
