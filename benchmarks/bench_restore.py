@@ -20,6 +20,9 @@ watchman):
   git does `git read-tree -m -u` between the same two trees. `--fsmonitor` sets
   UNDOSTORE_FSMONITOR for undostore (watchman, when the library has it).
 
+`--packs N` gives the store of the modified and new cases N more packs first, as N snapshots
+that found something new leave between two gcs (each object lookup may try every pack).
+
 Where the time goes: after the timed runs, `--phase-repeats` more library runs of each case go
 through phases.PhaseTimer (the library's functions wrapped for the run; exclusive seconds per
 step: safety snapshot, plan, blob verification, journal, write, sync, stat cache, session step).
@@ -122,6 +125,19 @@ def _check_ids(ours: tuple[str, str], gits: tuple[str, str]) -> None:
                            f"{'/'.join(gits)}")
 
 
+def _add_packs(ws: object, root: str, count: int) -> None:
+    """`count` more packs in the store, as `count` snapshots that found something new leave
+    between two gcs: a file appears (its snapshot writes a pack) and goes again (the last
+    snapshot finds the files as they were: nothing new)."""
+    path = os.path.join(root, "bench-pack-filler.txt")
+    for k in range(count):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(f"filler {k}\n")
+        ws.snapshot()  # type: ignore[attr-defined]
+        os.unlink(path)
+    ws.snapshot()  # type: ignore[attr-defined]
+
+
 def _settle() -> None:
     """Write back every dirty page before a timed step, so no step pays for the previous one's
     writes (undostore's syncfs would otherwise flush what git left in the page cache)."""
@@ -176,7 +192,7 @@ def _phase_runs(step: Callable[[], object], repeats: int, label: str,
 
 def bench_modified(work: str, files: int, folders: int, modified: int, repeats: int,
                    env: dict[str, str], phase_repeats: int = 3,
-                   profile: bool = False) -> dict[str, object]:
+                   profile: bool = False, packs: int = 0) -> dict[str, object]:
     from undostore import Workspace
 
     base = os.path.join(work, "base")
@@ -196,7 +212,7 @@ def bench_modified(work: str, files: int, folders: int, modified: int, repeats: 
     time.sleep(0.1)  # let the stat data age past the racy window for both tools
     snap_b = ws.snapshot().id
     _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
-    ws.snapshot()  # a warm stat cache, as after any earlier snapshot
+    _add_packs(ws, ours_root, packs)  # (and a warm stat cache, as after any earlier snapshot)
 
     lib, cli, git_times = [], [], []
     now = snap_b
@@ -235,7 +251,7 @@ def bench_modified(work: str, files: int, folders: int, modified: int, repeats: 
 
 def bench_new(work: str, files: int, folders: int, repeats: int,
               env: dict[str, str], phase_repeats: int = 3,
-              profile: bool = False) -> dict[str, object]:
+              profile: bool = False, packs: int = 0) -> dict[str, object]:
     from undostore import Workspace
 
     base = os.path.join(work, "base")
@@ -243,6 +259,7 @@ def bench_new(work: str, files: int, folders: int, repeats: int,
     store = _fresh(os.path.join(work, "ustore-new"))
     with Workspace(base, store) as source:
         snap = source.snapshot().id
+        _add_packs(source, base, packs)
     git_dir = os.path.join(work, "gnew.git")
     filler = Git.fresh(git_dir, base, env, index=os.path.join(work, "gnew.index"))
     if filler.write_tree() != snap:
@@ -439,6 +456,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="one more library run per case under cProfile")
     parser.add_argument("--fsmonitor", choices=("auto", "watchman", "off"),
                         help="UNDOSTORE_FSMONITOR for undostore (default: unset)")
+    parser.add_argument("--packs", type=int, default=0,
+                        help="modified and new: this many more packs in the store, as after "
+                             "that many snapshots between two gcs (lookups try each pack)")
     parser.add_argument("--note", default="", help="printed with the results")
     parser.add_argument("--workdir", help="reuse this folder (trees are kept for the next run)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
@@ -466,9 +486,10 @@ def main(argv: list[str] | None = None) -> int:
         more = {"phase_repeats": args.phase_repeats, "profile": args.profile}
         if "modified" in cases:
             rows.append(bench_modified(work, args.files, args.folders, args.modified,
-                                       args.repeats, env, **more))
+                                       args.repeats, env, packs=args.packs, **more))
         if "new" in cases:
-            rows.append(bench_new(work, args.files, args.folders, args.repeats, env, **more))
+            rows.append(bench_new(work, args.files, args.folders, args.repeats, env,
+                                  packs=args.packs, **more))
         if "npm-undo" in cases:
             rows.append(bench_npm_undo(work, args.repeats, env, **more))
     finally:
@@ -477,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"restore benchmark: {args.files:,} files in {args.folders:,} folders, "
           f"{args.repeats} repeats, load average {load_before} -> {common.load_average()}, "
           f"{common.tool_version(['git', '--version'])}, Python {sys.version.split()[0]}, "
-          f"{common.file_system(work)}")
+          f"{common.file_system(work)}" + (f", {args.packs} more packs" if args.packs else ""))
     print("\n| case | undostore (library) | undostore (CLI process) | git | git command | "
           "library / git | CLI / git |")
     print("|---|---|---|---|---|---|---|")
