@@ -121,3 +121,68 @@ def test_objects_spread_over_many_packs_are_all_found_in_any_order_of_lookups(tm
     reader.refresh()
     assert hash_object(BLOB, packs[4][0]) not in reader
     assert reader.read_blob(hash_object(BLOB, packs[11][19])) == packs[11][19]
+
+
+def _many_packs(tmp_path, packs: int, objects: int):
+    pack_dir = tmp_path / "pack"
+    pack_dir.mkdir()
+    datas = [[b"pack %d object %d\n" % (p, i) for i in range(objects)] for p in range(packs)]
+    for blobs in datas:
+        _write_pack(pack_dir, [(BLOB, data) for data in blobs])
+    return str(pack_dir), datas
+
+
+def test_lookups_try_the_pack_that_last_held_an_object_first(tmp_path, monkeypatch):
+    from undostore.git.reader import ObjectReader
+
+    pack_dir, datas = _many_packs(tmp_path, 30, 5)
+    reader = ObjectReader(pack_dir)
+    assert hash_object(BLOB, datas[17][0]) in reader
+    tried: list[PackIndexFile] = []
+    original = PackIndexFile.position
+
+    def counted(index, sha):
+        tried.append(index)
+        return original(index, sha)
+
+    monkeypatch.setattr(PackIndexFile, "position", counted)
+    for data in datas[17][1:]:
+        tried.clear()
+        assert hash_object(BLOB, data) in reader
+        assert len(tried) == 1           # its pack first: one index looked at, not up to 30
+
+
+def test_threads_sharing_a_reader_find_every_object_while_the_order_changes(tmp_path):
+    """A snapshot's hashing threads ask one reader at once; each lookup must see every pack
+    however the others reorder them (with a 1 us switch interval the race shows at once)."""
+    import sys
+    import threading
+
+    from undostore.git.reader import ObjectReader
+
+    pack_dir, datas = _many_packs(tmp_path, 40, 10)
+    reader = ObjectReader(pack_dir)
+    shas = [hash_object(BLOB, data) for blobs in datas for data in blobs]
+    missed: list[bytes] = []
+    errors: list[BaseException] = []
+
+    def ask(seed: int) -> None:
+        try:
+            for i in range(8000):
+                sha = shas[(i * 37 + seed * 101) % len(shas)]
+                if sha not in reader:
+                    missed.append(sha)
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=ask, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == [] and missed == []

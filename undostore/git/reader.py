@@ -12,6 +12,7 @@ callers must not expose streamed bytes before the stream has ended.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Iterable, Iterator
 
 from undostore.errors import IncompleteSnapshotError
@@ -41,7 +42,10 @@ class ObjectReader:
         # The packs in the order lookups try them: the one that last held an object first (as
         # git does), since a snapshot's objects mostly lie in one pack and a store holds a pack
         # per snapshot between gcs (10,000 lookups: 10 ms with 1 pack, 68 ms with 41 in name order).
+        # A snapshot's hashing threads look up through one reader: the list is never changed in
+        # place, only replaced (under `_order_lock`), so a lookup walks a whole list.
         self._order: list[Pack] = []
+        self._order_lock = threading.Lock()
         self.refresh()
 
     def refresh(self) -> None:
@@ -61,9 +65,10 @@ class ObjectReader:
 
     def _reorder(self) -> None:
         """`_order` for the packs open now, keeping the order of those it already had."""
-        kept = [pack for pack in self._order if self.packs.get(pack.base) is pack]
-        known = {id(pack) for pack in kept}
-        self._order = kept + [pack for pack in self.packs.values() if id(pack) not in known]
+        with self._order_lock:
+            kept = [pack for pack in self._order if self.packs.get(pack.base) is pack]
+            known = {id(pack) for pack in kept}
+            self._order = kept + [p for p in self.packs.values() if id(p) not in known]
 
     def set_aside(self, base: str, why: str) -> None:
         """Stop using a pack found damaged after it was opened (closed, listed as damaged)."""
@@ -78,14 +83,19 @@ class ObjectReader:
     def _lookup(self, sha: bytes) -> tuple[Pack, int] | None:
         """(the first pack listing `sha`, its position there), that pack moved to the front;
         copies set aside are not looked at (callers take `_copies` when there are any)."""
-        order = self._order
-        for at, pack in enumerate(order):
+        for at, pack in enumerate(self._order):
             position = pack.index.position(sha)
             if position is not None:
                 if at:
-                    order.insert(0, order.pop(at))
+                    self._to_front(pack)
                 return pack, position
         return None
+
+    def _to_front(self, pack: Pack) -> None:
+        with self._order_lock:
+            now = self._order
+            if now and now[0] is not pack and any(p is pack for p in now):
+                self._order = [pack, *(p for p in now if p is not pack)]
 
     def _copies(self, sha: bytes, skipped: list[str] | None = None
                 ) -> Iterator[tuple[Pack, int]]:
@@ -285,6 +295,8 @@ class ObjectReader:
         for pack in self.packs.values():
             pack.close()
         self.packs.clear()
+        with self._order_lock:
+            self._order = []
 
     def __enter__(self) -> ObjectReader:
         return self
