@@ -206,11 +206,12 @@ def test_a_thread_that_cannot_start_leaves_every_job_released_once_and_undone(tm
     original = writers._start
     started: list[object] = []
 
-    def second_fails(queue):
+    def second_fails(queue, workers):
         if started:
+            workers.append(threading.Thread(target=lambda: None))   # listed, never started
             raise RuntimeError("can't start new thread")
-        started.append(original(queue))
-        return started[-1]
+        original(queue, workers)
+        started.append(workers[-1])
 
     writers._start = second_fails  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="start new thread"):
@@ -237,3 +238,43 @@ def test_every_job_is_released_once_though_the_caller_keeps_no_job() -> None:
         probe=2, slow=0.0, chunk=4, ahead=2)
     writers.run(_Job(i) for i in range(2000))
     assert sorted(released) == list(range(2000))
+
+
+def test_a_ctrl_c_right_after_a_thread_started_still_stops_every_thread(tmp_path,
+                                                                      monkeypatch) -> None:
+    """The interrupt lands as the second thread's start returns: the run still ends (no join
+    waits for ever on a thread that took another's stop signal), every job released once."""
+    import types
+
+    from undostore.restore import writers as writers_module
+
+    class InterruptedAfterStart(threading.Thread):
+        started = 0
+
+        def start(self) -> None:
+            super().start()
+            InterruptedAfterStart.started += 1
+            if InterruptedAfterStart.started == 2:
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(writers_module, "threading",
+                        types.SimpleNamespace(**{**vars(threading),
+                                                 "Thread": InterruptedAfterStart}))
+    rec = Recorder(str(tmp_path))
+    writers = rec.writers(chunk=4, ahead=8)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            writers.run(range(100))
+        except BaseException as err:  # noqa: BLE001 - checked below, on the test's thread
+            raised.append(err)
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    runner.join(timeout=30)
+    assert not runner.is_alive(), "the run waits for ever for its threads"
+    assert len(raised) == 1 and isinstance(raised[0], KeyboardInterrupt)
+    assert rec.running == 0
+    assert len(rec.released) == len(set(rec.released))
+    assert not any(t.name == "undostore-write" and t.is_alive() for t in threading.enumerate())

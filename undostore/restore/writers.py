@@ -147,7 +147,8 @@ class Writers(Generic[J, R]):
             for _ in workers:
                 queue.put(None)
             for worker in workers:
-                worker.join()
+                if worker.ident is not None:   # (one that could not start is listed too)
+                    worker.join()
 
     def _hand_out(self, jobs: list[J], out: deque[_Chunk[J, R]],
                   queue: SimpleQueue[_Chunk[J, R] | None], workers: list[threading.Thread]
@@ -155,14 +156,17 @@ class Writers(Generic[J, R]):
         """`jobs` as a chunk for the threads, listed in `out` before any thread can see it."""
         out.append(_Chunk(jobs))
         if len(workers) < self.threads:
-            workers.append(self._start(queue))
+            self._start(queue, workers)
         queue.put(out[-1])
 
-    def _start(self, queue: SimpleQueue[_Chunk[J, R] | None]) -> threading.Thread:
+    def _start(self, queue: SimpleQueue[_Chunk[J, R] | None],
+               workers: list[threading.Thread]) -> None:
+        """One more thread, listed before it starts: one a Ctrl-C left unlisted would take a
+        listed one's stop signal, and the join at the end would wait for ever."""
         worker = threading.Thread(target=self._serve, args=(queue,), name="undostore-write",
                                   daemon=True)
+        workers.append(worker)
         worker.start()
-        return worker
 
     def _serve(self, queue: SimpleQueue[_Chunk[J, R] | None]) -> None:
         while True:
