@@ -29,6 +29,8 @@ import threading
 import time
 from queue import SimpleQueue
 
+from undostore.restore.rounds import SlowRounds
+
 THREADS = 4
 PROBE = 16        # names unlinked right away, timed together
 SLOW = 50e-6      # seconds per unlink (over PROBE of them) from which the rest go to the pool
@@ -49,8 +51,7 @@ class Reclaimer:
         self._links = True
         self.failed: list[tuple[str, OSError]] = []   # names left behind (temp files)
         self._pooled = False     # the pool took over (unlinks were slow here)
-        self._spent = 0.0        # seconds the unlinks of this round of PROBE took
-        self._probed = 0
+        self._rounds = SlowRounds(PROBE, SLOW)
 
     def set_aside(self, dir_fd: int, name: str, aside: str) -> bool:
         """Give the file `name` in the folder `dir_fd` the second name `aside` (a hard link,
@@ -73,11 +74,7 @@ class Reclaimer:
         if not self._pooled:
             started = time.perf_counter()
             self._unlink(dir_fd, name)
-            self._spent += time.perf_counter() - started
-            self._probed += 1
-            if self._probed == PROBE:
-                self._pooled = self._spent >= SLOW * PROBE
-                self._spent, self._probed = 0.0, 0   # timed again over the next ones
+            self._pooled = self._rounds.add(time.perf_counter() - started)
             return
         own = os.dup(dir_fd)   # first: a dup that fails (EMFILE) must not leave a count
         try:

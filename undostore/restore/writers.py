@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Iterator
 from queue import SimpleQueue
 from typing import Generic, TypeVar
 
+from undostore.restore.rounds import SlowRounds
+
 THREADS = 4
 MIN_JOBS = 64     # fewer writes than this are not worth timing or starting threads for
 PROBE = 64        # jobs timed together on the caller's thread
@@ -82,15 +84,11 @@ class Writers(Generic[J, R]):
 
     def run(self, jobs: Iterable[J]) -> None:
         rest = iter(jobs)
-        spent, count = 0.0, 0
+        rounds = SlowRounds(self.probe, self.slow)
         for job in rest:
-            spent += self._here(job)
-            count += 1
-            if count == self.probe:
-                if spent >= self.slow * count:
-                    self._on_threads(rest)
-                    return
-                spent, count = 0.0, 0   # timed again: later folders may cost more
+            if rounds.add(self._here(job)):
+                self._on_threads(rest)
+                return
 
     def _release_chunk(self, chunk: _Chunk[J, R]) -> None:
         """`release` each job of `chunk` not yet released: counted first, so an interrupt in
