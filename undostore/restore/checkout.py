@@ -483,8 +483,7 @@ class Checkout:
         what the file now at `path` carries (filemeta.py); its name."""
         d, temp, found = self._new_temp(path)
         job = _WriteJob(path, d, temp, found)
-        self._temp_made(temp, *self._write_job(job))
-        self.result.warnings += job.warnings
+        self._temp_made(job, self._write_job(job))
         return temp
 
     def _new_temp(self, path: str) -> tuple[Dir, str, Probe]:
@@ -497,10 +496,14 @@ class Checkout:
         self._changed(d)
         return d, temp, found
 
-    def _temp_made(self, temp: str, st: os.stat_result, carried: tuple[int, ...] | None) -> None:
+    def _temp_made(self, job: _WriteJob,
+                   made: tuple[os.stat_result, tuple[int, ...] | None]) -> None:
+        """Record the temp file a job wrote (`_write_job`'s result), and its warnings."""
+        st, carried = made
         if not stat.S_ISLNK(st.st_mode):
-            self._carried[temp] = carried  # checked again just before the replace
-        self._made[temp] = _mark(st)
+            self._carried[job.name] = carried  # checked again just before the replace
+        self._made[job.name] = _mark(st)
+        self.result.warnings += job.warnings   # in path order, whichever thread wrote it
 
     # --- writes on a few threads (writers.py): POSIX, where folders are held by descriptor ---
 
@@ -560,8 +563,7 @@ class Checkout:
         def done(job: _WriteJob, made: tuple[os.stat_result, tuple[int, ...] | None]) -> None:
             self.current = job.path   # the iterator may be many jobs ahead
             temps.append((job.path, job.name))
-            self._temp_made(job.name, *made)
-            self.result.warnings += job.warnings   # in path order, whichever thread wrote it
+            self._temp_made(job, made)
             self._wrote(job.path)
 
         def undo(job: _WriteJob, made: object) -> None:
