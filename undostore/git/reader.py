@@ -100,7 +100,7 @@ class ObjectReader:
     def _copies(self, sha: bytes, skipped: list[str] | None = None
                 ) -> Iterator[tuple[Pack, int]]:
         """The usable copies of `sha`; the packs of skipped ones go to `skipped`."""
-        for pack in list(self._order):
+        for pack in self._order:   # (replaced, never changed in place: no copy needed)
             position = pack.index.position(sha)
             if position is None:
                 continue
