@@ -271,6 +271,7 @@ class UndoRedoModel(RuleBasedStateMachine):
         self.disk: dict[str, str] = {}
         self.undo_list: list[tuple[dict[str, str], str]] = []
         self.redo_list: list[tuple[dict[str, str], str]] = []
+        self.landed: dict[str, str] | None = None   # the files the last undo or redo left
         self.labels = 0
 
     def teardown(self) -> None:
@@ -302,7 +303,9 @@ class UndoRedoModel(RuleBasedStateMachine):
         assert result.recorded
         self.undo_list.append((dict(self.disk), label))
         del self.undo_list[:-self.LIMIT]
-        self.redo_list.clear()
+        if self.disk != self.landed:   # files the last undo or redo left keep the redo stack
+            self.redo_list.clear()
+            self.landed = None
 
     @precondition(lambda self: self.undo_list)
     @rule()
@@ -320,14 +323,18 @@ class UndoRedoModel(RuleBasedStateMachine):
         files, label = self.undo_list.pop()
         self.redo_list.append((dict(self.disk), label))
         self.disk = dict(files)
+        self.landed = dict(files)
 
     @precondition(lambda self: self.redo_list)
     @rule()
     def redo(self) -> None:
         self.ws.redo("s")
         files, label = self.redo_list.pop()
+        if self.undo_list and self.undo_list[-1][0] == self.disk:
+            self.undo_list.pop()   # a point recorded for these same files gives way
         self.undo_list.append((dict(self.disk), label))
         self.disk = dict(files)
+        self.landed = dict(files)
 
     @precondition(lambda self: not self.undo_list)
     @rule()

@@ -95,14 +95,42 @@ class Workspace:
         with self.store.lock:
             self._recover_if_needed()
             result = self._snapshot_locked(options)
-            if session is not None:
-                from undostore.history.sessions import record_undo_point
-
-                result.recorded = record_undo_point(self.store, session_name(session),
-                                                    result.id, label, meta,
-                                                    on_evict=self._evicted)
             self._log("snapshot", session=session_name(session) if session is not None else None,
-                      id=result.id, label=label if result.recorded else None)
+                      id=result.id, label=label)
+            if session is not None:
+                result.recorded = self._record_point(session_name(session), result.id, label,
+                                                     meta)
+        return result
+
+    def _record_point(self, session: str, snapshot_id: str, label: str | None,
+                      meta: dict[str, Any] | None = None) -> bool:
+        """An undo point of `session` (lock held); what it took out of the journal goes into
+        the operation log, which keeps those ids restorable for a day."""
+        from undostore.history.sessions import record_undo_point
+
+        recording = record_undo_point(self.store, session, snapshot_id, label, meta,
+                                      on_evict=self._evicted)
+        for point in recording.dropped.cleared:
+            self._log("clear-redo", session=session, id=point.id, label=point.label)
+        for point in recording.dropped.expired:
+            self._log("expire", session=session, id=point.id, label=point.label)
+        return recording.recorded
+
+    def end_turn(self, session: str | None = None,
+                 options: SnapshotOptions | None = None) -> SnapshotResult:
+        """Capture the files after a turn and record them with the session's newest undo point
+        (the host's after-turn event: `Stop`); `show`, `diff --turn` and `revert` of the turn
+        compare with it. A session with no point records nothing (`recorded` False)."""
+        from undostore.history.sessions import record_turn_end
+
+        name = session_name(session)
+        with self.store.lock:
+            self._recover_if_needed()
+            result = self._snapshot_locked(options)
+            point = record_turn_end(self.store, name, result.id)
+            result.recorded = point is not None
+            self._log("end-turn", session=name, id=result.id,
+                      label=point.label if point is not None else None)
         return result
 
     def _snapshot_locked(self, options: SnapshotOptions | None = None) -> SnapshotResult:

@@ -18,7 +18,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from undostore.errors import StoreError, UsageError, from_oserror
 from undostore.settings import env_number
@@ -104,9 +104,21 @@ class Point:
     meta: Mapping[str, Any] = field(default_factory=dict)
     # Redo entries only: when the undo point that the undo took away was first recorded.
     recorded: float | None = None
+    # The files after the turn this point began, when the host said the turn ended (`Stop`):
+    # what `show`, `diff --turn` and `revert` of the turn compare with.
+    after: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "time": self.time, "label": self.label, "meta": dict(self.meta)}
+        return {"id": self.id, "time": self.time, "label": self.label, "meta": dict(self.meta),
+                "after": self.after}
+
+
+class Dropped(NamedTuple):
+    """What recording a point took out of a journal: redo entries it cleared, the oldest undo
+    points past the cap. Both stay restorable for a day through the operation log."""
+
+    cleared: list[Point]
+    expired: list[Point]
 
 
 @dataclass
@@ -118,18 +130,29 @@ class Journal:
     # The token of the last undo/redo applied: a restore that finishes after a crash applies
     # its step through sessions.complete_step, and this keeps that from happening twice.
     last_step: str = ""
+    # The id the last undo or redo left the files at ("" once a new point changed them): a
+    # point equal to it keeps the redo stack (see `record`).
+    landed: str = ""
 
     def ids(self) -> set[str]:
         """Every snapshot id this journal lists (what its anchors must keep)."""
-        return {p.id for p in self.undo} | {p.id for p in self.redo}
+        points = (*self.undo, *self.redo)
+        return {p.id for p in points} | {p.after for p in points if p.after}
 
-    def record(self, point: Point, limit: int) -> None:
-        """Add an undo point: the redo stack is cleared, the oldest points beyond `limit` go."""
-        self.redo.clear()
+    def record(self, point: Point, limit: int) -> Dropped:
+        """Add an undo point; the oldest points beyond `limit` go. The redo stack is cleared
+        unless the files are what the last undo or redo left (`landed`): a host that records a
+        point on every prompt, `/redo` included, must not lose the redo it is about to use.
+        Returns what left the journal."""
+        cleared: list[Point] = []
+        if point.id != self.landed:
+            cleared, self.redo[:] = list(self.redo), []
+            self.landed = ""
         self.undo.append(point)
-        if len(self.undo) > limit:
-            del self.undo[:len(self.undo) - limit]
+        expired = self.undo[:max(0, len(self.undo) - limit)]
+        del self.undo[:len(expired)]
         self.recorded += 1
+        return Dropped(cleared, expired)
 
     def take_undo(self) -> Point:
         return self.undo.pop()
@@ -145,15 +168,26 @@ class Journal:
     def push_back(self, redone: Point, safety_id: str) -> None:
         """After a redo: the undo point comes back. Its id is the redo's safety snapshot, which
         is the undone point itself when the files were not touched in between (ids are content
-        hashes), and otherwise keeps the edits made in between reachable by undo."""
-        self.undo.append(replace(redone, id=safety_id, time=redone.recorded or redone.time,
-                                 recorded=None))
+        hashes), and otherwise keeps the edits made in between reachable by undo. A point the
+        host recorded for those same files meanwhile (a `/redo` prompt) gives way to it."""
+        back = replace(redone, id=safety_id, time=redone.recorded or redone.time, recorded=None)
+        if self.undo and self.undo[-1].id == safety_id:
+            self.undo[-1] = back
+        else:
+            self.undo.append(back)
+
+    def end_turn(self, after_id: str) -> Point | None:
+        """Record the files after the newest point's turn; None when there is no point."""
+        if not self.undo:
+            return None
+        self.undo[-1] = replace(self.undo[-1], after=after_id)
+        return self.undo[-1]
 
     # --- serialisation -----
 
     def to_bytes(self) -> bytes:
         doc = {"format": _FORMAT, "session": self.name, "recorded": self.recorded,
-               "last_step": self.last_step,
+               "last_step": self.last_step, "landed": self.landed,
                "undo": [_point_doc(p) for p in self.undo],
                "redo": [_point_doc(p) for p in self.redo]}
         return json.dumps(doc, ensure_ascii=False, separators=(",", ":"),
@@ -173,17 +207,19 @@ class Journal:
         undo, redo = doc.get("undo"), doc.get("redo")
         if not isinstance(undo, list) or not isinstance(redo, list):
             raise ValueError("bad lists")
-        last_step = doc.get("last_step", "")
-        if not isinstance(last_step, str):
+        last_step, landed = doc.get("last_step", ""), doc.get("landed", "")
+        if not isinstance(last_step, str) or not isinstance(landed, str):
             raise ValueError("bad step token")
         return cls(name, [_point_from(d) for d in undo], [_point_from(d) for d in redo], recorded,
-                   last_step)
+                   last_step, landed)
 
 
 def _point_doc(p: Point) -> dict[str, Any]:
     doc = p.to_json()
     if p.recorded is not None:
         doc["recorded"] = p.recorded
+    if p.after is None:
+        del doc["after"]
     return doc
 
 
@@ -191,16 +227,19 @@ def _point_from(doc: Any) -> Point:
     if not isinstance(doc, dict):
         raise ValueError("entry is not an object")
     sha, when, label, meta = doc.get("id"), doc.get("time"), doc.get("label"), doc.get("meta", {})
-    recorded = doc.get("recorded")
+    recorded, after = doc.get("recorded"), doc.get("after")
     if not isinstance(sha, str) or not _HEX40.match(sha):
         raise ValueError("bad id")
+    if after is not None and not (isinstance(after, str) and _HEX40.match(after)):
+        raise ValueError("bad after-turn id")
     if not _is_time(when) or (recorded is not None and not _is_time(recorded)):
         raise ValueError("bad time")
     if label is not None and not isinstance(label, str):
         raise ValueError("bad label")
     if not isinstance(meta, dict):
         raise ValueError("bad meta")
-    return Point(sha, float(when), label, meta, float(recorded) if recorded is not None else None)
+    return Point(sha, float(when), label, meta, float(recorded) if recorded is not None else None,
+                 after)
 
 
 def _is_time(value: Any) -> bool:

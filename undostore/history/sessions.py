@@ -22,14 +22,13 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from undostore.errors import StoreError, UndostoreError, UsageError
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.history.journal import Point, SessionWarning
 from undostore.settings import env_number
-from undostore.store.recent import forget as forget_recent
 
 if TYPE_CHECKING:
     from undostore.history.retention import OnEvict
@@ -70,13 +69,23 @@ def gc_every() -> int:
     return int(env_number("UNDOSTORE_GC_EVERY", DEFAULT_GC_EVERY, minimum=0, whole=True))
 
 
+class Recording(NamedTuple):
+    """What recording an undo point did: whether it recorded one (a point equal to the newest
+    records nothing) and what left the journal (`journal.Dropped`: the operation log names
+    those, so they stay restorable for a day)."""
+
+    recorded: bool
+    dropped: journals.Dropped
+
+
 def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: str | None,
                       meta: Mapping[str, Any] | None,
-                      on_evict: OnEvict | None = None) -> bool:
-    """Record `snapshot_id_hex` as the newest undo point of `session` (clears its redo stack),
-    then apply retention (history/retention.py; `on_evict` hears of each point it drops).
-    Called with the store lock held, right after the snapshot. A point equal to the session's
-    newest one records nothing (False): undoing to it would change no file."""
+                      on_evict: OnEvict | None = None) -> Recording:
+    """Record `snapshot_id_hex` as the newest undo point of `session` (clearing its redo stack
+    unless the files are what the last undo or redo left: `Journal.record`), then apply
+    retention (history/retention.py; `on_evict` hears of each point it drops). Called with the
+    store lock held, right after the snapshot. A point equal to the session's newest one
+    records nothing: undoing to it would change no file."""
     from undostore.history import retention  # recording only: undo and redo skip its imports
 
     point = journals.make_point(snapshot_id_hex, label, meta)
@@ -84,14 +93,25 @@ def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: s
     with store.lock:
         journal = journals.load(store, session)
         if journal.undo and journal.undo[-1].id == point.id:
-            return False
-        journal.record(point, journals.undo_limit())
+            return Recording(False, journals.Dropped([], []))
+        dropped = journal.record(point, journals.undo_limit())
         _commit(store, journal, new_ids=[point.id])
         collected = _apply_retention(store, on_evict)
         every = gc_every()
         if every and journal.recorded % every == 0 and not collected:
             _auto_gc(store)
-    return True
+    return Recording(True, dropped)
+
+
+def record_turn_end(store: Store, session: str, snapshot_id_hex: str) -> journals.Point | None:
+    """Record the files after the turn of `session`'s newest undo point (the host's after-turn
+    event); None when the session has no point. The store lock is held."""
+    with store.lock:
+        journal = journals.load(store, session)
+        point = journal.end_turn(snapshot_id_hex)
+        if point is not None:
+            _commit(store, journal, new_ids=[snapshot_id_hex])
+    return point
 
 
 def _apply_retention(store: Store, on_evict: OnEvict | None) -> bool:
@@ -111,7 +131,6 @@ def _commit(store: Store, journal: journals.Journal, new_ids: list[str]) -> None
     anchors.hold(store, journal.name, new_ids, existing=existing)
     journals.save(store, journal)
     anchors.release(store, journal.name, keep=journal.ids(), existing=existing | set(new_ids))
-    forget_recent(store.path, {bytes.fromhex(i) for i in new_ids})  # the journal keeps them
 
 
 def _auto_gc(store: Store) -> None:
@@ -209,6 +228,7 @@ def complete_step(store: Store, context: dict, target: str, safety: str) -> None
     else:
         journal.push_back(journal.take_redo(), safety)
     journal.last_step = token
+    journal.landed = target
     _commit(store, journal, new_ids=[safety])
 
 

@@ -2,10 +2,10 @@
 
 A snapshot taken without a session is listed in no journal: without this list, such an id handed
 to a user a minute ago could be pruned before `restore ID` runs. gc keeps every id on the list
-handed out within a day (`KEEP_SECONDS`), so `undostore ops` leads back to them. Once a journal
-lists an id (an undo point, a redo entry) it leaves this list (`forget`): the journal keeps it,
-and dropping the session frees it at once. The list is bounded and checksummed; a damaged one is
-dropped (gc then only loses this extra protection).
+handed out within a day (`KEEP_SECONDS`), so `undostore ops` leads back to them, also after a
+journal listed it and let it go (the operation log then vouches for the day after that: see
+history/reflog.py). The list is bounded and checksummed; a damaged one is dropped (gc then only
+loses this extra protection).
 """
 
 from __future__ import annotations
@@ -49,19 +49,6 @@ def remember(store_path: str, snapshot_id: bytes) -> None:
         write_framed(_path(store_path), _KIND, marshal.dumps(entries), durable=False)
     except OSError:
         pass  # only a protection for gc's grace period; the snapshot itself is complete
-
-
-def forget(store_path: str, snapshot_ids: set[bytes]) -> None:
-    """A journal now lists these ids and keeps them as long as it does: the list's protection
-    would only keep them after the session is dropped (the store lock is held)."""
-    entries = _load(store_path)
-    kept = [e for e in entries if e[1] not in snapshot_ids]
-    if len(kept) == len(entries):
-        return
-    try:
-        write_framed(_path(store_path), _KIND, marshal.dumps(kept), durable=False)
-    except OSError:
-        pass  # the ids stay protected a little longer: harmless
 
 
 def all_ids(store_path: str) -> set[bytes]:
