@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import dataclasses
 import os
 import subprocess
 import sys
@@ -83,15 +84,26 @@ def test_a_damaged_record_is_skipped_not_trusted(tmp_path):
     assert [o.label for o in oplog.read(str(tmp_path))] == ["n2", "n0"]
 
 
-def test_the_log_rotates_past_its_size_and_keeps_the_previous_part(tmp_path):
+def test_the_log_rotates_past_its_size_and_keeps_every_part_of_the_last_day(tmp_path):
     store = str(tmp_path)
     for i in range(200):
         oplog.append(store, Op(float(i), "snapshot", label="x" * 50), max_bytes=4096)
-    sizes = [os.path.getsize(oplog.log_path(store) + suffix) for suffix in ("", ".1")]
-    assert all(size <= 4096 + 200 for size in sizes)
+    path = oplog.log_path(store)
+    parts = sorted(p for p in os.listdir(store) if p.startswith("oplog"))
+    assert len(parts) > 3 and all(os.path.getsize(os.path.join(store, p)) <= 4096 + 200
+                                  for p in parts)
     times = [o.time for o in oplog.read(store)]
-    assert times == sorted(times, reverse=True) and times[0] == 199.0
-    assert 20 < len(times) < 200   # bounded: the oldest went with an earlier rotation
+    assert times == [float(i) for i in range(199, -1, -1)]   # nothing of the day is lost
+    two_days_ago = time.time() - 2 * 86400
+    for part in parts:
+        if part != "oplog":
+            os.utime(os.path.join(store, part), (two_days_ago, two_days_ago))
+    for i in range(200, 260):
+        oplog.append(store, Op(float(i), "snapshot", label="x" * 50), max_bytes=4096)
+    left = sorted(p for p in os.listdir(store) if p.startswith("oplog"))
+    assert len(left) < len(parts)   # parts whose last op is past the day went
+    assert os.path.exists(path + ".1")
+    assert [o.time for o in oplog.read(store)][:60] == [float(i) for i in range(259, 199, -1)]
 
 
 @settings(max_examples=50, deadline=None)
@@ -158,6 +170,10 @@ def _age_everything(ws: Workspace, seconds: float) -> None:
         os.utime(os.path.join(ws.store.pack_dir, name), (old, old))
     entries = [(when - seconds, sha) for when, sha in recent._load(ws.store.path)]
     write_framed(recent._path(ws.store.path), recent._KIND, marshal.dumps(entries))
+    ops = list(reversed(oplog.read(ws.store.path)))
+    os.unlink(oplog.log_path(ws.store.path))
+    for op in ops:
+        oplog.append(ws.store.path, dataclasses.replace(op, time=op.time - seconds))
 
 
 def test_an_id_handed_out_outside_sessions_survives_automatic_gc_for_a_day(tree_factory):

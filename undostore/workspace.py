@@ -78,9 +78,13 @@ class Workspace:
         self.checkpoint: Callable[[str, str], None] | None = None
 
     def _listed_snapshots(self) -> set[bytes]:
+        """What prefixes resolve against: what the journals list, and every id the operation
+        log vouches for (handed out, or let go by a journal, within the day)."""
         from undostore.history.anchors import listed_snapshots
+        from undostore.history.reflog import WINDOW_SECONDS, handed_out
 
-        return listed_snapshots(self.store)
+        return listed_snapshots(self.store) | handed_out(self.store,
+                                                         time.time() - WINDOW_SECONDS)
 
     # --- snapshot -----
 
@@ -104,17 +108,11 @@ class Workspace:
 
     def _record_point(self, session: str, snapshot_id: str, label: str | None,
                       meta: dict[str, Any] | None = None) -> bool:
-        """An undo point of `session` (lock held); what it took out of the journal goes into
-        the operation log, which keeps those ids restorable for a day."""
+        """An undo point of `session` (lock held)."""
         from undostore.history.sessions import record_undo_point
 
-        recording = record_undo_point(self.store, session, snapshot_id, label, meta,
-                                      on_evict=self._evicted)
-        for point in recording.dropped.cleared:
-            self._log("clear-redo", session=session, id=point.id, label=point.label)
-        for point in recording.dropped.expired:
-            self._log("expire", session=session, id=point.id, label=point.label)
-        return recording.recorded
+        return record_undo_point(self.store, session, snapshot_id, label, meta,
+                                 on_evict=self._evicted)
 
     def end_turn(self, session: str | None = None,
                  options: SnapshotOptions | None = None) -> SnapshotResult:
@@ -310,10 +308,7 @@ class Workspace:
     def drop(self, session: str) -> bool:
         from undostore.history.sessions import drop_session
 
-        dropped = drop_session(self.store, session)
-        if dropped:
-            self._log("drop", session=session)
-        return dropped
+        return drop_session(self.store, session)
 
     def gc(self, grace_seconds: float | None = None) -> GcResult:
         """gc, and what holds the bytes it kept (`kept`: why it freed what it freed)."""
@@ -354,11 +349,7 @@ class Workspace:
         self._log(op, session=session, id=result.target, label=label, safety=result.safety)
 
     def _evicted(self, eviction: Eviction) -> None:
-        """Retention dropped an undo point: into the operation log, then to `on_evict`."""
-        why = ("older than UNDOSTORE_KEEP_DAYS" if eviction.reason == "keep_days"
-               else "UNDOSTORE_MAX_STORE_MB")
-        self._log("evict", session=eviction.session, id=eviction.id,
-                  label=f"{eviction.label or ''} ({why})".strip())
+        """Retention dropped an undo point (the operation log has it already): to `on_evict`."""
         if self.on_evict is not None:
             self.on_evict(eviction)
 

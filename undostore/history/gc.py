@@ -2,8 +2,8 @@
 
 Under the store lock: sweep the anchors to match the journals; mark as live every tree and blob
 reachable from them, a pending restore, the stat cache (trees are read, blobs never) and every
-snapshot handed out outside the journals within the grace period (a day by default,
-store/recent.py); leave large fully-live packs alone (no pack is kept for being young: `drop`
+snapshot the operation log names within the grace period (a day by default: handed out, or let
+go by a journal; history/reflog.py); leave large fully-live packs alone (no pack is kept for being young: `drop`
 then `gc` frees at once); copy the live records of the other packs verbatim (CRC-checked) into
 one durable new pack, then delete those packs; remove temp files older than an hour (or the
 grace, if shorter: a younger one may be a pack being written). It deletes only what it copied or
@@ -29,10 +29,10 @@ from undostore.git.reader import ObjectReader
 from undostore.git.treewalk import walk
 from undostore.history import anchors
 from undostore.history import journal as journals
+from undostore.history.reflog import handed_out
 from undostore.restore.restorelog import pending_snapshot_ids
 from undostore.store import damage, moderecord
 from undostore.store.recent import KEEP_SECONDS as RECENT_KEEP_SECONDS
-from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache, rebind_packs
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def _census(reader: ObjectReader) -> tuple[int, int]:
 def _collect_packs(store: Store, reader: ObjectReader, since: float, result: GcResult) -> None:
     tree_roots, live = _roots(store)
     packs = list(reader.packs.values())
-    tree_roots |= recent_ids(store.path, since)  # ids handed out within the grace
+    tree_roots |= handed_out(store, since)  # ids handed out or let go within the grace
     result.missing = _mark(reader, tree_roots, live, result.damaged)
     result.live_objects = len(live)
     if result.damaged:

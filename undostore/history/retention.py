@@ -7,8 +7,9 @@ After an undo point is recorded, `enforce` (store lock held):
    point older than t frees exactly the objects no newer root reaches), and runs gc; again if
    the store still does not fit and something is left to drop.
 The newest undo point of each session is never dropped, nor a redo entry, nor what gc's grace
-keeps (ids handed out outside sessions within a day, the files now, a pending restore): when only
-those are left the store stays over the limit, and the report says so. Each drop goes to
+keeps (ids the operation log vouches for, the files now, a pending restore; an evicted point's
+own id is let go by its `evict` op): when only those are left the store stays over the limit,
+and the report says so. Each drop goes to
 `on_evict` (the operation log records it) and into the report.
 """
 
@@ -24,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 from undostore.history import anchors, usage
 from undostore.history import journal as journals
 from undostore.history.gc import DEFAULT_GRACE_SECONDS, GcResult, collect
+from undostore.history.reflog import CAP_REASON, read_reflog
 from undostore.settings import env_number
+from undostore.store import oplog
 
 if TYPE_CHECKING:
     from undostore.store.store import Store
@@ -122,7 +125,7 @@ def _fit(store: Store, limit: int, report: RetentionReport, on_evict: OnEvict | 
         chosen, freeable = _oldest_to_free(store, size - limit, limit)
         if not freeable or (not chosen and collected):
             return   # only what must stay is left: the report says the store does not fit
-        _evict(store, chosen, "max_store_mb", report, on_evict)
+        _evict(store, chosen, CAP_REASON, report, on_evict)
         _gc(store, report)
         collected = True
     report.store_bytes = store_bytes(store)
@@ -143,12 +146,20 @@ def _oldest_to_free(store: Store, excess: int, limit: int
     dropping history that frees next to nothing would lose it for no gain."""
     droppable = _droppable(store)
     when: dict[bytes, float] = {}
-    for _, point in droppable:
+    sessions_of: dict[bytes, set[str | None]] = {}
+    for session, point in droppable:
         sha = bytes.fromhex(point.id)
         when[sha] = max(when.get(sha, -math.inf), point.time)
+        sessions_of.setdefault(sha, set()).add(session)
     # What stays whatever is dropped: each session's newest point and redo stack, and gc's
-    # standing roots (ids handed out outside sessions, the files now, a pending restore).
-    standing = usage.standing_roots(store, time.time() - DEFAULT_GRACE_SECONDS)
+    # standing roots (ids the operation log vouches for, the files now, a pending restore),
+    # except the droppable points themselves: an eviction by the cap lets them go.
+    since = time.time() - DEFAULT_GRACE_SECONDS
+    standing = usage.standing_roots(store, since)
+    vouchers = read_reflog(store, since).vouchers
+    for sha, sessions in sessions_of.items():
+        if vouchers.get(sha, set()) <= sessions:
+            standing[usage.RECENT].trees.discard(sha)
     for sha in _kept_ids(store).union(*(roots.trees for roots in standing.values())):
         when[sha] = math.inf
     freed_at: dict[float, int] = {}
@@ -195,6 +206,10 @@ def _evict(store: Store, chosen: list[tuple[str, journals.Point]], reason: str,
     for session, point in chosen:   # oldest first
         eviction = Eviction(session, point.id, point.time, point.label, reason)
         report.evicted.append(eviction)
+        why = "UNDOSTORE_MAX_STORE_MB" if reason == CAP_REASON else "older than UNDOSTORE_KEEP_DAYS"
+        oplog.append(store.path, oplog.Op(time.time(), "evict", session=session, id=point.id,
+                                          label=f"{point.label or ''} ({why})".strip(),
+                                          reason=reason))
         if on_evict is not None:
             on_evict(eviction)
 

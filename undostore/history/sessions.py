@@ -22,13 +22,14 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from undostore.errors import StoreError, UndostoreError, UsageError
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.history.journal import Point, SessionWarning
 from undostore.settings import env_number
+from undostore.store import oplog
 
 if TYPE_CHECKING:
     from undostore.history.retention import OnEvict
@@ -69,23 +70,15 @@ def gc_every() -> int:
     return int(env_number("UNDOSTORE_GC_EVERY", DEFAULT_GC_EVERY, minimum=0, whole=True))
 
 
-class Recording(NamedTuple):
-    """What recording an undo point did: whether it recorded one (a point equal to the newest
-    records nothing) and what left the journal (`journal.Dropped`: the operation log names
-    those, so they stay restorable for a day)."""
-
-    recorded: bool
-    dropped: journals.Dropped
-
-
 def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: str | None,
                       meta: Mapping[str, Any] | None,
-                      on_evict: OnEvict | None = None) -> Recording:
+                      on_evict: OnEvict | None = None) -> bool:
     """Record `snapshot_id_hex` as the newest undo point of `session` (clearing its redo stack
     unless the files are what the last undo or redo left: `Journal.record`), then apply
     retention (history/retention.py; `on_evict` hears of each point it drops). Called with the
     store lock held, right after the snapshot. A point equal to the session's newest one
-    records nothing: undoing to it would change no file."""
+    records nothing (False): undoing to it would change no file. What leaves the journal is
+    named in the operation log, which keeps it restorable for a day (history/reflog.py)."""
     from undostore.history import retention  # recording only: undo and redo skip its imports
 
     point = journals.make_point(snapshot_id_hex, label, meta)
@@ -93,14 +86,24 @@ def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: s
     with store.lock:
         journal = journals.load(store, session)
         if journal.undo and journal.undo[-1].id == point.id:
-            return Recording(False, journals.Dropped([], []))
+            return False
         dropped = journal.record(point, journals.undo_limit())
         _commit(store, journal, new_ids=[point.id])
+        _log_dropped(store, session, dropped)
         collected = _apply_retention(store, on_evict)
         every = gc_every()
         if every and journal.recorded % every == 0 and not collected:
             _auto_gc(store)
-    return Recording(True, dropped)
+    return True
+
+
+def _log_dropped(store: Store, session: str, dropped: journals.Dropped) -> None:
+    """Name in the operation log what left a journal: the log keeps it for a day."""
+    now = time.time()
+    for kind, points in (("clear-redo", dropped.cleared), ("expire", dropped.expired)):
+        for point in points:
+            oplog.append(store.path, oplog.Op(now, kind, session=session, id=point.id,
+                                              label=point.label))
 
 
 def record_turn_end(store: Store, session: str, snapshot_id_hex: str) -> journals.Point | None:
@@ -257,11 +260,16 @@ def list_sessions(store: Store) -> list[SessionInfo]:
 
 
 def drop_session(store: Store, name: str) -> bool:
-    """Forget session `name`: its journal, then its anchors. False if it did not exist."""
+    """Forget session `name`: its journal, then its anchors; the `drop` op names what it listed
+    and lets it go (the user asked: gc frees it at once). False if it did not exist."""
     journals.validate_name(name)
     with store.lock:
+        listed = journals.load(store, name).ids() | anchors.held(store, name)
         existed = journals.delete(store, name)
         released = anchors.release(store, name)
+        if existed or released:
+            oplog.append(store.path, oplog.Op(time.time(), "drop", session=name,
+                                              ids=tuple(sorted(listed))))
     return existed or released > 0
 
 

@@ -22,8 +22,8 @@ from undostore.errors import UndostoreError
 from undostore.git.objects import MODE_TREE
 from undostore.git.reader import ObjectReader
 from undostore.history import journal as journals
+from undostore.history.reflog import handed_out
 from undostore.restore.restorelog import pending_snapshot_ids
-from undostore.store.recent import recent_ids
 from undostore.store.statcache import StatCache
 
 if TYPE_CHECKING:
@@ -129,7 +129,8 @@ def standing_roots(store: Store, since: float) -> dict[str, Roots]:
                  if isinstance(s, tuple) and s and _is_id(s[0])},
                 {e[6] for e in cache.files.values()
                  if isinstance(e, tuple) and len(e) > 6 and _is_id(e[6])})
-    return {RECENT: Roots(recent_ids(store.path, since)), FILES_NOW: now,
+    listed_by = {name: roots.trees for name, roots in session_roots(store).items()}
+    return {RECENT: Roots(handed_out(store, since, listed_by)), FILES_NOW: now,
             PENDING: Roots({bytes.fromhex(s) for s in pending_snapshot_ids(store)})}
 
 

@@ -3,9 +3,10 @@
 One line per operation in `<store>/oplog`: 16 hex digits of xxh3-64 over the rest of the line, a
 space, and the record as compact JSON (no raw newline). Appended with one `write` under the store
 lock, so nothing is rewritten; a line whose checksum fails (a torn tail after a crash, a stray
-edit) is skipped when read, and the next append starts on a fresh line. Bounded: past `MAX_BYTES`
-the log becomes `oplog.1` (replacing the one before) and a new one starts, so at most twice that
-is kept.
+edit) is skipped when read, and the next append starts on a fresh line. The log is the reflog
+(history/reflog.py): past `MAX_BYTES` it becomes `oplog.1` (older parts move up one number) and a
+new one starts; a part past the first is deleted only once its last op is older than
+`KEEP_SECONDS`, so every op of the last day stays (at most `MAX_PARTS` parts).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import xxhash
 from undostore.errors import UsageError
 
 MAX_BYTES = 1 << 20
+KEEP_SECONDS = 86400.0     # the contract's window: ids named within it stay restorable
+MAX_PARTS = 32             # a bound on disk whatever the rate of ops (32 MiB)
 _NAME = "oplog"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d|w)?\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -39,10 +42,21 @@ class Op:
     id: str | None = None
     label: str | None = None
     safety: str | None = None
+    reason: str | None = None          # why, for an op that let ids go (evict: its setting)
+    ids: tuple[str, ...] = ()          # further ids it names (drop: what the session listed)
 
     def to_json(self) -> dict[str, Any]:
-        return {"time": self.time, "op": self.op, "session": self.session, "id": self.id,
-                "label": self.label, "safety": self.safety}
+        doc: dict[str, Any] = {"time": self.time, "op": self.op, "session": self.session,
+                               "id": self.id, "label": self.label, "safety": self.safety}
+        if self.reason is not None:
+            doc["reason"] = self.reason
+        if self.ids:
+            doc["ids"] = list(self.ids)
+        return doc
+
+    def named_ids(self) -> list[str]:
+        """Every snapshot id this op names."""
+        return [i for i in (self.id, self.safety, *self.ids) if i]
 
 
 def log_path(store_path: str) -> str:
@@ -86,7 +100,23 @@ def _rotate_if_full(path: str, max_bytes: int) -> None:
             return
     except FileNotFoundError:
         return
+    parts = _parts(path)
+    cutoff = time.time() - KEEP_SECONDS
+    for number in range(len(parts), 0, -1):
+        older = f"{path}.{number}"
+        if number >= MAX_PARTS or (number > 1 and os.path.getmtime(older) < cutoff):
+            os.unlink(older)     # its last op (its mtime) is past the window
+        else:
+            os.replace(older, f"{path}.{number + 1}")
     os.replace(path, path + ".1")
+
+
+def _parts(path: str) -> list[str]:
+    """The log's older parts, `oplog.1` (newest) upward, while they are numbered without a gap."""
+    parts = []
+    while os.path.exists(f"{path}.{len(parts) + 1}"):
+        parts.append(f"{path}.{len(parts) + 1}")
+    return parts
 
 
 def _records(path: str) -> Iterator[Op]:
@@ -117,14 +147,16 @@ def _parse(line: bytes) -> Op | None:
     if not isinstance(when, (int, float)) or isinstance(when, bool):
         return None
     text = {k: doc.get(k) if isinstance(doc.get(k), str) else None
-            for k in ("session", "id", "label", "safety")}
-    return Op(float(when), doc["op"], **text)
+            for k in ("session", "id", "label", "safety", "reason")}
+    ids = doc.get("ids")
+    named = tuple(i for i in ids if isinstance(i, str)) if isinstance(ids, list) else ()
+    return Op(float(when), doc["op"], **text, ids=named)
 
 
 def read(store_path: str, session: str | None = None, since: float | None = None) -> list[Op]:
     """The operations, newest first; only `session`'s, only those at or after `since`."""
     path = log_path(store_path)
-    ops = [*_records(path + ".1"), *_records(path)]
+    ops = [op for part in (*reversed(_parts(path)), path) for op in _records(part)]
     ops = [op for op in ops if (session is None or op.session == session)
            and (since is None or op.time >= since)]
     ops.sort(key=lambda op: op.time, reverse=True)
