@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-import json
 import dataclasses
+import json
 import os
 import subprocess
 import sys

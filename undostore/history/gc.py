@@ -3,14 +3,14 @@
 Under the store lock: sweep the anchors to match the journals; mark as live every tree and blob
 reachable from them, a pending restore, the stat cache (trees are read, blobs never) and every
 snapshot the operation log names within the grace period (a day by default: handed out, or let
-go by a journal; history/reflog.py); leave large fully-live packs alone (no pack is kept for being young: `drop`
-then `gc` frees at once); copy the live records of the other packs verbatim (CRC-checked) into
-one durable new pack, then delete those packs; remove temp files older than an hour (or the
-grace, if shorter: a younger one may be a pack being written). It deletes only what it copied or
-proved
-unreachable: index-less packs are re-indexed and kept, bad indexes healed (store/damage.py), a
-pack holding a record that fails its check stays, a damaged tree stops all pruning, and what it
-could not account for is reported (`damaged`), with `verify --repair` as the way on.
+go by a journal; history/reflog.py); leave large fully-live packs alone (no pack is kept for
+being young: `drop` then `gc` frees at once); copy the live records of the other packs verbatim
+(CRC-checked) into one durable new pack, then delete those packs; remove temp files older than
+an hour (or the grace, if shorter: a younger one may be a pack being written). It deletes only
+what it copied or proved unreachable: index-less packs are re-indexed and kept, bad indexes
+healed (store/damage.py), a pack holding a record that fails its check stays, a damaged tree
+stops all pruning, and what it could not account for is reported (`damaged`), with
+`verify --repair` as the way on.
 """
 
 from __future__ import annotations
