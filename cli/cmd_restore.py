@@ -21,6 +21,7 @@ from .common import (
     json_option,
     note,
     pass_context,
+    session_option,
     stdin_is_terminal,
     yes_option,
 )
@@ -107,21 +108,23 @@ def _plain(result: RestoreResult, verb: str) -> str:
 
 @click.command("restore")
 @click.argument("snapshot_id", metavar="[ID]", required=False, shell_complete=complete_ids)
+@session_option
 @dry_run_option
 @yes_option
 @click.option("--abort", is_flag=True,
               help="Roll an interrupted restore back to the safety snapshot taken before it.")
 @json_option
 @pass_context
-def restore_command(ctx: Context, snapshot_id: str | None, dry_run: bool, yes: bool,
-                    abort: bool, as_json: bool) -> None:
+def restore_command(ctx: Context, snapshot_id: str | None, session: str | None, dry_run: bool,
+                    yes: bool, abort: bool, as_json: bool) -> None:
     """Make the files under the root equal to snapshot ID.
 
     A safety snapshot of the files is taken first (its id is printed, so the restore can be taken
     back), the snapshot is checked to be complete in the store, and a file changed after the
     safety snapshot is never overwritten. Ignored files, .git and the store are never touched.
-    Without --yes the plan is shown and the question asked on a terminal. With --abort, an
-    interrupted restore is rolled back instead (ID is not given then).
+    Without --yes the plan is shown and the question asked on a terminal. The files before it
+    become an undo point of the session ("before restore ID"), so `undo` takes it back. With
+    --abort, an interrupted restore is rolled back instead (ID is not given then).
     """
     workspace = ctx.workspace()
     if abort:
@@ -136,8 +139,8 @@ def restore_command(ctx: Context, snapshot_id: str | None, dry_run: bool, yes: b
         return
     if snapshot_id is None:
         raise click.UsageError("missing ID (the snapshot to restore), or pass --abort")
-    result = run_restore(functools.partial(workspace.restore, snapshot_id), yes=yes,
-                         dry_run=dry_run)
+    result = run_restore(functools.partial(workspace.restore, snapshot_id, session=session),
+                         yes=yes, dry_run=dry_run)
     render_restore(result, as_json)
 
 

@@ -11,28 +11,40 @@ import functools
 import click
 
 from .cmd_restore import render_restore, run_restore
-from .common import Context, dry_run_option, json_option, note, pass_context, yes_option
+from .common import (
+    Context,
+    dry_run_option,
+    json_option,
+    note,
+    pass_context,
+    session_option,
+    yes_option,
+)
 
 
 @click.command("revert")
 @click.argument("from_id", metavar="FROM")
 @click.argument("to_id", metavar="[TO]", required=False)
+@session_option
 @dry_run_option
 @yes_option
 @click.option("--merge", is_flag=True,
               help="On conflicts, write git-style conflict markers instead of refusing.")
 @json_option
 @pass_context
-def revert_command(ctx: Context, from_id: str, to_id: str | None, dry_run: bool, yes: bool,
-                   merge: bool, as_json: bool) -> None:
+def revert_command(ctx: Context, from_id: str, to_id: str | None, session: str | None,
+                   dry_run: bool, yes: bool, merge: bool, as_json: bool) -> None:
     """Take back the change FROM -> TO on the files now, keeping every later change.
 
     Each file is merged 3-way as `git revert` does: lines the change did not touch keep their
-    later edits. With only FROM, an undo point, TO is the next undo point of its session (the
-    files now if it is the newest), so `revert ID` takes back one turn. A safety snapshot is
-    taken first, as for restore. Conflicting paths are refused (exit 3) unless --merge.
+    later edits. With only FROM, an undo point, TO is where its turn ended (the files after it
+    as the host recorded them, else the next undo point, else the files now), so `revert ID`
+    takes back one turn. A safety snapshot is taken first, as for restore, and the files before
+    become an undo point of the session ("before revert FROM"). Conflicting paths are refused
+    (exit 3) unless --merge.
     """
-    result = run_restore(functools.partial(ctx.workspace().revert, from_id, to_id, merge=merge),
+    result = run_restore(functools.partial(ctx.workspace().revert, from_id, to_id,
+                                           session=session, merge=merge),
                          yes=yes, dry_run=dry_run, action="revert")
     if not as_json:
         for path in result.conflicts:

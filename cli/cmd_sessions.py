@@ -248,18 +248,5 @@ def verify_command(ctx: Context, snapshot_id: str | None, repair: bool, as_json:
         sys.exit(IncompleteSnapshotError.exit_code)
 
 
-@click.command("rebind")
-@json_option
-@pass_context
-def rebind_command(ctx: Context, as_json: bool) -> None:
-    """Re-point the store at this root, after the project moved (a store protects one root)."""
-    from undostore import Workspace
-
-    workspace = Workspace(ctx.root, ctx.store, force=ctx.force, rebind=True)
-    ctx._workspace = workspace
-    emit(as_json, {"root": workspace.root, "store": workspace.store.path},
-         f"store {workspace.store.path} now protects {workspace.root}")
-
-
 COMMANDS = [log_command, undo_command, redo_command, sessions_command, drop_command, gc_command,
-            verify_command, rebind_command]
+            verify_command]

@@ -41,7 +41,22 @@ class Context:
             discovery = self._workspace.discovery
             if discovery.worth_saying and not self.quiet:
                 note(discovery.describe())
+            if not discovery.existed:
+                _note_orphans(self._workspace.store.path)
         return self._workspace
+
+
+def _note_orphans(new_store: str) -> None:
+    """A new store was just made: name the stores whose root is gone (a moved project's)."""
+    from undostore.history.stores import orphans
+
+    for path in orphans():
+        if path != new_store:
+            from undostore.store.store import recorded_root
+
+            note(f"undostore: note: store {path} protects {recorded_root(path)}, which no longer "
+                 "exists; if this project moved from there, `undostore rebind` here takes its "
+                 "history along")
 
 
 def _note_eviction(eviction: Any) -> None:

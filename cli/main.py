@@ -27,7 +27,8 @@ COMMAND_MODULES = {
     "snapshot": "cmd_snapshot", "diff": "cmd_diff", "restore": "cmd_restore",
     "revert": "cmd_revert", "log": "cmd_sessions", "undo": "cmd_sessions",
     "redo": "cmd_sessions", "sessions": "cmd_sessions", "drop": "cmd_sessions",
-    "gc": "cmd_sessions", "verify": "cmd_sessions", "rebind": "cmd_sessions",
+    "gc": "cmd_sessions", "verify": "cmd_sessions", "rebind": "cmd_stores",
+    "stores": "cmd_stores",
     "hook": "cmd_hook", "status": "cmd_status", "ops": "cmd_status", "mcp": "cmd_mcp",
 }
 

@@ -48,7 +48,7 @@ def test_every_operation_is_recorded_with_the_ids_that_lead_back(tree_factory):
         ("snapshot", None, plain, None, None),
         ("undo", "s", p2, "second", plain),
         ("redo", "s", redone.target, "second", undone.target),
-        ("restore", None, p1, None, restored.safety),
+        ("restore", "s", p1, None, restored.safety),   # the newest session's
     ]
     assert redone.target == plain
     assert [o.op for o in reversed(ops)][6:] == ["snapshot", "drop", "gc"]

@@ -30,7 +30,8 @@ def test_status_line_and_json_keys(tree_factory):
     result = run("status", "--session", "s", cwd=root)
     assert (result.returncode, result.stdout, result.stderr) == (0, "undo:2 redo:1\n", "")
     doc = json.loads(run("status", "--session", "s", "--json", cwd=root).stdout)
-    assert set(doc) == {"session", "undo", "redo", "pending", "last_point_age_seconds"}
+    assert set(doc) == {"session", "undo", "redo", "restoring", "pending",
+                        "last_point_age_seconds"}
     assert (doc["session"], doc["undo"], doc["redo"], doc["pending"]) == ("s", 2, 1, None)
     assert 0 <= doc["last_point_age_seconds"] < 60
 
@@ -56,7 +57,8 @@ def test_status_never_creates_a_store(tmp_path):
     result = run("status", "--json", cwd=folder)
     assert result.returncode == 0
     assert json.loads(result.stdout) == {"session": "default", "undo": 0, "redo": 0,
-                                         "pending": None, "last_point_age_seconds": None}
+                                         "restoring": False, "pending": None,
+                                         "last_point_age_seconds": None}
     assert not (Path(os.environ["UNDOSTORE_HOME"]) / "stores").exists()
 
 

@@ -180,37 +180,45 @@ class Workspace:
                             self.store, context, target, safety),
                         on_recovery=self.on_recovery, checkpoint=self.checkpoint)
 
-    def restore(self, target: str, *, expected: str | None = None, dry_run: bool = False,
-                confirm: Confirm | None = None, on_progress: OnProgress | None = None
-                ) -> RestoreResult:
+    def restore(self, target: str, *, session: str | None = None, expected: str | None = None,
+                dry_run: bool = False, confirm: Confirm | None = None,
+                on_progress: OnProgress | None = None) -> RestoreResult:
         """Make the files equal to snapshot `target`, safely (see restore/restore.py);
-        `on_progress` hears how far it is (restore/progress.py)."""
+        `on_progress` hears how far it is (restore/progress.py). The files before it become an
+        undo point of `session` (default as `history_session`) labelled "before restore <id>",
+        so `undo` takes back exactly this restore."""
+        from undostore.history.sessions import before_step
         from undostore.restore.restore import restore
 
+        name = self.history_session(session)[0]
+        context = before_step(name, "restore", f"before restore {target.strip()[:12]}")
         try:
             result = restore(self._worktree(), target, expected=expected, dry_run=dry_run,
-                             confirm=confirm,
-                              on_progress=on_progress)
+                             confirm=confirm, on_progress=on_progress, context=context)
         finally:
             self._recovered = False  # a restore that stopped half-way left a journal
-        self._log_restore("restore", result)
+        self._log_restore("restore", result, session=name)
         return result
 
-    def revert(self, from_id: str, to_id: str | None = None, *, merge: bool = False,
-               dry_run: bool = False, confirm: Confirm | None = None,
+    def revert(self, from_id: str, to_id: str | None = None, *, session: str | None = None,
+               merge: bool = False, dry_run: bool = False, confirm: Confirm | None = None,
                on_progress: OnProgress | None = None) -> RevertResult:
         """Take back the change FROM -> TO on the files now, keeping later changes (see
-        restore/revert.py). With one id, an undo point: TO is the session's next point, or the
-        files now when it is the newest."""
+        restore/revert.py). With one id, an undo point: TO is where its turn ended (the files
+        after it, else the next point, else the files now). The files before it become an undo
+        point of `session` labelled "before revert <id>"."""
+        from undostore.history.sessions import before_step
         from undostore.restore.revert import revert
 
         if to_id is None:
             from undostore.history.sessions import next_point
 
             to_id = next_point(self.store, from_id)
+        name = self.history_session(session)[0]
+        context = before_step(name, "revert", f"before revert {from_id.strip()[:12]}")
         try:
             result = revert(self._worktree(), from_id, to_id, merge=merge, dry_run=dry_run,
-                            confirm=confirm, on_progress=on_progress)
+                            confirm=confirm, on_progress=on_progress, context=context)
         finally:
             self._recovered = False
         if not result.dry_run:
@@ -218,7 +226,8 @@ class Workspace:
             label = f"{start[:12]}..{end[:12]}" + (
                 f", {len(result.conflicts)} conflict(s) merged with markers"
                 if result.conflicts else "")
-            self._log("revert", id=result.target, label=label, safety=result.safety)
+            self._log("revert", session=name, id=result.target, label=label,
+                      safety=result.safety)
         return result
 
     def abort_restore(self) -> RestoreResult | None:

@@ -213,7 +213,12 @@ def complete_step(store: Store, context: dict, target: str, safety: str) -> None
     journal is removed, so recovery after a crash runs it too; the step token makes it run
     once only. The store lock is held."""
     session, step, token = context.get("session"), context.get("step"), context.get("token")
-    if not isinstance(session, str) or step not in ("undo", "redo") or not isinstance(token, str):
+    if not isinstance(session, str) or not isinstance(token, str):
+        return
+    if step in BEFORE_STEPS:
+        _record_before(store, session, token, safety, context.get("label"))
+        return
+    if step not in ("undo", "redo"):
         return
     journal = journals.load(store, session)
     if journal.last_step == token:
@@ -233,6 +238,29 @@ def complete_step(store: Store, context: dict, target: str, safety: str) -> None
     journal.last_step = token
     journal.landed = target
     _commit(store, journal, new_ids=[safety])
+
+
+BEFORE_STEPS = ("restore", "revert")
+
+
+def before_step(session: str, step: str, label: str) -> dict[str, Any]:
+    """The restore context that records the files before a restore or revert as an undo point
+    of `session` labelled `label` once it is done (even by recovery after a crash), so the next
+    undo takes back exactly that restore or revert."""
+    return {"session": session, "step": step, "token": os.urandom(8).hex(), "label": label}
+
+
+def _record_before(store: Store, session: str, token: str, safety: str, label: object) -> None:
+    journal = journals.load(store, session)
+    if journal.last_step == token:
+        return
+    dropped = journals.Dropped([], [])
+    if not (journal.undo and journal.undo[-1].id == safety):
+        point = journals.make_point(safety, label if isinstance(label, str) else None, None)
+        dropped = journal.record(point, journals.undo_limit())
+    journal.last_step = token
+    _commit(store, journal, new_ids=[safety])
+    _log_dropped(store, session, dropped)
 
 
 def _safety_of(result: RestoreResult) -> str:
@@ -274,13 +302,18 @@ def drop_session(store: Store, name: str) -> bool:
 
 
 def next_point(store: Store, point: str) -> str | None:
-    """The undo point after `point` in the session listing it (its last listing, so a turn that
-    changed nothing is skipped); None when it is the newest. Not an undo point: UsageError."""
+    """Where the turn of undo point `point` ended: the files after it where the host said so
+    (`Point.after`), else the undo point after it in the session listing it (its last listing,
+    so a turn that changed nothing is skipped); None when it is the newest (the files now).
+    Not an undo point: UsageError."""
     wanted = store.resolve(point).hex()
     for name in journals.session_names(store):
-        ids = [p.id for p in journals.load(store, name).undo]
+        points = journals.load(store, name).undo
+        ids = [p.id for p in points]
         if wanted in ids:
             at = len(ids) - 1 - ids[::-1].index(wanted)
+            if points[at].after:
+                return points[at].after
             return ids[at + 1] if at + 1 < len(ids) else None
     raise UsageError(f"{wanted[:12]} is not an undo point of any session: name the state to "
                      "revert to as well (revert FROM TO)")

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from undostore.history import journal as journals
+from undostore.store.lock import held_elsewhere
 from undostore.store.store import Store
 
 DEFAULT_SESSION = "default"
@@ -52,28 +53,45 @@ class Status:
     last_point_age_seconds: float | None
     chosen: bool = False   # the session was chosen as the newest (not named)
     damage: tuple[str, ...] = ()   # one line per damaged session journal (journal.damage_notes)
+    restoring: bool = False        # a live process is restoring now (it holds the store lock)
 
     def line(self) -> str:
         text = f"undo:{self.undo} redo:{self.redo}"
+        if self.restoring:
+            return text + " restoring"
         return text + " recovery_required" if self.pending is not None else text
 
     def to_json(self) -> dict[str, Any]:
         return {"session": self.session, "undo": self.undo, "redo": self.redo,
-                "pending": self.pending, "last_point_age_seconds": self.last_point_age_seconds}
+                "restoring": self.restoring, "pending": self.pending,
+                "last_point_age_seconds": self.last_point_age_seconds}
 
 
-def pending_restore(store: Store) -> dict[str, Any] | None:
-    """The restore a crash left unfinished, as JSON data; None when nothing is pending."""
+class RestoreState(NamedTuple):
+    """A restore journal in the store: a live process's (`restoring`), or one a dead process
+    left (`pending`, as JSON data)."""
+
+    restoring: bool
+    pending: dict[str, Any] | None
+
+
+def restore_state(store: Store) -> RestoreState:
+    """Whether a restore runs now, or one a crash left waits (the journal is there while a
+    restore runs too: a live restorer holds the store lock, a dead one's lock went with it)."""
     try:
         if not os.listdir(store.restore_dir):
-            return None
+            return RestoreState(False, None)
     except FileNotFoundError:
-        return None
+        return RestoreState(False, None)
+    if held_elsewhere(store.lock.path):
+        return RestoreState(True, None)
     # Imported only when something is there.
     from undostore.restore.pending import pending_restore as pending
 
     found = pending(store)
-    return found.to_json() if found is not None else None
+    if found is not None and held_elsewhere(store.lock.path):
+        return RestoreState(True, None)   # a restore began between the two looks
+    return RestoreState(False, found.to_json() if found is not None else None)
 
 
 def read_status(store: Store | None, session: str | None) -> Status:
@@ -86,8 +104,9 @@ def read_status(store: Store | None, session: str | None) -> Status:
     name, chosen = history_session(store, session)
     journal = journals.load(store, name)
     age = round(time.time() - journal.undo[-1].time, 3) if journal.undo else None
-    return Status(name, len(journal.undo), len(journal.redo), pending_restore(store), age,
-                  chosen, tuple(journals.damage_notes(store)))
+    state = restore_state(store)
+    return Status(name, len(journal.undo), len(journal.redo), state.pending, age,
+                  chosen, tuple(journals.damage_notes(store)), state.restoring)
 
 
 def open_existing(root: str | os.PathLike[str] | None = None, store: str | None = None, *,

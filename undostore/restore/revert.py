@@ -288,12 +288,12 @@ class _TreeBuilder:
 
 def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool = False,
            dry_run: bool = False, confirm: Confirm | None = None,
-           on_progress: OnProgress | None = None) -> RevertResult:
+           on_progress: OnProgress | None = None, context: dict | None = None) -> RevertResult:
     """Take back FROM -> TO (TO None: the files now) on the files under `wt.root`.
 
     Conflicts without `merge`: ConflictError (exit 3) naming every conflicting path, nothing
     changed. With `merge`: conflicting text files get markers, the rest keep the side git
-    would leave, and `conflicts` lists them all."""
+    would leave, and `conflicts` lists them all. `context` goes to the restore (restore's)."""
     started = time.perf_counter()
     with wt.store.lock:
         (from_sha, to_sha), ours = begin(wt, from_id, to_id)
@@ -305,7 +305,7 @@ def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool 
         if tree.conflicts and not merge:
             raise RevertConflict(from_sha.hex(), to_sha.hex(), tree.conflicts)
         restored = restore(wt, tree.target, expected=ours.id, dry_run=dry_run,
-                           confirm=confirm, on_progress=on_progress, now=ours)
+                           confirm=confirm, on_progress=on_progress, now=ours, context=context)
     fields = {name: getattr(restored, name) for name in RestoreResult.__dataclass_fields__}
     fields["operation"] = "revert"
     fields["seconds"] = time.perf_counter() - started

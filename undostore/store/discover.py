@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from undostore.store.store import default_store_path
+from undostore.store.store import default_store_path, recorded_root
 
 FOUND_STORE = "store"      # an ancestor (or the folder itself) was protected before
 FOUND_GIT = "git"          # no store: the top of the git work tree
@@ -62,18 +62,6 @@ def _ancestors(folder: str) -> list[str]:
         folder = parent
 
 
-def _recorded_root(store: str) -> str | None:
-    """The root an existing store says it protects (its FORMAT file), or None."""
-    try:
-        with open(os.path.join(store, "FORMAT"), encoding="utf-8", errors="surrogateescape") as f:
-            for line in f.read().splitlines():
-                if line.startswith("root: "):
-                    return line[6:] or None
-    except OSError:
-        return None
-    return None
-
-
 def _same(a: str, b: str) -> bool:
     return os.path.normcase(a) == os.path.normcase(b)
 
@@ -93,7 +81,7 @@ def discover(start: str | os.PathLike[str] | None = None, store: str | None = No
         return not (_same(folder, home) or os.path.dirname(folder) == folder)
 
     if store is not None:
-        recorded = _recorded_root(store)
+        recorded = recorded_root(store)
         if recorded is not None:
             real = os.path.realpath(recorded)
             for folder in chain:

@@ -118,6 +118,22 @@ class StoreLock:
         self.release()
 
 
+def held_elsewhere(path: str) -> bool:
+    """Whether a live process holds the lock at `path` now (a dead one's lock is gone with it).
+    Never creates the file; takes and drops the lock at once when it is free."""
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return False
+    try:
+        if not _try_lock(fd):
+            return True
+        _unlock(fd)
+        return False
+    finally:
+        os.close(fd)
+
+
 def _read_holder(fd: int) -> str:
     try:
         os.lseek(fd, _HOLDER_AT, os.SEEK_SET)

@@ -52,6 +52,18 @@ def default_store_path(root: str) -> str:
     return os.path.join(default_home(), "stores", digest)
 
 
+def recorded_root(store: str) -> str | None:
+    """The root an existing store says it protects (its FORMAT file), or None."""
+    try:
+        with open(os.path.join(store, "FORMAT"), encoding="utf-8", errors="surrogateescape") as f:
+            for line in f.read().splitlines():
+                if line.startswith("root: "):
+                    return line[6:] or None
+    except OSError:
+        return None
+    return None
+
+
 def check_root(root: str, force: bool) -> str:
     """The root's real path; refuses `/`, a drive root or the home folder unless forced."""
     real = os.path.realpath(root)
