@@ -158,9 +158,10 @@ def drop_command(ctx: Context, session: str | None, as_json: bool) -> None:
 
 @click.command("gc")
 @click.option("--grace", "grace", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
-              help="Keep snapshots handed out outside sessions for this long (default 86400: "
-                   "a day), so an id printed by `snapshot` or a restore's safety snapshot stays "
-                   "restorable. Sessions keep their own.")
+              help="Keep every snapshot the operation log names (handed out, or let go by a "
+                   "journal) for this long (default 86400: a day), so an id printed by "
+                   "`snapshot`, a safety snapshot or a cleared redo entry stays restorable. "
+                   "Journals keep what they list.")
 @json_option
 @pass_context
 def gc_command(ctx: Context, grace: float | None, as_json: bool) -> None:
