@@ -123,7 +123,7 @@ def rebind(root: str, store: str | None = None, home: str | None = None) -> Rebo
     if not os.path.isfile(os.path.join(source, "FORMAT")):
         raise UsageError("no undostore store here", source)
     set_aside = moved_from = None
-    if os.path.dirname(source) == stores_dir(home) and not _same_path(source, target):
+    if _same_path(os.path.dirname(source), stores_dir(home)) and not _same_path(source, target):
         if os.path.lexists(target):
             set_aside = f"{target}{SET_ASIDE}{int(time.time())}"
             _rename(target, set_aside)
