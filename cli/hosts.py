@@ -123,7 +123,7 @@ HOSTS: dict[str, Host] = {h.name: h for h in (
          "agent_action_name", ("trajectory_id",), None, ("tool_info", "user_prompt"),
          block=BLOCK_EXIT_2),
     Host("opencode", frozenset({"chat.message"}), frozenset({"session.idle"}),
-         "hook_event_name", ("session_id",), ("cwd",), ("prompt",)),
+         "hook_event_name", ("session_id",), ("cwd",), ("prompt",), block=BLOCK_NONE),
     Host("pi", frozenset({"before_agent_start", "input"}), frozenset({"agent_end"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",)),
 )}
