@@ -431,44 +431,73 @@ def _error(message: str) -> types.CallToolResult:
 
 # --- progress: the restore's callback, turned into MCP progress notifications -----------------
 
-PROGRESS_EVERY = 0.5  # seconds between notifications while files are written
+PROGRESS_EVERY = 0.5    # seconds between notifications while files are written
+HEARTBEAT = 10.0        # seconds: a step that reports nothing (a big safety snapshot) still does
 _STEPS = ("safety", "plan", "write", "sync")
 
 
 class ProgressBridge:
-    """The restore's `on_progress` (called in the worker thread) sending MCP progress
-    notifications on the server's event loop: `progress` out of `len(_STEPS)` steps, only ever
-    increasing (as MCP requires), at most every PROGRESS_EVERY seconds within a step."""
+    """MCP progress for one tool call whose client sent a progress token.
 
-    def __init__(self, send: Callable[[float, float, str], Any]) -> None:
+    The restore's `on_progress` (called in the worker thread) becomes notifications sent on the
+    server's event loop: `progress` out of `len(_STEPS)` steps, at most every PROGRESS_EVERY
+    seconds within a step. Meanwhile `heartbeat` repeats the last state every HEARTBEAT seconds
+    (a client may reset its request timeout on each), so a long snapshot or safety snapshot is
+    heard of too. Values only ever increase, as MCP requires."""
+
+    def __init__(self, send: Callable[[float, float | None, str], Any],
+                 total: float | None) -> None:
+        import threading
+
         self.send = send
-        self.last = -1.0
+        self.total = total
+        self.last = -1.0        # nothing sent yet
+        self.message = "working"
         self.sent_at = 0.0
+        self._lock = threading.Lock()
 
-    def __call__(self, progress: Any) -> None:
+    def _claim(self, value: float | None, message: str, force: bool) -> float | None:
+        """The value to send now (None: nothing); `value` None: a heartbeat."""
         import time
 
+        with self._lock:
+            now = time.monotonic()
+            if value is None:  # a heartbeat: a little further within the same step
+                base = max(self.last, 0.0)
+                value = round(min(base + 0.001, int(base) + 0.999), 4)
+                message = self.message
+            if value <= self.last or (not force and now - self.sent_at < PROGRESS_EVERY):
+                return None
+            self.last, self.message, self.sent_at = value, message, now
+            return value
+
+    def __call__(self, progress: Any) -> None:
         from .progress import describe
 
         step = _STEPS.index(progress.step) if progress.step in _STEPS else 0
         share = (progress.files_done / progress.files_total) if progress.files_total else 0.0
-        value = round(step + min(share, 1.0) * 0.999, 3)
-        now = time.monotonic()
-        new_step = int(value) != int(self.last)
-        if value <= self.last or (not new_step and now - self.sent_at < PROGRESS_EVERY):
+        value = round(step + min(share, 1.0) * 0.99, 4)
+        claimed = self._claim(value, describe(progress).removeprefix("undostore: "),
+                              force=step > int(self.last))
+        if claimed is None:
             return
-        self.last, self.sent_at = value, now
         try:
-            anyio.from_thread.run(self.send, value, float(len(_STEPS)),
-                                  describe(progress).removeprefix("undostore: "))
+            anyio.from_thread.run(self.send, claimed, self.total, self.message)
         except Exception:  # noqa: BLE001 (a client gone away must not stop the restore)
             pass
+
+    async def heartbeat(self, every: float) -> None:
+        while True:
+            await anyio.sleep(every)
+            claimed = self._claim(None, "", force=True)
+            if claimed is not None:
+                await self.send(claimed, self.total, self.message)
 
 
 # --- the server -------------------------------------------------------------------------------
 
 
-def build_server(global_args: list[str]) -> Server:
+def build_server(global_args: list[str], heartbeat: float = HEARTBEAT) -> Server:
     from undostore import __version__
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -480,25 +509,41 @@ def build_server(global_args: list[str]) -> Server:
     one_at_a_time = anyio.Lock()
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        meta = getattr(ctx, "meta", None) or {}
-        token = meta.get("progress_token") if isinstance(meta, dict) else None
-        listener = None
-        if token is not None and TOOLS.get(params.name, TOOLS["log"]).kind == RESTORES:
-            async def send(value: float, total: float, message: str) -> None:
-                await ctx.session.send_progress_notification(
-                    token, value, total=total, message=message,
-                    related_request_id=getattr(ctx, "request_id", None))
-            listener = ProgressBridge(send)
+        bridge = _bridge(ctx, params.name)
         async with one_at_a_time:
             # abandon_on_cancel=False (the default): a cancelled request waits for the thread,
             # so the lock is held until the library call has returned.
-            return await anyio.to_thread.run_sync(call, global_args, params.name,
-                                                  params.arguments or {}, listener)
+            if bridge is None:
+                return await anyio.to_thread.run_sync(call, global_args, params.name,
+                                                      params.arguments or {}, None)
+            async with anyio.create_task_group() as group:
+                group.start_soon(bridge.heartbeat, heartbeat)
+                listener = bridge if TOOLS[params.name].kind == RESTORES else None
+                result = await anyio.to_thread.run_sync(call, global_args, params.name,
+                                                        params.arguments or {}, listener)
+                group.cancel_scope.cancel()
+            return result
 
     return Server("undostore", version=__version__,
                   instructions="Undo and redo for the files of this project: snapshot before "
                                "a change, diff to see it, undo to take it back.",
                   on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _bridge(ctx: Any, name: str) -> ProgressBridge | None:
+    """The progress bridge of a call whose client sent a progress token (None: no token)."""
+    meta = getattr(ctx, "meta", None) or {}
+    token = meta.get("progress_token", meta.get("progressToken")) if isinstance(meta, dict) \
+        else None
+    if token is None or name not in TOOLS:
+        return None
+
+    async def send(value: float, total: float | None, message: str) -> None:
+        await ctx.session.send_progress_notification(
+            token, value, total=total, message=message,
+            related_request_id=getattr(ctx, "request_id", None))
+
+    return ProgressBridge(send, float(len(_STEPS)) if TOOLS[name].kind == RESTORES else None)
 
 
 def serve(global_args: list[str]) -> None:

@@ -156,3 +156,33 @@ def test_a_restore_a_killed_process_left_is_finished_and_named_in_warnings(tree_
     [warning] = [w for w in snap["warnings"] if w["kind"] == "recovery"]
     assert warning["message"].startswith("finishing a restore to ")
     assert (root / "f0.txt").read_text() == "A 0\n"
+
+
+def test_a_long_call_sends_heartbeat_progress_when_the_client_sent_a_token(tree_factory):
+    """In process, with a short heartbeat: a snapshot that takes a while (32 MiB of random
+    bytes to hash and compress) is heard of while it runs; without a token, nothing is sent."""
+    import anyio
+    from undostore_cli.mcp_server import build_server
+
+    root = tree_factory({})
+    for i in range(8):
+        (root / f"big{i}").write_bytes(os.urandom(4 << 20))
+    heard: list[tuple[float, float | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, total))
+
+    async def main() -> Any:
+        server = build_server(["--root", str(root)], heartbeat=0.02)
+        async with Client(server, mode="legacy", read_timeout_seconds=60) as client:
+            await client.call_tool("status", {}, progress_callback=on_progress)
+            quiet = len(heard)
+            result = await client.call_tool("snapshot", {"session": "s"},
+                                            progress_callback=on_progress)
+            return quiet, payload(result)
+
+    quiet, snap = anyio.run(main)
+    assert snap["id"]
+    assert len(heard) - quiet >= 2, heard
+    values = [p for p, _ in heard]
+    assert values == sorted(set(values)) and all(total is None for _, total in heard)
