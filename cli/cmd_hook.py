@@ -1,9 +1,13 @@
-"""`undostore hook`: the entry for agent-host hooks (Claude Code and hosts like it).
+"""`undostore hook`: the entry for agent-host hooks (Claude Code, Codex, Cursor, Gemini CLI,
+Copilot CLI, Windsurf, Codex's `notify`, and the OpenCode and Pi plugins `init` writes).
 
-One JSON event on stdin. On `UserPromptSubmit`: an undo point in session `session_id` for the root
-found from `cwd`, labelled with the prompt's first line. Other events change nothing. stdout stays
-empty (hosts feed it to the model); a failure is one line on stderr and exit 1, never 2 (exit 2
-would drop the user's prompt).
+One event: JSON on stdin, or as the last argument (Codex's `notify`). The host is `--host H`, or
+found from the event's shape (cli/hosts.py holds every host's field names and stdout rules). A
+prompt event records an undo point in the event's session for the root found from its folder,
+labelled with the prompt's first line; a prompt that is `/undo`, `/undo N` or `/redo` is done
+instead (cli/hosts_undo.py) and answered in the host's way of stopping a prompt. The after-turn
+event records the files after the turn with the newest point. stdout holds only what the host
+accepts; a failure is one line on stderr and exit 1, never 2 (exit 2 drops the user's prompt).
 """
 
 from __future__ import annotations
@@ -11,34 +15,46 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
 from .common import Context, pass_context, stdin_is_terminal
+from .hosts import BLOCK_CONTINUE, BLOCK_DENY, BLOCK_EXIT_2, BLOCK_NONE, HOSTS, Host, detect, pick
+from .hosts_undo import parse_command, perform
 
 LABEL_CHARS = 80
-RECORDING_EVENTS = frozenset({"UserPromptSubmit"})
 
 
 class HookFailure(Exception):
     """A bad event: the message is the one stderr line."""
 
 
-def read_event(raw: bytes) -> dict[str, Any]:
-    """The event object from stdin's bytes; HookFailure saying what is wrong with it."""
+class Answer(NamedTuple):
+    """What the hook ends with: stdout text, a stderr line, the exit code."""
+
+    stdout: str = ""
+    stderr: str = ""
+    code: int = 0
+
+
+def read_event(raw: bytes | str) -> dict[str, Any]:
+    """The event object from stdin's bytes (or notify's argument); HookFailure saying what is
+    wrong with it."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise HookFailure(f"the hook event on stdin is not JSON: {err}") from None
     if not raw.strip():
         raise HookFailure("no hook event on stdin (expected one JSON object)")
     try:
-        event = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError) as err:
+        event = json.loads(raw)
+    except ValueError as err:
         raise HookFailure(f"the hook event on stdin is not JSON: {err}") from None
     if not isinstance(event, dict):
         raise HookFailure(f"the hook event on stdin is not a JSON object "
                           f"(got {type(event).__name__})")
-    name = event.get("hook_event_name")
-    if not isinstance(name, str) or not name:
-        raise HookFailure("the hook event has no hook_event_name")
     return event
 
 
@@ -52,61 +68,142 @@ def label_of(prompt: object) -> str | None:
     return None
 
 
-def _text(event: dict[str, Any], key: str) -> str | None:
-    value = event.get(key)
+def _text(event: dict[str, Any], path: tuple[str | int, ...], what: str) -> str | None:
+    value = pick(event, path)
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise HookFailure(f"the hook event's {key} is not text: {value!r}")
+        raise HookFailure(f"the hook event's {what} ({'.'.join(map(str, path))}) is not text: "
+                          f"{value!r}")
     return value
 
 
-def record_prompt(ctx: Context, event: dict[str, Any]) -> None:
-    """The undo point for a submitted prompt (one library call)."""
+class Turn(NamedTuple):
+    """Where an event's work happens: the root folder (None: found from the process's own) and
+    the session (None: $UNDOSTORE_SESSION, else "default")."""
+
+    cwd: str | None
+    session: str | None
+
+
+def _turn(host: Host, event: dict[str, Any]) -> Turn:
+    cwd = _text(event, host.root, "folder") if host.root is not None else None
+    if cwd is not None and not os.path.isdir(cwd):
+        raise HookFailure(f"{cwd}: the hook event's folder is not a folder")
+    return Turn(cwd, _text(event, host.session, "session id"))
+
+
+def _workspace(ctx: Context, turn: Turn):  # noqa: ANN202 (undostore.Workspace, imported lazily)
     from undostore import Workspace
     from undostore.store.discover import discover
 
-    cwd = _text(event, "cwd")
-    if cwd is not None and not os.path.isdir(cwd):
-        raise HookFailure(f"{cwd}: the hook event's cwd is not a folder")
     store = ctx.store or os.environ.get("UNDOSTORE_STORE") or None
-    root = ctx.root or discover(cwd, store, force=ctx.force).root
-    session = _text(event, "session_id")  # else $UNDOSTORE_SESSION, else "default"
-    with Workspace(root, store, force=ctx.force) as workspace:
-        workspace.snapshot(session=session or "", label=label_of(event.get("prompt")))
+    root = ctx.root or discover(turn.cwd, store, force=ctx.force).root
+    return Workspace(root, store, force=ctx.force)
+
+
+def handle(ctx: Context, host: Host, name: str | None, event: dict[str, Any]) -> Answer:
+    """Do what event `name` of `host` asks; the answer for the host."""
+    quiet = Answer(host.quiet_answer(name))
+    if name in host.prompt_events:
+        prompt = pick(event, host.prompt)
+        command = parse_command(prompt)
+        if command is None and name == "input":
+            return quiet  # Pi's `input` event is asked only about commands
+        turn = _turn(host, event)
+        with _workspace(ctx, turn) as workspace:
+            if command is not None:
+                return _blocked(host, perform(workspace, turn.session, command))
+            workspace.snapshot(session=turn.session or "", label=label_of(prompt))
+    elif name in host.after_events:
+        turn = _turn(host, event)
+        with _workspace(ctx, turn) as workspace:
+            workspace.end_turn(turn.session or "")
+            if host.after_records_point:  # the next turn's undo point: notify has no other
+                done = label_of(pick(event, host.prompt))
+                workspace.snapshot(session=turn.session or "",
+                                   label=f"after: {done}" if done else None)
+    return quiet
+
+
+def _blocked(host: Host, line: str) -> Answer:
+    """The answer that stops the `/undo` prompt from reaching the model, in the host's way."""
+    if host.block == BLOCK_CONTINUE:
+        return Answer(json.dumps({"continue": False, "user_message": line}))
+    if host.block == BLOCK_DENY:
+        return Answer(json.dumps({"decision": "deny", "reason": line, "systemMessage": line}))
+    if host.block == BLOCK_EXIT_2:
+        return Answer("", line, 2)
+    if host.block == BLOCK_NONE:
+        return Answer("", line, 0)  # done; the host sends the prompt on regardless
+    return Answer(json.dumps({"decision": "block", "reason": line}))
+
+
+def _split_args(args: list[str]) -> tuple[str | None, str | None]:
+    """(EVENT, JSON) from the positional arguments: an argument starting with `{` is the event
+    JSON (Codex's notify), any other the event's name (Copilot names it on the command line)."""
+    named = raw = None
+    for arg in args:
+        if arg.lstrip().startswith("{"):
+            raw = arg
+        elif arg.startswith("-"):
+            raise HookFailure(f"hook takes --host H, an event name and the event JSON "
+                              f"(got {arg})")
+        elif named is None:
+            named = arg
+        else:
+            raise HookFailure(f"hook takes one event name (got {named} and {arg})")
+    return named, raw
 
 
 @click.command("hook", context_settings={"ignore_unknown_options": True,
                                          "allow_extra_args": True})
+@click.option("--host", "host_name", metavar="HOST", default=None,
+              help=f"The host that runs the hook: {', '.join(HOSTS)} (default: found from the "
+                   "event).")
 @click.option("--json", "as_json", is_flag=True, hidden=True)
 @pass_context
 @click.pass_context
-def hook_command(click_ctx: click.Context, ctx: Context, as_json: bool) -> None:
-    """Read one agent-host hook event (JSON) on stdin; on UserPromptSubmit, record an undo point.
+def hook_command(click_ctx: click.Context, ctx: Context, host_name: str | None,
+                 as_json: bool) -> None:
+    """Handle one agent-host hook event (JSON on stdin, or as the last argument).
 
-    Wire it into Claude Code's settings.json as a UserPromptSubmit hook running `undostore hook`:
-    each prompt then gets an undo point (session: the host's session_id, label: the prompt's
-    first line), and `undostore undo` takes the files back to before the last prompt. Prints
-    nothing on stdout; a failure is one line on stderr and exit 1 (never 2, which would drop
-    the prompt).
+    `undostore init HOST` wires it in. On the host's prompt event (Claude Code's
+    UserPromptSubmit, Cursor's beforeSubmitPrompt, ...) it records an undo point in the host's
+    session, labelled with the prompt's first line; a prompt that is /undo, /undo N or /redo is
+    done instead and the host is told to show the result and not send the prompt on. On the
+    after-turn event (Stop, stop, AfterAgent, agentStop, post_cascade_response) it records the
+    files after the turn. stdout holds only what the host accepts; a failure is one line on
+    stderr and exit 1 (never 2, which would drop the prompt).
     """
     ctx.quiet = True
+    host: Host | None = HOSTS.get(host_name or "")
+    name: str | None = None
     try:
-        if click_ctx.args:
-            raise HookFailure(f"hook takes no arguments (got {' '.join(click_ctx.args)})")
-        if stdin_is_terminal():
-            raise HookFailure("hook reads one hook event (JSON) on stdin, sent by an agent host")
-        event = read_event(sys.stdin.buffer.read())
-        if event["hook_event_name"] in RECORDING_EVENTS:
-            record_prompt(ctx, event)
+        if host_name and host is None:
+            raise HookFailure(f"unknown host {host_name!r} (hosts: {', '.join(HOSTS)})")
+        named, raw = _split_args(click_ctx.args)
+        if raw is None:
+            if stdin_is_terminal():
+                raise HookFailure("hook reads one hook event (JSON) on stdin, sent by an agent "
+                                  "host")
+            raw = sys.stdin.buffer.read()
+        event = read_event(raw)
+        host = host or detect(event)
+        name = host.event_name(event, named)
+        if name is None:
+            key = host.event_key or "event name"
+            raise HookFailure(f"the hook event has no {key}")
+        answer = handle(ctx, host, name, event)
     except BaseException as err:  # noqa: BLE001 (a hook must end with exit 0 or 1, whatever)
-        _fail(err)
-    sys.exit(0)
+        if isinstance(err, SystemExit) and not err.code:
+            answer = Answer(host.quiet_answer(name) if host else "")
+        else:
+            answer = Answer(host.quiet_answer(name) if host else "", _message(err), 1)
+    _finish(answer)
 
 
-def _fail(err: BaseException) -> None:
-    if isinstance(err, SystemExit) and not err.code:
-        sys.exit(0)
+def _message(err: BaseException) -> str:
     if isinstance(err, OSError) and err.strerror:
         where = f"{os.fsdecode(err.filename)}: " if err.filename else ""
         message = f"{where}{err.strerror}"
@@ -116,13 +213,20 @@ def _fail(err: BaseException) -> None:
         message = err.format_message()
     else:
         message = str(err) or type(err).__name__
-    line = " ".join(message.split())
+    return "undostore: error: hook: " + " ".join(message.split())
+
+
+def _finish(answer: Answer) -> None:
     try:
-        sys.stderr.write(f"undostore: error: hook: {line}\n")
-        sys.stderr.flush()
+        if answer.stdout:
+            sys.stdout.write(answer.stdout + "\n")
+            sys.stdout.flush()
+        if answer.stderr:
+            sys.stderr.write(answer.stderr + "\n")
+            sys.stderr.flush()
     except (OSError, ValueError):
-        pass  # no stderr to write to: the exit code still says it failed
-    sys.exit(1)
+        pass  # the host closed the pipe: the exit code still says what happened
+    sys.exit(answer.code)
 
 
 COMMANDS = [hook_command]

@@ -13,9 +13,12 @@ from .common import Context, pass_context
 def mcp_command(ctx: Context, as_json: bool) -> None:
     """Serve undostore's tools to an MCP client over stdin/stdout.
 
-    Tools: snapshot, diff, undo, redo, log, status, ops; each returns what the command prints
-    with --json. The root is found from the server's working folder (or --root). Needs the
-    `mcp` package: pip install 'undostore[mcp]'.
+    Tools: snapshot, diff, undo, redo, restore, revert, log, status, ops, sessions; each returns
+    what the command prints with --json (undo, redo, restore and revert do not ask, and take
+    dry_run). The root is found from the server's working folder (or --root). A client passes
+    the server only a few environment variables (HOME, PATH, ...): set UNDOSTORE_HOME in its
+    config's `env` if the hooks use another. Needs the `mcp` package:
+    pip install 'undostore[mcp]'.
     """
     try:
         from .mcp_server import serve

@@ -1,10 +1,18 @@
 """`undostore mcp`: a Model Context Protocol server over stdio (extra `undostore[mcp]`).
 
-Each tool runs the matching command in this process with `--json` and hands back that exact JSON
-object (as text, and as structured content), so a tool and its command cannot drift apart. A
-command that fails (any exit code but 0) becomes a tool error with its message; the server keeps
-running. `undo`, `redo` and `revert` get `--yes`: the host asked. The root is found from the
-server's working folder on every call, as the command line finds it.
+Each read or record tool runs the matching command in this process with `--json` and hands back
+that exact JSON object (as text, and as structured content), so a tool and its command cannot
+drift apart. The four tools that restore files (undo, redo, restore, revert) make the same
+library call as their command, with the same JSON (`RestoreResult.to_json`), so that they can
+report MCP progress while they run (when the client sent a progress token) and hear of a
+restore a crash left half-done that they finish first (`warnings`, kind "recovery"). A failure
+(any exit code but 0) becomes a tool error with its message; the server keeps running.
+`undo`, `redo`, `restore` and `revert` do not ask: the host asked (`dry_run` shows the plan).
+The root is found from the server's working folder on every call, as the command line finds it.
+
+A result whose JSON would pass `RESULT_LIMIT` bytes is cut to a summary (`"truncated": true`,
+the full counts, and how to narrow the call): a client's stdio reader drops a message over
+10 MiB (the TypeScript SDK's), and the text and the structured copy are each sent.
 
 A tool call runs in a worker thread, so a long snapshot or undo does not hold up pings, the
 tool list or a cancellation; tool calls run one at a time (they share this process's stdout
@@ -24,12 +32,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 Args = dict[str, Any]
+
+
+READ_ONLY = "read-only"       # readOnlyHint: looks, changes nothing
+RECORDS = "records"           # adds to the store (a snapshot), changes no file
+RESTORES = "restores"         # destructiveHint: changes files (a safety snapshot first)
 
 
 @dataclass(frozen=True)
@@ -39,22 +53,32 @@ class Tool:
     properties: dict[str, Any]
     required: tuple[str, ...]
     argv: Callable[[Args], list[str]]
+    kind: str = READ_ONLY
 
     def schema(self) -> dict[str, Any]:
         return {"type": "object", "properties": self.properties, "required": list(self.required),
                 "additionalProperties": False}
 
+    def annotations(self) -> types.ToolAnnotations:
+        return types.ToolAnnotations(
+            read_only_hint=self.kind == READ_ONLY,
+            destructive_hint=self.kind == RESTORES if self.kind != READ_ONLY else None,
+            idempotent_hint=True if self.kind == READ_ONLY else None,
+            open_world_hint=False)
+
 
 TOOLS: dict[str, Tool] = {}
 
 
-def tool(name: str, description: str, required: tuple[str, ...] = (), **properties: Any
+def tool(name: str, description: str, required: tuple[str, ...] = (), kind: str = READ_ONLY,
+         **properties: Any
          ) -> Callable[[Callable[[Args], list[str]]], Callable[[Args], list[str]]]:
-    """Register a tool: its one-line description for a model, its arguments' JSON schemas, and
-    the function that turns the arguments into the command's arguments (after the name)."""
+    """Register a tool: its one-line description for a model, its arguments' JSON schemas, what
+    it does to the files (`kind`: the MCP annotations), and the function that turns the
+    arguments into the command's arguments (after the name)."""
 
     def register(argv: Callable[[Args], list[str]]) -> Callable[[Args], list[str]]:
-        TOOLS[name] = Tool(name, description, properties, required, argv)
+        TOOLS[name] = Tool(name, description, properties, required, argv, kind)
         return argv
 
     return register
@@ -66,6 +90,9 @@ def _text(description: str) -> dict[str, Any]:
 
 SESSION = _text("Undo history to use (default: $UNDOSTORE_SESSION, else the session with the "
                 "newest undo point).")
+DRY_RUN = {"type": "boolean",
+           "description": "Only say what would change (created, modified, deleted); change "
+                          "nothing."}
 SNAPSHOT_ID = "a snapshot id (40 hex digits, or a unique prefix of 4 or more)"
 
 
@@ -88,7 +115,7 @@ class ToolInputError(Exception):
 
 
 @tool("snapshot", "Capture the project's files now and return the snapshot id; with `session`, "
-      "also record an undo point the user can go back to.",
+      "also record an undo point the user can go back to.", kind=RECORDS,
       session=_text("Record an undo point in this session (none: only capture)."),
       label=_text("Label of the undo point, e.g. what is about to be done."))
 def _snapshot(args: Args) -> list[str]:
@@ -112,29 +139,43 @@ def _diff(args: Args) -> list[str]:
 
 
 @tool("undo", "Put the files back as they were at the session's newest undo point "
-      "(takes back the last turn; `redo` takes the undo back).", session=SESSION)
+      "(takes back the last turn; `redo` takes the undo back).", kind=RESTORES,
+      session=SESSION, dry_run=DRY_RUN)
 def _undo(args: Args) -> list[str]:
-    return ["undo", "--yes", *_opt("--session", args.get("session"))]
+    return ["undo", "--yes", *_opt("--session", args.get("session")), *_dry(args)]
 
 
-@tool("redo", "Take back the session's last undo.", session=SESSION)
+@tool("redo", "Take back the session's last undo.", kind=RESTORES, session=SESSION,
+      dry_run=DRY_RUN)
 def _redo(args: Args) -> list[str]:
-    return ["redo", "--yes", *_opt("--session", args.get("session"))]
+    return ["redo", "--yes", *_opt("--session", args.get("session")), *_dry(args)]
+
+
+@tool("restore", "Make the project's files equal to one snapshot (any id from snapshot, log or "
+      "ops); a safety snapshot of the files now is taken first and returned.", kind=RESTORES,
+      required=("id",), id=_text(f"The snapshot to restore: {SNAPSHOT_ID}."), dry_run=DRY_RUN)
+def _restore(args: Args) -> list[str]:
+    return ["restore", "--yes", *_dry(args), *_id(args, "id")]
 
 
 @tool("revert", "Take back one change (FROM -> TO) and keep every later change, merging file by "
       "file as `git revert` does; with only `from`, an undo point, take back that one turn. "
       "Overlapping later edits are refused (nothing changed) unless `merge` writes conflict "
-      "markers; the result lists `conflicts`.",
+      "markers; the result lists `conflicts`.", kind=RESTORES,
       required=("from",),
       **{"from": _text(f"The state before the change: {SNAPSHOT_ID}, usually an undo point."),
          "to": _text(f"The state after the change: {SNAPSHOT_ID} (default: the session's next "
                      "undo point, or the files now)."),
          "merge": {"type": "boolean",
-                   "description": "On conflicts, write git-style markers instead of refusing."}})
+                   "description": "On conflicts, write git-style markers instead of refusing."},
+         "dry_run": DRY_RUN})
 def _revert(args: Args) -> list[str]:
-    return ["revert", "--yes", *_id(args, "from"), *_id(args, "to"),
+    return ["revert", "--yes", *_dry(args), *_id(args, "from"), *_id(args, "to"),
             *(["--merge"] if args.get("merge") else [])]
+
+
+def _dry(args: Args) -> list[str]:
+    return ["--dry-run"] if args.get("dry_run") else []
 
 
 @tool("log", "List the session's undo points, newest first, and its redo stack.",
@@ -157,29 +198,105 @@ def _ops(args: Args) -> list[str]:
     return ["ops", *_opt("--session", args.get("session")), *_opt("--since", args.get("since"))]
 
 
+@tool("sessions", "List the undo histories (sessions) of this project with their numbers of "
+      "undo points and redo entries.")
+def _sessions(args: Args) -> list[str]:
+    return ["sessions"]
+
+
+# --- the tools that restore: one library call, with progress and recovery warnings -------------
+
+
+class Call:
+    """One tool call: the global options it runs with, the client's progress listener (None:
+    the client sent no progress token), and the warnings heard along the way."""
+
+    def __init__(self, global_args: list[str],
+                 on_progress: Callable[[Any], None] | None = None) -> None:
+        self.global_args = global_args
+        self.on_progress = on_progress
+        self.warnings: list[dict[str, Any]] = []
+
+    def recovered(self, pending: Any) -> None:
+        self.warnings.append({"path": None, "message": pending.finishing_notice(),
+                              "kind": "recovery"})
+
+    def workspace(self):  # noqa: ANN201 (undostore.Workspace, imported lazily)
+        from undostore import Workspace
+
+        args = self.global_args
+        root = args[args.index("--root") + 1] if "--root" in args else None
+        store = args[args.index("--store") + 1] if "--store" in args else None
+        workspace = Workspace(root, store, force="--force" in args)
+        workspace.on_recovery = self.recovered
+        return workspace
+
+
+def _yes(plan: Any) -> bool:
+    return True  # the host asked
+
+
+def _restoring(call: Call, name: str, args: Args) -> dict[str, Any]:
+    """Tool `name` of the restoring kind as its command does it; the command's JSON."""
+    dry_run = bool(args.get("dry_run"))
+    with call.workspace() as ws:
+        run = dict(dry_run=dry_run, confirm=None if dry_run else _yes,
+                   on_progress=call.on_progress)
+        if name in ("undo", "redo"):
+            session = ws.history_session(args.get("session") or None)[0]
+            result = getattr(ws, name)(session, **run)
+        elif name == "restore":
+            result = ws.restore(_id(args, "id")[0], **run)
+        else:
+            to = _id(args, "to")
+            result = ws.revert(_id(args, "from")[0], to[0] if to else None,
+                               merge=bool(args.get("merge")), **run)
+    return result.to_json()
+
+
+def _failure(err: Exception) -> tuple[int, dict[str, Any]]:
+    """(exit code, JSON) for a library error, as `main` prints it with --json."""
+    doc: dict[str, Any] = {"error": {"type": type(err).__name__,
+                                     "message": getattr(err, "message", str(err)),
+                                     "path": getattr(err, "path", None)},
+                           "exit_code": getattr(err, "exit_code", 1)}
+    if getattr(err, "conflicts", None) is not None:
+        doc["conflicts"] = err.conflicts  # type: ignore[attr-defined]
+    return doc["exit_code"], doc
+
+
 # --- running a command in this process ---------------------------------------------------------
 
 
-def capture(argv: list[str]) -> tuple[int, str]:
-    """(exit code, stdout) of `undostore argv`, run in this process."""
+def capture(argv: list[str]) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `undostore argv`, run in this process."""
     from .main import main
 
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
-    saved = sys.stdout
-    sys.stdout = out
+    err = io.StringIO()
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
     try:
         main(argv)
         code = 0
     except SystemExit as done:
         code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     finally:
-        sys.stdout = saved
-    return code, out.buffer.getvalue().decode("utf-8", "replace")
+        sys.stdout, sys.stderr = saved
+    return code, out.buffer.getvalue().decode("utf-8", "replace"), err.getvalue()
 
 
-def run_command(global_args: list[str], argv: list[str]) -> tuple[int, dict[str, Any]]:
-    """(exit code, the JSON object the command printed) for `undostore GLOBAL... argv --json`."""
-    code, text = capture([*global_args, *_with_json(argv)])
+RECOVERY_NOTE = "undostore: finishing "  # Context.workspace's note before finishing a restore
+
+
+def run_command(call: Call, argv: list[str]) -> tuple[int, dict[str, Any]]:
+    """(exit code, the JSON object the command printed) for `undostore GLOBAL... argv --json`;
+    a restore it finished first (a crash left it half-done) is added to `warnings`."""
+    code, text, err = capture([*call.global_args, *_with_json(argv)])
+    for line in err.splitlines():
+        if line.startswith(RECOVERY_NOTE):
+            call.warnings.append({"path": None, "message": line.removeprefix("undostore: "),
+                                  "kind": "recovery"})
     text = text.strip()
     try:
         payload = json.loads(text.splitlines()[-1]) if text else {}
@@ -193,21 +310,34 @@ def _with_json(argv: list[str]) -> list[str]:
     return [argv[0], "--json", *argv[1:]]
 
 
-def call(global_args: list[str], name: str, args: Args) -> types.CallToolResult:
+def call(global_args: list[str], name: str, args: Args,
+         on_progress: Callable[[Any], None] | None = None) -> types.CallToolResult:
     """Run tool `name`; every failure is a tool error, never an exception."""
+    from undostore.errors import UndostoreError
+
+    run = Call(global_args, on_progress)
     try:
         spec = TOOLS.get(name)
         if spec is None:
             return _error(f"unknown tool {name!r} (tools: {', '.join(sorted(TOOLS))})")
         args = dict(args or {})
         _check(spec, args)
-        code, payload = run_command(global_args, spec.argv(args))
+        spec.argv(args)  # the same checks as the command line's
+        if spec.kind == RESTORES:
+            try:
+                code, payload = 0, _restoring(run, name, args)
+            except UndostoreError as err:
+                code, payload = _failure(err)
+        else:
+            code, payload = run_command(run, spec.argv(args))
         if code == 0 and name == "diff" and args.get("format"):
             payload["text"] = _diff_text(global_args, payload, args)
     except ToolInputError as err:
         return _error(str(err))
     except Exception as err:  # noqa: BLE001 (the server must keep running)
         return _error(f"{type(err).__name__}: {err}")
+    if run.warnings:
+        payload["warnings"] = [*run.warnings, *payload.get("warnings", [])]
     if code != 0:
         error = payload.get("error") if isinstance(payload.get("error"), dict) else {}
         message = error.get("message") or payload.get("output") or f"exit code {code}"
@@ -215,7 +345,7 @@ def call(global_args: list[str], name: str, args: Args) -> types.CallToolResult:
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=f"undostore: error: {where}{message}")],
             structured_content=payload, is_error=True)
-    text = json.dumps(payload, ensure_ascii=False)
+    payload, text = limited(payload, name)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                 structured_content=payload)
 
@@ -229,6 +359,50 @@ def _diff_text(global_args: list[str], payload: dict[str, Any], args: Args) -> s
     if paths:
         argv += ["--", *paths]
     return capture([*global_args, *argv])[1]
+
+
+# --- results that would be too big for a client ---------------------------------------------------
+
+RESULT_LIMIT = 1_000_000   # bytes of JSON text; the structured copy doubles what is sent
+_NARROW = {"diff": "pass `paths` to see some files, a `format` only where needed, or run "
+                   "`undostore diff` in a terminal",
+           "log": "run `undostore log -n N` in a terminal",
+           "ops": "pass `since` (e.g. 1h) or `session`, or run `undostore ops` in a terminal"}
+
+
+def limited(payload: dict[str, Any], name: str) -> tuple[dict[str, Any], str]:
+    """(payload, its JSON text), cut to a summary when the text would pass RESULT_LIMIT: each
+    list keeps the items that fit (its full length in `<key>_total`), each long text its start,
+    with `"truncated": true` and `narrow` saying how to ask for less."""
+    text = json.dumps(payload, ensure_ascii=False)
+    size = len(text.encode("utf-8"))
+    if size <= RESULT_LIMIT:
+        return payload, text
+    summary: dict[str, Any] = {"truncated": True, "bytes": size,
+                               "narrow": _NARROW.get(name, f"run `undostore {name}` in a "
+                                                           "terminal for the whole result")}
+    budget = RESULT_LIMIT // 2 // max(1, sum(isinstance(v, (list, str)) for v in
+                                            payload.values()))
+    for key, value in payload.items():
+        if isinstance(value, list):
+            summary[key] = _fit_list(value, budget)
+            summary[f"{key}_total"] = len(value)
+        elif isinstance(value, str) and len(value) > budget:
+            summary[key] = value[:budget]
+            summary[f"{key}_total_chars"] = len(value)
+        else:
+            summary[key] = value
+    return summary, json.dumps(summary, ensure_ascii=False)
+
+
+def _fit_list(items: list[Any], budget: int) -> list[Any]:
+    kept, used = [], 0
+    for item in items:
+        used += len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + 2
+        if used > budget:
+            break
+        kept.append(item)
+    return kept
 
 
 def _check(spec: Tool, args: Args) -> None:
@@ -255,30 +429,121 @@ def _error(message: str) -> types.CallToolResult:
                                 is_error=True)
 
 
+# --- progress: the restore's callback, turned into MCP progress notifications -----------------
+
+PROGRESS_EVERY = 0.5    # seconds between notifications while files are written
+HEARTBEAT = 10.0        # seconds: a step that reports nothing (a big safety snapshot) still does
+_STEPS = ("safety", "plan", "write", "sync")
+
+
+class ProgressBridge:
+    """MCP progress for one tool call whose client sent a progress token.
+
+    The restore's `on_progress` (called in the worker thread) becomes notifications sent on the
+    server's event loop: `progress` out of `len(_STEPS)` steps, at most every PROGRESS_EVERY
+    seconds within a step. Meanwhile `heartbeat` repeats the last state every HEARTBEAT seconds
+    (a client may reset its request timeout on each), so a long snapshot or safety snapshot is
+    heard of too. Values only ever increase, as MCP requires."""
+
+    def __init__(self, send: Callable[[float, float | None, str], Any],
+                 total: float | None) -> None:
+        import threading
+
+        self.send = send
+        self.total = total
+        self.last = -1.0        # nothing sent yet
+        self.message = "working"
+        self.sent_at = 0.0
+        self._lock = threading.Lock()
+
+    def _claim(self, value: float | None, message: str, force: bool) -> float | None:
+        """The value to send now (None: nothing); `value` None: a heartbeat."""
+        import time
+
+        with self._lock:
+            now = time.monotonic()
+            if value is None:  # a heartbeat: a little further within the same step
+                base = max(self.last, 0.0)
+                value = round(min(base + 0.001, int(base) + 0.999), 4)
+                message = self.message
+            if value <= self.last or (not force and now - self.sent_at < PROGRESS_EVERY):
+                return None
+            self.last, self.message, self.sent_at = value, message, now
+            return value
+
+    def __call__(self, progress: Any) -> None:
+        from .progress import describe
+
+        step = _STEPS.index(progress.step) if progress.step in _STEPS else 0
+        share = (progress.files_done / progress.files_total) if progress.files_total else 0.0
+        value = round(step + min(share, 1.0) * 0.99, 4)
+        claimed = self._claim(value, describe(progress).removeprefix("undostore: "),
+                              force=step > int(self.last))
+        if claimed is None:
+            return
+        try:
+            anyio.from_thread.run(self.send, claimed, self.total, self.message)
+        except Exception:  # noqa: BLE001 (a client gone away must not stop the restore)
+            pass
+
+    async def heartbeat(self, every: float) -> None:
+        while True:
+            await anyio.sleep(every)
+            claimed = self._claim(None, "", force=True)
+            if claimed is not None:
+                await self.send(claimed, self.total, self.message)
+
+
 # --- the server -------------------------------------------------------------------------------
 
 
-def build_server(global_args: list[str]) -> Server:
+def build_server(global_args: list[str], heartbeat: float = HEARTBEAT) -> Server:
     from undostore import __version__
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[
-            types.Tool(name=t.name, description=t.description, input_schema=t.schema())
+            types.Tool(name=t.name, description=t.description, input_schema=t.schema(),
+                       annotations=t.annotations())
             for t in TOOLS.values()])
 
     one_at_a_time = anyio.Lock()
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        bridge = _bridge(ctx, params.name)
         async with one_at_a_time:
             # abandon_on_cancel=False (the default): a cancelled request waits for the thread,
             # so the lock is held until the library call has returned.
-            return await anyio.to_thread.run_sync(call, global_args, params.name,
-                                                  params.arguments or {})
+            if bridge is None:
+                return await anyio.to_thread.run_sync(call, global_args, params.name,
+                                                      params.arguments or {}, None)
+            async with anyio.create_task_group() as group:
+                group.start_soon(bridge.heartbeat, heartbeat)
+                listener = bridge if TOOLS[params.name].kind == RESTORES else None
+                result = await anyio.to_thread.run_sync(call, global_args, params.name,
+                                                        params.arguments or {}, listener)
+                group.cancel_scope.cancel()
+            return result
 
     return Server("undostore", version=__version__,
                   instructions="Undo and redo for the files of this project: snapshot before "
                                "a change, diff to see it, undo to take it back.",
                   on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _bridge(ctx: Any, name: str) -> ProgressBridge | None:
+    """The progress bridge of a call whose client sent a progress token (None: no token)."""
+    meta = getattr(ctx, "meta", None) or {}
+    token = meta.get("progress_token", meta.get("progressToken")) if isinstance(meta, dict) \
+        else None
+    if token is None or name not in TOOLS:
+        return None
+
+    async def send(value: float, total: float | None, message: str) -> None:
+        await ctx.session.send_progress_notification(
+            token, value, total=total, message=message,
+            related_request_id=getattr(ctx, "request_id", None))
+
+    return ProgressBridge(send, float(len(_STEPS)) if TOOLS[name].kind == RESTORES else None)
 
 
 def serve(global_args: list[str]) -> None:

@@ -79,7 +79,6 @@ def test_the_root_is_found_from_cwd_in_a_sub_folder_of_a_git_work_tree(tree_fact
      "tool_input": {"file_path": "/x/a.txt", "content": "y"}},
     {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"},
      "tool_response": {"stdout": ""}},
-    {"hook_event_name": "Stop", "stop_hook_active": False},
     {"hook_event_name": "SessionStart", "source": "startup"},
     {"hook_event_name": "SomethingNew", "whatever": [1, 2]},
 ])
@@ -93,7 +92,7 @@ def test_other_events_change_nothing(tree_factory, event):
 
 def test_other_events_do_not_even_look_at_a_missing_cwd(tmp_path):
     assert_done(hook({"session_id": "s", "cwd": str(tmp_path / "gone"),
-                      "hook_event_name": "Stop"}))
+                      "hook_event_name": "SessionStart"}))
 
 
 def test_extra_unknown_fields_are_ignored(tree_factory):
@@ -134,7 +133,7 @@ def test_a_session_id_that_cannot_name_a_session_fails_with_exit_1_not_2(tree_fa
 
 def test_arguments_to_hook_fail_with_exit_1_not_2(tree_factory):
     result = run("hook", "--bogus", stdin=json.dumps({"hook_event_name": "Stop"}).encode())
-    assert "no arguments" in assert_failed_one_line(result)
+    assert "hook takes --host H" in assert_failed_one_line(result)
 
 
 def test_two_hooked_prompts_then_two_undos_give_back_the_files_before_the_first(tree_factory):

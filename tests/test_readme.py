@@ -102,23 +102,30 @@ def test_the_claude_code_settings_snippet_wires_the_hook_and_the_status_line(tre
     (settings,) = [json.loads(b) for b in blocks("json") if "hooks" in b]
     (entry,) = settings["hooks"]["UserPromptSubmit"]
     (hook,) = entry["hooks"]
-    assert hook == {"type": "command", "command": "undostore hook"}
+    assert hook == {"type": "command", "command": "undostore hook --host claude-code"}
     root = tree_factory({"a.txt": "before"})
-    event = {"session_id": "conv-1", "transcript_path": "/t.jsonl", "cwd": str(root),
-             "hook_event_name": "UserPromptSubmit", "prompt": "rename things"}
-    ran = subprocess.run(_undostore(hook["command"]), input=json.dumps(event), text=True,
-                         capture_output=True, cwd=root, timeout=60)
+
+    def send(prompt: str) -> subprocess.CompletedProcess[str]:
+        event = {"session_id": "conv-1", "transcript_path": "/t.jsonl", "cwd": str(root),
+                 "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+        return subprocess.run(_undostore(hook["command"]), input=json.dumps(event), text=True,
+                              capture_output=True, cwd=root, timeout=60)
+
+    ran = send("rename things")
     assert (ran.returncode, ran.stdout) == (0, "")
     (root / "a.txt").write_text("after")
     status = subprocess.run(_undostore(settings["statusLine"]["command"]), text=True,
                             capture_output=True, cwd=root, timeout=60)
     assert status.stdout == "undo:1 redo:0\n"
-    (slash,) = [b for b in blocks("markdown") if "undostore undo" in b]
-    command = re.search(r"^!`(.*)`$", slash, re.M).group(1)
-    undo = subprocess.run(_undostore(command), text=True, capture_output=True, cwd=root,
-                          timeout=60)
+    undo = send("/undo")   # typed in the host: done by the hook, the prompt blocked
     assert undo.returncode == 0, undo.stderr
+    assert json.loads(undo.stdout)["decision"] == "block"
     assert (root / "a.txt").read_text() == "before"
+    # Every host in the table has its init command.
+    table = README.read_text().split("## Agent hosts", 1)[1].split("```", 1)[0]
+    hosts = re.findall(r"`undostore init ([a-z-]+)`", table)
+    assert sorted(set(hosts)) == ["claude-code", "codex", "codex-notify", "copilot", "cursor",
+                             "gemini", "opencode", "pi", "windsurf"]
 
 
 def test_the_mcp_snippet_starts_a_server_that_answers(tree_factory):

@@ -1,0 +1,99 @@
+"""`undostore init HOST`: wire undostore into an agent host's config (cli/hosts_init.py knows
+each host's files); merged into what is there, idempotent, `--dry-run` to see it first."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from .common import Context, dry_run_option, emit, json_option, pass_context
+from .hosts_init import INIT, ConfigError, target
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as err:
+        raise ConfigError(path, f"it is not UTF-8 text ({err})") from None
+
+
+def _write(path: str, text: str) -> None:
+    from undostore.fileio import atomic_write
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    atomic_write(path, text.encode("utf-8"), mode=mode)
+    os.chmod(path, mode)
+
+
+def _root(ctx: Context) -> str:
+    from undostore.store.discover import discover
+
+    store = ctx.store or os.environ.get("UNDOSTORE_STORE") or None
+    return ctx.root or discover(None, store, force=ctx.force).root
+
+
+@click.command("init")
+@click.argument("host", type=click.Choice(sorted(INIT)), metavar="HOST")
+@click.option("--global", "user_wide", is_flag=True,
+              help="Write the user-wide config (under the home folder), not the project's.")
+@dry_run_option
+@json_option
+@pass_context
+def init_command(ctx: Context, host: str, user_wide: bool, dry_run: bool, as_json: bool) -> None:
+    """Wire undostore into agent host HOST: each prompt records an undo point, each finished
+    turn the files after it, and /undo, /undo N, /redo typed in the host are done by undostore.
+
+    HOST: claude-code, codex, codex-notify, copilot, cursor, gemini, opencode, pi, windsurf.
+    The project's config is found from the root (see `undostore --help`); --global writes the
+    user's. Every other setting and hook in the file is kept, and running it again changes
+    nothing. A file it cannot parse is left untouched (exit 1). Hosts run `undostore` from
+    their PATH: install it with `pipx install .` or `uv tool install .`.
+    """
+    root = _root(ctx) if not user_wide else ""
+    changes: list[dict[str, Any]] = []
+    try:
+        for spec in INIT[host]:
+            path = target(spec, root, user_wide)
+            old = _read(path)
+            new = spec.update(old, path)
+            changes.append({"path": path, "old": old, "new": new})
+    except ConfigError as err:
+        from undostore.errors import UndostoreError
+
+        raise UndostoreError(err.message, err.path) from None
+    written = [c["path"] for c in changes if c["new"] != c["old"]]
+    if not dry_run:
+        for change in changes:
+            if change["new"] != change["old"]:
+                _write(change["path"], change["new"])
+    payload: dict[str, Any] = {
+        "host": host, "dry_run": dry_run, "written": [] if dry_run else written,
+        "unchanged": [c["path"] for c in changes if c["new"] == c["old"]]}
+    if dry_run:
+        payload["would_write"] = [{"path": c["path"], "content": c["new"]} for c in changes
+                                  if c["new"] != c["old"]]
+    emit(as_json, payload, lambda: _plain(changes, dry_run))
+
+
+def _plain(changes: list[dict[str, Any]], dry_run: bool) -> str:
+    lines = []
+    for change in changes:
+        if change["new"] == change["old"]:
+            lines.append(f"unchanged {change['path']}")
+        elif dry_run:
+            lines += [f"would write {change['path']}:", change["new"].rstrip("\n"), ""]
+        else:
+            lines.append(f"wrote {change['path']}")
+    return "\n".join(lines)
+
+
+COMMANDS = [init_command]

@@ -1,0 +1,151 @@
+"""What undostore knows about each agent host's hook events: one `Host` record per host.
+
+A record says where the host puts the session id, the folder and the prompt in its event JSON,
+which event names mean "a prompt was submitted" (record an undo point) and "the turn ended"
+(record the files after it), and how the host reads the hook's stdout. `cmd_hook` holds no host
+knowledge of its own, so adding a host is adding a record here (and its config to `hosts_init`).
+
+Sources of each shape (read 2026-12; where one differs from CONTRACT.md's table, the host wins,
+see docs/design.md "Agent hosts"):
+- claude-code: code.claude.com/docs/en/hooks (UserPromptSubmit: session_id, cwd, prompt; Stop;
+  `{"decision": "block", "reason"}` drops the prompt and shows the reason; slash commands and
+  plugin commands, `/plugin:command`, arrive in `prompt` as typed, unexpanded).
+- codex: openai/codex codex-rs/hooks/schema/generated/user-prompt-submit.command.{input,output}
+  .schema.json and stop.command.input.schema.json (same names as Claude Code, plus turn_id, model);
+  developers.openai.com/codex/hooks (`.codex/hooks.json`; matching hooks start concurrently).
+- codex-notify: openai/codex docs/config.md "notify" (one JSON argument: type
+  "agent-turn-complete", thread-id, turn-id, cwd, input-messages, last-assistant-message).
+- cursor: cursor.com/docs/agent/hooks (every event: conversation_id, generation_id,
+  hook_event_name, workspace_roots; beforeSubmitPrompt: prompt, answer `{"continue": bool,
+  "user_message"}`; stop: status, loop_count, answer `{}` or `{"followup_message"}`).
+- gemini: google-gemini/gemini-cli docs/hooks/reference.md (session_id, cwd, hook_event_name,
+  BeforeAgent: prompt, `{"decision": "deny", "reason"}` discards the prompt; AfterAgent; stdout
+  must be JSON only).
+- copilot: docs.github.com/en/copilot/reference/hooks-reference (camelCase events in
+  `.github/hooks/*.json`: sessionId, timestamp, cwd; userPromptSubmitted: prompt, its output is
+  ignored (it cannot stop a prompt); agentStop: stopReason; no event name in the payload).
+- windsurf: docs.windsurf.com/windsurf/cascade/hooks (agent_action_name, trajectory_id,
+  execution_id, timestamp, tool_info; pre_user_prompt: tool_info.user_prompt, a pre-hook blocks
+  with exit code 2; post_cascade_response; no folder: the hook runs in the workspace root).
+- opencode, pi: in-process plugins (`hosts_init` writes them) that run `undostore hook --host H`
+  with a Claude-Code-like event of their own: session_id, cwd, prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Path = tuple[str | int, ...]
+
+# How a host reads the hook's stdout.
+SILENT = "silent"            # print nothing (it may go to the model); the /undo answer only
+ALWAYS_JSON = "always-json"  # exactly one JSON object on every path (Cursor)
+JSON_ONLY = "json-only"      # nothing, or JSON only (Gemini)
+
+# How a host lets a hook stop a prompt from reaching the model.
+BLOCK_DECISION = "decision-block"  # {"decision": "block", "reason": ...} on stdout, exit 0
+BLOCK_DENY = "decision-deny"       # {"decision": "deny", "reason": ..., "systemMessage": ...}
+BLOCK_CONTINUE = "continue-false"  # {"continue": false, "user_message": ...} (Cursor)
+BLOCK_EXIT_2 = "exit-2"            # the reason on stderr, exit 2 (Windsurf's pre-hooks)
+BLOCK_NONE = "none"                # the host has no way: the command is done, the prompt goes on
+
+
+@dataclass(frozen=True)
+class Host:
+    """One agent host's hook protocol."""
+
+    name: str
+    prompt_events: frozenset[str]
+    after_events: frozenset[str]
+    event_key: str | None        # where the event's name is (None: named on the command line)
+    session: Path
+    root: Path | None            # None: the host sends no folder (the process's own)
+    prompt: Path
+    stdout: str = SILENT
+    block: str = BLOCK_DECISION
+    after_records_point: bool = False  # codex-notify: the only event is the turn's end
+
+    def event_name(self, event: dict[str, Any], named: str | None) -> str | None:
+        if named:
+            return named
+        if self.event_key is not None:
+            value = event.get(self.event_key)
+            return value if isinstance(value, str) else None
+        return self._guess_event(event)
+
+    def _guess_event(self, event: dict[str, Any]) -> str | None:
+        """Copilot's payload has no event name: a prompt is the prompt event, a stop reason the
+        after-turn event."""
+        if "prompt" in event:
+            return next(iter(self.prompt_events))
+        if "stopReason" in event:
+            return next(iter(self.after_events))
+        return None
+
+    def quiet_answer(self, event_name: str | None) -> str:
+        """What stdout gets when the hook has nothing to say (done or failed)."""
+        if self.stdout != ALWAYS_JSON:
+            return ""
+        return '{"continue": true}' if event_name in self.prompt_events else "{}"
+
+
+def pick(event: dict[str, Any], path: Path) -> Any:
+    """The value at `path` in the event (None where any step is missing)."""
+    value: Any = event
+    for step in path:
+        if isinstance(step, int):
+            if not isinstance(value, list) or len(value) <= step:
+                return None
+        elif not isinstance(value, dict):
+            return None
+        value = value[step] if isinstance(step, int) else value.get(step)
+    return value
+
+
+HOSTS: dict[str, Host] = {h.name: h for h in (
+    Host("claude-code", frozenset({"UserPromptSubmit"}), frozenset({"Stop"}),
+         "hook_event_name", ("session_id",), ("cwd",), ("prompt",)),
+    Host("codex", frozenset({"UserPromptSubmit"}), frozenset({"Stop"}),
+         "hook_event_name", ("session_id",), ("cwd",), ("prompt",)),
+    Host("codex-notify", frozenset(), frozenset({"agent-turn-complete"}),
+         "type", ("thread-id",), ("cwd",), ("input-messages", 0),
+         block=BLOCK_NONE, after_records_point=True),
+    Host("cursor", frozenset({"beforeSubmitPrompt"}), frozenset({"stop"}),
+         "hook_event_name", ("conversation_id",), ("workspace_roots", 0), ("prompt",),
+         stdout=ALWAYS_JSON, block=BLOCK_CONTINUE),
+    Host("gemini", frozenset({"BeforeAgent"}), frozenset({"AfterAgent"}),
+         "hook_event_name", ("session_id",), ("cwd",), ("prompt",),
+         stdout=JSON_ONLY, block=BLOCK_DENY),
+    Host("copilot", frozenset({"userPromptSubmitted"}), frozenset({"agentStop"}),
+         None, ("sessionId",), ("cwd",), ("prompt",), block=BLOCK_NONE),
+    Host("windsurf", frozenset({"pre_user_prompt"}), frozenset({"post_cascade_response"}),
+         "agent_action_name", ("trajectory_id",), None, ("tool_info", "user_prompt"),
+         block=BLOCK_EXIT_2),
+    Host("opencode", frozenset({"chat.message"}), frozenset({"session.idle"}),
+         "hook_event_name", ("session_id",), ("cwd",), ("prompt",), block=BLOCK_NONE),
+    Host("pi", frozenset({"before_agent_start", "input"}), frozenset({"agent_end"}),
+         "hook_event_name", ("session_id",), ("cwd",), ("prompt",)),
+)}
+
+GEMINI_EVENTS = frozenset({"BeforeAgent", "AfterAgent", "BeforeTool", "AfterTool", "BeforeModel",
+                           "AfterModel", "BeforeToolSelection", "SessionStart", "SessionEnd",
+                           "PreCompress", "Notification"})
+
+
+def detect(event: dict[str, Any]) -> Host:
+    """The host that sent `event`, from its shape (for `hook` without --host)."""
+    if event.get("type") == "agent-turn-complete" or "thread-id" in event:
+        return HOSTS["codex-notify"]
+    if "agent_action_name" in event:
+        return HOSTS["windsurf"]
+    name = event.get("hook_event_name")
+    if name is None:
+        return HOSTS["copilot"] if "sessionId" in event else HOSTS["claude-code"]
+    if "conversation_id" in event or "workspace_roots" in event:
+        return HOSTS["cursor"]
+    if name in GEMINI_EVENTS and ("timestamp" in event or name.startswith(("Before", "After"))):
+        return HOSTS["gemini"]
+    if "turn_id" in event:
+        return HOSTS["codex"]
+    return HOSTS["claude-code"]

@@ -1,0 +1,213 @@
+"""What `undostore init HOST` writes for each host: the config file, where it lives (the project's,
+or the user's with `--global`), and how undostore's hooks are merged into it.
+
+A config is changed by a pure function from the file's text (None: no file) to the new text, so
+`--dry-run` and the real run compute the same thing and a second run changes nothing. Every other
+key and every other hook is kept; undostore's own entries (a command that runs `undostore hook`)
+are replaced, not doubled. A file that cannot be parsed is refused, naming it (ConfigError).
+Sources of the file formats: see cli/hosts.py; OpenCode's plugin folder and its `chat.message`
+and `session.idle` hooks: opencode.ai/docs/plugins; Pi's `.pi/extensions/*.ts` and its `input`,
+`before_agent_start` and `agent_end` events: badlogic/pi-mono
+packages/coding-agent/docs/extensions.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .hosts_files import CLAUDE_REDO, CLAUDE_UNDO, OPENCODE_PLUGIN, PI_EXTENSION
+
+MARK = "undostore hook"  # what makes a hook entry undostore's own
+
+
+class ConfigError(Exception):
+    """A config file undostore will not change (the message names it and why)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        self.message = f"{message}; nothing was written"
+        super().__init__(f"{path}: {self.message}")
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """One file `init` writes: where (relative to the project root, or to the home folder with
+    --global) and how its new text is made from the old."""
+
+    project: str | None          # path under the root (None: user-wide only)
+    user: str                    # path under the home folder (with --global)
+    update: Callable[[str | None, str], str]   # (old text or None, path) -> new text
+
+
+def command(host: str, *extra: str) -> str:
+    return " ".join(["undostore", "hook", "--host", host, *extra])
+
+
+# --- JSON configs whose "hooks" object maps event names to lists of entries -------------------
+
+
+def _load_json(text: str | None, path: str) -> dict[str, Any]:
+    if text is None or not text.strip():
+        return {}
+    try:
+        doc = json.loads(text)
+    except ValueError as err:
+        raise ConfigError(path, f"cannot parse it as JSON ({err}); fix or move it") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(path, "it is not a JSON object")
+    return doc
+
+
+def _is_ours(entry: Any) -> bool:
+    return MARK in json.dumps(entry)
+
+
+def merge_hooks(doc: dict[str, Any], path: str, entries: dict[str, Any]) -> dict[str, Any]:
+    """`doc` with each event's list holding undostore's entry once (replacing an older one)."""
+    hooks = doc.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ConfigError(path, '"hooks" is not an object')
+    for event, entry in entries.items():
+        current = hooks.get(event, [])
+        if not isinstance(current, list):
+            raise ConfigError(path, f'"hooks.{event}" is not a list')
+        ours = [i for i, e in enumerate(current) if _is_ours(e)]
+        if ours:  # the first of undostore's entries is replaced in place, any others dropped
+            current = [e for i, e in enumerate(current) if i not in ours[1:]]
+            current[ours[0]] = entry
+        else:
+            current = [*current, entry]
+        hooks[event] = current
+    return doc
+
+
+def _dump(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def hooks_json(entries: Callable[[], dict[str, Any]], top: dict[str, Any] | None = None
+               ) -> Callable[[str | None, str], str]:
+    def update(text: str | None, path: str) -> str:
+        doc = _load_json(text, path)
+        for key, value in (top or {}).items():
+            doc.setdefault(key, value)
+        return _dump(merge_hooks(doc, path, entries()))
+    return update
+
+
+def _grouped(host: str, *events: str, **fields: Any) -> dict[str, Any]:
+    """Claude-Code-style entries: {"hooks": [{"type": "command", "command": ...}]} per event."""
+    return {e: {"hooks": [{"type": "command", "command": command(host), **fields}]}
+            for e in events}
+
+
+def claude_settings(text: str | None, path: str) -> str:
+    doc = _load_json(text, path)
+    merge_hooks(doc, path, _grouped("claude-code", "UserPromptSubmit", "Stop"))
+    line = doc.get("statusLine")
+    if line is None or (isinstance(line, dict) and "undostore status" in str(line.get("command"))):
+        doc["statusLine"] = {"type": "command", "command": "undostore status"}
+    return _dump(doc)
+
+
+def _copilot_entries() -> dict[str, Any]:
+    def entry(event: str) -> dict[str, Any]:
+        run = command("copilot", event)
+        return {"type": "command", "bash": run, "powershell": run, "timeoutSec": 30}
+    return {e: entry(e) for e in ("userPromptSubmitted", "agentStop")}
+
+
+# --- Codex's notify: one top-level TOML key -----------------------------------------------------
+
+NOTIFY = ["undostore", "hook", "--host", "codex-notify"]
+_NOTIFY_LINE = re.compile(r"^notify\s*=.*$", re.MULTILINE)
+
+
+def codex_notify(text: str | None, path: str) -> str:
+    """`notify = [...]` set to undostore's, before the first table; another program's notify is
+    refused (Codex runs only one)."""
+    text = text or ""
+    current = _toml_notify(text, path)
+    if current == NOTIFY:
+        return text
+    if current is not None:
+        raise ConfigError(path, f"notify already runs {current!r} (Codex runs one notify "
+                                "program); remove it, or wire undostore with `init codex`")
+    line = "notify = " + json.dumps(NOTIFY)
+    table = re.search(r"^\s*\[", text, re.MULTILINE)
+    at = table.start() if table else len(text)
+    head = text[:at]
+    if head and not head.endswith("\n"):
+        head += "\n"
+    return head + line + "\n" + ("\n" if table else "") + text[at:]
+
+
+def _toml_notify(text: str, path: str) -> Any:
+    """The file's top-level `notify` (None: none); tomllib parses it where Python has it (3.11+),
+    else the key's line is read as JSON (a TOML array of strings is one)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        head = re.split(r"^\s*\[", text, maxsplit=1, flags=re.MULTILINE)[0]
+        match = _NOTIFY_LINE.search(head)
+        if match is None:
+            return None
+        try:
+            return json.loads(match.group(0).split("=", 1)[1])
+        except ValueError:
+            return match.group(0)
+    try:
+        return tomllib.loads(text).get("notify")
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(path, f"cannot parse it as TOML ({err}); fix or move it") from None
+
+
+# --- whole files undostore owns -------------------------------------------------------------------
+
+
+def owned(body: str) -> Callable[[str | None, str], str]:
+    """A file that is all undostore's (a plugin, a command file): always `body`."""
+    def update(text: str | None, path: str) -> str:
+        return body
+    return update
+
+
+INIT: dict[str, list[ConfigFile]] = {
+    "claude-code": [
+        ConfigFile(".claude/settings.json", ".claude/settings.json", claude_settings),
+        ConfigFile(".claude/commands/undo.md", ".claude/commands/undo.md", owned(CLAUDE_UNDO)),
+        ConfigFile(".claude/commands/redo.md", ".claude/commands/redo.md", owned(CLAUDE_REDO)),
+    ],
+    "codex": [ConfigFile(".codex/hooks.json", ".codex/hooks.json", hooks_json(
+        lambda: _grouped("codex", "UserPromptSubmit", "Stop")))],
+    "codex-notify": [ConfigFile(None, ".codex/config.toml", codex_notify)],
+    "cursor": [ConfigFile(".cursor/hooks.json", ".cursor/hooks.json", hooks_json(
+        lambda: {e: {"command": command("cursor")} for e in ("beforeSubmitPrompt", "stop")},
+        top={"version": 1}))],
+    "gemini": [ConfigFile(".gemini/settings.json", ".gemini/settings.json", hooks_json(
+        lambda: _grouped("gemini", "BeforeAgent", "AfterAgent", name="undostore")))],
+    "copilot": [ConfigFile(".github/hooks/undostore.json", ".copilot/hooks/undostore.json",
+                           hooks_json(_copilot_entries, top={"version": 1}))],
+    "windsurf": [ConfigFile(".windsurf/hooks.json", ".codeium/windsurf/hooks.json", hooks_json(
+        lambda: {e: {"command": command("windsurf"), "show_output": True}
+                 for e in ("pre_user_prompt", "post_cascade_response")}))],
+    "opencode": [ConfigFile(".opencode/plugin/undostore.js", ".config/opencode/plugin/undostore.js",
+                            owned(OPENCODE_PLUGIN))],
+    "pi": [ConfigFile(".pi/extensions/undostore.ts", ".pi/agent/extensions/undostore.ts",
+                      owned(PI_EXTENSION))],
+}
+
+
+def target(spec: ConfigFile, root: str, user_wide: bool) -> str:
+    """The file's full path: under the home folder with --global (or for a user-wide file)."""
+    if user_wide or spec.project is None:
+        base = os.environ.get("CODEX_HOME") if spec.user.startswith(".codex/") else None
+        if base:
+            return os.path.join(base, spec.user.split("/", 1)[1])
+        return os.path.join(os.path.expanduser("~"), *spec.user.split("/"))
+    return os.path.join(root, *spec.project.split("/"))
