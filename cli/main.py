@@ -29,7 +29,7 @@ COMMAND_MODULES = {
     "redo": "cmd_sessions", "sessions": "cmd_sessions", "drop": "cmd_sessions",
     "gc": "cmd_sessions", "verify": "cmd_sessions", "rebind": "cmd_sessions",
     "hook": "cmd_hook", "status": "cmd_status", "ops": "cmd_status", "mcp": "cmd_mcp",
-    "show": "cmd_show",
+    "show": "cmd_show", "pick": "cmd_pick",
 }
 
 
