@@ -109,7 +109,9 @@ class _Picker:
         try:
             result = self.ws.undo(self.session, to=point.id, dry_run=True)
         except UsageError as err:
-            return Plan([], None, str(err))
+            import textwrap
+
+            return Plan(textwrap.wrap(str(err), 78), None)
         assert result.plan is not None
         self.shown[i] = result.plan.lines()
         label = f'"{point.label}"' if point.label else point.id[:12]
@@ -117,7 +119,7 @@ class _Picker:
                     f"({_plural(len(self.shown[i]), 'file')} change)")
         plan = result.plan
         counts = (f"{len(plan.create)} to create, {len(plan.modified)} to modify, "
-                  f"{len(plan.delete)} to delete; a safety snapshot of the files is taken first")
+                  f"{len(plan.delete)} to delete; a safety snapshot is taken first")
         lines = [line.replace("\t", "  ") for line in plan.lines(limit=PLAN_LINES)]
         return Plan([*lines, "", counts], question)
 

@@ -30,11 +30,11 @@ KEYS = " \u2191\u2193 choose  PgUp/PgDn scroll the diff  Enter restore it  q qui
 
 
 class Plan(NamedTuple):
-    """What Enter shows: the lines of the plan and the question, or why it cannot be done."""
+    """What Enter shows: the lines of the plan and the question; or (question None) why it
+    cannot be done, in `lines`."""
 
     lines: list[str]
-    question: str | None      # None: `refused` says why, nothing is asked
-    refused: str = ""
+    question: str | None
 
 
 class PickScreen:
@@ -102,8 +102,10 @@ class PickScreen:
         return self._previews[self.selected]
 
     def _heading(self) -> StyleAndTextTuples:
+        if self.plan is not None and self.plan.question is None:
+            return [("class:heading", self._fit(" nothing to do:"))]
         if self.plan is not None:
-            return [("class:heading", self._fit(" the plan (what restoring it changes):"))]
+            return [("class:heading", self._fit(" the plan (what going back changes):"))]
         heading, lines = self._preview()
         where = ""
         if len(lines) > self._preview_rows():
@@ -122,7 +124,7 @@ class PickScreen:
         if self.plan is None:
             return [("class:keys", self._fit(KEYS))]
         if self.plan.question is None:
-            return [("class:refused", self._fit(f" {self.plan.refused}  (any key: back)"))]
+            return [("class:refused", self._fit(" cannot go back there (any key: back)"))]
         return [("class:question", self._fit(f" {self.plan.question} [y/N] "))]
 
     # --- keys -----

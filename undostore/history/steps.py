@@ -65,15 +65,17 @@ def plan_undo(journal: Journal, now: str, steps: int = 1, to: str | None = None)
     while skip < len(undo) and undo[-1 - skip].id == now:
         skip += 1
     left = undo[:len(undo) - skip]
+    if to is not None and to == now:
+        raise UsageError(f"cannot undo session {journal.name!r} to {to[:12]}: the files "
+                         "already equal it")
     if not left:
         raise UsageError(f"nothing to undo in session {journal.name!r}"
                          + (": the files already equal its undo points" if undo else ""))
     if to is not None:
         ids = [p.id for p in left]
         if to not in ids:
-            why = ("the files already equal it" if to == now else
-                   "it is not one of its undo points (see `undostore log`)")
-            raise UsageError(f"cannot undo session {journal.name!r} to {to[:12]}: {why}")
+            raise UsageError(f"cannot undo session {journal.name!r} to {to[:12]}: it is not "
+                             "one of its undo points (see `undostore log`)")
         steps = len(ids) - (len(ids) - 1 - ids[::-1].index(to))
     if steps < 1:
         raise UsageError("undo takes a number of steps of 1 or more")
