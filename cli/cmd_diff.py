@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .common import Context, json_option, pass_context
+from .common import Context, json_option, pass_context, session_option
 from .complete import complete_ids
+from .pager import no_pager_option, paged
 
 if TYPE_CHECKING:
     from undostore.diff.change import Change
@@ -30,7 +31,7 @@ class _DiffCommand(click.Command):
 
 
 @click.command("diff", cls=_DiffCommand)
-@click.argument("from_id", metavar="FROM", shell_complete=complete_ids)
+@click.argument("from_id", metavar="[FROM]", required=False, shell_complete=complete_ids)
 @click.argument("to_id", metavar="[TO]", required=False, shell_complete=complete_ids)
 @click.option("--name-status", "form", flag_value="name-status", default=True,
               help="Status letter and path of each change (the default).")
@@ -43,31 +44,55 @@ class _DiffCommand(click.Command):
 @click.option("--color", "color", type=click.Choice(["auto", "always", "never"]),
               default="auto", is_flag=False, flag_value="always", show_default=True,
               help="Colour the output (auto: only on a terminal).")
+@click.option("--turn", "turn", type=click.IntRange(min=1), default=None, metavar="N",
+              help="What turn N of the session changed (1: the last turn), as `show N` "
+                   "lists it; instead of FROM and TO.")
+@session_option
+@no_pager_option
 @json_option
 @pass_context
 @click.pass_context
-def diff_command(click_ctx: click.Context, ctx: Context, from_id: str, to_id: str | None,
-                 form: str, find_renames: bool, color: str, as_json: bool) -> None:
+def diff_command(click_ctx: click.Context, ctx: Context, from_id: str | None, to_id: str | None,
+                 form: str, find_renames: bool, color: str, turn: int | None,
+                 session: str | None, no_pager: bool, as_json: bool) -> None:
     """Show what changed from snapshot FROM to snapshot TO (default: the files now).
 
     Output matches `git diff-tree -r --no-renames` with the same flag on the same two trees.
     Limit it to some paths with `-- PATH...` (files, folders or globs; relative to the current
     folder when it is inside the root). Comparing with the files now takes a snapshot of them
-    that no session records.
+    that no session records. `--turn N` compares what turn N of the session (--session) began
+    with and the files after it. On a terminal, long output goes through a pager.
     """
     workspace = ctx.workspace()
     paths = _root_relative(workspace.root, click_ctx.meta.get(_PATHS_KEY, []))
-    result = workspace.compare(from_id, to_id, paths=paths or None, find_renames=find_renames)
+    if turn is not None:
+        if from_id is not None:
+            raise click.UsageError("--turn takes no FROM or TO (the turn gives both)")
+        from .cmd_show import turn_session
+
+        shown = workspace.show(turn, session=turn_session(ctx, session), paths=paths or None)
+        body = {"from": shown.from_id, "to": shown.to_id,
+                "to_is_now": shown.span.end is None, "point": shown.point.to_json()}
+        changes = shown.changes
+    elif from_id is None:
+        raise click.UsageError("missing FROM (a snapshot id), or pass --turn N")
+    else:
+        if session is not None:
+            raise click.UsageError("--session goes with --turn")
+        result = workspace.compare(from_id, to_id, paths=paths or None,
+                                   find_renames=find_renames)
+        body = {"from": result.from_id, "to": result.to_id, "to_is_now": result.to_is_now}
+        changes = result.changes
     try:
         if as_json:
             from undostore.diff.patch import fill_line_counts
 
-            fill_line_counts(workspace.store, result.changes)
-            _write_json({"from": result.from_id, "to": result.to_id,
-                         "to_is_now": result.to_is_now,
-                         "changes": [change.to_dict() for change in result.changes]})
+            fill_line_counts(workspace.store, changes)
+            _write_json({**body, "changes": [change.to_dict() for change in changes]})
         else:
-            _write_text(form, workspace.store, result.changes, _want_color(color))
+            colored, width = _want_color(color), _columns()
+            with paged(not no_pager):
+                _write_text(form, workspace.store, changes, colored, width)
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, as git does.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -75,11 +100,14 @@ def diff_command(click_ctx: click.Context, ctx: Context, from_id: str, to_id: st
         sys.exit(141 if os.name != "nt" else 1)
 
 
-def _write_text(form: str, store: Store, changes: list[Change], colored: bool) -> None:
+def _write_text(form: str, store: Store, changes: list[Change], colored: bool,
+               width: int) -> None:
+    """`changes` in one of git's forms on stdout (`width`: the --stat width)."""
     from undostore.diff.patch import GIT_COLORS, PLAIN, render
 
+    sys.stdout.flush()
     out = sys.stdout.buffer
-    for chunk in render(form, store, changes, GIT_COLORS if colored else PLAIN, _columns()):
+    for chunk in render(form, store, changes, GIT_COLORS if colored else PLAIN, width):
         out.write(chunk)
     out.flush()
 

@@ -23,12 +23,16 @@ from .common import (
     yes_option,
 )
 from .complete import complete_ids
+from .pager import no_pager_option, paged
 from .pending import mention_pending
 
 
-def history_session(ctx: Context, session: str | None) -> str:
+def history_session(ctx: Context, session: str | None, doing: str = "") -> str:
     """The session a history command acts on; named on stderr when it was chosen as the one
-    with the newest undo point (no --session, no $UNDOSTORE_SESSION)."""
+    with the newest undo point (no --session, no $UNDOSTORE_SESSION). A --session naming no
+    session is a usage error that lists the sessions (`doing` starts its message)."""
+    if session is not None:
+        ctx.workspace().require_session(session, doing)
     name, chosen = ctx.workspace().history_session(session)
     if chosen:
         note(f"undostore: session {name!r} (newest undo point)")
@@ -61,65 +65,142 @@ def _emit_listing(ctx: Context, body: dict[str, Any], as_json: bool,
 
 @click.command("log")
 @session_option
+@click.option("-n", "--max-count", "count", type=click.IntRange(min=0), default=None,
+              metavar="N", help="Show at most N undo points (and N redo entries).")
+@click.option("--stat", "stat", is_flag=True,
+              help="Under each undo point, what its turn changed (git's diffstat).")
+@no_pager_option
 @json_option
 @pass_context
-def log_command(ctx: Context, session: str | None, as_json: bool) -> None:
+def log_command(ctx: Context, session: str | None, count: int | None, stat: bool,
+                no_pager: bool, as_json: bool) -> None:
     """Show the undo points of a session, newest first, and its redo stack.
 
-    Each line: undo or redo, its number (1 is what the next undo or redo restores), the
-    snapshot id, when it was recorded, and its label (for a redo entry, the label of the undo
-    point that the undo took away).
+    Each line: undo or redo, its number (1 is what the next undo or redo restores; `undo N`
+    goes back to undo point N), the snapshot id, when it was recorded, and its label (for a
+    redo entry, the label of the undo point that the undo took away). With --stat, each undo
+    point's turn as `show` lists it. On a terminal, long output goes through a pager.
     """
-    log = ctx.workspace().log(history_session(ctx, session))
+    from .cmd_diff import _columns, _want_color
+
+    workspace = ctx.workspace()
+    name = history_session(ctx, session)
+    log = workspace.log(name, n=count)
+    turns = workspace.turns(name, n=count) if stat else []
+    body = log.to_json()
+    for entry, turn in zip(body["undo"], turns, strict=False):
+        entry["changes"] = _changes_json(workspace, turn.changes)
+    colored, width = _want_color("auto"), _columns()
 
     def plain() -> str:
-        lines = [_point_line("undo", i, p) for i, p in enumerate(log.undo, 1)]
+        lines = []
+        for i, p in enumerate(log.undo, 1):
+            lines.append(_point_line("undo", i, p))
+            if stat:
+                lines.append(_stat_text(workspace, turns[i - 1].changes, colored, width))
         lines += [_point_line("redo", i, p) for i, p in enumerate(log.redo, 1)]
         return "\n".join(lines)
 
-    _emit_listing(ctx, log.to_json(), as_json, plain,
-                  None if log.undo or log.redo
-                  else f"undostore: session {log.session!r} has no undo points")
+    with paged(not no_pager and not as_json):
+        _emit_listing(ctx, body, as_json, plain,
+                      None if log.undo or log.redo
+                      else f"undostore: session {log.session!r} has no undo points")
+
+
+def _changes_json(workspace: Any, changes: list[Any]) -> list[dict[str, Any]]:
+    from undostore.diff.patch import fill_line_counts
+
+    fill_line_counts(workspace.store, changes)
+    return [change.to_dict() for change in changes]
+
+
+def _stat_text(workspace: Any, changes: list[Any], colored: bool, width: int) -> str:
+    """git's --stat of one turn (indented as `git log --stat` shows it), or a note."""
+    from undostore.diff.patch import GIT_COLORS, PLAIN, render
+
+    if not changes:
+        return "    (no file changed)\n"
+    text = b"".join(render("stat", workspace.store, changes, GIT_COLORS if colored else PLAIN,
+                           width))
+    return text.decode("utf-8", "replace")
 
 
 def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_run: bool,
-                  as_json: bool) -> None:
-    from .cmd_restore import render_restore, run_restore
+                  as_json: bool, **how: Any) -> None:
+    from .cmd_restore import run_restore
 
     workspace = ctx.workspace()
-    session = history_session(ctx, session)
+    session = history_session(ctx, session, doing=f"nothing to {which}: ")
     action = workspace.undo if which == "undo" else workspace.redo
-    result = run_restore(functools.partial(action, session), yes=yes, dry_run=dry_run,
+    result = run_restore(functools.partial(action, session, **how), yes=yes, dry_run=dry_run,
                          action=which)
-    render_restore(result, as_json, verb=f"{which}: restored")
+    for path, message in result.warnings:
+        note(f"warning: {path}: {message}")
+    emit(as_json, result.to_json(), lambda: step_summary(result))
+
+
+def step_summary(result: Any) -> str:
+    """`undo: back to before "fix the lexer" (2 turns; 3 files)`, and the way back."""
+    import json
+
+    which, last = result.step, result.turns[-1]
+    if last.label:
+        where = ("back to before " if which == "undo" else "forward to after ") + json.dumps(
+            last.label, ensure_ascii=False)
+    else:
+        where = ("back to " if which == "undo" else "forward to ") + last.id[:12]
+    files = len(result.created) + len(result.modified) + len(result.deleted)
+    counts = f"{_plural(len(result.turns), 'turn')}; {_plural(files, 'file')}"
+    if result.dry_run:
+        lines = result.plan.lines() if result.plan is not None else []
+        return "\n".join([*lines, f"dry run: {which} would go {where} ({counts}); nothing was "
+                                  "changed"])
+    back = "redo" if which == "undo" else "undo"
+    return (f"{which}: {where} ({counts})\n"
+            f"safety snapshot {result.safety} (`undostore {back}` takes this back)")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+_STEPS = click.argument("steps", metavar="[N]", type=click.IntRange(min=1), default=1,
+                        required=False)
 
 
 @click.command("undo")
+@_STEPS
+@click.option("--to", "to", metavar="ID", default=None, shell_complete=complete_ids,
+              help="Go back to undo point ID (as `log` lists it) instead of N points.")
 @session_option
 @yes_option
 @dry_run_option
 @json_option
 @pass_context
-def undo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
-                 as_json: bool) -> None:
-    """Restore the newest undo point of the session.
+def undo_command(ctx: Context, steps: int, to: str | None, session: str | None, yes: bool,
+                 dry_run: bool, as_json: bool) -> None:
+    """Go back N undo points of the session (default 1: the last turn), in one restore.
 
-    The files as they are now are saved first (a safety snapshot), and become the redo entry,
-    so `redo` takes the undo back.
+    The files as they are now are saved first (a safety snapshot). The undone turns go to the
+    redo stack: `redo` then steps forward one turn at a time, the last one back to the files
+    as they were before this undo. With --to ID, go back to that undo point instead.
     """
-    _undo_or_redo(ctx, "undo", session, yes, dry_run, as_json)
+    if to is not None and steps != 1:
+        raise click.UsageError("give N or --to ID, not both")
+    _undo_or_redo(ctx, "undo", session, yes, dry_run, as_json, steps=steps, to=to)
 
 
 @click.command("redo")
+@_STEPS
 @session_option
 @yes_option
 @dry_run_option
 @json_option
 @pass_context
-def redo_command(ctx: Context, session: str | None, yes: bool, dry_run: bool,
+def redo_command(ctx: Context, steps: int, session: str | None, yes: bool, dry_run: bool,
                  as_json: bool) -> None:
-    """Take back the last undo of the session: restore the files as they were before it."""
-    _undo_or_redo(ctx, "redo", session, yes, dry_run, as_json)
+    """Take back the last undo of the session, N turns forward (default 1), in one restore."""
+    _undo_or_redo(ctx, "redo", session, yes, dry_run, as_json, steps=steps)
 
 
 @click.command("sessions")
@@ -146,11 +227,8 @@ def drop_command(ctx: Context, session: str | None, as_json: bool) -> None:
     session = session or os.environ.get("UNDOSTORE_SESSION") or None
     if session is None:
         raise click.UsageError("drop needs --session NAME (the session to forget)")
-    from undostore.errors import UsageError
-
+    ctx.workspace().require_session(session)   # none: exit 2, listing the sessions
     dropped = ctx.workspace().drop(session)
-    if not dropped:
-        raise UsageError(f"no session named {session!r} (see `undostore sessions`)")
     if not as_json:
         note(f"undostore: dropped session {session!r}")
     emit(as_json, {"dropped": dropped, "session": session}, None)

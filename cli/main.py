@@ -31,6 +31,7 @@ COMMAND_MODULES = {
     "stores": "cmd_stores",
     "hook": "cmd_hook", "status": "cmd_status", "ops": "cmd_status", "mcp": "cmd_mcp",
     "init": "cmd_init",
+    "show": "cmd_show", "pick": "cmd_pick",
 }
 
 

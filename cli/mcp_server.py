@@ -265,6 +265,20 @@ def _failure(err: Exception) -> tuple[int, dict[str, Any]]:
     return doc["exit_code"], doc
 
 
+@tool("show", "Show one turn of the session: its undo point (label, time) and what the turn "
+      "changed (each file with its status and line counts). `n` 1 is the last turn.",
+      n={"type": "integer", "minimum": 1,
+         "description": "Which turn, counted from the newest (1, the default, is the last)."},
+      id=_text(f"The undo point whose turn to show: {SNAPSHOT_ID} (instead of `n`)."),
+      session=SESSION)
+def _show(args: Args) -> list[str]:
+    if args.get("n") is not None and args.get("id"):
+        raise ToolInputError("show takes `n` or `id`, not both")
+    ref = _id(args, "id") or ([str(args["n"])] if args.get("n") is not None else [])
+    return ["show", *ref, *_opt("--session", args.get("session"))]
+
+
+
 # --- running a command in this process ---------------------------------------------------------
 
 
@@ -419,6 +433,8 @@ def _check(spec: Tool, args: Args) -> None:
         kind = schema["type"]
         ok = (isinstance(value, str) if kind == "string" else
               isinstance(value, bool) if kind == "boolean" else
+              (type(value) is int and value >= schema.get("minimum", value))
+              if kind == "integer" else
               isinstance(value, list) and all(isinstance(v, str) for v in value))
         if not ok or (kind == "string" and "enum" in schema and value not in schema["enum"]):
             raise ToolInputError(f"{spec.name}: bad value for {key!r}: {value!r}")

@@ -55,8 +55,7 @@ def test_json_before_the_command_reports_errors_as_one_object(root):
 def test_drop_of_an_unknown_session_exits_2_and_names_it(root):
     result = run("drop", "--session", "nobody", cwd=root)
     assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr == "undostore: error: no session named 'nobody' (see `undostore " \
-                            "sessions`)\n"
+    assert result.stderr == "undostore: error: no session named 'nobody' (sessions: 'agent')\n"
     assert run("drop", "--session", "agent", cwd=root).returncode == 0
 
 
@@ -105,8 +104,8 @@ def test_no_color_turns_colour_off_on_a_terminal(root):
     with Workspace(root) as ws:
         first = ws.log("agent").undo[0].id
     env_without = {k: "" for k in ("NO_COLOR",)}
-    coloured = _under_a_terminal(["diff", "--patch", first], root, env_without)
-    plain = _under_a_terminal(["diff", "--patch", first], root, {"NO_COLOR": "1"})
+    coloured = _under_a_terminal(["diff", "--no-pager", "--patch", first], root, env_without)
+    plain = _under_a_terminal(["diff", "--no-pager", "--patch", first], root, {"NO_COLOR": "1"})
     assert b"\x1b[" in coloured
     assert b"\x1b[" not in plain and b"+2" in plain
 

@@ -248,7 +248,7 @@ def test_cli_undo_and_redo_need_yes_without_a_terminal(tree_factory):
                                                "deleted"}
     assert _files(root) == {"a.txt": "1"}
     redone = _cli(root, "redo", "--session", "s", "--yes")
-    assert redone.returncode == 0 and redone.stdout.startswith("redo: restored")
+    assert redone.returncode == 0 and redone.stdout.startswith("redo: forward to ")
     assert _files(root) == {"a.txt": "2"}
     assert _cli(root, "redo", "--session", "s", "--yes").returncode == 2
 

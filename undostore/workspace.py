@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from undostore.history.retention import Eviction
     from undostore.history.sessions import Log, SessionInfo
     from undostore.history.status import Status
+    from undostore.history.steps import StepResult
+    from undostore.history.turns import Turn, TurnSpan
     from undostore.history.verify import VerifyResult
     from undostore.restore.pending import PendingRestore
     from undostore.restore.progress import OnProgress
@@ -172,11 +174,11 @@ class Workspace:
     # --- restore -----
 
     def _worktree(self) -> Worktree:
-        from undostore.history.sessions import complete_step
+        from undostore.history.sessions import finish_step
         from undostore.restore.restore import Worktree
 
         return Worktree(self.root, self.store, self._snapshot_locked,
-                        step_done=lambda context, target, safety: complete_step(
+                        step_done=lambda context, target, safety: finish_step(
                             self.store, context, target, safety),
                         on_recovery=self.on_recovery, checkpoint=self.checkpoint)
 
@@ -278,36 +280,78 @@ class Workspace:
 
         return read_status(self.store, session)
 
-    def log(self, session: str | None = None) -> Log:
+    def log(self, session: str | None = None, n: int | None = None) -> Log:
+        """The session's undo points, newest first, and its redo stack; with `n`, at most `n`
+        of each."""
+        from dataclasses import replace
+
         from undostore.history.sessions import read_log
 
-        return read_log(self.store, self.history_session(session)[0])
+        log = read_log(self.store, self.history_session(session)[0])
+        return log if n is None else replace(log, undo=log.undo[:n], redo=log.redo[:n])
 
-    def undo(self, session: str | None = None, *, dry_run: bool = False,
-             confirm: Confirm | None = None, on_progress: OnProgress | None = None
-             ) -> RestoreResult:
-        """Restore the session's newest undo point; it moves to the redo stack."""
-        return self._step("undo", session, dry_run, confirm, on_progress)
+    def require_session(self, session: str, doing: str = "") -> None:
+        """UsageError "no session named X" listing the sessions, unless `session` exists (a
+        `--session` naming no session is a usage error; `doing` prefixes the message)."""
+        from undostore.history.sessions import require_session
 
-    def redo(self, session: str | None = None, *, dry_run: bool = False,
+        require_session(self.store, session, doing)
+
+    def undo(self, session: str | None = None, *, steps: int = 1, to: str | None = None,
+             dry_run: bool = False, confirm: Confirm | None = None,
+             on_progress: OnProgress | None = None) -> StepResult:
+        """Go back `steps` undo points of the session (or to its point `to`) in one restore;
+        they move to the redo stack, and `redo` steps forward one turn at a time."""
+        return self._step("undo", session, dry_run, confirm, on_progress, steps=steps, to=to)
+
+    def redo(self, session: str | None = None, *, steps: int = 1, dry_run: bool = False,
              confirm: Confirm | None = None, on_progress: OnProgress | None = None
-             ) -> RestoreResult:
-        """Take back the session's last undo."""
-        return self._step("redo", session, dry_run, confirm, on_progress)
+             ) -> StepResult:
+        """Take back the session's last undo, `steps` turns forward in one restore."""
+        return self._step("redo", session, dry_run, confirm, on_progress, steps=steps)
 
     def _step(self, step: str, session: str | None, dry_run: bool,
-              confirm: Confirm | None, on_progress: OnProgress | None = None
-              ) -> RestoreResult:
+              confirm: Confirm | None, on_progress: OnProgress | None = None, *,
+              steps: int = 1, to: str | None = None) -> StepResult:
         from undostore.history import sessions
 
         name = self.history_session(session)[0]
+        extra = {"to": to} if step == "undo" else {}
         try:
-            result = getattr(sessions, step)(self._worktree(), name, dry_run=dry_run,
-                                             confirm=confirm, on_progress=on_progress)
+            result = getattr(sessions, step)(self._worktree(), name, steps=steps,
+                                             dry_run=dry_run, confirm=confirm,
+                                             on_progress=on_progress, **extra)
         finally:
             self._recovered = False
         self._log_restore(step, result, session=name)
         return result
+
+    # --- turns -----
+
+    def show(self, n: int | None = None, id: str | None = None, session: str | None = None,
+             paths: list[str] | None = None) -> Turn:
+        """Turn `n` of the session (1, the default, is the last), or the turn of undo point
+        `id`: its point and what it changed (history/turns.py). `paths` limits the changes."""
+        from undostore.history import turns
+        from undostore.history.journal import load
+
+        journal = load(self.store, self.history_session(session)[0])
+        wanted = self.resolve(id).hex() if id is not None else None
+        return self._turn(turns.find(journal, n, wanted), paths)
+
+    def turns(self, session: str | None = None, n: int | None = None) -> list[Turn]:
+        """The session's turns, newest first (at most `n`), each with what it changed."""
+        from undostore.history import turns
+        from undostore.history.journal import load
+
+        journal = load(self.store, self.history_session(session)[0])
+        return [self._turn(span) for span in turns.spans(journal, n)]
+
+    def _turn(self, span: TurnSpan, paths: list[str] | None = None) -> Turn:
+        from undostore.history.turns import Turn
+
+        result = self.compare(span.point.id, span.end, paths=paths)
+        return Turn(span, result.to_id, result.changes)
 
     def sessions(self) -> list[SessionInfo]:
         from undostore.history.sessions import list_sessions

@@ -33,6 +33,7 @@ from undostore.store import oplog
 
 if TYPE_CHECKING:
     from undostore.history.retention import OnEvict
+    from undostore.history.steps import StepResult
     from undostore.restore.progress import OnProgress
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.snapshot.snapshot import SnapshotResult
@@ -151,48 +152,73 @@ def read_log(store: Store, session: str) -> Log:
     return Log(session, list(reversed(journal.undo)), list(reversed(journal.redo)))
 
 
-def undo(wt: Worktree, session: str, *, dry_run: bool = False,
-         confirm: Confirm | None = None, on_progress: OnProgress | None = None
-         ) -> RestoreResult:
-    """Restore the newest undo point; it moves to the redo stack as the files were before."""
-    return _step(wt, session, "undo", dry_run, confirm, on_progress)
+def undo(wt: Worktree, session: str, *, steps: int = 1, to: str | None = None,
+         dry_run: bool = False, confirm: Confirm | None = None,
+         on_progress: OnProgress | None = None) -> StepResult:
+    """Go back `steps` undo points (or to the point `to`: an id or prefix) in one restore; the
+    undone points move to the redo stack so that `redo` steps forward one turn at a time
+    (history/steps.py)."""
+    return _step(wt, session, "undo", dry_run, confirm, on_progress, steps=steps, to=to)
 
 
-def redo(wt: Worktree, session: str, *, dry_run: bool = False,
+def redo(wt: Worktree, session: str, *, steps: int = 1, dry_run: bool = False,
          confirm: Confirm | None = None, on_progress: OnProgress | None = None
-         ) -> RestoreResult:
-    """Take back the last undo: restore the files as they were before it."""
-    return _step(wt, session, "redo", dry_run, confirm, on_progress)
+         ) -> StepResult:
+    """Take back the last undo, `steps` turns forward in one restore."""
+    return _step(wt, session, "redo", dry_run, confirm, on_progress, steps=steps)
 
 
 def _step(wt: Worktree, session: str, step: str, dry_run: bool,
-          confirm: Confirm | None, on_progress: OnProgress | None = None) -> RestoreResult:
+          confirm: Confirm | None, on_progress: OnProgress | None = None, *, steps: int = 1,
+          to: str | None = None) -> StepResult:
     # Here, not at the top: recording an undo point (the hook, on every prompt) needs none of
     # the restore machinery.
+    from undostore.history import steps as multi
     from undostore.restore.restore import restore
 
     store = wt.store
     with store.lock:
         journal = journals.load(store, session)
-        stack = journal.undo if step == "undo" else journal.redo
-        if not stack:
-            raise UsageError(f"nothing to {step} in session {session!r}")
-        skipped: list[str] = []
+        wanted = store.resolve(to).hex() if to is not None else None
         if step == "undo":
+            if not journal.undo:
+                raise UsageError(f"nothing to undo in session {session!r}")
             wt, now = _with_files_now(wt)
-            while len(skipped) < len(stack) and stack[-1 - len(skipped)].id == now:
-                skipped.append(now)  # undoing to the files as they are would change nothing
-            if len(skipped) == len(stack):
-                raise UsageError(f"nothing to undo in session {session!r}: the files already "
-                                 "equal its undo points")
-        target = stack[-1 - len(skipped)].id
-        context = {"session": session, "step": step, "token": os.urandom(8).hex(),
-                   "skipped": skipped}
-        result = restore(wt, target, dry_run=dry_run, confirm=confirm, context=context,
+            move = multi.plan_undo(journal, now, steps, wanted)
+        else:
+            move = multi.plan_redo(journal, steps)
+        context = move.context(session, os.urandom(8).hex())
+        if len(move.moved) == 1:    # one step: complete_step's own context, as it always was
+            context = {k: context[k] for k in ("session", "step", "token", "skipped")}
+        result = restore(wt, move.target, dry_run=dry_run, confirm=confirm, context=context,
                          on_progress=on_progress)
         if not dry_run:  # usually done already, inside the restore; a no-op restore is not
-            complete_step(store, context, target, _safety_of(result))
-    return result
+            finish_step(store, context, move.target, _safety_of(result))
+    # In the order taken back or brought back (both stacks hold the next one last).
+    return multi.StepResult.of(result, step, list(reversed(move.moved)))
+
+
+def finish_step(store: Store, context: dict, target: str, safety: str) -> None:
+    """What a restore runs once the files are at `target` (Worktree.step_done): one step goes
+    through `complete_step`; several (undo N, redo N: the context lists the ids it moves)
+    through history/steps.py, under the same step-token rule (applied once, even when recovery
+    after a crash finishes the restore)."""
+    if "moved" not in context:
+        complete_step(store, context, target, safety)
+        return
+    from undostore.history import steps as multi
+
+    session, token = context.get("session"), context.get("token")
+    if not isinstance(session, str) or context.get("step") not in ("undo", "redo") \
+            or not isinstance(token, str):
+        return
+    journal = journals.load(store, session)
+    if journal.last_step == token or not multi.matches(journal, context):
+        return  # applied already, or the session changed since: nothing left to move
+    multi.apply(journal, context, safety)
+    journal.last_step = token
+    journal.landed = target
+    _commit(store, journal, new_ids=[safety])
 
 
 def _with_files_now(wt: Worktree) -> tuple[Worktree, str]:
@@ -285,6 +311,16 @@ def list_sessions(store: Store) -> list[SessionInfo]:
                   **usage.standing_roots(store, time.time() - DEFAULT_GRACE_SECONDS)}
         alone = usage.held_alone(store, groups)
     return [replace(info, bytes=alone.get(info.name, 0)) for info in out]
+
+
+def require_session(store: Store, name: str, doing: str = "") -> None:
+    """UsageError (exit 2) "no session named X", listing the sessions there are, unless
+    session `name` has a journal; `doing` starts the message ("nothing to undo: ")."""
+    journals.validate_name(name)
+    names = journals.session_names(store)
+    if name not in names:
+        there = ", ".join(repr(n) for n in names) if names else "none yet"
+        raise UsageError(f"{doing}no session named {name!r} (sessions: {there})")
 
 
 def drop_session(store: Store, name: str) -> bool:
