@@ -30,11 +30,11 @@ def parse_command(prompt: object) -> HostCommand | None:
 
 
 def steps(workspace: Any, step: str, session: str, count: int) -> list[Any]:
-    """`count` undos or redos of `session` (one restore each, until the library takes `steps=N`
-    in one restore); the results, in order."""
+    """`count` undos or redos of `session` in one restore (one safety snapshot); the result
+    in a list."""
     confirm = lambda plan: True  # noqa: E731 (the user typed the command: that is the yes)
     do = workspace.undo if step == "undo" else workspace.redo
-    return [do(session, confirm=confirm) for _ in range(count)]
+    return [do(session, steps=count, confirm=confirm)]
 
 
 def perform(workspace: Any, session: str | None, command: HostCommand) -> str:
@@ -42,23 +42,18 @@ def perform(workspace: Any, session: str | None, command: HostCommand) -> str:
     from undostore.errors import UndostoreError
 
     name = workspace.history_session(session or None)[0]
-    labels = _labels(workspace, name, command)
     try:
         results = steps(workspace, command.step, name, command.count)
     except UndostoreError as err:
         return f"undostore: {command.step}: {' '.join(str(err).split())}"
+    labels = [p.label or p.id[:12] for r in results for p in r.turns]
     return _summary(command, name, labels, results)
-
-
-def _labels(workspace: Any, session: str, command: HostCommand) -> list[str]:
-    log = workspace.log(session)
-    points = log.undo if command.step == "undo" else log.redo
-    return [p.label or p.id[:12] for p in points[:command.count]]
 
 
 def _summary(command: HostCommand, session: str, labels: list[str], results: list[Any]) -> str:
     touched = {path for r in results for path in (*r.created, *r.modified, *r.deleted)}
-    turns = f"{len(results)} turns" if len(results) > 1 else "the last turn"
+    count = sum(len(r.turns) for r in results)
+    turns = f"{count} turns" if count > 1 else "the last turn"
     what = "; ".join(repr(label) for label in labels[:3]) + ("; ..." if len(labels) > 3 else "")
     verb = "undid" if command.step == "undo" else "redid"
     back = "/redo takes it back" if command.step == "undo" else "/undo takes it back"
