@@ -20,7 +20,7 @@ from undostore.git.objects import MODE_TREE, TREE, encode_tree, hash_object
 from undostore.git.packwriter import PackWriter
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.treepatch import TreeEntry, patch_tree
-from undostore.snapshot.walk import FileEntry, Folder, Matcher
+from undostore.snapshot.walk import FileEntry, Folder, Known, Matcher, trusted_stamp
 from undostore.store.statcache import (
     ENTRY,
     Entry,
@@ -29,7 +29,9 @@ from undostore.store.statcache import (
     entry_racy,
     join_names,
     pack_entries,
+    racy_times,
     record_entries,
+    record_stamp,
     split_names,
 )
 from undostore.store.store import Store
@@ -67,6 +69,7 @@ class Work:
     hashed: bool = False
     fresh: list[int] = field(default_factory=list)   # entries hashed in this run
     delta: Delta | None = None
+    stamp: bytes | None = None        # the folder's stamp, when its listing may be reused
 
 
 Todo = list[tuple[Work, int, FileEntry]]
@@ -90,7 +93,7 @@ def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
         record = records.get(path)
         if record is None or not record[3]:
             return None
-        _, names, entry_names, blob = record
+        names, entry_names, blob = record[1], record[2], record[3]
         keys = names if entry_names is None else entry_names
         count = len(blob) // size
         cursor = [0, 0]    # where in `keys` the next file is expected, and its entry
@@ -121,6 +124,22 @@ def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
     return for_folder
 
 
+def known_for(cache: StatCache) -> Callable[[str], Known | None]:
+    """Per folder, its listing as the cache records it, with the stamp it was read under (for
+    `WalkOptions.known`): the walk reuses it while the stamp holds."""
+    records = cache.records
+
+    def known(path: str) -> Known | None:
+        record = records.get(path)
+        stamp = record_stamp(record) if record is not None else None
+        if stamp is None:
+            return None
+        files, subdirs = split_record(path, record, records)  # type: ignore[arg-type]
+        return Known(stamp, files, subdirs, record[1])  # type: ignore[index]
+
+    return known
+
+
 def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | None = None
                  ) -> Work:
     """A scanned folder as work: files the walk's matcher vouched for take their cached
@@ -129,8 +148,8 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
     record = cache.records.get(folder.path)
     misses = folder.files
     names = folder.names if folder.names is not None else [e.name for e in misses]
-    work = Work(folder.path, "", len(names), folder.subdirs, None, record)
-    joined = join_names([*names, *folder.subdirs])
+    work = Work(folder.path, "", len(names), folder.subdirs, None, record, stamp=folder.stamp)
+    joined = folder.joined if folder.joined is not None else join_names([*names, *folder.subdirs])
     if (not misses and record is not None and record[2] is None
             and len(record[3]) == ENTRY.size * len(names) and record[1] == joined):
         work.joined = record[1]    # the cache's own objects: nothing new held per file
@@ -168,7 +187,7 @@ def carried_work(path: str, record: Record, records: dict[str, Record]) -> Work:
     names = split_names(record[1])
     nfiles = len(record[3]) // ENTRY.size
     return Work(path, record[1], nfiles, [n for n in names[nfiles:] if prefix + n in records],
-                None, record)
+                None, record, stamp=record_stamp(record))
 
 
 def is_complete(path: str, records: dict[str, Record]) -> bool:
@@ -208,21 +227,29 @@ def _file_ids(work: Work) -> list[tuple[int, bytes]]:
 
 
 def _new_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
+    stamp = None
+    if work.stamp is not None:
+        stamp = trusted_stamp(work.stamp, lambda mtime, ctime: racy_times(mtime, ctime, start_ns))
     record = work.record
     if work.delta is not None:
-        return _delta_record(work, sha, start_ns)
+        return _stamped(_delta_record(work, sha, start_ns), stamp)
     if work.entries is None and record is not None:
-        if record[0] == sha:
+        if record[0] == sha and (record[4] if len(record) > 4 else None) == stamp:
             return record
-        return (sha, record[1], None, record[3])
+        return _stamped((sha, record[1], None, record[3]), stamp)
     entries: list[Entry] = work.entries  # type: ignore[assignment]
     racy = {i for i in work.fresh if entry_racy(entries[i], start_ns)}  # type: ignore[arg-type]
     if not racy:
-        return (sha, work.joined, None, pack_entries(entries))
+        return _stamped((sha, work.joined, None, pack_entries(entries)), stamp)
     names = split_names(work.joined)
     kept = [i for i in range(work.nfiles) if i not in racy]
-    return (sha, work.joined, join_names([names[i] for i in kept]),
-            pack_entries([entries[i] for i in kept]))  # type: ignore[misc]
+    return _stamped((sha, work.joined, join_names([names[i] for i in kept]),
+                     pack_entries([entries[i] for i in kept])), stamp)  # type: ignore[misc]
+
+
+def _stamped(record: Record, stamp: bytes | None) -> Record:
+    """`record` (four items) with the folder's stamp, when it has one to keep."""
+    return record if stamp is None else (*record, stamp)  # type: ignore[return-value]
 
 
 def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, store: Store,

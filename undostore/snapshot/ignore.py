@@ -23,6 +23,7 @@ patterns and paths are compared as "byte strings": `str` holding one character p
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterable
@@ -245,7 +246,7 @@ class _Index:
         self.fold = fold
         self.names: dict[str, int] = {}          # base-name literals
         self.paths: dict[str, int] = {}          # relative-path literals
-        self.dot_suffixes: dict[str, int] = {}   # `*.ext`: looked up at each dot of a name
+        self.dot_suffixes: dict[str, int] = {}   # `*.ext`: looked up from each dot of a name
         self.suffixes: list[tuple[int, str]] = []   # other `*text`, highest index first
         self.prefixes: list[tuple[int, str]] = []   # `text*`, highest index first
         name_regexes: list[tuple[int, str]] = []
@@ -257,7 +258,7 @@ class _Index:
             if pattern.how == BY_LITERAL:
                 (self.names if pattern.basename else self.paths)[literal] = index
             elif pattern.basename and pattern.how == BY_SUFFIX:
-                if literal.startswith(".") and "." not in literal[1:]:
+                if literal.startswith("."):
                     self.dot_suffixes[literal] = index
                 else:
                     self.suffixes.append((index, literal))
@@ -279,9 +280,10 @@ class _Index:
         if self.paths:
             best = max(best, self.paths.get(relpath, -1))
         if self.dot_suffixes:
-            dot = name.rfind(".")
-            if dot != -1:
+            dot = name.find(".")
+            while dot != -1:
                 best = max(best, self.dot_suffixes.get(name[dot:], -1))
+                dot = name.find(".", dot + 1)
         for index, suffix in self.suffixes:
             if index <= best:
                 break
@@ -576,3 +578,24 @@ def root_rules(root: str) -> IgnoreRules:
         if global_file:
             files.append(global_file)
     return IgnoreRules(tuple(files), undostore_ignore(root))
+
+
+def ignore_fingerprint(root: str) -> bytes:
+    """A digest of every ignore source outside the walked `.gitignore` files: a change to any
+    of them may change what is kept anywhere, so the cache's picture no longer holds."""
+    sources = [os.path.join(root, UNDOSTORE_IGNORE), *git_config_files(root)]
+    common = git_common_dir(root)
+    if common is not None:
+        sources.append(os.path.join(common, "info", "exclude"))
+    excludes = global_excludes_path(root)
+    if excludes:
+        sources.append(excludes)
+    digest = hashlib.sha1()
+    for path in sources:
+        digest.update(os.fsencode(path) + b"\0")
+        try:
+            with open(path, "rb") as f:
+                digest.update(b"+" + hashlib.sha1(f.read()).digest())
+        except OSError:
+            digest.update(b"-")
+    return digest.digest()
