@@ -20,7 +20,14 @@ from undostore.git.objects import MODE_TREE, TREE, encode_tree, hash_object
 from undostore.git.packwriter import PackWriter
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.treepatch import TreeEntry, patch_tree
-from undostore.snapshot.walk import FileEntry, Folder, Known, Matcher, trusted_stamp
+from undostore.snapshot.walk import (
+    ENTRY_SIZE,
+    FileEntry,
+    Folder,
+    Known,
+    Matcher,
+    trusted_stamp,
+)
 from undostore.store.statcache import (
     ENTRY,
     Entry,
@@ -54,6 +61,40 @@ DELTA_MIN_FILES = 1024
 DELTA_MAX_MISSES = 64
 
 
+class EntryList:
+    """A folder's entries packed as the stat cache keeps them (`ENTRY`, 60 bytes each, against
+    ~300 for an entry tuple), with the indexes still to be hashed; reads unpack one entry."""
+
+    __slots__ = ("blob", "_pending")
+
+    def __init__(self, count: int) -> None:
+        self.blob = bytearray(count * ENTRY.size)
+        self._pending: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.blob) // ENTRY.size
+
+    def __getitem__(self, index: int) -> Entry | None:
+        if index in self._pending:
+            return None
+        return ENTRY.unpack_from(self.blob, index * ENTRY.size)  # type: ignore[return-value]
+
+    def __setitem__(self, index: int, entry: Entry | None) -> None:
+        if entry is None:
+            self._pending.add(index)
+        else:
+            ENTRY.pack_into(self.blob, index * ENTRY.size, *entry)
+            self._pending.discard(index)
+
+    def __iter__(self):  # noqa: ANN204 (an iterator of Entry | None)
+        return (self[index] for index in range(len(self)))
+
+    def packed(self) -> bytes:
+        """Every entry, packed (all must be filled in)."""
+        assert not self._pending
+        return bytes(self.blob)
+
+
 @dataclass(slots=True)
 class Work:
     """A folder on its way to a tree: `entries` per file (None where a hash is pending), or
@@ -64,12 +105,13 @@ class Work:
     joined: str                       # names, NUL-joined: files first, then sub-folders
     nfiles: int
     subdirs: list[str]
-    entries: list[Entry | None] | dict[int, Entry | None] | None
+    entries: EntryList | list[Entry | None] | dict[int, Entry | None] | None
     record: Record | None             # the folder's record in the loaded cache
     hashed: bool = False
     fresh: list[int] = field(default_factory=list)   # entries hashed in this run
     delta: Delta | None = None
     stamp: bytes | None = None        # the folder's stamp, when its listing may be reused
+    reused: bool = False              # its listing came from the cache (walk.py)
 
 
 Todo = list[tuple[Work, int, FileEntry]]
@@ -77,6 +119,7 @@ Todo = list[tuple[Work, int, FileEntry]]
 
 # The stat fingerprint at the head of each packed entry (mtime, ctime, size, inode, st_mode).
 _FINGERPRINT = struct.Struct("<qqqQI")
+assert ENTRY.size == ENTRY_SIZE  # walk._reuse compares packed entries in place
 
 
 def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
@@ -135,7 +178,9 @@ def known_for(cache: StatCache) -> Callable[[str], Known | None]:
         if stamp is None:
             return None
         files, subdirs = split_record(path, record, records)  # type: ignore[arg-type]
-        return Known(stamp, files, subdirs, record[1])  # type: ignore[index]
+        blob = record[3]  # type: ignore[index]
+        aligned = record[2] is None and len(blob) == ENTRY.size * len(files)  # type: ignore[index]
+        return Known(stamp, files, subdirs, record[1], blob if aligned else None)  # type: ignore[index]
 
     return known
 
@@ -148,7 +193,8 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
     record = cache.records.get(folder.path)
     misses = folder.files
     names = folder.names if folder.names is not None else [e.name for e in misses]
-    work = Work(folder.path, "", len(names), folder.subdirs, None, record, stamp=folder.stamp)
+    work = Work(folder.path, "", len(names), folder.subdirs, None, record, stamp=folder.stamp,
+                reused=folder.joined is not None)
     joined = folder.joined if folder.joined is not None else join_names([*names, *folder.subdirs])
     if (not misses and record is not None and record[2] is None
             and len(record[3]) == ENTRY.size * len(names) and record[1] == joined):
@@ -167,15 +213,15 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
             todo.append((work, index, miss))
         return work
     cached = record_entries(record) if record is not None and len(misses) < len(names) else {}
-    entries: list[Entry | None] = []
+    entries = EntryList(len(names))
     next_miss = 0
     for index, name in enumerate(names):
         if next_miss < len(misses) and misses[next_miss].name == name:
-            entries.append(None)
+            entries[index] = None
             todo.append((work, index, misses[next_miss]))
             next_miss += 1
         else:
-            entries.append(cached[name])
+            entries[index] = cached[name]
     work.joined = joined
     work.entries = entries
     return work
@@ -220,6 +266,8 @@ def split_record(path: str, record: Record, records: dict[str, Record]
 
 
 def _file_ids(work: Work) -> list[tuple[int, bytes]]:
+    if isinstance(work.entries, EntryList):
+        return [(e[5], e[6]) for e in ENTRY.iter_unpack(work.entries.blob)]
     if work.entries is not None:
         return [(e[5], e[6]) for e in work.entries]  # type: ignore[index]
     assert work.record is not None
@@ -240,7 +288,9 @@ def _new_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
     entries: list[Entry] = work.entries  # type: ignore[assignment]
     racy = {i for i in work.fresh if entry_racy(entries[i], start_ns)}  # type: ignore[arg-type]
     if not racy:
-        return _stamped((sha, work.joined, None, pack_entries(entries)), stamp)
+        packed = (entries.packed() if isinstance(entries, EntryList)
+                  else pack_entries(entries))
+        return _stamped((sha, work.joined, None, packed), stamp)
     names = split_names(work.joined)
     kept = [i for i in range(work.nfiles) if i not in racy]
     return _stamped((sha, work.joined, join_names([names[i] for i in kept]),

@@ -45,14 +45,40 @@ KIND_FILE = "file"
 KIND_LINK = "link"
 
 
-@dataclass(slots=True)
-class FileEntry:
-    """A file or symlink found by the walk."""
+class FileStat(NamedTuple):
+    """What a snapshot uses of a file's lstat (the names `os.stat_result` gives them)."""
 
-    name: str
-    path: str                 # relative to root, '/'-separated
-    kind: str                 # KIND_FILE or KIND_LINK
-    st: os.stat_result
+    st_mode: int
+    st_size: int
+    st_mtime_ns: int
+    st_ctime_ns: int
+    st_ino: int
+    st_uid: int
+    st_gid: int
+
+
+_FILE_STAT = struct.Struct("<IqqqQqq")
+
+
+class FileEntry:
+    """A file or symlink found by the walk, to be hashed. Its lstat is kept packed (~90 bytes,
+    against ~640 for an `os.stat_result`): a first snapshot holds one per file until hashing."""
+
+    __slots__ = ("name", "path", "kind", "_st")
+
+    def __init__(self, name: str, path: str, kind: str, st: os.stat_result | FileStat) -> None:
+        self.name = name
+        self.path = path          # relative to root, '/'-separated
+        self.kind = kind          # KIND_FILE or KIND_LINK
+        self._st = _FILE_STAT.pack(st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                   st.st_ino, st.st_uid, st.st_gid)
+
+    @property
+    def st(self) -> FileStat:
+        return FileStat(*_FILE_STAT.unpack(self._st))
+
+    def __repr__(self) -> str:
+        return f"FileEntry({self.name!r}, {self.path!r}, {self.kind!r})"
 
 
 @dataclass(slots=True)
@@ -83,12 +109,17 @@ Matcher = Callable[[str, os.stat_result], bool]
 
 class Known(NamedTuple):
     """A folder's listing as last read: its stamp then, its kept files and walked folders
-    (`joined`: both, NUL-joined, as recorded)."""
+    (`joined`: both, NUL-joined, as recorded), and when the cache holds an entry for each file
+    in that order, those entries (`ENTRY_SIZE` bytes each, the stat fingerprint first)."""
 
     stamp: bytes
     files: Sequence[str]
     subdirs: list[str]
     joined: str
+    entries: bytes | None = None
+
+
+ENTRY_SIZE = 60     # statcache.ENTRY: the stat fingerprint (`_STAT`), git mode, blob id
 
 
 # --- folder stamps --------------------------------------------------------------------------
@@ -261,18 +292,31 @@ def _reuse(disk: str, rel: str, known: Known, options: WalkOptions) -> Folder | 
     """The folder from its cached listing, each file lstat-ed (None: a file is gone or changed
     type after the folder's stat was taken; the folder is then read)."""
     folder = Folder(rel, subdirs=list(known.subdirs), names=list(known.files), joined=known.joined)
-    match = options.matcher_for(rel) if options.matcher_for is not None else None
+    entries = known.entries
+    match = (options.matcher_for(rel) if options.matcher_for is not None and entries is None
+             else None)
     prefix = rel + "/" if rel else ""
     base = disk + os.sep
     files = folder.files
     lstat = os.lstat
+    pack = _STAT.pack
+    windows = IS_WINDOWS
+    offset = 0
     for name in known.files:
         try:
             st = lstat(base + name)
         except OSError:
             return None
         mode = st.st_mode
-        if match is not None and match(name, st):
+        if entries is not None:
+            # This loop runs once per file of an unchanged tree: the entry's fingerprint is
+            # compared in place (the same bytes `_stat_part` makes).
+            same = entries[offset:offset + _PART] == pack(
+                st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if windows else st.st_ino, mode)
+            offset += ENTRY_SIZE
+            if same:
+                continue
+        elif match is not None and match(name, st):
             continue
         if S_ISREG(mode):
             files.append(FileEntry(name, prefix + name, KIND_FILE, st))
