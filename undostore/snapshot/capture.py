@@ -90,9 +90,12 @@ class EntryList:
         return (self[index] for index in range(len(self)))
 
     def packed(self) -> bytes:
-        """Every entry, packed (all must be filled in)."""
+        """Every entry, packed (all must be filled in). The list is emptied: its record is
+        the last use, and a snapshot's peak is when the records are saved."""
         assert not self._pending
-        return bytes(self.blob)
+        data = bytes(self.blob)
+        self.blob = bytearray()
+        return data
 
 
 @dataclass(slots=True)

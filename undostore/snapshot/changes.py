@@ -41,6 +41,7 @@ from undostore.snapshot.walk import (
     WalkOptions,
     _scan_folder,
     disk_path,
+    file_entry,
     iter_walk,
 )
 from undostore.snapshot.watchman import Changes, Monitor, Token, fsmonitor_mode
@@ -310,7 +311,7 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
         if (index is not None
                 and ENTRY.unpack_from(record[3], index * ENTRY.size)[:5] == fingerprint(st)):
             continue
-        changed.append(FileEntry(name, path, kind, st))
+        changed.append(file_entry(name, prefix, kind, st))
     work.deltas[folder] = Delta(old_files, frozenset(gone))
     if gone:
         files = [name for name in files if name not in gone]

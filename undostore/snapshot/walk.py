@@ -60,25 +60,30 @@ class FileStat(NamedTuple):
 _FILE_STAT = struct.Struct("<IqqqQqq")
 
 
-class FileEntry:
-    """A file or symlink found by the walk, to be hashed. Its lstat is kept packed (~90 bytes,
-    against ~640 for an `os.stat_result`): a first snapshot holds one per file until hashing."""
+class FileEntry(NamedTuple):
+    """A file or symlink found by the walk, to be hashed: a tuple of strings and bytes (no
+    object graph), its folder's prefix shared with the folder's other files and its lstat
+    packed (~90 bytes, against ~640 for an `os.stat_result`): a first snapshot holds one per
+    file until hashing. Made by `file_entry`."""
 
-    __slots__ = ("name", "path", "kind", "_st")
+    name: str
+    prefix: str               # the folder's path and '/', '' at the root
+    kind: str                 # KIND_FILE or KIND_LINK
+    packed: bytes             # `_FILE_STAT`
 
-    def __init__(self, name: str, path: str, kind: str, st: os.stat_result | FileStat) -> None:
-        self.name = name
-        self.path = path          # relative to root, '/'-separated
-        self.kind = kind          # KIND_FILE or KIND_LINK
-        self._st = _FILE_STAT.pack(st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                                   st.st_ino, st.st_uid, st.st_gid)
+    @property
+    def path(self) -> str:
+        """Relative to root, '/'-separated."""
+        return self.prefix + self.name
 
     @property
     def st(self) -> FileStat:
-        return FileStat(*_FILE_STAT.unpack(self._st))
+        return FileStat(*_FILE_STAT.unpack(self.packed))
 
-    def __repr__(self) -> str:
-        return f"FileEntry({self.name!r}, {self.path!r}, {self.kind!r})"
+
+def file_entry(name: str, prefix: str, kind: str, st: os.stat_result | FileStat) -> FileEntry:
+    return FileEntry(name, prefix, kind, _FILE_STAT.pack(
+        st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_uid, st.st_gid))
 
 
 @dataclass(slots=True)
@@ -319,9 +324,9 @@ def _reuse(disk: str, rel: str, known: Known, options: WalkOptions) -> Folder | 
         elif match is not None and match(name, st):
             continue
         if S_ISREG(mode):
-            files.append(FileEntry(name, prefix + name, KIND_FILE, st))
+            files.append(file_entry(name, prefix, KIND_FILE, st))
         elif S_ISLNK(mode):
-            files.append(FileEntry(name, prefix + name, KIND_LINK, st))
+            files.append(file_entry(name, prefix, KIND_LINK, st))
         else:
             return None
     return folder
@@ -391,7 +396,7 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
             names.append(name)
             if match(name, st):  # type: ignore[misc]
                 continue
-        files.append(FileEntry(name, path, kind, st))
+        files.append(file_entry(name, prefix, kind, st))
 
 
 def walk(root: str, options: WalkOptions | None = None) -> list[Folder]:
