@@ -4,6 +4,8 @@
     python benchmarks/bench_snapshot.py --quick            # 20k tree only, few repeats
     python benchmarks/bench_snapshot.py                    # every case (several minutes)
     python benchmarks/bench_snapshot.py --cases 20k,threads --keep --workdir /tmp/ub
+    python benchmarks/bench_snapshot.py --cases c-project --keep --workdir /tmp/ub   # C-like tree
+    python benchmarks/bench_snapshot.py --cases real-tree --real-tree ~/src/linux      # any tree
 
 Every snapshot id is checked against git's tree id for the same files. Results are printed as
 markdown and written as JSON to benchmarks/results/ (see benchmarks/README.md).
@@ -29,7 +31,8 @@ import watchman_cases  # noqa: E402
 from common import MB, DiskUsage, dir_usage, drop_caches, fmt_mb, fmt_seconds, median  # noqa: E402
 
 CASES = ("20k", "20k-cold", "threads", "100k", "big-file", "node-modules", "startup", "profile",
-         "watchman-20k", "watchman-100k", "watchman-real")
+         "watchman-20k", "watchman-100k", "watchman-real", "c-project", "real-tree",
+         "profile-c")
 QUICK_CASES = ("20k", "20k-cold", "startup")
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 TREES = {
@@ -37,6 +40,7 @@ TREES = {
     "100k": ("tree", {"files": 100_000, "folders": 5_000}),
     "big-file": ("big-file", {"size": 1 << 30}),
     "node-modules": ("node-modules", {}),
+    "c-project": ("c-project", {"files": 80_000, "folders": 5_000, "gitignores": 300}),
 }
 MEMORY_LIMIT = 100 * MB
 THREAD_CHOICES = (1, 2, 4)
@@ -401,6 +405,82 @@ def case_threads(bench: Bench) -> None:
     bench.details["threads"] = table
 
 
+def _kept_files(tree: str) -> list[str]:
+    """Disk paths of the files a snapshot keeps (a one-change must change one of those, not an
+    ignored build output)."""
+    from undostore.snapshot.walk import list_paths
+
+    return [os.path.join(tree, *rel.split("/")) for rel in list_paths(tree)
+            if rel.rpartition("/")[2] != ".gitignore"]
+
+
+def case_walk_tree(bench: Bench, name: str) -> None:
+    """The generated C-like tree (`c-project`) or `--real-tree DIR` (`real-tree`), walked with
+    no watchman: first, no-change and one-change snapshots against git in the same run, each
+    with its peak RSS."""
+    if name == "real-tree":
+        if not bench.real_tree:
+            bench.notes.append("real-tree skipped: no --real-tree given")
+            return
+        path = os.path.abspath(bench.real_tree)
+        title = f"real tree {os.path.basename(path)}, walk (no watchman)"
+    else:
+        info = bench.tree("c-project")
+        path = info.path
+        title = (f"C-like tree ({info.files:,} files, {info.folders:,} folders, "
+                 f"{info.ignored_files:,} ignored), walk (no watchman)")
+    env = {**bench.env, "UNDOSTORE_FSMONITOR": "off"}
+    command = list(common.undostore_commands(bench.python).values())[0]
+    subjects = [UndostoreCli("undostore", command, path, bench.state(name, "undostore"), env),
+                GitCli(path, bench.state(name, "git"), env)]
+    steps = ("first", "no-change", "one-change")
+    rewriter = Rewriter(path)
+    rewriter.files = _kept_files(path)
+    results: dict[str, dict[str, list[Step]]] = {s.label: {} for s in subjects}
+    try:
+        for step in steps:
+            rounds = bench.first_repeats if step == "first" else bench.repeats
+            bench.log(f"{name}: {step} x{rounds}")
+            for round_no in range(rounds):
+                if step == "one-change":
+                    rewriter.rewrite(round_no)
+                for subject in subjects:
+                    if step == "first":
+                        subject.reset()
+                    results[subject.label].setdefault(step, []).append(
+                        subject.snapshot(measure_memory=True))
+                ids = {s.label: results[s.label][step][-1].id for s in subjects}
+                if len(set(ids.values())) != 1:
+                    bench.mismatches.append(f"{name} {step} round {round_no}: {ids}")
+    finally:
+        rewriter.undo()
+    add_rows(bench, title, results, {"first": 0.7, "no-change": 1.5, "one-change": 1.5})
+    for step in steps:
+        mine = [r.peak_rss for r in results["undostore"][step] if r.peak_rss]
+        theirs = [r.peak_rss for r in results["git"][step] if r.peak_rss]
+        bench.rows.append(Row(f"{title}: {step} peak RSS, MB", median(mine) / MB if mine else None,
+                              median(theirs) / MB if theirs else None, unit="MB",
+                              target="≤ 2x git", limit=2.0))
+    bench.summaries[title] = _summary(results)
+
+
+def case_profile_c(bench: Bench) -> None:
+    """cProfile of the CLI's no-change and one-change snapshots on the C-like tree (no
+    watchman)."""
+    info = bench.tree("c-project")
+    rewriter = Rewriter(info.path)
+    rewriter.files = _kept_files(info.path)
+    saved = dict(bench.env)
+    bench.env["UNDOSTORE_FSMONITOR"] = "off"
+    try:
+        bench.details["profile"] = _profile(bench, info.path, rewriter)
+        bench.details["profile"]["tree"] = "the C-like tree, no watchman"  # type: ignore[index]
+    finally:
+        bench.env.clear()
+        bench.env.update(saved)
+        rewriter.undo()
+
+
 class WatchedCli(UndostoreCli):
     """The CLI with watchman: a fresh store's first snapshot also pays watchman's crawl."""
 
@@ -562,7 +642,8 @@ def _profile(bench: Bench, tree: str, rewriter: Rewriter) -> dict[str, dict[str,
 
 
 def markdown_profile(profile: dict[str, dict[str, object]]) -> str:
-    parts = ["### Profile of the CLI snapshot on the 20k tree (warm)"]
+    tree = profile.pop("tree", "the 20k tree")
+    parts = [f"### Profile of the CLI snapshot on {tree} (warm)"]
     for kind, data in profile.items():
         snap = data["snapshot_json"]
         parts += ["", f"#### {kind}: imports {data['import_total_us'] / 1e6:.3f} s in total "
@@ -726,8 +807,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "used too (e.g. a venv with a non-editable install). Default: this "
                              "one")
     parser.add_argument("--real-tree", metavar="PATH",
-                        help="a real tree for the watchman-real case (e.g. an npm project with "
-                             "node_modules/); its files are rewritten and put back in one-change")
+                        help="a real tree for the watchman-real and real-tree cases (e.g. an npm "
+                             "project with node_modules/, a C project with its build outputs); "
+                             "its files are rewritten and put back in one-change")
     parser.add_argument("--note", action="append", default=[],
                         help="a note printed with the results (e.g. 'loaded machine')")
     args = parser.parse_args(argv)
@@ -779,7 +861,10 @@ def main(argv: list[str] | None = None) -> int:
                "startup": lambda: case_startup(bench), "profile": lambda: case_profile(bench),
                "watchman-20k": lambda: case_watchman(bench, "watchman-20k"),
                "watchman-100k": lambda: case_watchman(bench, "watchman-100k"),
-               "watchman-real": lambda: case_watchman(bench, "watchman-real")}
+               "watchman-real": lambda: case_watchman(bench, "watchman-real"),
+               "c-project": lambda: case_walk_tree(bench, "c-project"),
+               "real-tree": lambda: case_walk_tree(bench, "real-tree"),
+               "profile-c": lambda: case_profile_c(bench)}
     try:
         for case in args.cases:
             runners[case]()

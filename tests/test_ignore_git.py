@@ -6,8 +6,9 @@ nearly match it, as files, as folders holding files, and nested under sub-folder
 `.gitignore` that negates some of the template's patterns. Then `walk.list_paths` must list exactly
 what `git ls-files -o --exclude-standard` lists for the same tree.
 
-The corpus lives outside the repository (`../shared/corpus/gitignore-templates` relative to the
-repository root); the test skips where it is absent.
+The corpus lives outside the repository (`shared/corpus/gitignore-templates` beside the
+repository root or beside the folder holding it, as for a worktree); the test skips where it is
+absent.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from undostore.snapshot.walk import WalkOptions, list_paths
 
 from .conftest import IS_WINDOWS
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "gitignore-templates"
+_REPO = Path(__file__).resolve().parents[1]
+CORPUS = next((above / "shared" / "corpus" / "gitignore-templates" for above in _REPO.parents[:2]
+               if (above / "shared" / "corpus" / "gitignore-templates").is_dir()),
+              _REPO.parent / "shared" / "corpus" / "gitignore-templates")
 TEMPLATES = sorted(CORPUS.rglob("*.gitignore")) if CORPUS.is_dir() else []
 MAX_PATHS = 220
 # Folders that hold copies of the candidates, so patterns are also tried below the root.

@@ -20,7 +20,14 @@ from undostore.git.objects import MODE_TREE, TREE, encode_tree, hash_object
 from undostore.git.packwriter import PackWriter
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.treepatch import TreeEntry, patch_tree
-from undostore.snapshot.walk import FileEntry, Folder, Matcher
+from undostore.snapshot.walk import (
+    ENTRY_SIZE,
+    FileEntry,
+    Folder,
+    Known,
+    Matcher,
+    trusted_stamp,
+)
 from undostore.store.statcache import (
     ENTRY,
     Entry,
@@ -29,7 +36,9 @@ from undostore.store.statcache import (
     entry_racy,
     join_names,
     pack_entries,
+    racy_times,
     record_entries,
+    record_stamp,
     split_names,
 )
 from undostore.store.store import Store
@@ -52,6 +61,43 @@ DELTA_MIN_FILES = 1024
 DELTA_MAX_MISSES = 64
 
 
+class EntryList:
+    """A folder's entries packed as the stat cache keeps them (`ENTRY`, 60 bytes each, against
+    ~300 for an entry tuple), with the indexes still to be hashed; reads unpack one entry."""
+
+    __slots__ = ("blob", "_pending")
+
+    def __init__(self, count: int) -> None:
+        self.blob = bytearray(count * ENTRY.size)
+        self._pending: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.blob) // ENTRY.size
+
+    def __getitem__(self, index: int) -> Entry | None:
+        if index in self._pending:
+            return None
+        return ENTRY.unpack_from(self.blob, index * ENTRY.size)  # type: ignore[return-value]
+
+    def __setitem__(self, index: int, entry: Entry | None) -> None:
+        if entry is None:
+            self._pending.add(index)
+        else:
+            ENTRY.pack_into(self.blob, index * ENTRY.size, *entry)
+            self._pending.discard(index)
+
+    def __iter__(self):  # noqa: ANN204 (an iterator of Entry | None)
+        return (self[index] for index in range(len(self)))
+
+    def packed(self) -> bytes:
+        """Every entry, packed (all must be filled in). The list is emptied: its record is
+        the last use, and a snapshot's peak is when the records are saved."""
+        assert not self._pending
+        data = bytes(self.blob)
+        self.blob = bytearray()
+        return data
+
+
 @dataclass(slots=True)
 class Work:
     """A folder on its way to a tree: `entries` per file (None where a hash is pending), or
@@ -62,11 +108,13 @@ class Work:
     joined: str                       # names, NUL-joined: files first, then sub-folders
     nfiles: int
     subdirs: list[str]
-    entries: list[Entry | None] | dict[int, Entry | None] | None
+    entries: EntryList | list[Entry | None] | dict[int, Entry | None] | None
     record: Record | None             # the folder's record in the loaded cache
     hashed: bool = False
     fresh: list[int] = field(default_factory=list)   # entries hashed in this run
     delta: Delta | None = None
+    stamp: bytes | None = None        # the folder's stamp, when its listing may be reused
+    reused: bool = False              # its listing came from the cache (walk.py)
 
 
 Todo = list[tuple[Work, int, FileEntry]]
@@ -74,6 +122,7 @@ Todo = list[tuple[Work, int, FileEntry]]
 
 # The stat fingerprint at the head of each packed entry (mtime, ctime, size, inode, st_mode).
 _FINGERPRINT = struct.Struct("<qqqQI")
+assert ENTRY.size == ENTRY_SIZE  # walk._reuse compares packed entries in place
 
 
 def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
@@ -90,7 +139,7 @@ def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
         record = records.get(path)
         if record is None or not record[3]:
             return None
-        _, names, entry_names, blob = record
+        names, entry_names, blob = record[1], record[2], record[3]
         keys = names if entry_names is None else entry_names
         count = len(blob) // size
         cursor = [0, 0]    # where in `keys` the next file is expected, and its entry
@@ -121,6 +170,24 @@ def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
     return for_folder
 
 
+def known_for(cache: StatCache) -> Callable[[str], Known | None]:
+    """Per folder, its listing as the cache records it, with the stamp it was read under (for
+    `WalkOptions.known`): the walk reuses it while the stamp holds."""
+    records = cache.records
+
+    def known(path: str) -> Known | None:
+        record = records.get(path)
+        stamp = record_stamp(record) if record is not None else None
+        if stamp is None:
+            return None
+        files, subdirs = split_record(path, record, records)  # type: ignore[arg-type]
+        blob = record[3]  # type: ignore[index]
+        aligned = record[2] is None and len(blob) == ENTRY.size * len(files)  # type: ignore[index]
+        return Known(stamp, files, subdirs, record[1], blob if aligned else None)  # type: ignore[index]
+
+    return known
+
+
 def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | None = None
                  ) -> Work:
     """A scanned folder as work: files the walk's matcher vouched for take their cached
@@ -129,8 +196,9 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
     record = cache.records.get(folder.path)
     misses = folder.files
     names = folder.names if folder.names is not None else [e.name for e in misses]
-    work = Work(folder.path, "", len(names), folder.subdirs, None, record)
-    joined = join_names([*names, *folder.subdirs])
+    work = Work(folder.path, "", len(names), folder.subdirs, None, record, stamp=folder.stamp,
+                reused=folder.joined is not None)
+    joined = folder.joined if folder.joined is not None else join_names([*names, *folder.subdirs])
     if (not misses and record is not None and record[2] is None
             and len(record[3]) == ENTRY.size * len(names) and record[1] == joined):
         work.joined = record[1]    # the cache's own objects: nothing new held per file
@@ -148,15 +216,15 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
             todo.append((work, index, miss))
         return work
     cached = record_entries(record) if record is not None and len(misses) < len(names) else {}
-    entries: list[Entry | None] = []
+    entries = EntryList(len(names))
     next_miss = 0
     for index, name in enumerate(names):
         if next_miss < len(misses) and misses[next_miss].name == name:
-            entries.append(None)
+            entries[index] = None
             todo.append((work, index, misses[next_miss]))
             next_miss += 1
         else:
-            entries.append(cached[name])
+            entries[index] = cached[name]
     work.joined = joined
     work.entries = entries
     return work
@@ -168,7 +236,7 @@ def carried_work(path: str, record: Record, records: dict[str, Record]) -> Work:
     names = split_names(record[1])
     nfiles = len(record[3]) // ENTRY.size
     return Work(path, record[1], nfiles, [n for n in names[nfiles:] if prefix + n in records],
-                None, record)
+                None, record, stamp=record_stamp(record))
 
 
 def is_complete(path: str, records: dict[str, Record]) -> bool:
@@ -201,6 +269,8 @@ def split_record(path: str, record: Record, records: dict[str, Record]
 
 
 def _file_ids(work: Work) -> list[tuple[int, bytes]]:
+    if isinstance(work.entries, EntryList):
+        return [(e[5], e[6]) for e in ENTRY.iter_unpack(work.entries.blob)]
     if work.entries is not None:
         return [(e[5], e[6]) for e in work.entries]  # type: ignore[index]
     assert work.record is not None
@@ -208,21 +278,31 @@ def _file_ids(work: Work) -> list[tuple[int, bytes]]:
 
 
 def _new_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
+    stamp = None
+    if work.stamp is not None:
+        stamp = trusted_stamp(work.stamp, lambda mtime, ctime: racy_times(mtime, ctime, start_ns))
     record = work.record
     if work.delta is not None:
-        return _delta_record(work, sha, start_ns)
+        return _stamped(_delta_record(work, sha, start_ns), stamp)
     if work.entries is None and record is not None:
-        if record[0] == sha:
+        if record[0] == sha and (record[4] if len(record) > 4 else None) == stamp:
             return record
-        return (sha, record[1], None, record[3])
+        return _stamped((sha, record[1], None, record[3]), stamp)
     entries: list[Entry] = work.entries  # type: ignore[assignment]
     racy = {i for i in work.fresh if entry_racy(entries[i], start_ns)}  # type: ignore[arg-type]
     if not racy:
-        return (sha, work.joined, None, pack_entries(entries))
+        packed = (entries.packed() if isinstance(entries, EntryList)
+                  else pack_entries(entries))
+        return _stamped((sha, work.joined, None, packed), stamp)
     names = split_names(work.joined)
     kept = [i for i in range(work.nfiles) if i not in racy]
-    return (sha, work.joined, join_names([names[i] for i in kept]),
-            pack_entries([entries[i] for i in kept]))  # type: ignore[misc]
+    return _stamped((sha, work.joined, join_names([names[i] for i in kept]),
+                     pack_entries([entries[i] for i in kept])), stamp)  # type: ignore[misc]
+
+
+def _stamped(record: Record, stamp: bytes | None) -> Record:
+    """`record` (four items) with the folder's stamp, when it has one to keep."""
+    return record if stamp is None else (*record, stamp)  # type: ignore[return-value]
 
 
 def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, store: Store,

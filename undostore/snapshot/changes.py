@@ -18,20 +18,18 @@ every path it, or anyone, wrote; each is compared with the stat the restore reco
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import os
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from undostore.fileio import TEMP_PREFIX
-from undostore.snapshot.capture import Delta, is_complete, split_record
+from undostore.snapshot.capture import Delta, is_complete, known_for, split_record
 from undostore.snapshot.ignore import (
     UNDOSTORE_IGNORE,
     IgnoreRules,
-    git_common_dir,
-    git_config_files,
-    global_excludes_path,
+    ignore_fingerprint,
     read_ignore_file,
     root_rules,
 )
@@ -43,6 +41,7 @@ from undostore.snapshot.walk import (
     WalkOptions,
     _scan_folder,
     disk_path,
+    file_entry,
     iter_walk,
 )
 from undostore.snapshot.watchman import Changes, Monitor, Token, fsmonitor_mode
@@ -79,29 +78,11 @@ class Scan:
     deltas: dict[str, Delta] = field(default_factory=dict)   # patched folders' name changes
 
 
-def ignore_fingerprint(root: str) -> bytes:
-    """A digest of every ignore source outside the walked `.gitignore` files: a change to any
-    of them may change what is kept anywhere, so the cache's picture no longer holds."""
-    sources = [os.path.join(root, UNDOSTORE_IGNORE), *git_config_files(root)]
-    common = git_common_dir(root)
-    if common is not None:
-        sources.append(os.path.join(common, "info", "exclude"))
-    excludes = global_excludes_path(root)
-    if excludes:
-        sources.append(excludes)
-    digest = hashlib.sha1()
-    for path in sources:
-        digest.update(os.fsencode(path) + b"\0")
-        try:
-            with open(path, "rb") as f:
-                digest.update(b"+" + hashlib.sha1(f.read()).digest())
-        except OSError:
-            digest.update(b"-")
-    return digest.digest()
-
-
 def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn) -> Scan:
-    """Walk all of `root`, or with watchman only what changed (see the module docstring)."""
+    """Walk all of `root`, or with watchman only what changed (see the module docstring). A
+    walk reuses the listings of folders that did not change (walk.py)."""
+    if options.known is None and options.threads <= 1:
+        options = dataclasses.replace(options, known=known_for(cache))
     mode = fsmonitor_mode(on_warning)
     monitor = None if mode == "off" else Monitor.open(root, mode, options.skip_dirs, on_warning)
     if monitor is None:
@@ -330,7 +311,7 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
         if (index is not None
                 and ENTRY.unpack_from(record[3], index * ENTRY.size)[:5] == fingerprint(st)):
             continue
-        changed.append(FileEntry(name, path, kind, st))
+        changed.append(file_entry(name, prefix, kind, st))
     work.deltas[folder] = Delta(old_files, frozenset(gone))
     if gone:
         files = [name for name in files if name not in gone]

@@ -23,6 +23,7 @@ patterns and paths are compared as "byte strings": `str` holding one character p
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterable
@@ -46,12 +47,23 @@ def _readable(byte_chars: str) -> str:
     return byte_chars if byte_chars.isascii() else os.fsdecode(byte_chars.encode("latin-1"))
 
 
+# How a pattern is tested (git's dir.c): against the base name or the whole relative path, and
+# by a literal compare, a prefix or suffix test, or a regex for everything else.
+BY_REGEX = "regex"
+BY_LITERAL = "literal"       # no wildcard at all: git's no-wildcard compare
+BY_SUFFIX = "suffix"         # `*` then a literal: git's PATTERN_FLAG_ENDSWITH
+BY_PREFIX = "prefix"         # a literal then `*` (`.*`, `cscope.*`): one startswith
+
+
 @dataclass(frozen=True)
 class Pattern:
     text: str          # the line as written (after trimming), for messages
     negated: bool      # a `!` pattern re-includes
     dir_only: bool     # a trailing `/`: matches folders only
-    regex: str         # matches the path (as byte chars) relative to the ignore file's folder
+    regex: str         # matches the subject (as byte chars): the base name, or the relative path
+    basename: bool = False   # no slash: matched against the base name only (git's NODIR)
+    how: str = BY_REGEX
+    literal: str = ""        # the literal compared, or the suffix or prefix tested
 
 
 def _trim_trailing_spaces(line: str) -> str:
@@ -187,19 +199,132 @@ def _parse_byte_line(line: str) -> Pattern | None:
         body = body[:-1]
     if not body:
         return None
-    if "/" in body:
-        # Anchored: relative to the ignore file's folder; a leading '/' only marks that.
-        regex = glob_to_regex(body[1:] if body.startswith("/") else body, pathname=True)
-    else:
-        # Matches the base name at any depth.
-        regex = "(?:.*/)?" + glob_to_regex(body, pathname=True)
-    return Pattern(text=_readable(text), negated=negated, dir_only=dir_only, regex=regex)
+    basename = "/" not in body
+    if not basename and body.startswith("/"):
+        body = body[1:]   # anchored: relative to the ignore file's folder; '/' only marks that
+    how, literal = _simple_form(body)
+    return Pattern(text=_readable(text), negated=negated, dir_only=dir_only,
+                   regex=glob_to_regex(body, pathname=True), basename=basename, how=how,
+                   literal=literal)
+
+
+_WILDCARDS = frozenset("*?[\\")
+
+
+def _simple_form(glob: str) -> tuple[str, str]:
+    """(how the pattern can be tested without a regex, the literal it is tested with): git's
+    no-wildcard compare and ENDSWITH, plus a prefix test for `literal*`."""
+    if _WILDCARDS.isdisjoint(glob):
+        return BY_LITERAL, glob
+    if glob.startswith("*") and len(glob) > 1 and _WILDCARDS.isdisjoint(glob[1:]):
+        return BY_SUFFIX, glob[1:]
+    if (glob.endswith("*") and len(glob) > 1 and _WILDCARDS.isdisjoint(glob[:-1])
+            and "/" not in glob):
+        return BY_PREFIX, glob[:-1]
+    return BY_REGEX, ""
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _fold(text: str) -> str:
+    """ASCII letters folded to lower case (git folds ASCII only; the text is byte chars)."""
+    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+
+
+class _Index:
+    """One ignore file's patterns for files or for folders, sorted by how each is tested.
+
+    Each part answers with the highest index of a pattern of its own that matches, so the
+    highest of their answers is git's last matching pattern; a part whose best possible index
+    cannot beat the answer so far is not asked (most paths never reach a regex)."""
+
+    __slots__ = ("names", "paths", "suffixes", "dot_suffixes", "prefixes", "name_regex",
+                 "name_regex_top", "path_regex", "path_regex_top", "fold")
+
+    def __init__(self, patterns: list[Pattern], dirs: bool, fold: bool) -> None:
+        self.fold = fold
+        self.names: dict[str, int] = {}          # base-name literals
+        self.paths: dict[str, int] = {}          # relative-path literals
+        self.dot_suffixes: dict[str, int] = {}   # `*.ext`: looked up from each dot of a name
+        self.suffixes: list[tuple[int, str]] = []   # other `*text`, highest index first
+        self.prefixes: list[tuple[int, str]] = []   # `text*`, highest index first
+        name_regexes: list[tuple[int, str]] = []
+        path_regexes: list[tuple[int, str]] = []
+        for index, pattern in enumerate(patterns):
+            if pattern.dir_only and not dirs:
+                continue
+            literal = _fold(pattern.literal) if fold else pattern.literal
+            if pattern.how == BY_LITERAL:
+                (self.names if pattern.basename else self.paths)[literal] = index
+            elif pattern.basename and pattern.how == BY_SUFFIX:
+                if literal.startswith("."):
+                    self.dot_suffixes[literal] = index
+                else:
+                    self.suffixes.append((index, literal))
+            elif pattern.basename and pattern.how == BY_PREFIX:
+                self.prefixes.append((index, literal))
+            else:
+                (name_regexes if pattern.basename else path_regexes).append(
+                    (index, pattern.regex))
+        self.suffixes.reverse()
+        self.prefixes.reverse()
+        self.name_regex, self.name_regex_top = _alternation(name_regexes)
+        self.path_regex, self.path_regex_top = _alternation(path_regexes)
+
+    def best(self, relpath: str, name: str) -> int:
+        """The highest index of a matching pattern, or -1 (`name`: the base name)."""
+        if self.fold:
+            relpath, name = _fold(relpath), _fold(name)
+        best = self.names.get(name, -1)
+        if self.paths:
+            best = max(best, self.paths.get(relpath, -1))
+        if self.dot_suffixes:
+            dot = name.find(".")
+            while dot != -1:
+                best = max(best, self.dot_suffixes.get(name[dot:], -1))
+                dot = name.find(".", dot + 1)
+        for index, suffix in self.suffixes:
+            if index <= best:
+                break
+            if name.endswith(suffix):
+                best = index
+                break
+        for index, prefix in self.prefixes:
+            if index <= best:
+                break
+            if name.startswith(prefix):
+                best = index
+                break
+        if self.name_regex_top > best:
+            m = self.name_regex.fullmatch(name)  # type: ignore[union-attr]
+            if m is not None:
+                best = max(best, int(m.lastgroup[1:]))  # type: ignore[index]
+        if self.path_regex_top > best:
+            m = self.path_regex.fullmatch(relpath)  # type: ignore[union-attr]
+            if m is not None:
+                best = max(best, int(m.lastgroup[1:]))  # type: ignore[index]
+        return best
+
+
+def _alternation(regexes: list[tuple[int, str]]) -> tuple[re.Pattern[str] | None, int]:
+    """One regex for several patterns, the last one first, so a match names the highest
+    index that matches; and that highest index (-1: none)."""
+    if not regexes:
+        return None, -1
+    body = "|".join(f"(?P<p{index}>{regex})" for index, regex in reversed(regexes))
+    # re.ASCII: git folds case for ASCII letters only (and the text here is bytes).
+    flags = re.DOTALL | re.ASCII | (re.IGNORECASE if IGNORE_CASE_DEFAULT else 0)
+    return re.compile(body, flags), regexes[-1][0]
 
 
 class IgnoreFile:
-    """The patterns of one ignore file, applying to paths below `base` ('' for the root)."""
+    """The patterns of one ignore file, applying to paths below `base` ('' for the root).
 
-    __slots__ = ("base", "source", "patterns", "_for_files", "_for_dirs", "_base_skip")
+    Nothing is compiled until a path is asked about: a walk that reuses a folder's cached
+    listing never pays for the ignore files above it."""
+
+    __slots__ = ("base", "source", "patterns", "_indexes", "_base_skip")
 
     def __init__(self, base: str, patterns: list[Pattern], source: str = "") -> None:
         self.base = base
@@ -207,20 +332,14 @@ class IgnoreFile:
         self._base_skip = len(_byte_chars(base)) + 1 if base else 0
         self.source = source
         self.patterns = patterns
-        self._for_files = self._compile(dirs=False)
-        self._for_dirs = self._compile(dirs=True)
+        self._indexes: tuple[_Index, _Index] | None = None   # (files, folders), when asked
 
-    def _compile(self, dirs: bool) -> re.Pattern[str] | None:
-        alternatives = [
-            f"(?P<p{index}>{pattern.regex})"
-            for index, pattern in reversed(list(enumerate(self.patterns)))
-            if dirs or not pattern.dir_only
-        ]
-        if not alternatives:
-            return None
-        # re.ASCII: git folds case for ASCII letters only (and the text here is bytes).
-        flags = re.DOTALL | re.ASCII | (re.IGNORECASE if IGNORE_CASE_DEFAULT else 0)
-        return re.compile("|".join(alternatives), flags)
+    def _index(self, is_dir: bool) -> _Index:
+        indexes = self._indexes
+        if indexes is None:
+            indexes = self._indexes = (_Index(self.patterns, False, IGNORE_CASE_DEFAULT),
+                                       _Index(self.patterns, True, IGNORE_CASE_DEFAULT))
+        return indexes[1] if is_dir else indexes[0]
 
     @classmethod
     def from_lines(cls, lines: Iterable[str], base: str = "", source: str = "") -> IgnoreFile:
@@ -240,16 +359,12 @@ class IgnoreFile:
 
     def match(self, relpath: str, is_dir: bool) -> Pattern | None:
         """The last pattern matching `relpath` (relative to `base`), or None."""
-        return self._match_byte_chars(_byte_chars(relpath), is_dir)
+        wire = _byte_chars(relpath)
+        return self._match_byte_chars(wire, wire[wire.rfind("/") + 1:], is_dir)
 
-    def _match_byte_chars(self, relpath: str, is_dir: bool) -> Pattern | None:
-        regex = self._for_dirs if is_dir else self._for_files
-        if regex is None:
-            return None
-        m = regex.fullmatch(relpath)
-        if m is None:
-            return None
-        return self.patterns[int(m.lastgroup[1:])]  # type: ignore[index]
+    def _match_byte_chars(self, relpath: str, name: str, is_dir: bool) -> Pattern | None:
+        best = self._index(is_dir).best(relpath, name)
+        return self.patterns[best] if best >= 0 else None
 
 
 class IgnoreRules:
@@ -275,12 +390,16 @@ class IgnoreRules:
         """Whether `relpath` (relative to the root) is left out, its parent folders being kept:
         by `.undostoreignore`, else as git decides."""
         wire = _byte_chars(relpath)
+        name = wire[wire.rfind("/") + 1:]
         if self._top is not None:
-            pattern = self._top._match_byte_chars(wire, is_dir)
+            pattern = self._top._match_byte_chars(wire, name, is_dir)
             if pattern is not None and not pattern.negated:
                 return True
         for ignore_file in self._files:
-            pattern = ignore_file._match_byte_chars(wire[ignore_file._base_skip:], is_dir)
+            rel = wire[ignore_file._base_skip:]
+            # `rel` ends with `name` for a path below the file's folder, the walk's only case.
+            own = name if len(rel) >= len(name) else rel[rel.rfind("/") + 1:]
+            pattern = ignore_file._match_byte_chars(rel, own, is_dir)
             if pattern is not None:
                 return not pattern.negated
         return False
@@ -459,3 +578,24 @@ def root_rules(root: str) -> IgnoreRules:
         if global_file:
             files.append(global_file)
     return IgnoreRules(tuple(files), undostore_ignore(root))
+
+
+def ignore_fingerprint(root: str) -> bytes:
+    """A digest of every ignore source outside the walked `.gitignore` files: a change to any
+    of them may change what is kept anywhere, so the cache's picture no longer holds."""
+    sources = [os.path.join(root, UNDOSTORE_IGNORE), *git_config_files(root)]
+    common = git_common_dir(root)
+    if common is not None:
+        sources.append(os.path.join(common, "info", "exclude"))
+    excludes = global_excludes_path(root)
+    if excludes:
+        sources.append(excludes)
+    digest = hashlib.sha1()
+    for path in sources:
+        digest.update(os.fsencode(path) + b"\0")
+        try:
+            with open(path, "rb") as f:
+                digest.update(b"+" + hashlib.sha1(f.read()).digest())
+        except OSError:
+            digest.update(b"-")
+    return digest.digest()

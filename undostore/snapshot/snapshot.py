@@ -257,8 +257,10 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     todo: Todo = []
     works = [match_folder(folder, cache, todo, found.deltas.get(folder.path))
              for folder in found.scanned]
-    looked = [w.path for w in works] + [f"{w.path}/{d}" if w.path else d  # modes read now
-                                        for w in works for d in w.subdirs]
+    # Modes read now; a folder whose listing was reused kept its ctime, so no chmod or chown.
+    read = [w for w in works if not w.reused]
+    looked = [w.path for w in read] + [f"{w.path}/{d}" if w.path else d
+                                       for w in read for d in w.subdirs]
     works += [carried_work(path, found.base[path], cache.records) for path in found.carried]
     base = {p: r for p, r in found.base.items() if p not in found.carried}
     total = sum(work.nfiles for work in works)

@@ -5,6 +5,15 @@ folder (a 50,000-file `node_modules/` costs one regex call), skips `.git` at eve
 store when it lies under root, records symlinks without following them, and reports special files
 (fifos, sockets, devices) through `on_warning` instead of reading them.
 
+Folders that did not change are not read again (git's untracked cache): with
+`WalkOptions.known`, a folder whose stamp (its own stat data, its `.gitignore`'s, and for the
+root the digest of the ignore sources outside the tree) equals the one recorded when its listing
+was last read, with every `.gitignore` above it unchanged too, keeps that listing: no `scandir`,
+no ignore matching, one `lstat` per file it holds. Creating, deleting or renaming an entry
+changes a folder's mtime (POSIX, and NTFS on Windows); a stamp taken too close to the save that
+recorded it, or on a file system with whole-second times, is not trusted (`trusted_stamp`). The
+ignore files are read and compiled only for a folder whose listing is read (`_Rules`).
+
 `threads > 1` scans folders in a thread pool: it pays when directory reads wait on the disk (a
 cold cache, a network file system) and costs time on a warm cache, where the GIL serialises the
 work anyway. `benchmarks/bench_walk.py` measures both.
@@ -14,13 +23,20 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+import struct
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from undostore.errors import SnapshotError, from_oserror
 from undostore.fileio import TEMP_PREFIX
-from undostore.platform import is_junction
-from undostore.snapshot.ignore import IgnoreRules, read_ignore_file, root_rules
+from undostore.platform import IS_WINDOWS, is_junction
+from undostore.snapshot.ignore import (
+    IgnoreRules,
+    ignore_fingerprint,
+    read_ignore_file,
+    root_rules,
+)
 
 S_ISREG = stat.S_ISREG
 S_ISLNK = stat.S_ISLNK
@@ -29,14 +45,45 @@ KIND_FILE = "file"
 KIND_LINK = "link"
 
 
-@dataclass(slots=True)
-class FileEntry:
-    """A file or symlink found by the walk."""
+class FileStat(NamedTuple):
+    """What a snapshot uses of a file's lstat (the names `os.stat_result` gives them)."""
+
+    st_mode: int
+    st_size: int
+    st_mtime_ns: int
+    st_ctime_ns: int
+    st_ino: int
+    st_uid: int
+    st_gid: int
+
+
+_FILE_STAT = struct.Struct("<IqqqQqq")
+
+
+class FileEntry(NamedTuple):
+    """A file or symlink found by the walk, to be hashed: a tuple of strings and bytes (no
+    object graph), its folder's prefix shared with the folder's other files and its lstat
+    packed (~90 bytes, against ~640 for an `os.stat_result`): a first snapshot holds one per
+    file until hashing. Made by `file_entry`."""
 
     name: str
-    path: str                 # relative to root, '/'-separated
+    prefix: str               # the folder's path and '/', '' at the root
     kind: str                 # KIND_FILE or KIND_LINK
-    st: os.stat_result
+    packed: bytes             # `_FILE_STAT`
+
+    @property
+    def path(self) -> str:
+        """Relative to root, '/'-separated."""
+        return self.prefix + self.name
+
+    @property
+    def st(self) -> FileStat:
+        return FileStat(*_FILE_STAT.unpack(self.packed))
+
+
+def file_entry(name: str, prefix: str, kind: str, st: os.stat_result | FileStat) -> FileEntry:
+    return FileEntry(name, prefix, kind, _FILE_STAT.pack(
+        st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_uid, st.st_gid))
 
 
 @dataclass(slots=True)
@@ -51,6 +98,8 @@ class Folder:
     files: list[FileEntry] = field(default_factory=list)
     subdirs: list[str] = field(default_factory=list)
     names: list[str] | None = None
+    stamp: bytes | None = None    # see `folder_stamp`; None: the listing is not to be reused
+    joined: str | None = None     # a reused listing's names as recorded (files, then folders)
 
     @property
     def count(self) -> int:
@@ -61,6 +110,94 @@ class Folder:
 Warn = Callable[[str, str], None]
 # Whether what the stat cache knows of a file (by name, in one folder) still holds for `st`.
 Matcher = Callable[[str, os.stat_result], bool]
+
+
+class Known(NamedTuple):
+    """A folder's listing as last read: its stamp then, its kept files and walked folders
+    (`joined`: both, NUL-joined, as recorded), and when the cache holds an entry for each file
+    in that order, those entries (`ENTRY_SIZE` bytes each, the stat fingerprint first)."""
+
+    stamp: bytes
+    files: Sequence[str]
+    subdirs: list[str]
+    joined: str
+    entries: bytes | None = None
+
+
+ENTRY_SIZE = 60     # statcache.ENTRY: the stat fingerprint (`_STAT`), git mode, blob id
+
+
+# --- folder stamps --------------------------------------------------------------------------
+# A stamp is the folder's stat data, then its `.gitignore`'s (absent, or unknown), then for the
+# root the digest of the ignore sources outside the tree (ignore.ignore_fingerprint).
+_STAT = struct.Struct("<qqqQI")    # mtime_ns, ctime_ns, size, inode, st_mode
+_PART = _STAT.size
+UNTRUSTED = bytes(_PART)           # a folder part that matches no folder
+NO_FILE = bytes(_PART)             # no `.gitignore` (in the second part)
+UNKNOWN = b"\xff" * _PART          # a `.gitignore` whose stat proved nothing (racy)
+
+
+def _stat_part(st: os.stat_result) -> bytes:
+    # Windows' scandir reports inode 0; folders keep to the files' rule (statcache.fingerprint).
+    return _STAT.pack(st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if IS_WINDOWS else st.st_ino,
+                      st.st_mode)
+
+
+def folder_stamp(folder_st: os.stat_result, gitignore_st: os.stat_result | None) -> bytes:
+    """The stamp of a folder from its lstat (taken before its listing is read) and its
+    `.gitignore`'s (None: absent)."""
+    return _stat_part(folder_st) + (NO_FILE if gitignore_st is None else _stat_part(gitignore_st))
+
+
+def trusted_stamp(stamp: bytes, is_racy: Callable[[int, int], bool]) -> bytes:
+    """`stamp` as it may be saved: a folder part taken too close to the save (`is_racy(mtime,
+    ctime)`: a change in the same clock tick would not show) or with whole-second times (FAT
+    and others may not move a folder's time at all) cannot vouch for the listing; a racy
+    `.gitignore` part is UNKNOWN (the folders below are read again)."""
+    mtime, ctime = struct.unpack_from("<qq", stamp)
+    if mtime % 1_000_000_000 == 0 or is_racy(mtime, ctime):
+        stamp = UNTRUSTED + stamp[_PART:]
+    ignore_part = stamp[_PART:2 * _PART]
+    if ignore_part not in (NO_FILE, UNKNOWN):
+        mtime, ctime = struct.unpack_from("<qq", ignore_part)
+        if is_racy(mtime, ctime):
+            stamp = stamp[:_PART] + UNKNOWN + stamp[2 * _PART:]
+    return stamp
+
+
+class _Rules:
+    """The rules in force inside a folder, read and compiled only when a listing needs them."""
+
+    __slots__ = ("_root", "_parent", "_folder", "_gitignore", "_rules")
+
+    def __init__(self, root: str, parent: _Rules | None, folder: str,
+                 gitignore: os.stat_result | None | bool = True,
+                 rules: IgnoreRules | None = None) -> None:
+        self._root, self._parent, self._folder = root, parent, folder
+        self._gitignore = gitignore      # its lstat, None (absent) or True (not looked at yet)
+        self._rules = rules
+
+    def get(self) -> IgnoreRules:
+        rules = self._rules
+        if rules is None:
+            inherited = self._parent.get() if self._parent is not None else root_rules(self._root)
+            path = os.path.join(disk_path(self._root, self._folder), ".gitignore")
+            ignore_st = self._gitignore
+            if ignore_st is True:
+                ignore_st = _lstat_or_none(path)
+            # git reads a regular file only, never through a link.
+            if ignore_st is not None and S_ISREG(ignore_st.st_mode):  # type: ignore[union-attr]
+                own = read_ignore_file(path, base=self._folder, follow_symlinks=False)
+                inherited = inherited.with_folder_file(own)
+            rules = self._rules = inherited
+        return rules
+
+
+def _lstat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
 
 
 def ignore_warning(path: str, message: str) -> None:
@@ -74,6 +211,7 @@ class WalkOptions:
     skip_dirs: frozenset[str] = frozenset()   # paths relative to root never entered (the store)
     on_warning: Warn = ignore_warning
     matcher_for: Callable[[str], Matcher | None] | None = None   # per folder path (see Folder)
+    known: Callable[[str], Known | None] | None = None   # listings last read (module docstring)
 
 
 def disk_path(root: str, rel: str) -> str:
@@ -90,15 +228,19 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
     # Ask for .gitignore by name (one lstat) rather than listing the folder first: the listing
     # is then read as it comes, so a huge folder's entries (each holding its stat result once
     # asked) are never all held at once. git reads a regular file only, never through a link.
-    try:
-        ignore_st = os.lstat(os.path.join(disk, ".gitignore"))
-    except OSError:
-        ignore_st = None
+    ignore_st = _lstat_or_none(os.path.join(disk, ".gitignore"))
     if ignore_st is not None and S_ISREG(ignore_st.st_mode):
         own = read_ignore_file(os.path.join(disk, ".gitignore"), base=rel, follow_symlinks=False)
         rules = rules.with_folder_file(own)
     folder = Folder(rel)
     todo: list[tuple[str, IgnoreRules]] = []
+    _read_listing(disk, rel, rules, rules, folder, todo, options)
+    return folder, todo
+
+
+def _read_listing(disk: str, rel: str, rules: IgnoreRules, passed: object, folder: Folder,
+                  todo: list, options: WalkOptions) -> None:
+    """List `folder` from disk; sub-folders go to `todo` with `passed` (their parent's rules)."""
     match = options.matcher_for(rel) if options.matcher_for is not None else None
     if match is not None:
         folder.names = []
@@ -109,14 +251,91 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
     with listing:
         _scan_entries(listing, disk, rel + "/" if rel else "",
                       rules.is_ignored if rules else None,  # most folders have no rules at all
-                      folder, todo, rules, match, options)
-    return folder, todo
+                      folder, todo, passed, match, options)
+
+
+def _visit(root: str, rel: str, node: _Rules, same: bool, options: WalkOptions,
+           digest: bytes) -> tuple[Folder, list[tuple[str, _Rules, bool]]]:
+    """One folder of a walk with `options.known`: its cached listing when its stamp and the
+    rules above it (`same`) are unchanged, else read from disk. Sub-folders come back with
+    their rules (unread yet) and whether those are unchanged as well."""
+    disk = disk_path(root, rel)
+    try:
+        folder_st = os.lstat(disk)   # before the listing: a change after it shows next time
+    except OSError as err:
+        raise from_oserror(err, "read folder", disk) from err
+    if not stat.S_ISDIR(folder_st.st_mode):
+        raise SnapshotError("a folder was replaced while being captured; try again", disk)
+    known = options.known(rel) if options.known is not None else None   # type: ignore[misc]
+    old_ignore = known.stamp[_PART:2 * _PART] if known is not None else UNKNOWN
+    ignore_path = os.path.join(disk, ".gitignore")
+    if (same and known is not None and old_ignore != UNKNOWN
+            and known.stamp[:_PART] != UNTRUSTED and known.stamp[:_PART] == _stat_part(folder_st)):
+        # The folder unchanged means no `.gitignore` appeared in it: only one there is stat'ed.
+        ignore_st = _lstat_or_none(ignore_path) if old_ignore != NO_FILE else None
+        stamp = folder_stamp(folder_st, ignore_st) + digest
+        if stamp == known.stamp:
+            folder = _reuse(disk, rel, known, options)
+            if folder is not None:
+                folder.stamp = stamp
+                child = _Rules(root, node, rel, ignore_st)
+                prefix = rel + "/" if rel else ""
+                return folder, [(prefix + name, child, True) for name in folder.subdirs]
+    else:
+        ignore_st = _lstat_or_none(ignore_path)
+    stamp = folder_stamp(folder_st, ignore_st) + digest
+    own = _Rules(root, node, rel, ignore_st)
+    folder = Folder(rel, stamp=stamp)
+    todo: list[tuple[str, _Rules]] = []
+    _read_listing(disk, rel, own.get(), own, folder, todo, options)
+    # The rules below are those of last time if the rules here are and `.gitignore` is too.
+    below = same and stamp[_PART:2 * _PART] == old_ignore
+    return folder, [(path, rules, below) for path, rules in todo]
+
+
+def _reuse(disk: str, rel: str, known: Known, options: WalkOptions) -> Folder | None:
+    """The folder from its cached listing, each file lstat-ed (None: a file is gone or changed
+    type after the folder's stat was taken; the folder is then read)."""
+    folder = Folder(rel, subdirs=list(known.subdirs), names=list(known.files), joined=known.joined)
+    entries = known.entries
+    match = (options.matcher_for(rel) if options.matcher_for is not None and entries is None
+             else None)
+    prefix = rel + "/" if rel else ""
+    base = disk + os.sep
+    files = folder.files
+    lstat = os.lstat
+    pack = _STAT.pack
+    windows = IS_WINDOWS
+    offset = 0
+    for name in known.files:
+        try:
+            st = lstat(base + name)
+        except OSError:
+            return None
+        mode = st.st_mode
+        if entries is not None:
+            # This loop runs once per file of an unchanged tree: the entry's fingerprint is
+            # compared in place (the same bytes `_stat_part` makes).
+            same = entries[offset:offset + _PART] == pack(
+                st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if windows else st.st_ino, mode)
+            offset += ENTRY_SIZE
+            if same:
+                continue
+        elif match is not None and match(name, st):
+            continue
+        if S_ISREG(mode):
+            files.append(file_entry(name, prefix, KIND_FILE, st))
+        elif S_ISLNK(mode):
+            files.append(file_entry(name, prefix, KIND_LINK, st))
+        else:
+            return None
+    return folder
 
 
 def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
                   is_ignored: Callable[[str, bool], bool] | None, folder: Folder,
-                  todo: list[tuple[str, IgnoreRules]], rules: IgnoreRules,
-                  match: Matcher | None, options: WalkOptions) -> None:
+                  todo: list, rules: object, match: Matcher | None, options: WalkOptions
+                  ) -> None:
     """The loop of `_scan_folder` over one listing, read as it comes."""
     skip_dirs = options.skip_dirs
     files = folder.files
@@ -144,9 +363,11 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
                 continue
             if name.startswith(TEMP_PREFIX):   # a new folder a restore stages whole
                 options.on_warning(path, "skipped: an undostore temp folder")
+                folder.stamp = None   # a listing that warns is read again (and warns again)
                 continue
             if is_junction(entry):
                 options.on_warning(path, "skipped: a junction (never followed)")
+                folder.stamp = None
                 continue
             folder.subdirs.append(name)
             todo.append((path, rules))
@@ -155,6 +376,7 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
             continue
         if name.startswith(TEMP_PREFIX):   # undostore's own: never part of a state
             options.on_warning(path, "skipped: an undostore temp file")
+            folder.stamp = None
             continue
         try:
             st = entry.stat(follow_symlinks=False)
@@ -168,12 +390,13 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
             kind = KIND_LINK
         else:
             options.on_warning(path, "skipped: not a regular file or symlink")
+            folder.stamp = None
             continue
         if names is not None:
             names.append(name)
             if match(name, st):  # type: ignore[misc]
                 continue
-        files.append(FileEntry(name, path, kind, st))
+        files.append(file_entry(name, prefix, kind, st))
 
 
 def walk(root: str, options: WalkOptions | None = None) -> list[Folder]:
@@ -195,10 +418,29 @@ def iter_walk(root: str, options: WalkOptions | None = None) -> Iterable[Folder]
         return walk(root, options)
     if not os.path.isdir(root):
         raise SnapshotError("not a folder", root)
-    return _iter_serial(root, root_rules(root), options)
+    return _iter_serial(root, options)
 
 
-def _iter_serial(root: str, start: IgnoreRules, options: WalkOptions) -> Iterator[Folder]:
+def _iter_serial(root: str, options: WalkOptions) -> Iterator[Folder]:
+    if options.known is None:
+        yield from _iter_reading(root, root_rules(root), options)
+        return
+    digest = ignore_fingerprint(root)
+    known = options.known("")
+    same = known is not None and known.stamp[2 * _PART:] == digest
+    stack: list[tuple[str, _Rules, bool]] = [("", _Rules(root, None, ""), same)]
+    total = 0
+    while stack:
+        rel, node, same = stack.pop()
+        folder, todo = _visit(root, rel, node, same, options, b"" if rel else digest)
+        total += folder.count
+        if total > options.max_files:
+            _count(root, [], folder, total, options)  # raises the error `walk` raises
+        stack.extend(todo)
+        yield folder
+
+
+def _iter_reading(root: str, start: IgnoreRules, options: WalkOptions) -> Iterator[Folder]:
     stack: list[tuple[str, IgnoreRules]] = [("", start)]
     total = 0
     while stack:

@@ -17,7 +17,10 @@ entries are those of the first files of `names` in order, else the NUL-joined na
 to: a file of `names` missing there has no entry (racy, or not written as a restore planned),
 and a name there missing from `names` is a file a restore created (kept only if the next
 snapshot finds it and its ignore rules keep it); `entries` packs each as `ENTRY` (60 bytes).
-Entries are decoded one folder at a time, when that folder is looked at.
+Entries are decoded one folder at a time, when that folder is looked at. A fifth item, when
+there, is the folder's stamp (`walk.folder_stamp`) from when its listing was read: a walk keeps
+the listing of a folder whose stamp still holds (git's untracked cache). Records made without
+one (a restore's) have four items, and their folders are read again.
 
 The file is framed with an xxhash checksum; a torn, corrupt or foreign cache is discarded and the
 snapshot simply hashes everything (correct, only slower).
@@ -55,8 +58,10 @@ Entry = tuple[int, int, int, int, int, int, bytes]
 Fingerprint = tuple[int, int, int, int, int]
 # A folder's tree id (None: no kept file below it) and the names it held, in walk order.
 FolderState = tuple["bytes | None", tuple[str, ...]]
-# (tree id | None | False, names, entry names | None, packed entries); see the module docstring.
-Record = tuple["bytes | None | bool", str, "str | None", bytes]
+# (tree id | None | False, names, entry names | None, packed entries[, folder stamp]); see the
+# module docstring. Records made elsewhere (a restore's) have no stamp.
+Record = (tuple["bytes | None | bool", str, "str | None", bytes]
+          | tuple["bytes | None | bool", str, "str | None", bytes, bytes])
 
 ENTRY = struct.Struct("<qqqQII20s")
 _SEP = "\0"
@@ -84,6 +89,11 @@ def is_racy(st: os.stat_result, start_ns: int) -> bool:
     return _racy(st.st_mtime_ns, st.st_ctime_ns, start_ns)
 
 
+def racy_times(mtime_ns: int, ctime_ns: int, start_ns: int) -> bool:
+    """Whether times this close to `start_ns` prove nothing (for files and folders alike)."""
+    return _racy(mtime_ns, ctime_ns, start_ns)
+
+
 def _racy(mtime_ns: int, ctime_ns: int, start_ns: int) -> bool:
     coarse = mtime_ns % 1_000_000_000 == 0   # whole seconds: a coarse file system (FAT: 2 s)
     margin = COARSE_MARGIN_NS if coarse else FINE_MARGIN_NS
@@ -107,9 +117,14 @@ def pack_entries(entries: list[Entry]) -> bytes:
     return b"".join([pack(*e) for e in entries])
 
 
+def record_stamp(record: Record) -> bytes | None:
+    """The folder stamp a record keeps, if any (never for a folder a restore touched)."""
+    return record[4] if len(record) > 4 and record[0] is not False else None
+
+
 def record_entries(record: Record) -> dict[str, Entry]:
     """A record's entries by file name."""
-    _, names, entry_names, blob = record
+    names, entry_names, blob = record[1], record[2], record[3]
     if not blob:
         return {}
     decoded = ENTRY.iter_unpack(blob)

@@ -1,0 +1,202 @@
+"""Folders that did not change are not read again (walk.py, git's untracked cache), and what a
+snapshot keeps stays exactly git's: changes that leave a folder's stat alone (a `.gitignore`
+edited in place, `info/exclude`), changes made right after a snapshot (racy stamps), and a
+random run of changes each checked against `git add -A && git write-tree`.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from undostore import Workspace
+from undostore.snapshot.capture import known_for
+from undostore.snapshot.walk import UNTRUSTED, WalkOptions, iter_walk, trusted_stamp
+from undostore.store.statcache import StatCache, record_stamp
+
+from .conftest import IS_WINDOWS, Git, make_tree
+
+# Older than the racy window (statcache: 50 ms), so a snapshot may save the folders' stamps.
+SETTLE = 0.08
+
+
+def _snapshot(root: Path, store: Path) -> str:
+    with Workspace(root, store=store) as ws:
+        return ws.snapshot().id
+
+
+def _cache(root: Path, store: Path) -> StatCache:
+    with Workspace(root, store=store) as ws:
+        return StatCache.load(ws.store.stat_cache_path, ws.store.identity)
+
+
+def _reused(root: Path, store: Path) -> tuple[int, int]:
+    """(folders whose listing a walk now reuses, folders walked)."""
+    cache = _cache(root, store)
+    folders = list(iter_walk(str(root), WalkOptions(known=known_for(cache))))
+    return sum(f.joined is not None for f in folders), len(folders)
+
+
+@pytest.fixture(autouse=True)
+def _no_watchman(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UNDOSTORE_FSMONITOR", "off")
+
+
+def _spec() -> dict:
+    return {".gitignore": "*.log\n!keep.log\nbuild/\n", "a.txt": "a", "a.log": "x",
+            "keep.log": "k", "build": {"out.o": "o"},
+            "src": {"m.c": "c", "n.log": "l", ".gitignore": "/gen\n", "gen": "g",
+                    "deep": {"x.c": "x", "gen": "kept: anchored above"}}}
+
+
+def test_unchanged_folders_are_reused_and_ids_stay_gits(tmp_path: Path, git):  # noqa: ANN001
+    root = make_tree(tmp_path / "t", _spec())
+    store = tmp_path / "store"
+    time.sleep(SETTLE)
+    first = _snapshot(root, store)
+    assert first == git.write_tree(root)
+    assert _reused(root, store) == (3, 3)     # root, src, src/deep: build/ is ignored
+    assert _snapshot(root, store) == first
+    (root / "src" / "new.c").write_text("new")   # the folder's mtime moves: read again
+    assert _snapshot(root, store) == git.write_tree(root)
+    reused, walked = _reused(root, store)
+    assert walked == 3 and reused < 3
+
+
+def test_gitignore_edited_in_place_is_seen_below(tmp_path: Path, git):  # noqa: ANN001
+    root = make_tree(tmp_path / "t", _spec())
+    store = tmp_path / "store"
+    time.sleep(SETTLE)
+    _snapshot(root, store)
+    for ignore_file, text in ((root / ".gitignore", b"build/\n"),
+                              (root / "src" / ".gitignore", b"# nothing\n"),
+                              (root / ".gitignore", b"*.log\n*.c\n")):
+        folder = os.stat(ignore_file.parent).st_mtime_ns
+        time.sleep(SETTLE)
+        with open(ignore_file, "r+b") as f:   # same inode, same folder: only its own stat moves
+            f.truncate(0)
+            f.write(text)
+        assert os.stat(ignore_file.parent).st_mtime_ns == folder
+        assert _snapshot(root, store) == git.write_tree(root)
+
+
+def test_info_exclude_and_undostoreignore_changes_reach_every_folder(tmp_path: Path):
+    root = make_tree(tmp_path / "t", {"a.txt": "a", "sub": {"b.txt": "b", "c.tmp": "c"}})
+    (root / ".git" / "info").mkdir(parents=True)
+    exclude = root / ".git" / "info" / "exclude"
+    exclude.write_text("")
+    store = tmp_path / "store"
+    time.sleep(SETTLE)
+    with Workspace(root, store=store) as ws:
+        assert ws.snapshot().files == 3
+        with open(exclude, "r+b") as f:
+            f.write(b"*.tmp\n")
+        assert ws.snapshot().files == 2
+        with open(root / ".undostoreignore", "wb") as f:
+            f.write(b"*.txt\n")   # leaves only .undostoreignore itself
+        assert ws.snapshot().files == 1
+
+
+def test_stamps_taken_too_close_to_the_save_are_not_trusted(tmp_path: Path):
+    root = make_tree(tmp_path / "t", {"a.txt": "a", "sub": {"b.txt": "b"}})
+    store = tmp_path / "store"
+    _snapshot(root, store)       # the folders were made moments ago: their stamps prove nothing
+    records = _cache(root, store).records
+    assert all(record_stamp(r)[:len(UNTRUSTED)] == UNTRUSTED for r in records.values())
+    assert _reused(root, store)[0] == 0
+    stamp = records["sub"][4]
+    assert trusted_stamp(stamp, lambda mtime, ctime: False) == stamp or (
+        os.stat(root / "sub").st_mtime_ns % 1_000_000_000 == 0)
+
+
+def test_a_folder_replaced_by_a_file_and_back(tmp_path: Path, git):  # noqa: ANN001
+    root = make_tree(tmp_path / "t", {"a": {"x.txt": "x"}, "b.txt": "b"})
+    store = tmp_path / "store"
+    time.sleep(SETTLE)
+    _snapshot(root, store)
+    shutil.rmtree(root / "a")
+    (root / "a").write_text("now a file")
+    assert _snapshot(root, store) == git.write_tree(root)
+    time.sleep(SETTLE)
+    _snapshot(root, store)
+    (root / "a").unlink()
+    make_tree(root / "a", {"y.txt": "y"})
+    assert _snapshot(root, store) == git.write_tree(root)
+
+
+# --- a random run of changes, each snapshot checked against git -------------------------------
+
+NAMES = ("a.c", "b.log", "keep.log", "c.o", "gen", "d.txt")
+FOLDERS = ("", "src", "src/deep", "lib", "build", "lib/x")
+PATTERNS = ("*.log", "!keep.log", "*.o", "build/", "/gen", "gen", "deep/", "!*.c", "*.[ot]",
+            "x*")
+
+
+def _mutate(root: Path, rng: random.Random) -> None:
+    folder = root / rng.choice(FOLDERS)
+    op = rng.randrange(8)
+    if op <= 1:
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / rng.choice(NAMES)
+        if not target.is_dir():
+            target.write_bytes(os.urandom(4))
+    elif op == 2:
+        files = [p for p in folder.glob("*") if p.is_file() and p.name != ".gitignore"]
+        if files:
+            rng.choice(files).unlink()
+    elif op == 3:   # a .gitignore written in place: the folder's own stat does not move
+        folder.mkdir(parents=True, exist_ok=True)
+        text = "\n".join(rng.sample(PATTERNS, rng.randint(0, 3))) + "\n"
+        mode = "r+" if (folder / ".gitignore").exists() else "w"
+        with open(folder / ".gitignore", mode) as f:
+            f.truncate(0)
+            f.write(text)
+    elif op == 4 and folder != root and folder.is_dir():
+        shutil.rmtree(folder)
+    elif op == 5:
+        files = [p for p in folder.glob("*") if p.is_file()]
+        other = root / rng.choice(FOLDERS)
+        if files and other.is_dir():
+            source = rng.choice(files)
+            if not (other / source.name).is_dir():
+                os.replace(source, other / source.name)
+    elif op == 6 and not IS_WINDOWS:
+        files = [p for p in folder.glob("*") if p.is_file()]
+        if files:
+            path = rng.choice(files)
+            path.chmod(path.stat().st_mode ^ 0o100)
+    else:
+        files = [p for p in folder.glob("*") if p.is_file() and p.name != ".gitignore"]
+        if files:
+            with open(rng.choice(files), "r+b") as f:
+                f.write(os.urandom(3))
+
+
+def test_random_changes_keep_the_snapshot_equal_to_a_fresh_one(tmp_path: Path):
+    """Each snapshot through the cache equals one taken with a new store (which reads every
+    folder) and, where git is installed, git's tree (the Windows lane has no git)."""
+    oracle = shutil.which("git")
+    git = Git(oracle) if oracle else None
+    rng = random.Random(23)
+    root = make_tree(tmp_path / "t", {".gitignore": "*.log\n", "src": {"a.c": "a"}})
+    store = tmp_path / "store"
+    reused = 0
+    with Workspace(root, store=store) as ws:
+        for round_no in range(40):
+            for _ in range(rng.randint(1, 3)):
+                _mutate(root, rng)
+            if rng.random() < 0.5:
+                time.sleep(SETTLE)    # old enough: the next snapshot saves trusted stamps
+            cache = StatCache.load(ws.store.stat_cache_path, ws.store.identity)
+            reused += sum(f.joined is not None
+                          for f in iter_walk(str(root), WalkOptions(known=known_for(cache))))
+            got = ws.snapshot().id
+            assert got == _snapshot(root, tmp_path / f"fresh{round_no}")
+            if git is not None:
+                assert got == git.write_tree(root)
+    assert reused > 0
