@@ -33,12 +33,17 @@ class _DiffCommand(click.Command):
 @click.command("diff", cls=_DiffCommand)
 @click.argument("from_id", metavar="[FROM]", required=False, shell_complete=complete_ids)
 @click.argument("to_id", metavar="[TO]", required=False, shell_complete=complete_ids)
-@click.option("--name-status", "form", flag_value="name-status", default=True,
+@click.option("--name-only", is_flag=True, help="Only the path of each change.")
+@click.option("--name-status", is_flag=True,
               help="Status letter and path of each change (the default).")
-@click.option("--numstat", "form", flag_value="numstat",
+@click.option("--numstat", is_flag=True,
               help="Added and removed line counts per file ('-' for binary files).")
-@click.option("--stat", "form", flag_value="stat", help="git's diffstat graph and summary.")
-@click.option("--patch", "-p", "form", flag_value="patch", help="The changes as a unified diff.")
+@click.option("--stat", is_flag=True, help="git's diffstat graph and summary.")
+@click.option("--patch", "-p", is_flag=True, help="The changes as a unified diff.")
+@click.option("-U", "--unified", "context", type=click.IntRange(min=0), default=None,
+              metavar="N", help="The patch with N lines of context (default 3); implies -p.")
+@click.option("--exit-code", is_flag=True,
+              help="Exit 1 when there are changes, 0 when there are none (as git's).")
 @click.option("--find-renames", "-M", is_flag=True,
               help="Report a deleted and an added file that are at least 50% alike as a rename.")
 @click.option("--color", "color", type=click.Choice(["auto", "always", "never"]),
@@ -53,16 +58,20 @@ class _DiffCommand(click.Command):
 @pass_context
 @click.pass_context
 def diff_command(click_ctx: click.Context, ctx: Context, from_id: str | None, to_id: str | None,
-                 form: str, find_renames: bool, color: str, turn: int | None,
-                 session: str | None, no_pager: bool, as_json: bool) -> None:
+                 name_only: bool, name_status: bool, numstat: bool, stat: bool, patch: bool,
+                 context: int | None, exit_code: bool, find_renames: bool, color: str,
+                 turn: int | None, session: str | None, no_pager: bool, as_json: bool) -> None:
     """Show what changed from snapshot FROM to snapshot TO (default: the files now).
 
     Output matches `git diff-tree -r --no-renames` with the same flag on the same two trees.
     Limit it to some paths with `-- PATH...` (files, folders or globs; relative to the current
     folder when it is inside the root). Comparing with the files now takes a snapshot of them
     that no session records. `--turn N` compares what turn N of the session (--session) began
-    with and the files after it. On a terminal, long output goes through a pager.
+    with and the files after it. Format flags combine as in git: --name-only and --name-status
+    stand alone; otherwise --numstat, then --stat, then the patch (-p, -U N). On a terminal,
+    long output goes through a pager.
     """
+    forms = _forms(name_only, name_status, numstat, stat, patch or context is not None)
     workspace = ctx.workspace()
     paths = _root_relative(workspace.root, click_ctx.meta.get(_PATHS_KEY, []))
     if turn is not None:
@@ -92,22 +101,40 @@ def diff_command(click_ctx: click.Context, ctx: Context, from_id: str | None, to
         else:
             colored, width = _want_color(color), _columns()
             with paged(not no_pager):
-                _write_text(form, workspace.store, changes, colored, width)
+                for at, form in enumerate(forms):
+                    if at and form == "patch" and changes:
+                        sys.stdout.buffer.write(b"\n")   # git's blank line before the patch
+                    _write_text(form, workspace.store, changes, colored, width,
+                                3 if context is None else context)
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, as git does.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(141 if os.name != "nt" else 1)
+    if exit_code and changes:
+        sys.exit(1)
+
+
+def _forms(name_only: bool, name_status: bool, numstat: bool, stat: bool,
+           patch: bool) -> list[str]:
+    """The forms to print, in git's order: a name form alone, else numstat, stat, patch;
+    nothing asked: --name-status."""
+    if name_only or name_status:
+        return ["name-only" if name_only else "name-status"]
+    forms = [f for f, on in (("numstat", numstat), ("stat", stat), ("patch", patch)) if on]
+    return forms or ["name-status"]
 
 
 def _write_text(form: str, store: Store, changes: list[Change], colored: bool,
-               width: int) -> None:
-    """`changes` in one of git's forms on stdout (`width`: the --stat width)."""
+                width: int, context: int = 3) -> None:
+    """`changes` in one of git's forms on stdout (`width`: the --stat width; `context`: the
+    patch's lines around each change)."""
     from undostore.diff.patch import GIT_COLORS, PLAIN, render
 
     sys.stdout.flush()
     out = sys.stdout.buffer
-    for chunk in render(form, store, changes, GIT_COLORS if colored else PLAIN, width):
+    for chunk in render(form, store, changes, GIT_COLORS if colored else PLAIN, width,
+                        context):
         out.write(chunk)
     out.flush()
 

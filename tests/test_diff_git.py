@@ -326,3 +326,33 @@ def test_cli_output_matches_git_when_piped(git, tree_factory):
         ours = subprocess.run(args + ([flag] if flag else []), capture_output=True, check=True)
         assert ours.stdout == pair.git_output(a, b, flag or "--name-status")
         assert ours.stderr == b""
+
+
+FLAG_MIXES = (("--name-only",), ("--name-status", "-p"), ("--stat", "-p"), ("--numstat", "--stat"),
+              ("--numstat", "-p"), ("-p", "--stat", "--numstat"), ("-U1",), ("-U0", "--stat"),
+              ("-U10",), ("--stat", "--name-only"))
+
+
+def test_the_cli_combines_format_flags_and_context_as_git_does(git, tree_factory):
+    """Through the real CLI: flags combine in git's order (a name form alone; else numstat,
+    stat, a blank line, the patch), `-U N` sets the context, `--exit-code` says if anything
+    changed."""
+    lines = "".join(f"line {i}\n" for i in range(30))
+    root = tree_factory({"f.txt": lines, "g.txt": "x\n", "sub": {"s.txt": "s\n"}})
+    pair = Pair(git, root)
+    a = pair.snap()
+    write(root, "f.txt", lines.replace("line 3\n", "LINE 3\n").replace("line 20\n", "x\n"))
+    (root / "g.txt").unlink()
+    write(root, "h.txt", "new\n")
+    b = pair.snap()
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    for mix in FLAG_MIXES:
+        want = pair.git.run(pair.git.private_dir(root), root, "diff-tree", "-r", "--no-renames",
+                            *mix, a, b)
+        got = subprocess.run([sys.executable, "-m", "undostore", "diff", a, b, *mix],
+                             capture_output=True, cwd=root, env=env, timeout=60)
+        assert (got.returncode, got.stdout) == (0, want), (mix, got.stderr)
+    for ids, code in (((a, b), 1), ((a, a), 0)):
+        done = subprocess.run([sys.executable, "-m", "undostore", "diff", *ids, "--exit-code"],
+                              capture_output=True, cwd=root, env=env, timeout=60)
+        assert done.returncode == code, done.stderr

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from undostore.git.packindex import PackIndexFile
     from undostore.store.store import Store
 
-FORMS = ("name-status", "numstat", "stat", "patch")
+FORMS = ("name-only", "name-status", "numstat", "stat", "patch")
 MIN_ABBREV = 7
 _TYPE_MASK = 0o170000
 _NULL_HEX = "0" * 40
@@ -145,6 +145,11 @@ def fill_line_counts(store: Store, changes: list[Change]) -> None:
 
 
 # --- name-status, numstat, stat --------------------------------------------------------------
+
+
+def name_only(changes: list[Change]) -> bytes:
+    """git's `--name-only`: each changed path (a rename's new path), quoted as git quotes it."""
+    return b"".join(quote_path(_fs(change.path)) + b"\n" for change in changes)
 
 
 def name_status(changes: list[Change]) -> bytes:
@@ -322,9 +327,10 @@ class _Side(NamedTuple):
     data: bytes | BigBlob
 
 
-def patch(store: Store, blobs: Blobs, changes: list[Change], colors: Colors = PLAIN
-          ) -> Iterator[bytes]:
-    """git's `--patch` output, one chunk per file (ids abbreviated against `store`)."""
+def patch(store: Store, blobs: Blobs, changes: list[Change], colors: Colors = PLAIN,
+          context: int = 3) -> Iterator[bytes]:
+    """git's `--patch` output, one chunk per file (ids abbreviated against `store`), with
+    `context` lines around each change (`-U`)."""
     abbrev = Abbrev(store, expected_ids=2 * len(changes))
     for change in changes:
         old = _side(blobs, change.old_mode, change.old_id)
@@ -334,10 +340,10 @@ def patch(store: Store, blobs: Blobs, changes: list[Change], colors: Colors = PL
         score = int(change.status[1:]) if change.status.startswith("R") else None
         if old and new and (old.mode & _TYPE_MASK) != (new.mode & _TYPE_MASK):
             # git shows a file <-> symlink change as a deletion followed by an addition.
-            yield _file_patch(name_a, name_b, old, None, score, abbrev, colors)
-            yield _file_patch(name_a, name_b, None, new, score, abbrev, colors)
+            yield _file_patch(name_a, name_b, old, None, score, abbrev, colors, context)
+            yield _file_patch(name_a, name_b, None, new, score, abbrev, colors, context)
         else:
-            yield _file_patch(name_a, name_b, old, new, score, abbrev, colors)
+            yield _file_patch(name_a, name_b, old, new, score, abbrev, colors, context)
 
 
 def _side(blobs: Blobs, mode: int | None, hex_id: str | None) -> _Side | None:
@@ -349,7 +355,7 @@ def _side(blobs: Blobs, mode: int | None, hex_id: str | None) -> _Side | None:
 
 
 def _file_patch(name_a: bytes, name_b: bytes, one: _Side | None, two: _Side | None,
-                score: int | None, abbrev: Abbrev, c: Colors) -> bytes:
+                score: int | None, abbrev: Abbrev, c: Colors, context: int = 3) -> bytes:
     a_one, b_two = _quote_two(b"a/", name_a), _quote_two(b"b/", name_b)
     label_a = a_one if one else b"/dev/null"
     label_b = b_two if two else b"/dev/null"
@@ -397,22 +403,22 @@ def _file_patch(name_a: bytes, name_b: bytes, one: _Side | None, two: _Side | No
     out.append(meta + b"--- " + label_a + reset + (b"\t" if b" " in label_a else b"") + b"\n")
     out.append(meta + b"+++ " + label_b + reset + (b"\t" if b" " in label_b else b"") + b"\n")
     if c.enabled:
-        _emit_colored(out, c, old_data, new_data, old_lines, new_lines, edits)
+        _emit_colored(out, c, old_data, new_data, old_lines, new_lines, edits, context)
     else:
-        _emit_plain(out, old_lines, new_lines, edits)
+        _emit_plain(out, old_lines, new_lines, edits, context)
     return b"".join(out)
 
 
 _NO_NEWLINE = b"\\ No newline at end of file\n"
 
 
-def _hunk_headers(old_lines: list[bytes], new_lines: list[bytes], edits: list[Edit]
-                  ) -> Iterator[tuple[bytes, int, int, Hunk]]:
+def _hunk_headers(old_lines: list[bytes], new_lines: list[bytes], edits: list[Edit],
+                  context: int = 3) -> Iterator[tuple[bytes, int, int, Hunk]]:
     """(header line, first old line number, first new line number, hunk) per hunk."""
 
     func = b""
     searched_to = -1
-    for hunk in hunks(edits, len(old_lines), len(new_lines)):
+    for hunk in hunks(edits, len(old_lines), len(new_lines), context):
         line_no = hunk.s1 - 1
         while line_no != searched_to and 0 <= line_no < len(old_lines):
             found = function_line(old_lines[line_no])
@@ -464,9 +470,9 @@ def _records(hunk: Hunk, old_lines: list[bytes], new_lines: list[bytes]
 
 
 def _emit_plain(out: list[bytes], old_lines: list[bytes], new_lines: list[bytes],
-                edits: list[Edit]) -> None:
+                edits: list[Edit], context: int = 3) -> None:
     prefixes = {32: b" ", 45: b"-", 43: b"+"}
-    for head, _, _, hunk in _hunk_headers(old_lines, new_lines, edits):
+    for head, _, _, hunk in _hunk_headers(old_lines, new_lines, edits, context):
         out.append(head if head.endswith(b"\n") else head + b"\n")
         for kind, record in _records(hunk, old_lines, new_lines):
             if record.endswith(b"\n"):
@@ -479,9 +485,10 @@ def _emit_plain(out: list[bytes], old_lines: list[bytes], new_lines: list[bytes]
 
 
 def _emit_colored(out: list[bytes], c: Colors, old_data: bytes, new_data: bytes,
-                  old_lines: list[bytes], new_lines: list[bytes], edits: list[Edit]) -> None:
+                  old_lines: list[bytes], new_lines: list[bytes], edits: list[Edit],
+                  context: int = 3) -> None:
     pre_eof, post_eof = _blank_at_eof(old_data, new_data)
-    for head, lno_pre, lno_post, hunk in _hunk_headers(old_lines, new_lines, edits):
+    for head, lno_pre, lno_post, hunk in _hunk_headers(old_lines, new_lines, edits, context):
         out.append(_colored_hunk_header(head, c))
         for kind, record in _records(hunk, old_lines, new_lines):
             line = record if record.endswith(b"\n") else record + b"\n"
@@ -595,12 +602,15 @@ def _trailing_blank_lines(data: bytes) -> int:
 
 
 def render(form: str, store: Store, changes: list[Change], colors: Colors = PLAIN,
-           width: int = 80) -> Iterator[bytes]:
-    """The output of one form as chunks of bytes."""
+           width: int = 80, context: int = 3) -> Iterator[bytes]:
+    """The output of one form as chunks of bytes (`context`: the patch's `-U` lines)."""
     if form not in FORMS:
         raise ValueError(f"unknown diff form {form!r} (expected one of {', '.join(FORMS)})")
     if form == "name-status":
         yield name_status(changes)
+        return
+    if form == "name-only":
+        yield name_only(changes)
         return
     from undostore.git.reader import (
         ObjectReader,  # reads packs directly: no dulwich import on this path
@@ -615,5 +625,5 @@ def render(form: str, store: Store, changes: list[Change], colors: Colors = PLAI
         elif form == "stat":
             yield stat(reader, changes, width, colors)
         else:
-            yield from patch(store, reader, changes, colors)
+            yield from patch(store, reader, changes, colors, context)
 
