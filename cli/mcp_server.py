@@ -29,6 +29,8 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from .signals import CANCEL
+
 Args = dict[str, Any]
 
 
@@ -272,8 +274,13 @@ def build_server(global_args: list[str]) -> Server:
         async with one_at_a_time:
             # abandon_on_cancel=False (the default): a cancelled request waits for the thread,
             # so the lock is held until the library call has returned.
-            return await anyio.to_thread.run_sync(call, global_args, params.name,
-                                                  params.arguments or {})
+            result = await anyio.to_thread.run_sync(call, global_args, params.name,
+                                                    params.arguments or {})
+        if CANCEL.is_set():
+            # SIGINT or SIGTERM during the call (signals.py): a restore it stopped rolled back
+            # first; now the server stops, as it does on a signal between calls.
+            raise KeyboardInterrupt
+        return result
 
     return Server("undostore", version=__version__,
                   instructions="Undo and redo for the files of this project: snapshot before "

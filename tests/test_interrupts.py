@@ -18,7 +18,7 @@ from undostore import Workspace
 from undostore.restore.restorelog import journal_path
 
 from .conftest import IS_WINDOWS
-from .test_restore_support import disk_state, temp_files
+from .restore_support import disk_state, temp_files
 
 pytestmark = pytest.mark.skipif(IS_WINDOWS, reason="POSIX signals to a child process; the "
                                 "Windows lane runs the in-process guard tests below")
@@ -151,7 +151,9 @@ import os, runpy, signal, sys
 from undostore import Workspace
 from undostore.errors import Interrupted
 ws = Workspace(sys.argv[1])
-ws.checkpoint = runpy.run_path(sys.argv[5])["stall_at"](int(sys.argv[3]), sys.argv[4])
+signal.signal(signal.SIGINT, lambda *_: ws.cancel.set())   # the host's handler, not the library's
+ws.checkpoint = runpy.run_path(sys.argv[5])["stall_at"](int(sys.argv[3]), sys.argv[4],
+                                                        ws.cancel.is_set)
 take = ws._snapshot_locked
 calls = []
 def snapshot(*args):
@@ -264,6 +266,7 @@ import os, signal, sys
 from undostore import Workspace
 from undostore.errors import Interrupted
 ws = Workspace(sys.argv[1])
+signal.signal(signal.SIGINT, lambda *_: ws.cancel.set())   # the host's handler, not the library's
 take = ws._snapshot_locked
 def snapshot(*args):
     os.kill(os.getpid(), signal.SIGINT)   # Ctrl-C while `restore --abort` rolls back

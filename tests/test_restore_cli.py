@@ -12,7 +12,7 @@ import pytest
 from undostore import ConflictError, Workspace
 
 from .conftest import IS_WINDOWS
-from .test_restore_support import craft_snapshot, disk_state, run_cli
+from .restore_support import craft_snapshot, disk_state, run_cli
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from undostore import Workspace
 from undostore.restore.restorelog import journal_path
 
 from .conftest import IS_WINDOWS, Exe, Link
-from .test_restore_support import disk_state, temp_files
+from .restore_support import disk_state, temp_files
 
 # The child: one restore, recovery, abort, undo or revert, stalling at its k-th file operation
 # (0: never) through the checkpoint callable it hands the library.

@@ -17,7 +17,7 @@ from undostore import Workspace
 from undostore.restore.progress import Progress
 
 from .conftest import IS_WINDOWS
-from .test_restore_support import run_cli
+from .restore_support import run_cli
 
 
 def _two_states(root) -> tuple[Workspace, str, str, dict[str, bytes]]:

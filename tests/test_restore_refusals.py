@@ -21,7 +21,7 @@ from undostore.restore.diskstate import is_case_insensitive
 from undostore.restore.restorelog import journal_path
 
 from .conftest import IS_WINDOWS, Link
-from .test_restore_support import craft_snapshot, disk_state, temp_files
+from .restore_support import craft_snapshot, disk_state, temp_files
 
 
 def _assert_nothing_changed(root, ws: Workspace, before) -> None:
@@ -33,7 +33,7 @@ def _assert_nothing_changed(root, ws: Workspace, before) -> None:
 def _refused(tree_factory, start: dict, crafted: dict, error: type[Exception],
              match: str | None = None) -> Exception:
     """A root holding `start`, snapshotted, then a restore of a snapshot crafted from `crafted`
-    (test_restore_support.craft_snapshot): it raises `error` and changes nothing. The error."""
+    (restore_support.craft_snapshot): it raises `error` and changes nothing. The error."""
     root = tree_factory(start)
     with Workspace(root) as ws:
         ws.snapshot()

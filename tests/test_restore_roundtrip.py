@@ -18,7 +18,7 @@ from undostore.restore.restorelog import journal_path
 from undostore.snapshot.snapshot import EMPTY_TREE
 
 from .conftest import IS_WINDOWS, Exe, Link, make_tree
-from .test_restore_support import craft_snapshot, disk_state, mtimes, temp_files
+from .restore_support import craft_snapshot, disk_state, mtimes, temp_files
 
 posix_only = pytest.mark.skipif(IS_WINDOWS, reason="symlinks / exec bit / chmod are POSIX here")
 
