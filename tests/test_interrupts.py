@@ -129,6 +129,19 @@ def test_ctrl_c_with_json_gives_one_json_object_and_exit_130(tree_factory, tmp_p
     assert disk_state(root) == state_b
 
 
+def test_sigterm_during_a_restore_is_a_cancel_request_too(tree_factory, tmp_path):
+    """A host closing undostore sends SIGTERM: the restore rolls back as on Ctrl-C."""
+    root, snap_a, _, _, state_b = _states(tree_factory)
+    marker = str(tmp_path / "stalled")
+    proc = _spawn([*CLI, "--root", str(root), "restore", snap_a, "--yes"], 20, marker)
+    assert _wait_for(proc, marker)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and b"rolled back" in err, err
+    assert disk_state(root) == state_b
+    _nothing_pending(root)
+
+
 def test_ctrl_c_during_undo_leaves_the_session_and_the_files_as_they_were(tree_factory,
                                                                            tmp_path):
     root, snap_a, _, snap_b, state_b = _states(tree_factory)
