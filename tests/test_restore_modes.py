@@ -119,31 +119,6 @@ def test_changed_content_keeps_the_bits_but_never_setuid(tmp_path, bits) -> None
 
 
 @posix
-def test_warnings_of_files_written_on_threads_come_in_path_order(tmp_path, monkeypatch) -> None:
-    """A host shows the warnings as they come: the same restore gives them in the same order
-    (the files' path order) whichever writer thread wrote which file."""
-    from undostore.restore import writers
-
-    monkeypatch.setattr(writers, "PROBE", 1)
-    monkeypatch.setattr(writers, "SLOW", 0.0)
-    root = tmp_path / "p"
-    names = [f"d{i}/f{j:02d}" for i in range(8) for j in range(30)]
-    for name in names:
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(f"version A of {name}\n")
-    with Workspace(root, tmp_path / "store") as ws:
-        target = ws.snapshot().id
-        for name in names:
-            (root / name).write_text(f"version B of {name}\n")
-            os.chmod(root / name, 0o4644)
-        ws.snapshot()
-        result = ws.restore(target)
-    cleared = [path for path, message in result.warnings if "setuid/setgid cleared" in message]
-    assert cleared == names
-    assert all(mode_of(root / name) == 0o644 for name in names)
-
-
-@posix
 @pytest.mark.parametrize(("now", "after"), [(0o4644, 0o755), (0o640, 0o750), (0o600, 0o700),
                                             (0o604, 0o705), (0o2755, 0o644), (0o711, 0o600)])
 def test_exec_bit_follows_read_and_clears_setuid(tmp_path, now, after) -> None:

@@ -412,16 +412,10 @@ def _open_descriptors() -> int | None:
 
 
 @pytest.mark.skipif(IS_WINDOWS or _open_descriptors() is None,
-                    reason="POSIX: a listing of open descriptors (Windows has no writer threads)")
-def test_restores_on_threads_leave_no_descriptor_open(tree_factory, monkeypatch):
+                    reason="POSIX: a listing of open descriptors")
+def test_restores_leave_no_descriptor_open(tree_factory):
     """An agent host embeds the library for hours: each restore must close every descriptor it
-    opened, the writer and reclaim threads' copies of folder descriptors included."""
-    from undostore.restore import reclaim, writers
-
-    monkeypatch.setattr(writers, "PROBE", 1)
-    monkeypatch.setattr(writers, "SLOW", 0.0)
-    monkeypatch.setattr(reclaim, "PROBE", 1)
-    monkeypatch.setattr(reclaim, "SLOW", 0.0)
+    opened."""
     root = tree_factory({f"d{i}": {f"f{j}": f"old {i} {j}\n" for j in range(40)}
                          for i in range(25)})
     ws = Workspace(root)

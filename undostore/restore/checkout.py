@@ -7,13 +7,9 @@ it created. Each write goes to a temp file in the same folder, is made durable (
 replaces the old file with one rename, so every changed file gets a new inode: a hard-linked
 file's other names keep their content and mode. A folder the restore creates is written whole
 under a temp name beside where it goes (its files with their own names, no temp file each),
-made durable, and renamed into place: it appears complete or not at all. Where the kernel's
-work per file is large, a batch's temp files are written on a few threads (writers.py), every
-decision and checkpoint staying here. Old inodes are freed right away or, likewise, on a few
-threads (reclaim.py): the new file and the old one swap names in one call where Linux can
-(renameat2), else the old file gets a temp name of the restore too (a hard link) before the
-rename; a deleted file is renamed to one; those names are unlinked, and the pool is drained
-before emptied folders are removed and before the final sync.
+made durable, and renamed into place: it appears complete or not at all. All of it runs on
+the calling thread: threads measured no faster on journaled ext4, xfs, btrfs or tmpfs
+(docs/design.md).
 
 The conflict rule: just before a file is replaced or deleted, its current content is compared with
 what the plan expects (`before`); a file that already holds what the plan wants (`after`) is left
@@ -37,7 +33,6 @@ from dataclasses import dataclass, field
 from undostore.errors import ConflictError
 from undostore.git.objects import MODE_EXEC, MODE_LINK
 from undostore.platform import IS_WINDOWS
-from undostore.restore import writers
 from undostore.restore.blobs import BlobSource, Checkpoints, write_sparse
 from undostore.restore.diskstate import DiskMatcher, Probe
 from undostore.restore.filemeta import (
@@ -64,7 +59,6 @@ from undostore.restore.fsops import (
 )
 from undostore.restore.plan import Entry, RestorePlan, parent_dirs
 from undostore.restore.progress import Reporter
-from undostore.restore.reclaim import Reclaimer
 from undostore.restore.restorelog import temp_prefix
 from undostore.store.durable import Durability
 
@@ -73,8 +67,6 @@ __all__ = ["BlobSource", "Checkout", "CheckoutResult", "Checkpoints", "remove_te
 
 _BATCH_FILES = 8192
 _BATCH_BYTES = 128 << 20
-# Old files are freed on a few threads (reclaim.py) where folders are held by descriptor.
-_RECLAIM = not IS_WINDOWS and os.link in os.supports_dir_fd and os.unlink in os.supports_dir_fd
 
 
 @dataclass
@@ -108,9 +100,7 @@ class Checkout:
         self.modes = modes or Modes(None)
         self.result = CheckoutResult()
         self.tree: DirTree | None = None
-        self.reclaim: Reclaimer | None = None
         self._temps = 0
-        self._asides = 0
         self._symlinks = True
         self.current = ""            # the path being worked on, for error messages
         self.touched = False         # whether anything but this restore's temp names changed
@@ -121,7 +111,6 @@ class Checkout:
 
     def run(self) -> CheckoutResult:
         self.tree = DirTree(self.root)
-        self.reclaim = Reclaimer() if _RECLAIM and self.tree.use_fds else None
         try:
             writes = sorted(self.plan.create + self.plan.modify)
             if self.progress.active:
@@ -130,7 +119,6 @@ class Checkout:
             for path in self.plan.delete:
                 self._delete(path)
                 self.progress.advance()
-            self._drain()  # the folders the deletes emptied are removed next
             for folder in self.plan.remove_dirs:
                 self._remove_dir(folder)
             tops = self._new_tops(sorted(self.plan.create))
@@ -144,15 +132,12 @@ class Checkout:
                 self._chmod(path)
                 self.progress.advance()
             self._finish_folders()
-            self._drain()
             self.progress.step("sync")
             self.current = ""
             self.tree.verify()
             self.durable.flush_all()
         finally:
             self._discard_staged()
-            if self.reclaim is not None:
-                self.reclaim.close()
             self.tree.close()
         return self.result
 
@@ -161,52 +146,6 @@ class Checkout:
         chmod'ed): from here on a failure leaves the restore half-way."""
         self.touched = True
         self.checkpoint.before(what, path)
-
-    # --- freeing old files (reclaim.py) -----
-
-    def _aside_name(self) -> str:
-        self._asides += 1
-        return f"{self.prefix}o{self._asides}"
-
-    def _set_aside(self, d: Dir, name: str) -> tuple[int, str] | None:
-        """Give the file about to be replaced a second name of this restore's, so the replace
-        frees nothing; (folder descriptor, that name), or None where that cannot be done."""
-        assert self.tree is not None
-        fd = self.tree.descriptor(d) if self.reclaim is not None else None
-        if fd is None or self.reclaim is None:
-            return None
-        for _ in range(100):
-            aside = self._aside_name()
-            try:
-                return (fd, aside) if self.reclaim.set_aside(fd, name, aside) else None
-            except FileExistsError:
-                continue  # left by an earlier run of this restore: take the next name
-        return None
-
-    def _free(self, aside: tuple[int, str] | None) -> None:
-        if aside is not None and self.reclaim is not None:
-            self.reclaim.discard(*aside)
-
-    def _remove_file(self, d: Dir, name: str) -> None:
-        """Delete `name` from `d`: renamed to a name of this restore's and freed on the pool,
-        or unlinked here where folders have no descriptors."""
-        assert self.tree is not None
-        fd = self.tree.descriptor(d) if self.reclaim is not None else None
-        if fd is None:
-            self.tree.unlink(d, name)
-            return
-        aside = self._aside_name()
-        self.tree.replace(d, name, aside)
-        self._free((fd, aside))
-
-    def _drain(self) -> None:
-        if self.reclaim is None:
-            return
-        self.reclaim.drain()
-        for name, err in self.reclaim.failed:
-            self.result.warnings.append((name, f"could not remove this temp file of the "
-                                               f"restore: {err.strerror or err}"))
-        self.reclaim.failed.clear()
 
     # --- folders -----
 
@@ -414,7 +353,7 @@ class Checkout:
         if found.kind in (FILE, LINK) and self._holds(d, name, path, found, self.plan.before[path]):
             self._make_writable(d, name, found)
             self._before("delete", path)
-            self._remove_file(d, name)
+            self.tree.unlink(d, name)
             self._changed(d)
             self.checkpoint("delete", path)
             return
@@ -462,7 +401,9 @@ class Checkout:
     def _write_batch(self, batch: list[str]) -> None:
         temps: list[tuple[str, str]] = []
         try:
-            self._write_temps(batch, temps)
+            for path in batch:
+                temps.append((path, self._write_temp(path)))
+                self._wrote(path)
             self.durable.flush_files()
             temps.reverse()  # replaced in path order, popped from the end
             while temps:
@@ -480,111 +421,33 @@ class Checkout:
 
     def _write_temp(self, path: str) -> str:
         """A new file (or symlink) beside `path` holding what the plan wants there, carrying
-        what the file now at `path` carries (filemeta.py); its name."""
-        d, temp, found = self._new_temp(path)
-        job = _WriteJob(path, d, temp, found)
-        self._temp_made(job, self._write_job(job))
-        return temp
-
-    def _new_temp(self, path: str) -> tuple[Dir, str, Probe]:
-        """(the folder of `path`, made if missing; a fresh temp name there; what is at `path`)."""
+        what the file now at `path` carries (filemeta.py); its name. Removed again if its
+        writing fails."""
         self.current = path
         d, _, found = self._at(path, create=True)
-        assert d is not None
+        assert d is not None and self.tree is not None
         temp = f"{self.prefix}{self._temps}"
         self._temps += 1
         self._changed(d)
-        return d, temp, found
-
-    def _temp_made(self, job: _WriteJob,
-                   made: tuple[os.stat_result, tuple[int, ...] | None]) -> None:
-        """Record the temp file a job wrote (`_write_job`'s result), and its warnings."""
-        st, carried = made
-        if not stat.S_ISLNK(st.st_mode):
-            self._carried[job.name] = carried  # checked again just before the replace
-        self._made[job.name] = _mark(st)
-        self.result.warnings += job.warnings   # in path order, whichever thread wrote it
-
-    # --- writes on a few threads (writers.py): POSIX, where folders are held by descriptor ---
-
-    def _on_threads(self, count: int) -> bool:
-        assert self.tree is not None
-        return self.tree.use_fds and count >= writers.MIN_JOBS
-
-    def _own(self, d: Dir) -> Dir:
-        """`d` with a descriptor of its own, for a job on a writer thread (the tree may close
-        its descriptors to stay under the limit while the job is out)."""
-        assert self.tree is not None
-        fd = self.tree.descriptor(d)
-        assert fd is not None
-        return Dir(d.rel, d.path, os.dup(fd), d.st)
-
-    def _release(self, job: _WriteJob) -> None:
-        assert job.d.fd is not None
-        os.close(job.d.fd)
-
-    def _blame(self, job: _WriteJob) -> None:
-        self.current = job.path
-
-    def _write_job(self, job: _WriteJob) -> tuple[os.stat_result, tuple[int, ...] | None]:
-        """The file `job.name` in the job's folder (here or on a writer thread), removed again
-        if its writing fails."""
-        assert self.tree is not None
         try:
-            return self._write_new(job.d, job.name, job.path, self.plan.after[job.path],
-                                   job.found, job.warnings)
+            st, carried = self._write_new(d, temp, path, self.plan.after[path], found,
+                                          self.result.warnings)
         except BaseException:
             try:
-                self.tree.unlink(job.d, job.name)
+                self.tree.unlink(d, temp)
             except (OSError, NotAFolder):
                 pass
             raise
-
-    def _write_temps(self, batch: list[str], temps: list[tuple[str, str]]) -> None:
-        """`_write_temp` for each path of the batch, each temp put into `temps` (and
-        checkpointed) here, in path order: on a few threads where that pays (POSIX, blobs in
-        memory), the others on this thread."""
-        here = batch
-        if self._on_threads(len(batch)):
-            threaded, here = self._split_streamed(batch)
-            self._write_on_threads(threaded, temps)
-        for path in here:
-            temps.append((path, self._write_temp(path)))
-            self._wrote(path)
-        temps.sort()  # path order again, for the replaces
-
-    def _write_on_threads(self, threaded: list[str], temps: list[tuple[str, str]]) -> None:
-        """The temps of `threaded` (writers.py): jobs made and results taken here, in order."""
-        def jobs() -> Iterator[_WriteJob]:
-            for path in threaded:
-                d, temp, found = self._new_temp(path)
-                yield _WriteJob(path, self._own(d), temp, found)
-
-        def done(job: _WriteJob, made: tuple[os.stat_result, tuple[int, ...] | None]) -> None:
-            self.current = job.path   # the iterator may be many jobs ahead
-            temps.append((job.path, job.name))
-            self._temp_made(job, made)
-            self._wrote(job.path)
-
-        def undo(job: _WriteJob, made: object) -> None:
-            self._unlink_temp(job.path, job.name)
-
-        writers.Writers(self._write_job, done, undo, self._release, self._blame).run(jobs())
-
-    def _split_streamed(self, paths: list[str]) -> tuple[list[str], list[str]]:
-        """(paths whose blobs are in memory, paths whose blobs are streamed from the store):
-        only the first go to threads, since the object reader is not shared between them."""
-        threaded, streamed = [], []
-        for path in paths:
-            (threaded if self.blobs.in_memory(self.plan.after[path][1]) else streamed
-             ).append(path)
-        return threaded, streamed
+        if not stat.S_ISLNK(st.st_mode):
+            self._carried[temp] = carried  # checked again just before the replace
+        self._made[temp] = _mark(st)
+        return temp
 
     def _write_new(self, d: Dir, new: str, path: str, entry: Entry, found: Probe, warnings: Warn
                    ) -> tuple[os.stat_result, tuple[int, ...] | None]:
         """Create `new` in `d` holding `entry` for `path`, with what `found` (the file at `path`
         now) carries: (its stat once written, what identifies the old file it carried from).
-        What could not be kept goes to `warnings` (the job's own, on a writer thread)."""
+        What could not be kept goes to `warnings`."""
         assert self.tree is not None
         mode, sha = entry
         if mode == MODE_LINK:
@@ -719,19 +582,7 @@ class Checkout:
                     and self._carried[temp] != _meta_key(found.st)):
                 self._carry_again(d, name, temp, path)  # changed since the temp was written
         self._before("replace", path)
-        if found.kind in (FILE, LINK) and self.reclaim is not None and \
-                self.tree.exchange(d, temp, name):
-            # The new file took the name, the old one took the temp name: freed on the pool.
-            self._free((self.tree.descriptor(d), temp))  # type: ignore[arg-type]
-        else:
-            aside = self._set_aside(d, name) if found.kind in (FILE, LINK) else None
-            try:
-                self.tree.replace(d, temp, name)
-            except BaseException:
-                if aside is not None:
-                    self.tree.unlink(d, aside[1])
-                raise
-            self._free(aside)
+        self.tree.replace(d, temp, name)
         self._changed(d)
         st = self.tree.lstat(d, name)
         self.result.written[path] = _if_unchanged(st, self._made.pop(temp, None)) if st else None
@@ -833,17 +684,6 @@ class Checkout:
                 self.tree.unlink(d, temp)
         except (OSError, NotAFolder):
             pass
-
-
-@dataclass
-class _WriteJob:
-    """One file to write: for `path`, the file `name` in the folder `d`; `found` is what is at
-    `path` now (what the new file carries from)."""
-    path: str
-    d: Dir
-    name: str
-    found: Probe
-    warnings: Warn = field(default_factory=list)   # what could not be kept, in this job
 
 
 def _mark(st: os.stat_result) -> tuple[int, int, int]:
