@@ -477,7 +477,7 @@ FILE_SYSTEMS = ("ext4", "xfs", "btrfs", "tmpfs")
 
 
 @contextlib.contextmanager
-def _mounted(kind: str, work: str, size: str = "4G") -> Iterator[str]:
+def _mounted(kind: str, work: str, size: str = "10G") -> Iterator[str]:
     """A fresh file system of `kind` as `mkfs` makes it, loop-mounted from an image file in
     `work` (tmpfs: mounted directly); its mount point. Needs root and the mkfs tools."""
     point = os.path.join(work, f"fs-{kind}")

@@ -225,7 +225,7 @@ def test_file_changed_after_the_safety_snapshot_is_not_overwritten(tree_factory)
         Workspace(root).snapshot()
     result = Workspace(root).abort_restore()
     assert result is not None and result.operation == "abort"
-    assert [p for p, _ in result.warnings] == ["b"]
+    assert [w.path for w in result.warnings] == ["b"]
     assert {n: (root / n).read_text() for n in "abc"} == {
         "a": "a1", "b": "b2, the user's newest work", "c": "c1"}
     assert not os.path.exists(journal_path(ws.store))

@@ -186,7 +186,7 @@ def test_ignored_files_are_never_touched_and_keep_their_folder(tree_factory):
     assert (root / "pkg" / "debug.log").read_text().startswith("ignored")
     assert (root / "build" / "out.o").read_text() == "ignored folder"
     assert (root / "top.log").read_text() == "ignored"
-    assert [p for p, _ in result.warnings] == ["pkg"]
+    assert [w.path for w in result.warnings] == ["pkg"]
     assert ws.snapshot().id == snap
 
 
@@ -245,7 +245,7 @@ def test_symlink_in_snapshot_is_written_or_reported(tree_factory):
         assert ws.snapshot().id == snap
     else:
         assert (root / "ln").read_bytes() == b"a"
-        assert [p for p, _ in result.warnings] == ["ln"]
+        assert [w.path for w in result.warnings] == ["ln"]
 
 
 def test_case_only_rename(tree_factory):

@@ -51,18 +51,19 @@ from undostore.errors import (
 )
 from undostore.fileio import TEMP_PREFIX
 from undostore.git.reader import ObjectReader
+from undostore.restore.blobs import BlobSource, Checkpoints
 from undostore.restore.cachechoice import cache_for, drops_clock, record_written
 from undostore.restore.cancel import Cancel, Cancelled
 from undostore.restore.checkout import (
-    BlobSource,
     Checkout,
     CheckoutResult,
-    Checkpoints,
+    Target,
     remove_temp_files,
     temp_files_left,
 )
 from undostore.restore.diskstate import DiskMatcher, find_obstacles, is_case_insensitive
 from undostore.restore.filemeta import Modes
+from undostore.restore.notices import Kind, RestoreWarning, Warn
 from undostore.restore.pending import PendingRestore, pending_of, pending_restore
 from undostore.restore.plan import (
     FlatTree,
@@ -87,7 +88,6 @@ from undostore.restore.restorelog import (
 from undostore.snapshot.ignore import excluded_by, undostore_ignore
 from undostore.snapshot.snapshot import store_exclusion
 from undostore.store import moderecord
-from undostore.store.durable import Durability
 from undostore.store.statcache import StatCache
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ class RestoreResult:
     dry_run: bool = False
     operation: str = "restore"     # "restore", or "abort" for a rolled-back interrupted restore
     removed_dirs: list[str] = field(default_factory=list)
-    warnings: list[tuple[str, str]] = field(default_factory=list)   # (path, message)
+    warnings: Warn = field(default_factory=list)
     seconds: float = 0.0
     plan: RestorePlan | None = field(default=None, repr=False)
 
@@ -148,7 +148,7 @@ class RestoreResult:
         return {"target": self.target, "safety": self.safety, "created": self.created,
                 "modified": self.modified, "deleted": self.deleted, "dry_run": self.dry_run,
                 "operation": self.operation, "removed_dirs": self.removed_dirs,
-                "warnings": [{"path": p, "message": m} for p, m in self.warnings],
+                "warnings": [w.to_json() for w in self.warnings],
                 "seconds": round(self.seconds, 4)}
 
 
@@ -309,8 +309,8 @@ def abort_pending(wt: Worktree) -> RestoreResult | None:
             removed = remove_restore_temps(wt.root, wt.store.path)   # folders unknown: all
             aside = set_journal_aside(wt.store)
             return RestoreResult(target="", safety="", operation="abort", warnings=[
-                (aside, f"{err}: moved aside; nothing was rolled back, "
-                        f"{len(removed)} temp files removed")])
+                RestoreWarning(aside, f"{err}: moved aside; nothing was rolled back, "
+                                      f"{len(removed)} temp files removed", Kind.JOURNAL_ASIDE)])
         if journal is None:
             return None
         result = _roll_back(wt, journal, Run.ABORT)
@@ -337,8 +337,8 @@ def _roll_back(wt: Worktree, journal: RestoreJournal, run: Run) -> RestoreResult
         prepared = _prepare(wt, reader, current, wanted, only=only, extra_dirs=created_dirs)
         plan = prepared.plan
         result = _result(plan, operation="abort")
-        result.warnings = [(p, "kept as it is: changed after the interrupted restore")
-                           for p in kept]
+        result.warnings = [RestoreWarning(p, "kept as it is: changed after the interrupted "
+                                             "restore", Kind.KEPT_CHANGED) for p in kept]
         if plan.is_empty and not plan.remove_dirs:
             remove_journal(wt.store)
         else:
@@ -361,7 +361,7 @@ def _interrupted(wt: Worktree, journal: RestoreJournal, finishing: bool) -> Base
         return PendingRecoveryError(
             f"interrupted, and rolling the {what} to {journal.target[:12]} back failed: "
             f"{err.message}. Fix the cause and run `undostore restore --abort`", err.path)
-    kept = sum(1 for _, m in result.warnings if m.startswith("kept as it is"))
+    kept = sum(1 for w in result.warnings if w.kind is Kind.KEPT_CHANGED)
     extra = f"; {kept} file(s) changed meanwhile were kept" if kept else ""
     return Interrupted(f"interrupted: the {what} to {journal.target[:12]} was rolled back "
                        f"({_count(result)} file(s) put back{extra}); nothing is pending")
@@ -497,11 +497,10 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal, run: Ru
     finishing = run is Run.FINISH
     cache_path = wt.store.stat_cache_path
     cache, remember = cache_for(prepared.plan, cache_path, wt.store.identity)
-    checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
-                        journal.token, target_dirs=prepared.wanted.dirs,
-                        case_insensitive=prepared.case_insensitive, checkpoint=checkpoint,
-                        durability=Durability(wt.root), progress=progress,
-                        modes=Modes(moderecord.load(wt.store.path, prepared.plan.target)))
+    target = Target(prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
+                    prepared.wanted.dirs, prepared.case_insensitive,
+                    Modes(moderecord.load(wt.store.path, prepared.plan.target)))
+    checkout = Checkout(wt.root, target, journal.token, checkpoint, progress=progress)
     try:
         checkpoint("journal", "")  # a crash test stops here: journal written, nothing changed
         outcome = checkout.run()
