@@ -17,13 +17,12 @@ import pytest
 from undostore import Workspace
 from undostore.restore.restorelog import journal_path
 
-from .conftest import IS_WINDOWS
+from .conftest import CLI, IS_WINDOWS
 from .restore_support import disk_state, temp_files
 
 pytestmark = pytest.mark.skipif(IS_WINDOWS, reason="POSIX signals to a child process; the "
                                 "Windows lane runs the in-process guard tests below")
 
-CLI = [sys.executable, "-m", "undostore"]
 STALL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stall.py")
 
 

@@ -20,7 +20,7 @@ from undostore.git.objects import BLOB, hash_object
 from undostore.restore.diskstate import is_case_insensitive
 from undostore.restore.restorelog import journal_path
 
-from .conftest import IS_WINDOWS, Link
+from .conftest import IS_WINDOWS, Cli, Link
 from .restore_support import craft_snapshot, disk_state, temp_files
 
 
@@ -351,16 +351,12 @@ def _restore_with_file_size_limit(root, target: str, limit: int):
     bytes: a write past it fails with EFBIG, as one on a full disk fails with ENOSPC."""
     import resource
     import signal
-    import subprocess
-    import sys
 
     def limited() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # an error, not a killed process
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    return subprocess.run([sys.executable, "-m", "undostore", "--root", str(root), "restore",
-                           target, "--yes"], capture_output=True, text=True,
-                          preexec_fn=limited, timeout=120)
+    return Cli().run("restore", target, "--yes", root=root, preexec_fn=limited, timeout=120)
 
 
 @pytest.mark.skipif(IS_WINDOWS, reason="a file-size limit (RLIMIT_FSIZE) is POSIX")
