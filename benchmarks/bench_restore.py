@@ -31,8 +31,12 @@ step: safety snapshot, plan, blob verification, journal, write, sync, stat cache
 Durability is included on undostore's side: temp files are made durable before they are renamed
 (one `syncfs` per batch on Linux), and the restore journal is written and removed with fsyncs.
 Every timed step starts after an untimed `sync`, so no step pays for another's dirty pages.
-git never fsyncs work-tree files (`core.fsync` covers only its own database), so git's numbers
-carry no durability cost. undostore's time also includes the safety snapshot it takes first (a
+git never fsyncs work-tree files (`core.fsync` covers only its own database), so each timed git
+step is followed by one `sync -f` of its file system, in its time (`--no-git-syncfs`: git
+alone). `--file-systems ext4,xfs,btrfs,tmpfs` runs the cases on each, freshly made by `mkfs` and
+loop-mounted (root and the mkfs tools; this machine's root is an ext4 without a journal, which
+users rarely have). Peak RSS of the CLI runs and of git's is in the table.
+undostore's time also includes the safety snapshot it takes first (a
 walk of all 20,000 files), which `git read-tree` does not need because its index already holds
 their stat data. The machine is shared: ratios from the same run mean more than absolute times.
 """
