@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from . import signals  # (before any command: a process may drop privileges, then import less)
 from .common import Context
 
 
@@ -168,12 +169,10 @@ def _main(argv: list[str] | None) -> None:
     as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
         from undostore.errors import UndostoreError
-
-        from .signals import cancel_on_signals
     except KeyboardInterrupt as err:
         _interrupted(as_json, err)
     # SIGINT and SIGTERM become a cancel request a restore answers itself (signals.py).
-    with cancel_on_signals():
+    with signals.cancel_on_signals():
         try:
             cli.main(args=args, prog_name="undostore", standalone_mode=False)
         except click.exceptions.Abort:

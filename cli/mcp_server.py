@@ -29,7 +29,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from .signals import CANCEL
+from .signals import process_cancel
 
 Args = dict[str, Any]
 
@@ -276,7 +276,7 @@ def build_server(global_args: list[str]) -> Server:
             # so the lock is held until the library call has returned.
             result = await anyio.to_thread.run_sync(call, global_args, params.name,
                                                     params.arguments or {})
-        if CANCEL.is_set():
+        if process_cancel().is_set():
             # SIGINT or SIGTERM during the call (signals.py): a restore it stopped rolled back
             # first; now the server stops, as it does on a signal between calls.
             raise KeyboardInterrupt
