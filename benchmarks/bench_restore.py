@@ -31,8 +31,12 @@ step: safety snapshot, plan, blob verification, journal, write, sync, stat cache
 Durability is included on undostore's side: temp files are made durable before they are renamed
 (one `syncfs` per batch on Linux), and the restore journal is written and removed with fsyncs.
 Every timed step starts after an untimed `sync`, so no step pays for another's dirty pages.
-git never fsyncs work-tree files (`core.fsync` covers only its own database), so git's numbers
-carry no durability cost. undostore's time also includes the safety snapshot it takes first (a
+git never fsyncs work-tree files (`core.fsync` covers only its own database), so each timed git
+step is followed by one `sync -f` of its file system, in its time (`--no-git-syncfs`: git
+alone). `--file-systems ext4,xfs,btrfs,tmpfs` runs the cases on each, freshly made by `mkfs` and
+loop-mounted (root and the mkfs tools; this machine's root is an ext4 without a journal, which
+users rarely have). Peak RSS of the CLI runs and of git's is in the table.
+undostore's time also includes the safety snapshot it takes first (a
 walk of all 20,000 files), which `git read-tree` does not need because its index already holds
 their stat data. The machine is shared: ratios from the same run mean more than absolute times.
 """
@@ -40,6 +44,7 @@ their stat data. The machine is shared: ratios from the same run mean more than 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -47,7 +52,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -81,6 +86,11 @@ def _modify(root: str, count: int, seed: int) -> list[str]:
 class Git:
     """git with a private git dir and index over one work tree."""
 
+    # Each timed git step is followed by one `sync -f` of the work tree's file system (in its
+    # time and in its runs' memory figure, the larger of the two), so both sides pay the same
+    # durability: undostore makes what it restores durable before it reports done.
+    syncfs = True
+
     def __init__(self, git_dir: str, work_tree: str, env: dict[str, str],
                  index: str | None = None) -> None:
         self.git_dir, self.work_tree = git_dir, work_tree
@@ -104,6 +114,18 @@ class Git:
 
     def run(self, *args: str) -> common.ProcessRun:
         return common.run_process(["git", *args], cwd=self.work_tree, env=self.env).check()
+
+    def timed(self, *args: str, peaks: list[int] | None = None) -> float:
+        """Seconds of `git args` (plus the `sync -f` that makes it durable); its peak RSS
+        goes to `peaks`."""
+        done = common.run_process(["git", *args], cwd=self.work_tree, env=self.env,
+                                  measure_memory=True).check()
+        seconds = done.seconds
+        if self.syncfs:
+            seconds += common.run_process(["sync", "-f", self.work_tree]).check().seconds
+        if peaks is not None and done.peak_rss:
+            peaks.append(done.peak_rss)
+        return seconds
 
     def write_tree(self) -> str:
         """`git add -A && git write-tree`: the tree id of the work tree as it is."""
@@ -145,10 +167,14 @@ def _settle() -> None:
         os.sync()
 
 
-def _undostore_cli(root: str, store: str, target: str, env: dict[str, str]) -> common.ProcessRun:
+def _undostore_cli(root: str, store: str, target: str, env: dict[str, str],
+                   peaks: list[int] | None = None) -> common.ProcessRun:
     argv = [sys.executable, "-m", "undostore", "--root", root, "--store", store,
             "restore", target, "--yes", "--json"]
-    return common.run_process(argv, env=env).check()
+    done = common.run_process(argv, env=env, measure_memory=True).check()
+    if peaks is not None and done.peak_rss:
+        peaks.append(done.peak_rss)
+    return done
 
 
 def _rebind(root: str, store: str, env: dict[str, str]) -> None:
@@ -215,6 +241,7 @@ def bench_modified(work: str, files: int, folders: int, modified: int, repeats: 
     _add_packs(ws, ours_root, packs)  # (and a warm stat cache, as after any earlier snapshot)
 
     lib, cli, git_times = [], [], []
+    peaks: dict[str, list[int]] = {"cli": [], "git": []}
     now = snap_b
     for i in range(repeats * 2):
         new = snap_a if now == snap_b else snap_b
@@ -224,14 +251,14 @@ def bench_modified(work: str, files: int, folders: int, modified: int, repeats: 
         lib.append(time.perf_counter() - started)
         assert len(result.modified) == modified, (len(result.modified), result.warnings)
         _settle()
-        git_times.append(git.run("read-tree", "-m", "-u", now, new).seconds)
+        git_times.append(git.timed("read-tree", "-m", "-u", now, new, peaks=peaks["git"]))
         now = new
         if i % 2 == 1:  # the CLI process, every other step (it pays Python's start-up)
             back = snap_a if now == snap_b else snap_b
             _settle()
-            cli.append(_undostore_cli(ours_root, store, back, env).seconds)
+            cli.append(_undostore_cli(ours_root, store, back, env, peaks["cli"]).seconds)
             _settle()
-            git_times.append(git.run("read-tree", "-m", "-u", now, back).seconds)
+            git_times.append(git.timed("read-tree", "-m", "-u", now, back, peaks=peaks["git"]))
             now = back
     state = {"now": now}
 
@@ -246,7 +273,7 @@ def bench_modified(work: str, files: int, folders: int, modified: int, repeats: 
         raise RuntimeError("after the restores, the files do not snapshot to the target")
     ws.close()
     return {**_row("modified", f"{modified:,} of {files:,} files", lib, cli, git_times,
-                   "git read-tree -m -u"), "phases": phases}
+                   "git read-tree -m -u", peaks), "phases": phases}
 
 
 def bench_new(work: str, files: int, folders: int, repeats: int,
@@ -265,6 +292,7 @@ def bench_new(work: str, files: int, folders: int, repeats: int,
     if filler.write_tree() != snap:
         raise RuntimeError("snapshot id differs from git's tree id")
     lib, cli, git_times = [], [], []
+    peaks: dict[str, list[int]] = {"cli": [], "git": []}
     made: list[str] = []
     try:
         for i in range(repeats):
@@ -280,7 +308,7 @@ def bench_new(work: str, files: int, folders: int, repeats: int,
             git = Git(git_dir, git_root, env, index=os.path.join(work, "gnew.index"))
             git.run("read-tree", snap)
             _settle()
-            git_times.append(git.run("checkout-index", "-a").seconds)
+            git_times.append(git.timed("checkout-index", "-a", peaks=peaks["git"]))
             _settle()
             if i % 2 == 0:
                 with Workspace(ours_root, store, rebind=True) as ws:
@@ -293,7 +321,7 @@ def bench_new(work: str, files: int, folders: int, repeats: int,
             else:
                 _rebind(ours_root, store, env)  # the store was made for `base` (not timed)
                 _settle()
-                cli.append(_undostore_cli(ours_root, store, snap, env).seconds)
+                cli.append(_undostore_cli(ours_root, store, snap, env, peaks["cli"]).seconds)
         counter = iter(range(repeats, repeats + phase_repeats + 1))
 
         def one_restore() -> None:
@@ -310,7 +338,7 @@ def bench_new(work: str, files: int, folders: int, repeats: int,
         for root in made:
             shutil.rmtree(root, ignore_errors=True)
     return {**_row("new", f"{files:,} files into an empty folder", lib, cli, git_times,
-                   "git checkout-index -a"), "phases": phases}
+                   "git checkout-index -a", peaks), "phases": phases}
 
 
 def _turn(root: str, seed: int, modified: int = 7, created: int = 2, deleted: int = 1
@@ -378,7 +406,7 @@ def bench_npm_undo(work: str, repeats: int, env: dict[str, str], phase_repeats: 
 
     def step_git() -> None:
         new = snap_a if state["git"] == snap_b else snap_b
-        git_times.append(git.run("read-tree", "-m", "-u", state["git"], new).seconds)
+        git_times.append(git.timed("read-tree", "-m", "-u", state["git"], new))
         state["git"] = new
 
     state["git"] = snap_b
@@ -415,12 +443,18 @@ def bench_npm_undo(work: str, repeats: int, env: dict[str, str], phase_repeats: 
 
 
 def _row(case: str, what: str, lib: list[float], cli: list[float], git: list[float],
-         git_command: str) -> dict[str, object]:
+         git_command: str, peaks: dict[str, list[int]] | None = None) -> dict[str, object]:
     lib_m, cli_m, git_m = median(lib), median(cli), median(git)
-    return {"case": case, "what": what, "git_command": git_command,
-            "undostore_library_s": lib_m, "undostore_cli_s": cli_m, "git_s": git_m,
-            "ratio_library": lib_m / git_m, "ratio_cli": cli_m / git_m,
-            "samples": {"library": lib, "cli": cli, "git": git}}
+    row: dict[str, object] = {
+        "case": case, "what": what, "git_command": git_command + (
+            " + sync -f" if Git.syncfs else ""),
+        "undostore_library_s": lib_m, "undostore_cli_s": cli_m, "git_s": git_m,
+        "ratio_library": lib_m / git_m, "ratio_cli": cli_m / git_m,
+        "samples": {"library": lib, "cli": cli, "git": git}}
+    if peaks and peaks["cli"] and peaks["git"]:
+        row["peak_cli_mb"] = max(peaks["cli"]) / 1e6
+        row["peak_git_mb"] = max(peaks["git"]) / 1e6
+    return row
 
 
 def _print_phases(rows: list[dict[str, object]]) -> None:
@@ -436,10 +470,55 @@ def _print_phases(rows: list[dict[str, object]]) -> None:
     for row in timed:
         steps = row["phases"]["steps"]
         cells = [fmt_seconds(steps.get(step)) for step in (*ORDER, "whole")]
-        print(f"| {row['case']} | " + " | ".join(cells) + " |")
+        where = str(row.get("file_system", "")).split(" on ")[0]
+        print(f"| {row['case']} ({where}) | " + " | ".join(cells) + " |")
     missing = sorted({m for row in timed for m in row["phases"].get("missing", [])})
     if missing:
         print(f"\n(not in this library, not timed: {', '.join(missing)})")
+
+
+FILE_SYSTEMS = ("ext4", "xfs", "btrfs", "tmpfs")
+
+
+@contextlib.contextmanager
+def _mounted(kind: str, work: str, size: str = "10G") -> Iterator[str]:
+    """A fresh file system of `kind` as `mkfs` makes it, loop-mounted from an image file in
+    `work` (tmpfs: mounted directly); its mount point. Needs root and the mkfs tools."""
+    point = os.path.join(work, f"fs-{kind}")
+    os.makedirs(point, exist_ok=True)
+    image = os.path.join(work, f"fs-{kind}.img")
+    if kind == "tmpfs":
+        common.run_process(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                            point]).check()
+    else:
+        with open(image, "wb") as f:
+            f.truncate(int(size.rstrip("G")) << 30)
+        force = {"ext4": "-F", "xfs": "-f", "btrfs": "-f"}[kind]
+        common.run_process([f"mkfs.{kind}", "-q", force, image]).check()
+        common.run_process(["mount", "-o", "loop", image, point]).check()
+    try:
+        yield point
+    finally:
+        common.run_process(["umount", point]).check()
+        if os.path.exists(image):
+            os.unlink(image)
+
+
+def _cases(work: str, args: argparse.Namespace, env: dict[str, str]) -> list[dict[str, object]]:
+    rows = []
+    cases = args.cases.split(",")
+    more = {"phase_repeats": args.phase_repeats, "profile": args.profile}
+    if "modified" in cases:
+        rows.append(bench_modified(work, args.files, args.folders, args.modified,
+                                   args.repeats, env, packs=args.packs, **more))
+    if "new" in cases:
+        rows.append(bench_new(work, args.files, args.folders, args.repeats, env,
+                              packs=args.packs, **more))
+    if "npm-undo" in cases:
+        rows.append(bench_npm_undo(work, args.repeats, env, **more))
+    for row in rows:
+        row["file_system"] = common.file_system(work)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -459,6 +538,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--packs", type=int, default=0,
                         help="modified and new: this many more packs in the store, as after "
                              "that many snapshots between two gcs (lookups try each pack)")
+    parser.add_argument("--file-systems", default="",
+                        help=f"comma-separated, of {', '.join(FILE_SYSTEMS)}: run the cases on "
+                             "each, freshly made and loop-mounted (root, mkfs tools)")
+    parser.add_argument("--no-git-syncfs", action="store_true",
+                        help="time git alone, without the `sync -f` after each of its steps")
     parser.add_argument("--note", default="", help="printed with the results")
     parser.add_argument("--workdir", help="reuse this folder (trees are kept for the next run)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
@@ -479,19 +563,16 @@ def main(argv: list[str] | None = None) -> int:
     # the fingerprint changed and walks the whole tree: the CLI column measured that walk.
     os.environ.clear()
     os.environ.update(env)
+    Git.syncfs = not args.no_git_syncfs
     rows = []
     load_before = common.load_average()
     try:
-        cases = args.cases.split(",")
-        more = {"phase_repeats": args.phase_repeats, "profile": args.profile}
-        if "modified" in cases:
-            rows.append(bench_modified(work, args.files, args.folders, args.modified,
-                                       args.repeats, env, packs=args.packs, **more))
-        if "new" in cases:
-            rows.append(bench_new(work, args.files, args.folders, args.repeats, env,
-                                  packs=args.packs, **more))
-        if "npm-undo" in cases:
-            rows.append(bench_npm_undo(work, args.repeats, env, **more))
+        kinds = [k for k in args.file_systems.split(",") if k]
+        for kind in kinds:
+            with _mounted(kind, work) as point:
+                rows += _cases(point, args, env)
+        if not kinds:
+            rows = _cases(work, args, env)
     finally:
         if not args.keep and not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
@@ -499,13 +580,18 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.repeats} repeats, load average {load_before} -> {common.load_average()}, "
           f"{common.tool_version(['git', '--version'])}, Python {sys.version.split()[0]}, "
           f"{common.file_system(work)}" + (f", {args.packs} more packs" if args.packs else ""))
-    print("\n| case | undostore (library) | undostore (CLI process) | git | git command | "
-          "library / git | CLI / git |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| file system | case | undostore (library) | undostore (CLI process) | git | "
+          "git command | library / git | CLI / git | peak RSS CLI / git |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
-        print(f"| {row['what']} | {fmt_seconds(row['undostore_library_s'])} s | "
+        memory = (f"{row['peak_cli_mb']:.0f} / {row['peak_git_mb']:.0f} MB "
+                  f"({row['peak_cli_mb'] / row['peak_git_mb']:.1f}x)"
+                  if "peak_cli_mb" in row else "-")
+        print(f"| {str(row['file_system']).split(' on ')[0]} | {row['what']} | "
+              f"{fmt_seconds(row['undostore_library_s'])} s | "
               f"{fmt_seconds(row['undostore_cli_s'])} s | {fmt_seconds(row['git_s'])} s | "
-              f"`{row['git_command']}` | {row['ratio_library']:.2f}x | {row['ratio_cli']:.2f}x |")
+              f"`{row['git_command']}` | {row['ratio_library']:.2f}x | {row['ratio_cli']:.2f}x | "
+              f"{memory} |")
     if args.note:
         print(f"\nNOTE: {args.note}")
     _print_phases(rows)

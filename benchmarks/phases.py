@@ -26,7 +26,7 @@ STEPS: tuple[tuple[str, str, str], ...] = (
     ("plan", "undostore.restore.restore", "root_tree"),
     ("plan", "undostore.restore.restore", "_prepare"),
     ("plan", "undostore.restore.restore", "_flat"),
-    ("blob verification", "undostore.restore.checkout", "BlobSource.verified"),
+    ("blob verification", "undostore.restore.blobs", "BlobSource.verified"),
     ("journal", "undostore.restore.restore", "write_journal"),
     ("journal", "undostore.restore.restore", "remove_journal"),
     ("write", "undostore.restore.checkout", "Checkout.run"),

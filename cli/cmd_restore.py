@@ -86,8 +86,8 @@ def _counts(plan: RestorePlan) -> str:
 def render_restore(result: RestoreResult, as_json: bool, *, verb: str = "restored") -> None:
     """Print a restore's result: one JSON object (`--json`), else a summary line on stdout;
     warnings go to stderr for people. `verb` names the action ("undone", "redone", ...)."""
-    for path, message in result.warnings:
-        note(f"warning: {path}: {message}")
+    for warning in result.warnings:
+        note(f"warning: {warning.path}: {warning.message}")
     emit(as_json, result.to_json(), lambda: _plain(result, verb))
 
 

@@ -31,7 +31,10 @@ class Context:
         if self._workspace is None:
             from undostore import Workspace
 
+            from .signals import process_cancel
+
             self._workspace = Workspace(self.root, self.store, force=self.force)
+            self._workspace.cancel = process_cancel()   # set by SIGINT, SIGTERM (signals.py)
             # A restore a crash left half-done is finished by whatever command comes next:
             # say so, and how to roll it back instead.
             self._workspace.on_recovery = lambda pending: note(

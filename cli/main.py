@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from . import signals  # (before any command: a process may drop privileges, then import less)
 from .common import Context
 
 
@@ -173,27 +174,29 @@ def _main(argv: list[str] | None) -> None:
         from undostore.errors import UndostoreError
     except KeyboardInterrupt as err:
         _interrupted(as_json, err)
-    try:
-        cli.main(args=args, prog_name="undostore", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("undostore: aborted", err=True)
-        _fail(as_json, 1, "Aborted", "aborted")
-    except click.ClickException as err:
-        click.echo(_usage_line(err), err=True)
-        _fail(as_json, err.exit_code, "UsageError", err.format_message())
-    except UndostoreError as err:
-        click.echo(f"undostore: error: {err}", err=True)
-        _fail(as_json, err.exit_code, type(err).__name__, err.message, err.path,
-              getattr(err, "conflicts", None))
-    except OSError as err:
-        # The library turns the OSErrors it expects into UndostoreError; one that slips through
-        # still gets the path and the cause, not a traceback.
-        where = f"{err.filename}: " if err.filename else ""
-        click.echo(f"undostore: error: {where}{err.strerror or err}", err=True)
-        _fail(as_json, 1, type(err).__name__, str(err.strerror or err),
-              os.fsdecode(err.filename) if err.filename else None)
-    except (KeyboardInterrupt, _Interrupt) as err:
-        _interrupted(as_json, err)
+    # SIGINT and SIGTERM become a cancel request a restore answers itself (signals.py).
+    with signals.cancel_on_signals():
+        try:
+            cli.main(args=args, prog_name="undostore", standalone_mode=False)
+        except click.exceptions.Abort:
+            click.echo("undostore: aborted", err=True)
+            _fail(as_json, 1, "Aborted", "aborted")
+        except click.ClickException as err:
+            click.echo(_usage_line(err), err=True)
+            _fail(as_json, err.exit_code, "UsageError", err.format_message())
+        except UndostoreError as err:
+            click.echo(f"undostore: error: {err}", err=True)
+            _fail(as_json, err.exit_code, type(err).__name__, err.message, err.path,
+                  getattr(err, "conflicts", None))
+        except OSError as err:
+            # The library turns the OSErrors it expects into UndostoreError; one that slips
+            # through still gets the path and the cause, not a traceback.
+            where = f"{err.filename}: " if err.filename else ""
+            click.echo(f"undostore: error: {where}{err.strerror or err}", err=True)
+            _fail(as_json, 1, type(err).__name__, str(err.strerror or err),
+                  os.fsdecode(err.filename) if err.filename else None)
+        except (KeyboardInterrupt, _Interrupt) as err:
+            _interrupted(as_json, err)
     sys.exit(0)
 
 

@@ -38,6 +38,8 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from .signals import process_cancel
+
 Args = dict[str, Any]
 
 
@@ -229,6 +231,7 @@ class Call:
         store = args[args.index("--store") + 1] if "--store" in args else None
         workspace = Workspace(root, store, force="--force" in args)
         workspace.on_recovery = self.recovered
+        workspace.cancel = process_cancel()   # SIGTERM (a client closing) rolls a restore back
         return workspace
 
 
@@ -530,15 +533,20 @@ def build_server(global_args: list[str], heartbeat: float = HEARTBEAT) -> Server
             # abandon_on_cancel=False (the default): a cancelled request waits for the thread,
             # so the lock is held until the library call has returned.
             if bridge is None:
-                return await anyio.to_thread.run_sync(call, global_args, params.name,
-                                                      params.arguments or {}, None)
-            async with anyio.create_task_group() as group:
-                group.start_soon(bridge.heartbeat, heartbeat)
-                listener = bridge if TOOLS[params.name].kind == RESTORES else None
                 result = await anyio.to_thread.run_sync(call, global_args, params.name,
-                                                        params.arguments or {}, listener)
-                group.cancel_scope.cancel()
-            return result
+                                                        params.arguments or {}, None)
+            else:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(bridge.heartbeat, heartbeat)
+                    listener = bridge if TOOLS[params.name].kind == RESTORES else None
+                    result = await anyio.to_thread.run_sync(call, global_args, params.name,
+                                                            params.arguments or {}, listener)
+                    group.cancel_scope.cancel()
+        if process_cancel().is_set():
+            # SIGINT or SIGTERM during the call (signals.py): a restore it stopped rolled back
+            # first; now the server stops, as it does on a signal between calls.
+            raise KeyboardInterrupt
+        return result
 
     return Server("undostore", version=__version__,
                   instructions="Undo and redo for the files of this project: snapshot before "

@@ -42,6 +42,33 @@ if IS_WINDOWS:
     subprocess.Popen = RetryingPopen  # type: ignore[misc]
 
 
+CLI = [sys.executable, "-m", "undostore"]
+
+
+class Cli:
+    """The undostore command as a real child process: the one runner the tests share."""
+
+    def argv(self, *args: str, root: Path | str | None = None) -> list[str]:
+        return [*CLI, *(["--root", str(root)] if root is not None else []), *args]
+
+    def run(self, *args: str, root: Path | str | None = None,
+            stdin: int | None = subprocess.DEVNULL, timeout: float = 60,
+            **options: object) -> subprocess.CompletedProcess[str]:
+        """Run to its end: exit code and text output (`options` go to subprocess.run)."""
+        return subprocess.run(self.argv(*args, root=root), capture_output=True, text=True,
+                              stdin=stdin, timeout=timeout, **options)  # type: ignore[call-overload]
+
+    def popen(self, *args: str, root: Path | str | None = None,
+              **options: object) -> subprocess.Popen:
+        """Start it; the caller talks to it and waits (`options` go to subprocess.Popen)."""
+        return subprocess.Popen(self.argv(*args, root=root), **options)  # type: ignore[call-overload]
+
+
+@pytest.fixture
+def cli() -> Cli:
+    return Cli()
+
+
 @dataclass(frozen=True)
 class Link:
     """A symlink in a declarative tree."""

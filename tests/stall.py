@@ -3,8 +3,9 @@
     python tests/stall.py K MARKER [undostore CLI arguments...]
 
 runs the undostore CLI in this process with `Workspace.checkpoint` set to `stall_at(K, MARKER)`:
-the K-th counted checkpoint of a restore writes MARKER and sleeps until the test sends SIGINT or
-SIGKILL. In-process scripts call `stall_at` themselves (load this file with runpy)."""
+the K-th counted checkpoint of a restore writes MARKER and waits until the test's SIGINT or
+SIGTERM becomes the workspace's cancel request (or it sends SIGKILL). In-process scripts call
+`stall_at` themselves (load this file with runpy)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ import time
 from collections.abc import Callable
 
 
-def stall_at(k: int, marker: str) -> Callable[[str, str], None]:
+def stall_at(k: int, marker: str, stop: Callable[[], bool] | None = None
+             ) -> Callable[[str, str], None]:
+    """The checkpoint: at the K-th, MARKER is written and it waits, until `stop()` is true (a
+    cancel request: the restore then stops at its next check) or a signal raises."""
     count = 0
 
     def checkpoint(what: str, path: str) -> None:
@@ -24,7 +28,9 @@ def stall_at(k: int, marker: str) -> Callable[[str, str], None]:
         if count == k:
             with open(marker, "w", encoding="utf-8") as f:
                 f.write(f"{count} {what} {path}\n")
-            time.sleep(600)
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline and not (stop is not None and stop()):
+                time.sleep(0.005)
 
     return checkpoint
 
@@ -38,7 +44,7 @@ def _run_cli(k: int, marker: str, args: list[str]) -> None:
 
     def init_with_stall(self: workspace.Workspace, *a: object, **kw: object) -> None:
         init(self, *a, **kw)  # type: ignore[arg-type]
-        self.checkpoint = stall_at(k, marker)
+        self.checkpoint = stall_at(k, marker, lambda: self.cancel.is_set())
 
     workspace.Workspace.__init__ = init_with_stall  # type: ignore[method-assign]
     main(args)

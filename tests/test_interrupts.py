@@ -17,13 +17,12 @@ import pytest
 from undostore import Workspace
 from undostore.restore.restorelog import journal_path
 
-from .conftest import IS_WINDOWS
-from .test_restore_support import disk_state, temp_files
+from .conftest import CLI, IS_WINDOWS
+from .restore_support import disk_state, temp_files
 
 pytestmark = pytest.mark.skipif(IS_WINDOWS, reason="POSIX signals to a child process; the "
                                 "Windows lane runs the in-process guard tests below")
 
-CLI = [sys.executable, "-m", "undostore"]
 STALL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stall.py")
 
 
@@ -129,6 +128,19 @@ def test_ctrl_c_with_json_gives_one_json_object_and_exit_130(tree_factory, tmp_p
     assert disk_state(root) == state_b
 
 
+def test_sigterm_during_a_restore_is_a_cancel_request_too(tree_factory, tmp_path):
+    """A host closing undostore sends SIGTERM: the restore rolls back as on Ctrl-C."""
+    root, snap_a, _, _, state_b = _states(tree_factory)
+    marker = str(tmp_path / "stalled")
+    proc = _spawn([*CLI, "--root", str(root), "restore", snap_a, "--yes"], 20, marker)
+    assert _wait_for(proc, marker)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and b"rolled back" in err, err
+    assert disk_state(root) == state_b
+    _nothing_pending(root)
+
+
 def test_ctrl_c_during_undo_leaves_the_session_and_the_files_as_they_were(tree_factory,
                                                                            tmp_path):
     root, snap_a, _, snap_b, state_b = _states(tree_factory)
@@ -151,7 +163,9 @@ import os, runpy, signal, sys
 from undostore import Workspace
 from undostore.errors import Interrupted
 ws = Workspace(sys.argv[1])
-ws.checkpoint = runpy.run_path(sys.argv[5])["stall_at"](int(sys.argv[3]), sys.argv[4])
+signal.signal(signal.SIGINT, lambda *_: ws.cancel.set())   # the host's handler, not the library's
+ws.checkpoint = runpy.run_path(sys.argv[5])["stall_at"](int(sys.argv[3]), sys.argv[4],
+                                                        ws.cancel.is_set)
 take = ws._snapshot_locked
 calls = []
 def snapshot(*args):
@@ -264,6 +278,7 @@ import os, signal, sys
 from undostore import Workspace
 from undostore.errors import Interrupted
 ws = Workspace(sys.argv[1])
+signal.signal(signal.SIGINT, lambda *_: ws.cancel.set())   # the host's handler, not the library's
 take = ws._snapshot_locked
 def snapshot(*args):
     os.kill(os.getpid(), signal.SIGINT)   # Ctrl-C while `restore --abort` rolls back

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 from undostore import ConflictError, Workspace
 
 from .conftest import IS_WINDOWS
-from .test_restore_support import craft_snapshot, disk_state, run_cli
+from .restore_support import craft_snapshot, disk_state
 
 
 @pytest.fixture
@@ -25,19 +24,19 @@ def changed_root(tree_factory):
     return root, snap
 
 
-def test_without_terminal_and_without_yes_refuses_with_exit_2(changed_root):
+def test_without_terminal_and_without_yes_refuses_with_exit_2(changed_root, cli):
     root, snap = changed_root
     before = disk_state(root)
-    done = run_cli("restore", snap, root=root)
+    done = cli.run("restore", snap, root=root)
     assert done.returncode == 2, done.stderr
     assert "--yes" in done.stderr
     assert done.stdout == ""
     assert disk_state(root) == before
 
 
-def test_yes_with_json_prints_one_object_with_the_contract_keys(changed_root):
+def test_yes_with_json_prints_one_object_with_the_contract_keys(changed_root, cli):
     root, snap = changed_root
-    done = run_cli("restore", snap[:8], "--yes", "--json", root=root)
+    done = cli.run("restore", snap[:8], "--yes", "--json", root=root)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert {"target", "safety", "created", "modified", "deleted"} <= result.keys()
@@ -45,29 +44,29 @@ def test_yes_with_json_prints_one_object_with_the_contract_keys(changed_root):
     assert (result["created"], result["modified"], result["deleted"]) == ([], ["a"], ["z"])
     assert (root / "a").read_text() == "1" and not (root / "z").exists()
     # The safety snapshot takes it back.
-    back = run_cli("restore", result["safety"], "--yes", root=root)
+    back = cli.run("restore", result["safety"], "--yes", root=root)
     assert back.returncode == 0, back.stderr
     assert (root / "a").read_text() == "changed" and (root / "z").read_text() == "new"
     assert result["safety"] in back.stdout
 
 
-def test_dry_run_lists_the_plan_and_changes_nothing(changed_root):
+def test_dry_run_lists_the_plan_and_changes_nothing(changed_root, cli):
     root, snap = changed_root
     before = disk_state(root)
-    done = run_cli("restore", snap, "--dry-run", root=root)
+    done = cli.run("restore", snap, "--dry-run", root=root)
     assert done.returncode == 0, done.stderr
     assert "M\ta" in done.stdout and "D\tz" in done.stdout
     assert disk_state(root) == before
 
 
-def test_unknown_id_and_missing_id_are_usage_errors(changed_root):
+def test_unknown_id_and_missing_id_are_usage_errors(changed_root, cli):
     root, _ = changed_root
-    assert run_cli("restore", "0123abcd", "--yes", root=root).returncode == 2
-    assert run_cli("restore", "--yes", root=root).returncode == 2
-    assert run_cli("restore", "0123abcd", "--abort", root=root).returncode == 2
+    assert cli.run("restore", "0123abcd", "--yes", root=root).returncode == 2
+    assert cli.run("restore", "--yes", root=root).returncode == 2
+    assert cli.run("restore", "0123abcd", "--abort", root=root).returncode == 2
 
 
-def test_refusals_exit_3_and_change_nothing(tree_factory):
+def test_refusals_exit_3_and_change_nothing(tree_factory, cli):
     root = tree_factory({".gitignore": "*.log\n", "a": "1", "x.log": "precious"})
     ws = Workspace(root)
     ws.snapshot()
@@ -76,13 +75,13 @@ def test_refusals_exit_3_and_change_nothing(tree_factory):
     unsafe = craft_snapshot(ws.store, {"a": b"1", ".git": {"config": b"x"}})
     before = disk_state(root)
     for snap, words in ((in_the_way, "x.log"), (incomplete, "gone"), (unsafe, ".git")):
-        done = run_cli("restore", snap, "--yes", root=root)
+        done = cli.run("restore", snap, "--yes", root=root)
         assert done.returncode == 3, done.stderr
         assert words in done.stderr
         assert disk_state(root) == before
 
 
-def test_interrupted_restore_blocks_commands_until_aborted(changed_root):
+def test_interrupted_restore_blocks_commands_until_aborted(changed_root, cli):
     root, snap = changed_root
 
     def edit_after_safety_snapshot(plan):
@@ -91,22 +90,22 @@ def test_interrupted_restore_blocks_commands_until_aborted(changed_root):
 
     with pytest.raises(ConflictError):
         Workspace(root).restore(snap, confirm=edit_after_safety_snapshot)
-    blocked = run_cli("snapshot", root=root)
+    blocked = cli.run("snapshot", root=root)
     assert blocked.returncode == 3
     assert "undostore restore --abort" in blocked.stderr
-    done = run_cli("restore", "--abort", "--json", root=root)
+    done = cli.run("restore", "--abort", "--json", root=root)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["operation"] == "abort"
     assert [w["path"] for w in result["warnings"]] == ["a"]
     assert (root / "a").read_text() == "edited by someone during the restore"
-    again = run_cli("restore", "--abort", root=root)
+    again = cli.run("restore", "--abort", root=root)
     assert again.returncode == 0 and "no interrupted restore" in again.stdout
-    assert run_cli("snapshot", root=root).returncode == 0
+    assert cli.run("snapshot", root=root).returncode == 0
 
 
-def test_help_names_the_options():
-    done = run_cli("restore", "--help")
+def test_help_names_the_options(cli):
+    done = cli.run("restore", "--help")
     assert done.returncode == 0
     for option in ("--dry-run", "--yes", "--abort", "--json"):
         assert option in done.stdout
@@ -114,16 +113,15 @@ def test_help_names_the_options():
 
 @pytest.mark.skipif(IS_WINDOWS, reason="a pseudo-terminal is POSIX")
 @pytest.mark.parametrize("answer", ["y\n", "n\n", "\x04"], ids=["yes", "no", "end-of-input"])
-def test_question_on_a_terminal(changed_root, answer):
+def test_question_on_a_terminal(changed_root, answer, cli):
     import pty
 
     root, snap = changed_root
     before = disk_state(root)
     leader, follower = pty.openpty()
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "undostore", "--root", str(root),
-                                 "restore", snap], stdin=follower, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = cli.popen("restore", snap, root=root, stdin=follower, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
         os.write(leader, answer.encode())
         out, err = proc.communicate(timeout=60)
     finally:

@@ -20,7 +20,7 @@ from undostore import Workspace
 from undostore.restore.restorelog import journal_path
 
 from .conftest import IS_WINDOWS, Exe, Link
-from .test_restore_support import disk_state, temp_files
+from .restore_support import disk_state, temp_files
 
 # The child: one restore, recovery, abort, undo or revert, stalling at its k-th file operation
 # (0: never) through the checkpoint callable it hands the library.
@@ -40,15 +40,6 @@ def stall(what, path):
         with open(marker, "w", encoding="utf-8") as f:
             f.write(f"{count} {what} {path}\\n")
         time.sleep(600)
-if os.environ.get("UNDOSTORE_TEST_THREADS"):   # writes and frees on threads, whatever they cost
-    from undostore.restore import reclaim, writers
-    writers.PROBE, writers.SLOW = 1, 0.0
-    reclaim.PROBE, reclaim.SLOW = 1, 0.0
-    on_threads = writers.Writers._on_threads
-    def noted(self, jobs):
-        open(marker + ".threads", "w").close()   # the test checks the pool really ran
-        return on_threads(self, jobs)
-    writers.Writers._on_threads = noted
 ws = Workspace(root)
 wt = dataclasses.replace(ws._worktree(), checkpoint=stall)
 if op == "restore":
@@ -69,11 +60,10 @@ else:
 RESTORE, RECOVER, ABORT = "restore", "recover", "abort"
 
 
-def _spawn(op: str, root: str, *args: str, stall_at: int = 0, marker: str = "",
-           threads: bool = False) -> subprocess.Popen:
-    env = {**os.environ, "UNDOSTORE_TEST_THREADS": "1"} if threads else None
+def _spawn(op: str, root: str, *args: str, stall_at: int = 0, marker: str = ""
+           ) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", CHILD, op, str(stall_at), marker or "-",
-                             root, *args], env=env, stdout=subprocess.PIPE,
+                             root, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
 
 
@@ -199,47 +189,6 @@ def test_kill_during_recovery_and_during_abort(tree_factory, tmp_path):
     assert Workspace(root).snapshot().id == snap_b
     assert disk_state(root) == state_b
     assert temp_files(root) == []
-
-
-def test_kill_while_temp_files_are_written_on_threads_then_finish_or_abort(tree_factory,
-                                                                           tmp_path):
-    """120 modified files in 30 folders, their temp files written and the old files freed on
-    threads (writers.py, reclaim.py; forced, whatever creating a file costs here). Killed while
-    those threads write (and as the renames begin), each file is old or new, and the next
-    command finishes the restore or `abort` rolls it back."""
-    spec_a: dict = {}
-    for i in range(120):
-        spec_a.setdefault(f"d{i % 30}", {})[f"f{i}.txt"] = f"version A of {i}\n" * (1 + i % 5)
-    root = tree_factory(spec_a)
-    ws = Workspace(root)
-    snap_a = ws.snapshot().id
-    state_a = disk_state(root)
-    for i in range(120):
-        with open(os.path.join(root, f"d{i % 30}", f"f{i}.txt"), "w") as f:
-            f.write(f"version B of {i}\n")
-    snap_b = ws.snapshot().id
-    state_b = disk_state(root)
-    marker = str(tmp_path / "stalled")
-    # Step 1 is the journal; 2-121 the temp files (in path order); then the renames.
-    for n, k in enumerate((2, 9, 60, 121, 122, 180)):
-        assert _run_until_stall(_spawn(RESTORE, str(root), snap_a, stall_at=k, marker=marker,
-                                       threads=True), marker), f"step {k}: the restore ended first"
-        assert os.path.exists(journal_path(ws.store)), f"step {k}: no journal"
-        if k > 2 and not IS_WINDOWS:   # (Windows has no folder descriptors: one thread)
-            assert os.path.exists(marker + ".threads"), f"step {k}: no writer threads ran"
-        _assert_each_file_old_or_new(root, state_a, state_b)
-        if k <= 121:
-            now = {p: v for p, v in disk_state(root).items() if ".undostore-tmp-" not in p}
-            assert now == state_b, f"step {k}: a file changed before the renames"
-        if n % 2:
-            assert Workspace(root).snapshot().id == snap_a, f"step {k}"
-            assert disk_state(root) == state_a, f"step {k}"
-            Workspace(root).restore(snap_b)
-        else:
-            assert Workspace(root).abort_restore() is not None, f"step {k}"
-            assert disk_state(root) == state_b, f"step {k}"
-        assert temp_files(root) == []
-        assert not os.path.exists(journal_path(ws.store))
 
 
 def test_kill_after_random_delays_over_a_large_restore(tree_factory):

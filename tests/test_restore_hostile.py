@@ -86,42 +86,6 @@ def test_folder_swapped_for_a_symlink_mid_restore_writes_nothing_outside(hostile
         assert ws.diff(safety) == []
 
 
-def test_folder_swapped_while_temp_files_are_written_on_threads_writes_nothing_outside(
-        hostile, monkeypatch) -> None:
-    """The same attack while 200 temp files are written on threads (writers.py): `z` becomes
-    a symlink to a root-only folder once the first temp file of `z` is written, while the
-    jobs for the rest of `z` are out, each holding a descriptor of the real folder. Those
-    writes land in the real folder (now `z.moved`), none outside; the restore stops (exit 3)."""
-    from undostore.restore import reclaim, writers
-
-    for module in (writers, reclaim):   # on threads, whatever creating a file costs here
-        monkeypatch.setattr(module, "PROBE", 1)
-        monkeypatch.setattr(module, "SLOW", 0.0)
-    base, root, store = hostile
-    rootonly = rootonly_folder(base)
-    files = {f"{d}/f{i:03d}": f"A {i}\n" for d in ("a", "z") for i in range(100)}
-    owned_files(root, files)
-    with Workspace(root, store) as ws:
-        target = ws.snapshot().id
-        for rel in files:
-            (root / rel).write_text(f"B of {rel}\n")
-        give_away(root)
-        safety = ws.snapshot().id
-        assert _swapped_for_a_symlink_at(ws, root, target, "temp", "z/f000", "z").path == "z"
-        assert os.listdir(rootonly) == []
-        moved = os.listdir(root / "z.moved")
-        assert all(name.startswith(("f", ".undostore-tmp")) for name in moved)
-        # Written after the swap, through the descriptors the jobs held: in the real folder.
-        assert sum(name.startswith(".undostore-tmp") or (root / "z.moved" / name).read_text()
-                   .startswith("A ") for name in moved) > 1
-        os.unlink(root / "z")
-        os.rename(root / "z.moved", root / "z")
-        assert ws.abort_restore() is not None
-        assert ws.diff(safety) == []
-        assert not any(n.startswith(".undostore-tmp") for d in ("a", "z")
-                       for n in os.listdir(root / d))
-
-
 def test_folder_swapped_before_restore_is_refused_with_nothing_changed(hostile) -> None:
     base, root, store = hostile
     rootonly = rootonly_folder(base)

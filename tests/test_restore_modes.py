@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from undostore import Workspace
 from undostore.restore.blobs import write_sparse
+from undostore.restore.notices import Kind
 
 from .hostile_support import IS_ROOT, NOBODY, give_away
 
@@ -114,33 +115,8 @@ def test_changed_content_keeps_the_bits_but_never_setuid(tmp_path, bits) -> None
         result = ws.restore(target)
         assert (root / "f").read_text() == "version A\n"
         if bits & 0o6000:
-            assert any("setuid/setgid cleared" in message for _, message in result.warnings)
+            assert any(w.kind is Kind.SETID for w in result.warnings)
     assert mode_of(root / "f") == bits & ~0o6000
-
-
-@posix
-def test_warnings_of_files_written_on_threads_come_in_path_order(tmp_path, monkeypatch) -> None:
-    """A host shows the warnings as they come: the same restore gives them in the same order
-    (the files' path order) whichever writer thread wrote which file."""
-    from undostore.restore import writers
-
-    monkeypatch.setattr(writers, "PROBE", 1)
-    monkeypatch.setattr(writers, "SLOW", 0.0)
-    root = tmp_path / "p"
-    names = [f"d{i}/f{j:02d}" for i in range(8) for j in range(30)]
-    for name in names:
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(f"version A of {name}\n")
-    with Workspace(root, tmp_path / "store") as ws:
-        target = ws.snapshot().id
-        for name in names:
-            (root / name).write_text(f"version B of {name}\n")
-            os.chmod(root / name, 0o4644)
-        ws.snapshot()
-        result = ws.restore(target)
-    cleared = [path for path, message in result.warnings if "setuid/setgid cleared" in message]
-    assert cleared == names
-    assert all(mode_of(root / name) == 0o644 for name in names)
 
 
 @posix

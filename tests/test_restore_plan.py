@@ -23,7 +23,7 @@ from undostore.restore.plan import (
 )
 from undostore.store.store import Store
 
-from .test_restore_support import craft_snapshot
+from .restore_support import craft_snapshot
 
 # --- paths -------------------------------------------------------------------------------------
 

@@ -17,7 +17,6 @@ from undostore import Workspace
 from undostore.restore.progress import Progress
 
 from .conftest import IS_WINDOWS
-from .test_restore_support import run_cli
 
 
 def _two_states(root) -> tuple[Workspace, str, str, dict[str, bytes]]:
@@ -139,12 +138,12 @@ def test_a_question_clears_the_line_and_holds_it_back_while_it_is_asked():
     assert TerminalProgress(None).pausing(None) is None
 
 
-def test_piped_cli_restore_writes_no_progress_to_stderr(tmp_path):
+def test_piped_cli_restore_writes_no_progress_to_stderr(tmp_path, cli):
     root = tmp_path / "root"
     root.mkdir()
     ws, a, _, _ = _two_states(root)
     ws.close()
-    done = run_cli("restore", a, "--yes", "--json", root=root)
+    done = cli.run("restore", a, "--yes", "--json", root=root)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
 

@@ -20,8 +20,8 @@ from undostore.git.objects import BLOB, hash_object
 from undostore.restore.diskstate import is_case_insensitive
 from undostore.restore.restorelog import journal_path
 
-from .conftest import IS_WINDOWS, Link
-from .test_restore_support import craft_snapshot, disk_state, temp_files
+from .conftest import IS_WINDOWS, Cli, Link
+from .restore_support import craft_snapshot, disk_state, temp_files
 
 
 def _assert_nothing_changed(root, ws: Workspace, before) -> None:
@@ -33,7 +33,7 @@ def _assert_nothing_changed(root, ws: Workspace, before) -> None:
 def _refused(tree_factory, start: dict, crafted: dict, error: type[Exception],
              match: str | None = None) -> Exception:
     """A root holding `start`, snapshotted, then a restore of a snapshot crafted from `crafted`
-    (test_restore_support.craft_snapshot): it raises `error` and changes nothing. The error."""
+    (restore_support.craft_snapshot): it raises `error` and changes nothing. The error."""
     root = tree_factory(start)
     with Workspace(root) as ws:
         ws.snapshot()
@@ -225,7 +225,7 @@ def test_file_changed_after_the_safety_snapshot_is_not_overwritten(tree_factory)
         Workspace(root).snapshot()
     result = Workspace(root).abort_restore()
     assert result is not None and result.operation == "abort"
-    assert [p for p, _ in result.warnings] == ["b"]
+    assert [w.path for w in result.warnings] == ["b"]
     assert {n: (root / n).read_text() for n in "abc"} == {
         "a": "a1", "b": "b2, the user's newest work", "c": "c1"}
     assert not os.path.exists(journal_path(ws.store))
@@ -351,16 +351,12 @@ def _restore_with_file_size_limit(root, target: str, limit: int):
     bytes: a write past it fails with EFBIG, as one on a full disk fails with ENOSPC."""
     import resource
     import signal
-    import subprocess
-    import sys
 
     def limited() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # an error, not a killed process
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    return subprocess.run([sys.executable, "-m", "undostore", "--root", str(root), "restore",
-                           target, "--yes"], capture_output=True, text=True,
-                          preexec_fn=limited, timeout=120)
+    return Cli().run("restore", target, "--yes", root=root, preexec_fn=limited, timeout=120)
 
 
 @pytest.mark.skipif(IS_WINDOWS, reason="a file-size limit (RLIMIT_FSIZE) is POSIX")

@@ -18,7 +18,7 @@ from undostore.restore.restorelog import journal_path
 from undostore.snapshot.snapshot import EMPTY_TREE
 
 from .conftest import IS_WINDOWS, Exe, Link, make_tree
-from .test_restore_support import craft_snapshot, disk_state, mtimes, temp_files
+from .restore_support import craft_snapshot, disk_state, mtimes, temp_files
 
 posix_only = pytest.mark.skipif(IS_WINDOWS, reason="symlinks / exec bit / chmod are POSIX here")
 
@@ -186,7 +186,7 @@ def test_ignored_files_are_never_touched_and_keep_their_folder(tree_factory):
     assert (root / "pkg" / "debug.log").read_text().startswith("ignored")
     assert (root / "build" / "out.o").read_text() == "ignored folder"
     assert (root / "top.log").read_text() == "ignored"
-    assert [p for p, _ in result.warnings] == ["pkg"]
+    assert [w.path for w in result.warnings] == ["pkg"]
     assert ws.snapshot().id == snap
 
 
@@ -245,7 +245,7 @@ def test_symlink_in_snapshot_is_written_or_reported(tree_factory):
         assert ws.snapshot().id == snap
     else:
         assert (root / "ln").read_bytes() == b"a"
-        assert [p for p, _ in result.warnings] == ["ln"]
+        assert [w.path for w in result.warnings] == ["ln"]
 
 
 def test_case_only_rename(tree_factory):
@@ -412,16 +412,10 @@ def _open_descriptors() -> int | None:
 
 
 @pytest.mark.skipif(IS_WINDOWS or _open_descriptors() is None,
-                    reason="POSIX: a listing of open descriptors (Windows has no writer threads)")
-def test_restores_on_threads_leave_no_descriptor_open(tree_factory, monkeypatch):
+                    reason="POSIX: a listing of open descriptors")
+def test_restores_leave_no_descriptor_open(tree_factory):
     """An agent host embeds the library for hours: each restore must close every descriptor it
-    opened, the writer and reclaim threads' copies of folder descriptors included."""
-    from undostore.restore import reclaim, writers
-
-    monkeypatch.setattr(writers, "PROBE", 1)
-    monkeypatch.setattr(writers, "SLOW", 0.0)
-    monkeypatch.setattr(reclaim, "PROBE", 1)
-    monkeypatch.setattr(reclaim, "SLOW", 0.0)
+    opened."""
     root = tree_factory({f"d{i}": {f"f{j}": f"old {i} {j}\n" for j in range(40)}
                          for i in range(25)})
     ws = Workspace(root)

@@ -21,7 +21,7 @@ from .hostile_support import (
     restore_with_hook,
     rootonly_folder,
 )
-from .test_restore_support import disk_state, temp_files
+from .restore_support import disk_state, temp_files
 
 posix_only = pytest.mark.skipif(os.name == "nt", reason="staging needs folder descriptors")
 

@@ -24,7 +24,7 @@ from undostore.errors import ConflictError, UsageError
 from undostore.restore.revert import RevertConflict
 
 from .conftest import IS_WINDOWS, Exe, Link, edit_lines
-from .test_restore_support import disk_state
+from .restore_support import disk_state
 
 posix_only = pytest.mark.skipif(IS_WINDOWS, reason="symlinks and exec bits in these histories")
 

@@ -8,7 +8,7 @@ import json
 
 from undostore import Workspace
 
-from .test_restore_support import disk_state, run_cli
+from .restore_support import disk_state, run_cli
 
 LINES = "".join(f"line {i}\n" for i in range(1, 31))
 

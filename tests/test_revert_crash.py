@@ -11,8 +11,8 @@ from undostore import Workspace
 from undostore.restore.restorelog import journal_path
 
 from .conftest import IS_WINDOWS, Exe, Link
+from .restore_support import disk_state, temp_files
 from .test_restore_crash import _assert_each_file_old_or_new, _run_until_stall, _spawn
-from .test_restore_support import disk_state, temp_files
 
 REVERT = "revert"   # the crash child of test_restore_crash reverts FROM TO with merge
 LINES = "".join(f"line {i}\n" for i in range(1, 41))

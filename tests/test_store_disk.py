@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_restore_support import disk_state
+from .restore_support import disk_state
 
 CLI = [sys.executable, "-m", "undostore"]
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import UnknownSnapshotError
+from undostore.restore.cancel import Cancel
 from undostore.store.discover import discover, named
 from undostore.store.store import Store, check_root, default_store_path
 
@@ -78,6 +79,9 @@ class Workspace:
         # revert or recovery (restore.Worktree.checkpoint): fine-grained progress, or a test
         # pausing a restore at one step.
         self.checkpoint: Callable[[str, str], None] | None = None
+        # A stop request for a restore, undo, redo or revert (restore/cancel.py): set it from
+        # another thread or a signal handler; the restore rolls back and raises Interrupted.
+        self.cancel = Cancel()
 
     def _listed_snapshots(self) -> set[bytes]:
         """What prefixes resolve against: what the journals list, and every id the operation
@@ -180,7 +184,8 @@ class Workspace:
         return Worktree(self.root, self.store, self._snapshot_locked,
                         step_done=lambda context, target, safety: finish_step(
                             self.store, context, target, safety),
-                        on_recovery=self.on_recovery, checkpoint=self.checkpoint)
+                        on_recovery=self.on_recovery, checkpoint=self.checkpoint,
+                        cancel=self.cancel)
 
     def restore(self, target: str, *, session: str | None = None, expected: str | None = None,
                 dry_run: bool = False, confirm: Confirm | None = None,

@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from undostore.git.reader import ObjectReader
+from undostore.restore.cancel import Cancel
 
 _KEEP_BLOB = 1 << 20               # blobs up to this size are kept in memory after verifying
 _KEEP_BUDGET = 256 << 20           # ... up to this much in total; larger ones are streamed twice
@@ -100,11 +101,13 @@ def _write_at(fd: int, view: memoryview, offset: int, current: int) -> int:
 class Checkpoints:
     """Counts a restore's file operations and calls `hook(what, path)` after each: a caller
     reports progress there, a test pauses a restore at one step (it hands the hook in through
-    `Worktree.checkpoint`, or `Workspace.checkpoint`)."""
+    `Worktree.checkpoint`, or `Workspace.checkpoint`). With `cancel`, each checkpoint is also
+    where a cancel request stops the restore (raises Cancelled)."""
 
-    def __init__(self, hook: Hook | None = None) -> None:
+    def __init__(self, hook: Hook | None = None, cancel: Cancel | None = None) -> None:
         self.count = 0
         self.hook = hook
+        self.cancel = cancel
 
     def before(self, what: str, path: str) -> None:
         """Called once the checks of a change passed, right before it is made: the hook sees
@@ -112,8 +115,12 @@ class Checkpoints:
         would aim at)."""
         if self.hook is not None:
             self.hook(f"before {what}", path)
+        if self.cancel is not None:
+            self.cancel.check()
 
     def __call__(self, what: str, path: str) -> None:
         self.count += 1
         if self.hook is not None:
             self.hook(what, path)
+        if self.cancel is not None:
+            self.cancel.check()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.capture import count_files, split_record
@@ -46,6 +46,28 @@ if TYPE_CHECKING:
     from undostore.restore.plan import RestorePlan
 
 HASH_AT_MOST = 256
+
+
+class CachedFile(NamedTuple):
+    """A stat-cache entry (statcache.Entry) read by name; the store keeps plain tuples."""
+
+    mtime_ns: int
+    ctime_ns: int
+    size: int
+    inode: int
+    st_mode: int
+    git_mode: int
+    sha: bytes
+
+
+class FolderRecord(NamedTuple):
+    """A stat-cache folder record (statcache.Record) read by name. `tree` is the folder's
+    tree id, None (no kept file below it) or False (changed since: not to be trusted)."""
+
+    tree: bytes | None | bool
+    names: str
+    entry_names: str | None
+    entries: bytes
 
 
 def uses_cache(plan: RestorePlan, windows: bool = IS_WINDOWS) -> bool:
@@ -106,8 +128,8 @@ def record_written(cache: StatCache, plan: RestorePlan,
     for folder in {_parent(path) for path in [*plan.touched(), *removed]}:
         while True:
             record = records.get(folder)
-            if record is not None and record[0] is not False:
-                records[folder] = (False, *record[1:])
+            if record is not None and FolderRecord._make(record).tree is not False:
+                records[folder] = tuple(FolderRecord._make(record)._replace(tree=False))
             if not folder:
                 break
             folder = _parent(folder)
@@ -133,7 +155,8 @@ def _edited(folder: str, record: Record, records: dict[str, Record],
     ordered += [name for name in entries if name not in listed]   # created: entries only
     names = join_names([*files, *subdirs])
     entry_names = None if ordered == files else join_names(ordered)
-    return (record[0], names, entry_names, pack_entries([entries[n] for n in ordered]))
+    return tuple(FolderRecord(FolderRecord._make(record).tree, names, entry_names,
+                              pack_entries([entries[n] for n in ordered])))
 
 
 def _made_records(made: set[str], edits: dict[str, dict[str, Entry | None]]

@@ -22,6 +22,7 @@ from undostore.git.objects import (
     hash_object,
 )
 from undostore.platform import IS_WINDOWS
+from undostore.restore.cachechoice import CachedFile
 from undostore.restore.fsops import (
     ABSENT,
     DIR,
@@ -111,7 +112,7 @@ class DiskMatcher:
         assert found.st is not None
         hit = self.cache.lookup(rel, found.st)
         if hit is not None:
-            return hit[6]
+            return CachedFile._make(hit).sha
         try:
             if at is not None:
                 fd = at[0].open(at[1], at[2], READ_FLAGS)

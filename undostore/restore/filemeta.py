@@ -21,6 +21,7 @@ import os
 import stat
 
 from undostore.platform import IS_WINDOWS
+from undostore.restore.notices import Kind, RestoreWarning, Warn
 from undostore.store.moderecord import Meta, ModeRecord, current_umask
 
 
@@ -33,7 +34,6 @@ _HAS_XATTR = hasattr(os, "listxattr")
 _NOT_CARRIED = frozenset({"security.capability"})
 _SETID = stat.S_ISUID | stat.S_ISGID
 
-Warn = list[tuple[str, str]]
 
 
 def exec_bits(bits: int, executable: bool) -> int:
@@ -83,14 +83,16 @@ def set_owner(fd: int, uid: int, gid: int, have: os.stat_result, path: str, warn
     if want_uid < 0 and want_gid < 0:
         return
     if not is_root() and want_uid >= 0:
-        warnings.append((path, f"owner not kept (uid {uid}): only root can give a file away"))
+        warnings.append(RestoreWarning(
+            path, f"owner not kept (uid {uid}): only root can give a file away", Kind.OWNER))
         want_uid = -1
         if want_gid < 0:
             return
     try:
         os.fchown(fd, want_uid, want_gid)
     except OSError as err:
-        warnings.append((path, f"owner/group not kept ({uid}:{gid}): {err.strerror or err}"))
+        warnings.append(RestoreWarning(
+            path, f"owner/group not kept ({uid}:{gid}): {err.strerror or err}", Kind.OWNER))
 
 
 def set_bits(fd: int, bits: int) -> None:
@@ -114,7 +116,8 @@ def copy_xattrs(src: int, dst: int, path: str, warnings: Warn) -> None:
         except OSError as err:
             if err.errno == errno.ENODATA:
                 continue
-            warnings.append((path, f"extended attribute {name} not kept: {err.strerror or err}"))
+            warnings.append(RestoreWarning(
+                path, f"extended attribute {name} not kept: {err.strerror or err}", Kind.XATTR))
 
 
 def carry_over(src: int, src_st: os.stat_result, dst: int, executable: bool, path: str,
@@ -127,4 +130,5 @@ def carry_over(src: int, src_st: os.stat_result, dst: int, executable: bool, pat
     copy_xattrs(src, dst, path, warnings)
     set_bits(dst, changed_file_bits(src_st.st_mode, executable))
     if src_st.st_mode & _SETID:
-        warnings.append((path, "setuid/setgid cleared: the file's content or exec bit changed"))
+        warnings.append(RestoreWarning(
+            path, "setuid/setgid cleared: the file's content or exec bit changed", Kind.SETID))

@@ -17,11 +17,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable
 
 from undostore.errors import ConflictError, RefusedError, UnsafePathError
 from undostore.fileio import replace_with_retry
-from undostore.platform import IS_WINDOWS, last_errno, libc_function
+from undostore.platform import IS_WINDOWS
 
 HAS_DIR_FD = all(f in os.supports_dir_fd for f in (os.open, os.mkdir, os.unlink, os.rmdir,
                                                     os.rename, os.stat))
@@ -36,11 +35,6 @@ _EVICTED = -1
 READ_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_BINARY | _O_CLOEXEC
 
 ABSENT, FILE, LINK, DIR, OTHER = "absent", "file", "link", "dir", "other"
-_RENAME_EXCHANGE = 2   # renameat2's flag (Linux 3.15+): swap two names in one step
-
-
-def _load_renameat2() -> Callable[..., int] | None:
-    return libc_function("renameat2", "c_int", "c_char_p", "c_int", "c_char_p", "c_uint")
 
 
 def kind_of(st: os.stat_result | None) -> str:
@@ -102,7 +96,6 @@ class DirTree:
         self._open: dict[str, Dir] = {"": self._root}
         self._ids: dict[str, tuple[int, int]] = {"": ident(st)}
         self.made: list[str] = []   # folders created by `folder(create=True)`, in order
-        self._renameat2 = _load_renameat2() if use_fds else None
 
     # --- folders -----
 
@@ -313,20 +306,6 @@ class DirTree:
             self._check_chain(d)
             replace_with_retry(os.path.join(d.path, src), os.path.join(d.path, dst))
 
-    def exchange(self, d: Dir, a: str, b: str) -> bool:
-        """Swap the names `a` and `b` in `d` in one step (both must exist); False, changing
-        nothing, where the system or file system cannot (then never asked again)."""
-        fd = self._fd(d) if self._renameat2 is not None else None
-        if fd is None or self._renameat2 is None:
-            return False
-        if self._renameat2(fd, os.fsencode(a), fd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-            return True
-        code = last_errno()
-        if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
-            self._renameat2 = None
-            return False
-        raise OSError(code, os.strerror(code), b)
-
     def symlink(self, d: Dir, target: str, name: str) -> None:
         link, at = self._at(d, name)
         os.symlink(target, link, **at)
@@ -338,10 +317,6 @@ class DirTree:
     def lchown(self, d: Dir, name: str, uid: int, gid: int) -> None:
         target, at = self._at(d, name)
         os.chown(target, uid, gid, follow_symlinks=False, **at)
-
-    def descriptor(self, d: Dir) -> int | None:
-        """`d`'s open descriptor (reopened if it was closed); None without descriptors."""
-        return self._fd(d)
 
     def listdir(self, d: Dir) -> list[str]:
         fd = self._fd(d)

@@ -30,11 +30,11 @@ restore proceeds (library callers decide).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import (
@@ -51,18 +51,19 @@ from undostore.errors import (
 )
 from undostore.fileio import TEMP_PREFIX
 from undostore.git.reader import ObjectReader
+from undostore.restore.blobs import BlobSource, Checkpoints
 from undostore.restore.cachechoice import cache_for, drops_clock, record_written
+from undostore.restore.cancel import Cancel, Cancelled
 from undostore.restore.checkout import (
-    BlobSource,
     Checkout,
     CheckoutResult,
-    Checkpoints,
+    Target,
     remove_temp_files,
     temp_files_left,
 )
 from undostore.restore.diskstate import DiskMatcher, find_obstacles, is_case_insensitive
 from undostore.restore.filemeta import Modes
-from undostore.restore.interrupts import InterruptGuard
+from undostore.restore.notices import Kind, RestoreWarning, Warn
 from undostore.restore.pending import PendingRestore, pending_of, pending_restore
 from undostore.restore.plan import (
     FlatTree,
@@ -87,7 +88,6 @@ from undostore.restore.restorelog import (
 from undostore.snapshot.ignore import excluded_by, undostore_ignore
 from undostore.snapshot.snapshot import store_exclusion
 from undostore.store import moderecord
-from undostore.store.durable import Durability
 from undostore.store.statcache import StatCache
 
 if TYPE_CHECKING:
@@ -119,6 +119,9 @@ class Worktree:
     # checkpoint("before <op>", path) right before each change: progress, or a test pausing the
     # restore at one step.
     checkpoint: Callable[[str, str], None] | None = None
+    # A stop request (cancel.py), checked between steps and at each file operation; a restore
+    # it stops rolls back what it changed and raises Interrupted.
+    cancel: Cancel = field(default_factory=Cancel)
 
 
 @dataclass
@@ -133,7 +136,7 @@ class RestoreResult:
     dry_run: bool = False
     operation: str = "restore"     # "restore", or "abort" for a rolled-back interrupted restore
     removed_dirs: list[str] = field(default_factory=list)
-    warnings: list[tuple[str, str]] = field(default_factory=list)   # (path, message)
+    warnings: Warn = field(default_factory=list)
     seconds: float = 0.0
     plan: RestorePlan | None = field(default=None, repr=False)
 
@@ -145,8 +148,22 @@ class RestoreResult:
         return {"target": self.target, "safety": self.safety, "created": self.created,
                 "modified": self.modified, "deleted": self.deleted, "dry_run": self.dry_run,
                 "operation": self.operation, "removed_dirs": self.removed_dirs,
-                "warnings": [{"path": p, "message": m} for p, m in self.warnings],
+                "warnings": [w.to_json() for w in self.warnings],
                 "seconds": round(self.seconds, 4)}
+
+
+class Run(Enum):
+    """What an application of a journaled plan is, which decides how it may stop."""
+
+    FRESH = "restore"          # begun by this call: a cancel rolls it back; a failure before
+    #                            any change forgets it
+    FINISH = "finish"          # a journal a dead process left: a cancel rolls it back
+    ABORT = "abort"            # `restore --abort`: runs to its end
+    ROLL_BACK = "roll back"    # after a cancel: runs to its end, the caller's checkpoint unheard
+
+    @property
+    def cancellable(self) -> bool:
+        return self in (Run.FRESH, Run.FINISH)
 
 
 @dataclass
@@ -187,14 +204,17 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
     is (progress.py). `now`: the safety snapshot, when the caller took it under the store lock
     it still holds (revert: the files it merged with), so the files are not walked twice.
 
-    Ctrl-C (KeyboardInterrupt) while files change rolls back what was changed, then raises
-    `Interrupted` (a KeyboardInterrupt) saying so; a second Ctrl-C waits for the roll-back."""
+    `wt.cancel` set while files change rolls back what was changed, then raises `Interrupted`
+    (a KeyboardInterrupt) saying so; set before, it stops the restore with nothing changed. A
+    KeyboardInterrupt raised while files change (a host that installed no handler) is rolled
+    back the same way, as far as a second one lets it."""
     started = time.perf_counter()
     progress = Reporter(on_progress)
     with wt.store.lock:
         progress.step("safety")
         (target_sha, expected_sha), safety = begin(wt, target, expected, now=now)
         assert target_sha is not None
+        _stop_if_cancelled(wt)
         progress.step("plan")
         with ObjectReader(wt.store) as reader:
             bodies: dict[bytes, bytes] = {}
@@ -212,13 +232,13 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
             if confirm is not None and not confirm(plan):
                 raise ConfirmationNeeded(f"restore of {plan.target[:12]} not confirmed; "
                                          "nothing was changed")
+            _stop_if_cancelled(wt)
             journal = RestoreJournal.new("restore", plan.target, plan.safety, plan.safety, plan)
             journal.context = dict(context or {})
-            with InterruptGuard() as guard:
+            with wt.cancel.watching():
                 _write_journal(wt, journal)
-                outcome = _execute(wt, prepared, journal, guard=guard, progress=progress,
-                                   fresh=True)
-            if guard.pending:
+                outcome = _execute(wt, prepared, journal, Run.FRESH, progress=progress)
+            if wt.cancel.is_set():
                 raise Interrupted(f"interrupted as the restore to {plan.target[:12]} completed: "
                                   f"the files are at it; `undostore restore {plan.safety[:12]}` "
                                   "takes it back")
@@ -261,9 +281,9 @@ def recover_pending(wt: Worktree) -> None:
             current = _flat(reader, bytes.fromhex(journal.safety), bodies)
             wanted = _flat(reader, bytes.fromhex(journal.target), bodies, check=True)
             prepared = _prepare(wt, reader, current, wanted, only=journal.touched(),
-                                extra_dirs=journal.remove_dirs, fresh=False)
-            with InterruptGuard() as guard:
-                _execute(wt, prepared, journal, finishing=True, guard=guard)
+                                extra_dirs=journal.remove_dirs, check_disk=False)
+            with wt.cancel.watching():
+                _execute(wt, prepared, journal, Run.FINISH)
     except PendingRecoveryError:
         raise
     except UndostoreError as err:
@@ -279,30 +299,31 @@ def abort_pending(wt: Worktree) -> RestoreResult | None:
     it touched are rolled back; one changed since by someone else is kept (and named in the
     warnings). Returns None when no restore is pending. A journal too damaged to read is moved
     aside instead (a result with empty ids whose warning says where to): nothing to roll back
-    with, but every later command works again. Ctrl-C waits until the roll-back is done."""
+    with, but every later command works again. A cancel request waits until the roll-back is
+    done."""
     started = time.perf_counter()
-    with wt.store.lock, InterruptGuard() as guard:
+    with wt.store.lock, wt.cancel.watching():
         try:
             journal = read_journal(wt.store)
         except JournalDamaged as err:
             removed = remove_restore_temps(wt.root, wt.store.path)   # folders unknown: all
             aside = set_journal_aside(wt.store)
             return RestoreResult(target="", safety="", operation="abort", warnings=[
-                (aside, f"{err}: moved aside; nothing was rolled back, "
-                        f"{len(removed)} temp files removed")])
+                RestoreWarning(aside, f"{err}: moved aside; nothing was rolled back, "
+                                      f"{len(removed)} temp files removed", Kind.JOURNAL_ASIDE)])
         if journal is None:
             return None
-        result = _roll_back(wt, journal)
-    if guard.pending:
+        result = _roll_back(wt, journal, Run.ABORT)
+    if wt.cancel.is_set():
         raise Interrupted(f"interrupted once the roll-back to {result.target[:12]} was done "
                           f"({_count(result)} file(s) put back); nothing is pending")
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _roll_back(wt: Worktree, journal: RestoreJournal, after_interrupt: bool = False
-               ) -> RestoreResult:
-    """Return the paths `journal` touched to its rollback snapshot (lock held, Ctrl-C held)."""
+def _roll_back(wt: Worktree, journal: RestoreJournal, run: Run) -> RestoreResult:
+    """Return the paths `journal` touched to its rollback snapshot (lock held; `run` is ABORT
+    or ROLL_BACK, neither stopped by a cancel request)."""
     remove_temp_files(wt.root, journal.write_folders(), journal.token)
     now = wt.snapshot()
     with ObjectReader(wt.store) as reader:
@@ -316,30 +337,31 @@ def _roll_back(wt: Worktree, journal: RestoreJournal, after_interrupt: bool = Fa
         prepared = _prepare(wt, reader, current, wanted, only=only, extra_dirs=created_dirs)
         plan = prepared.plan
         result = _result(plan, operation="abort")
-        result.warnings = [(p, "kept as it is: changed after the interrupted restore")
-                           for p in kept]
+        result.warnings = [RestoreWarning(p, "kept as it is: changed after the interrupted "
+                                             "restore", Kind.KEPT_CHANGED) for p in kept]
         if plan.is_empty and not plan.remove_dirs:
             remove_journal(wt.store)
         else:
             aborting = RestoreJournal.new("abort", plan.target, plan.safety,
                                           journal.rollback, plan)
             _write_journal(wt, aborting)
-            outcome = _execute(wt, prepared, aborting, after_interrupt=after_interrupt)
+            outcome = _execute(wt, prepared, aborting, run)
             result.removed_dirs = outcome.removed_dirs
             result.warnings += outcome.warnings
     return result
 
 
 def _interrupted(wt: Worktree, journal: RestoreJournal, finishing: bool) -> BaseException:
-    """Ctrl-C stopped the files changing: roll back (Ctrl-C held) and say what was done."""
+    """A cancel request (or Ctrl-C) stopped the files changing: roll back and say what was
+    done."""
     what = "finishing of an interrupted restore" if finishing else "restore"
     try:
-        result = _roll_back(wt, journal, after_interrupt=True)
+        result = _roll_back(wt, journal, Run.ROLL_BACK)
     except UndostoreError as err:
         return PendingRecoveryError(
             f"interrupted, and rolling the {what} to {journal.target[:12]} back failed: "
             f"{err.message}. Fix the cause and run `undostore restore --abort`", err.path)
-    kept = sum(1 for _, m in result.warnings if m.startswith("kept as it is"))
+    kept = sum(1 for w in result.warnings if w.kind is Kind.KEPT_CHANGED)
     extra = f"; {kept} file(s) changed meanwhile were kept" if kept else ""
     return Interrupted(f"interrupted: the {what} to {journal.target[:12]} was rolled back "
                        f"({_count(result)} file(s) put back{extra}); nothing is pending")
@@ -382,10 +404,11 @@ def _flat(reader: ObjectReader, sha: bytes, bodies: dict[bytes, bytes],
 
 
 def _prepare(wt: Worktree, reader: ObjectReader, current: FlatTree, wanted: FlatTree, *,
-             only: set[str] | None = None, extra_dirs: Iterable[str] = (), fresh: bool = True
-             ) -> _Prepared:
-    """Everything checked before the first change (a fresh plan also against the disk).
-    `wanted` must come from a checking flatten (names, modes, duplicates)."""
+             only: set[str] | None = None, extra_dirs: Iterable[str] = (),
+             check_disk: bool = True) -> _Prepared:
+    """Everything checked before the first change (with `check_disk`, also what is on disk in
+    the plan's way: a journal being finished was checked when it began). `wanted` must come
+    from a checking flatten (names, modes, duplicates)."""
     _refuse_store_paths(wt, wanted)
     case = _CaseProbe(wt.root)
     if wanted.case_clashes and case():
@@ -396,7 +419,7 @@ def _prepare(wt: Worktree, reader: ObjectReader, current: FlatTree, wanted: Flat
     plan = make_plan(current, wanted, only=only, extra_dirs=extra_dirs)
     _check_complete(reader, wanted)
     try:
-        if fresh:
+        if check_disk:
             find_obstacles(wt.root, plan, current.files, case)
     except OSError as err:
         raise from_oserror(err, "inspect", cls=SnapshotError) from err
@@ -461,34 +484,33 @@ def _abort_scope(journal: RestoreJournal, now: FlatTree, rollback: FlatTree, bef
     return only, kept
 
 
-def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
-             finishing: bool = False, guard: InterruptGuard | None = None,
-             after_interrupt: bool = False, progress: Reporter | None = None,
-             fresh: bool = False) -> CheckoutResult:
-    """Apply a journaled plan; the journal goes once every change is durable. With `guard`
-    (holding Ctrl-C), a Ctrl-C while files change, or before the restore is complete, rolls
-    back what changed and raises Interrupted. `fresh` (a restore this call began): an OSError
-    (a full disk, say) before any file of the plan changed removes the restore's temp files and
-    its journal and says nothing was changed; later, the restore is left pending."""
+def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal, run: Run,
+             progress: Reporter | None = None) -> CheckoutResult:
+    """Apply a journaled plan; the journal goes once every change is durable. A cancellable
+    `run` stopped by `wt.cancel` (or a KeyboardInterrupt) while files change, or before the
+    restore is complete, rolls back what changed and raises Interrupted. For a FRESH run, an
+    OSError (a full disk, say) before any file of the plan changed removes the restore's temp
+    files and its journal and says nothing was changed; later, the restore is left pending."""
     # The caller's checkpoint belongs to the restore, not to the roll-back of an interrupted one.
-    checkpoint = Checkpoints(None if after_interrupt else wt.checkpoint)
+    checkpoint = Checkpoints(None if run is Run.ROLL_BACK else wt.checkpoint,
+                             wt.cancel if run.cancellable else None)
+    finishing = run is Run.FINISH
     cache_path = wt.store.stat_cache_path
     cache, remember = cache_for(prepared.plan, cache_path, wt.store.identity)
-    checkout = Checkout(wt.root, prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
-                        journal.token, target_dirs=prepared.wanted.dirs,
-                        case_insensitive=prepared.case_insensitive, checkpoint=checkpoint,
-                        durability=Durability(wt.root), progress=progress,
-                        modes=Modes(moderecord.load(wt.store.path, prepared.plan.target)))
-    allowed = guard.allowed() if guard is not None else contextlib.nullcontext()
+    target = Target(prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
+                    prepared.wanted.dirs, prepared.case_insensitive,
+                    Modes(moderecord.load(wt.store.path, prepared.plan.target)))
+    checkout = Checkout(wt.root, target, journal.token, checkpoint, progress=progress)
     try:
-        with allowed:
-            checkpoint("journal", "")  # a crash test stops here: journal written, nothing changed
-            outcome = checkout.run()
-    except KeyboardInterrupt:
+        checkpoint("journal", "")  # a crash test stops here: journal written, nothing changed
+        outcome = checkout.run()
+    except (Cancelled, KeyboardInterrupt):
+        if not run.cancellable:
+            raise
         raise _interrupted(wt, journal, finishing) from None
     except OSError as err:
         where = checkout.current or err.filename
-        if fresh and not checkout.touched and _forget_unstarted(wt, journal):
+        if run is Run.FRESH and not checkout.touched and _forget_unstarted(wt, journal):
             raise UndostoreError(f"cannot restore: {err.strerror or err}; nothing was changed "
                                  "(the temp files written so far were removed)", where) from err
         what = "finish the restore" if finishing else "restore"
@@ -496,8 +518,7 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
             f"cannot {what}: {err.strerror or err}; the restore stopped half-way. Fix the cause "
             "and run any command to finish it, or run `undostore restore --abort` to roll back",
             where) from err
-    if guard is not None and guard.pending:   # Ctrl-C after the last file, before the end
-        guard.pending = 0
+    if run.cancellable and wt.cancel.is_set():   # after the last file, before the end
         raise _interrupted(wt, journal, finishing)
     if journal.context and wt.step_done is not None:
         # Before the journal goes: a crash in between makes recovery run this again, and a
@@ -507,6 +528,12 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal,
     if remember:
         _remember_written(wt, cache_path, cache, prepared.plan, outcome)
     return outcome
+
+
+def _stop_if_cancelled(wt: Worktree) -> None:
+    """Between the steps before the journal: a cancel request stops here, nothing changed."""
+    if wt.cancel.is_set():
+        raise Interrupted("interrupted before any file changed; nothing was changed")
 
 
 def _forget_unstarted(wt: Worktree, journal: RestoreJournal) -> bool:

@@ -62,9 +62,9 @@ class RestoreJournal:
     def write_folders(self) -> set[str]:
         """Folders where this restore may have left temp files ('' is the root): beside the
         files it writes (an exec-bit change of a hard-linked file writes a new file too),
-        beside the ones it replaces or deletes (old inodes are set aside under temp names while
-        they are freed, reclaim.py), and in every folder above a created file (a new folder is
-        written whole under a temp name beside where it goes, checkout.py)."""
+        beside the ones it deletes (earlier versions freed old files under temp names there),
+        and in every folder above a created file (a new folder is written whole under a temp
+        name beside where it goes, checkout.py)."""
         above: set[str] = {""}
         for path in self.create:   # (not plan.parent_dirs: the hook reads journals, never plans)
             while "/" in path:

@@ -12,7 +12,6 @@ memory stays flat and a file that changes while being read is caught.
 
 from __future__ import annotations
 
-import gc
 import os
 import stat
 import threading
@@ -218,15 +217,7 @@ def _fixed_threads(options: SnapshotOptions, todo: list[FileEntry]) -> int:
 def take_snapshot(root: str, store: Store, options: SnapshotOptions | None = None
                   ) -> SnapshotResult:
     """Capture `root` into `store`; the store lock must be held by the caller."""
-    # The walk allocates a few objects per file and none of them form cycles: pausing the
-    # cyclic garbage collector saves its repeated full scans over a growing heap.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _take_snapshot(root, store, options)
-    finally:
-        if collecting:
-            gc.enable()
+    return _take_snapshot(root, store, options)
 
 
 def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> SnapshotResult:

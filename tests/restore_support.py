@@ -20,6 +20,8 @@ from undostore.git.objects import BLOB, MODE_BYTES, TREE, hash_object, tree_sort
 from undostore.git.packwriter import PackWriter
 from undostore.store.store import Store
 
+from .conftest import Cli
+
 IS_WINDOWS = sys.platform == "win32"
 
 State = dict[str, tuple[str, bytes, bool]]
@@ -117,10 +119,5 @@ def craft_snapshot(store: Store, spec: Spec) -> str:
 
 def run_cli(*args: str, root: Path | str | None = None, stdin: int | None = subprocess.DEVNULL,
             timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "undostore"]
-    if root is not None:
-        argv += ["--root", str(root)]
-    return subprocess.run([*argv, *args], capture_output=True, text=True, stdin=stdin,
-                          timeout=timeout)
-
-
+    """`Cli().run` (conftest's `cli` fixture) for modules that call it directly."""
+    return Cli().run(*args, root=root, stdin=stdin, timeout=timeout)
