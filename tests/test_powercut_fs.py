@@ -141,3 +141,22 @@ def test_rename_exchange_and_hard_links_pass_through(powercut):  # noqa: F811
     fs.cut()
     assert (_read(fs.path("a")), _read(fs.path("b")), _read(fs.path("a-link"))) == ("B", "A", "A")
     assert os.stat(fs.path("b")).st_nlink == 2
+
+
+@pytest.mark.parametrize("model", ["ordered", "strict"])
+def test_a_chmod_counts_once_committed(powercut, model):  # noqa: F811
+    fs = powercut(model)
+    for name in ("x", "y", "other"):
+        _write(fs.path(name), name, sync=True)
+    _sync_folder(fs.mountpoint)
+    os.chmod(fs.path("x"), 0o755)
+    os.chmod(fs.path("y"), 0o755)
+    fd = os.open(fs.path("y"), os.O_RDONLY)
+    os.fsync(fd)   # y's own fsync commits its bits in both models
+    os.close(fd)
+    _write(fs.path("other"), "other", sync=True)   # ordered: commits x's chmod too
+    os.chmod(fs.path("other"), 0o700)               # never committed
+    fs.cut()
+    modes = {n: os.stat(fs.path(n)).st_mode & 0o777 for n in ("x", "y", "other")}
+    x_mode = 0o755 if model == "ordered" else 0o644
+    assert modes == {"x": x_mode, "y": 0o755, "other": 0o644}

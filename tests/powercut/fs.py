@@ -129,7 +129,7 @@ class PowerCutFS(mfusepy.Operations):
     def __init__(self, backing: str, disk: Disk) -> None:
         self.backing = backing.rstrip("/")
         self.disk = disk
-        self.lock = threading.Lock()
+        self.mutex = threading.Lock()
         self.open_ids: dict[int, int] = {}   # backing descriptor -> id
 
     def _real(self, path: str) -> str:
@@ -178,7 +178,7 @@ class PowerCutFS(mfusepy.Operations):
 
     def _created(self, path: str, kind: str, target: str = "") -> None:
         st = os.lstat(self._real(path))
-        with self.lock:
+        with self.mutex:
             parent, name = self.disk.parent_and_name(path)
             self.disk.set_entry(parent, name, self.disk.new(_node(kind, st, target)))
 
@@ -203,14 +203,14 @@ class PowerCutFS(mfusepy.Operations):
     def create(self, path: str, mode: int, flags: int = os.O_WRONLY) -> int:
         fd = os.open(self._real(path), _backing_flags(flags) | os.O_CREAT, mode)
         self._created(path, "f")
-        with self.lock:
+        with self.mutex:
             self.open_ids[fd] = self._id(path)
         return fd
 
     def link(self, target: str, source: str) -> int:
         # mfusepy passes (new name, existing file)
         os.link(self._real(source), self._real(target))
-        with self.lock:
+        with self.mutex:
             parent, name = self.disk.parent_and_name(target)
             self.disk.set_entry(parent, name, self._id(source))
         return 0
@@ -226,7 +226,7 @@ class PowerCutFS(mfusepy.Operations):
         return 0
 
     def _removed(self, path: str) -> None:
-        with self.lock:
+        with self.mutex:
             parent, name = self.disk.parent_and_name(path)
             self.disk.set_entry(parent, name, None)
 
@@ -242,7 +242,7 @@ class PowerCutFS(mfusepy.Operations):
                 raise OSError(code, os.strerror(code), old)
         else:
             os.rename(self._real(old), self._real(new))
-        with self.lock:
+        with self.mutex:
             old_parent, old_name = self.disk.parent_and_name(old)
             new_parent, new_name = self.disk.parent_and_name(new)
             moved, other = self.disk.live[old_parent][old_name], self.disk.lookup(new)
@@ -251,15 +251,23 @@ class PowerCutFS(mfusepy.Operations):
                                 other if flags & _RENAME_EXCHANGE else None)
         return 0
 
-    # --- attributes (passed through, not modelled) -----
+    # --- attributes (bits and owner modelled, times passed through) -----
 
     def chmod(self, path: str, mode: int) -> int:
-        os.chmod(self._real(path), mode, follow_symlinks=False)
+        os.chmod(self._real(path), mode)   # never a symlink: the kernel resolves those first
+        self._attrs_changed(path)
         return 0
 
     def chown(self, path: str, uid: int, gid: int) -> int:
         os.chown(self._real(path), uid, gid, follow_symlinks=False)
+        self._attrs_changed(path)
         return 0
+
+    def _attrs_changed(self, path: str) -> None:
+        st = os.lstat(self._real(path))
+        with self.mutex:
+            ident = self._id(path)
+            self.disk.changed_attrs(ident, _node(self.disk.nodes[ident].kind, st))
 
     def utimens(self, path: str, times: tuple[int, int] | None = None) -> int:
         if times is None:
@@ -279,7 +287,7 @@ class PowerCutFS(mfusepy.Operations):
 
     def open(self, path: str, flags: int) -> int:
         fd = os.open(self._real(path), _backing_flags(flags))
-        with self.lock:
+        with self.mutex:
             self.open_ids[fd] = self._id(path)
         return fd
 
@@ -290,27 +298,27 @@ class PowerCutFS(mfusepy.Operations):
         return os.pwrite(fh, data, offset)
 
     def release(self, path: str | None, fh: int) -> int:
-        with self.lock:
+        with self.mutex:
             self.open_ids.pop(fh, None)
         os.close(fh)
         return 0
 
     def fsync(self, path: str | None, datasync: int, fh: int) -> int:
         content, st = _read_all(fh), os.fstat(fh)
-        with self.lock:
+        with self.mutex:
             ident = self.open_ids[fh]
-            self.disk.fsync_file(ident, content, _node("f", st))
+            self.disk.fsync_file(ident, content, _node(self.disk.nodes[ident].kind, st))
         return 0
 
     def fsyncdir(self, path: str, datasync: int, fh: int) -> int:
-        with self.lock:
+        with self.mutex:
             self.disk.fsync_folder(self._id(path))
         return 0
 
     # --- the control socket -----
 
     def answer(self, line: str) -> str:
-        with self.lock:
+        with self.mutex:
             words = line.split()
             if words == ["events"]:
                 return str(self.disk.events)

@@ -10,8 +10,10 @@ durable one changes only when the program asks for durability, under one of two 
 - `strict` (POSIX as written): a folder's entries are durable only once that folder is fsynced
   (a new folder's name only once its parent is); file bytes only at their file's fsync.
 
-A file never fsynced comes back empty (delayed allocation). Permission bits, owner and mtime are
-not modelled: they come back as last seen. Hard links keep one id under several names.
+A file never fsynced comes back empty (delayed allocation). Permission bits and owner (an
+inode's attributes) follow the same rules as names: `ordered` commits them with any fsync,
+`strict` only with an fsync of that file or folder. mtimes come back as of the last commit of
+the inode. Hard links keep one id under several names.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Disk:
     durable: dict[int, dict[str, int]] = field(default_factory=dict)
     data: dict[int, bytes] = field(default_factory=dict)        # durable bytes of files
     log: list[tuple[int, str, int | None]] = field(default_factory=list)  # ordered: uncommitted
+    attrs: dict[int, Node] = field(default_factory=dict)   # attributes changed, not committed
     events: int = 0               # fsyncs seen (of files and folders)
     freeze_after: int | None = None
     frozen: bool = False
@@ -103,9 +106,14 @@ class Disk:
 
     # --- durability -----
 
+    def changed_attrs(self, ident: int, node: Node) -> None:
+        """`ident`'s bits or owner changed (live): durable at its commit."""
+        self.attrs[ident] = node
+
     def fsync_file(self, ident: int, content: bytes, node: Node) -> None:
         if not self.frozen:
             self.data[ident] = content
+            self.attrs.pop(ident, None)
             self._keep_attrs(ident, node)
             if self.model == "ordered":
                 self._commit_log()
@@ -117,12 +125,17 @@ class Disk:
                 self._commit_log()
             else:
                 self.durable[ident] = dict(self.live.get(ident, {}))
+                if ident in self.attrs:
+                    self._keep_attrs(ident, self.attrs.pop(ident))
         self._event()
 
     def _commit_log(self) -> None:
         for parent, name, ident in self.log:
             self._apply(parent, name, ident)
         self.log.clear()
+        for ident, node in self.attrs.items():
+            self._keep_attrs(ident, node)
+        self.attrs.clear()
 
     def _keep_attrs(self, ident: int, node: Node) -> None:
         known = self.nodes[ident]

@@ -41,6 +41,9 @@ class PowerCut:
     def __init__(self, backing: str, mountpoint: str, model: str = "ordered") -> None:
         self.backing, self.mountpoint, self.model = backing, mountpoint, model
         self.control = os.path.join(os.path.dirname(backing), f".powercut-{os.getpid()}.sock")
+        # The daemon's output goes to a file: a pipe nobody reads until the unmount would fill
+        # and stall every operation on the mount.
+        self.log = backing.rstrip("/") + ".log"
         os.makedirs(backing, exist_ok=True)
         os.makedirs(mountpoint, exist_ok=True)
         self.proc: subprocess.Popen | None = None
@@ -52,16 +55,16 @@ class PowerCut:
     def mount(self) -> None:
         if os.path.exists(self.control):
             os.unlink(self.control)
-        env = {**os.environ, "PYTHONPATH": REPO}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.powercut.fs", self.backing, self.mountpoint,
-             "--model", self.model, "--control", self.control],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        env = {**os.environ, "PYTHONPATH": REPO, "PYTHONWARNINGS": "ignore"}
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.powercut.fs", self.backing, self.mountpoint,
+                 "--model", self.model, "--control", self.control],
+                cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         deadline = time.monotonic() + 30
         while not (os.path.ismount(self.mountpoint) and os.path.exists(self.control)):
             if self.proc.poll() is not None:
-                out, err = self.proc.communicate()
-                raise RuntimeError(f"the power-cut daemon ended: {err.decode()[-2000:]}")
+                raise RuntimeError(f"the power-cut daemon ended: {self._tail()}")
             if time.monotonic() > deadline:
                 self.unmount()
                 raise RuntimeError("the power-cut file system did not mount in 30 s")
@@ -78,13 +81,17 @@ class PowerCut:
             if done.returncode != 0:
                 subprocess.run(["fusermount3", "-u", "-z", self.mountpoint], capture_output=True)
         try:
-            out, err = proc.communicate(timeout=60)
+            proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
+            proc.kill()   # libfuse catches SIGTERM; only SIGKILL ends a stuck daemon
+            proc.wait()
         if proc.returncode != 0:
-            raise RuntimeError(f"the power-cut daemon failed: {err.decode()[-2000:]}")
-        return out.decode().strip()
+            raise RuntimeError(f"the power-cut daemon failed: {self._tail()}")
+        return self._tail().splitlines()[-1] if self._tail() else ""
+
+    def _tail(self) -> str:
+        with open(self.log, "rb") as f:
+            return f.read()[-4000:].decode(errors="replace").strip()
 
     def close(self) -> None:
         try:

@@ -801,6 +801,7 @@ class Checkout:
                     raise _conflict(path)  # another file than the one just checked
                 if st.st_nlink == 1 and (is_root() or st.st_uid == os.geteuid()):
                     set_bits(fd, changed_file_bits(st.st_mode, executable))
+                    self.durable.changed_in_place(fd)
                     if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
                         self.result.warnings.append(
                             (path, "setuid/setgid cleared: the file's exec bit changed"))
