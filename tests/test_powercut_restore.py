@@ -9,7 +9,7 @@ that reported done before the cut keeps its result whole.
 Cut points: after the last fsync of the command (it returned), after a fixed random sample of
 its fsyncs (the only moments the durable state changes, so the sample draws from every crash
 state the model allows), and at the first and last of each checkpoint the kill -9 crash tests
-name (journal, temp, replace, delete, rmdir, chmod).
+name (journal, temp, replace, rmdir).
 """
 
 from __future__ import annotations
@@ -115,14 +115,14 @@ def test_random_cuts_during_a_restore(restores):
     total = rig.fs.events() - start
     restores.check_after_cut(restores.state_b, restores.state_a)
     seen = set()
-    for k in sorted(random.Random(SEED).sample(range(1, total), min(5, total - 1))):
+    for k in sorted(random.Random(SEED).sample(range(1, total), min(3, total - 1))):
         rig.fs.arm(rig.fs.events() + k)
         rig.cli("restore", restores.a, "--yes")
         seen.add(restores.check_after_cut(restores.state_b, restores.state_a))
     assert seen, "no cut was tried"
 
 
-@pytest.mark.parametrize("what", ["journal", "temp", "replace", "delete", "rmdir", "chmod"])
+@pytest.mark.parametrize("what", ["journal", "temp", "replace", "rmdir"])
 def test_cuts_at_the_checkpoints_the_crash_tests_name(powercut, tmp_path, what):  # noqa: F811
     restores = Restores(Rig(powercut("strict"), tmp_path))
     rig = restores.rig
