@@ -29,6 +29,30 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def make_durable_dirs(path: str, mode: int = 0o700) -> list[str]:
+    """Create `path` and any missing parents, each made durable (its parent fsynced) before
+    the next is made inside it: a folder's name counts only once its parent is synced, so a
+    power cut cannot lose a folder whose contents were already reported done. Returns the
+    folders made."""
+    missing: list[str] = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    made = []
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, mode)
+            made.append(folder)
+        except FileExistsError:
+            pass
+        fsync_dir(os.path.dirname(folder))
+    return made
+
+
 def replace_with_retry(src: str, dst: str, attempts: int = 20) -> None:
     """`os.replace`, retried briefly on Windows where another handle may hold `dst` open."""
     for attempt in range(attempts):

@@ -47,6 +47,7 @@ def chmod(ctx: Context, writes: Writes, path: str) -> None:
                 raise conflict(path)  # another file than the one just checked
             if st.st_nlink == 1 and (is_root() or st.st_uid == os.geteuid()):
                 set_bits(fd, changed_file_bits(st.st_mode, executable))
+                ctx.sync.changed_in_place(fd)
                 if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
                     ctx.result.warnings.append(RestoreWarning(
                         path, "setuid/setgid cleared: the file's exec bit changed",

@@ -25,6 +25,10 @@ class RestoreSync:
         if self.durable.fsync_each_file:
             os.fsync(fd)
 
+    def changed_in_place(self, fd: int) -> None:
+        """A file's bits or owner changed on its open descriptor `fd` (no rename follows)."""
+        self.durable.changed_in_place(fd)
+
     def staged_written(self, tree: DirTree, staged: str) -> None:
         """A new folder staged whole under the temp name `staged` is written: where files are
         made durable one by one, its folders' entries are too."""

@@ -8,6 +8,11 @@ files, calls `syncfs` once per file system involved, and only then renames the b
 a final `syncfs` (or folder fsyncs) makes the renames, deletes and new folders durable before the
 restore journal is removed. Where `syncfs` is missing (macOS, Windows, old libc) each temp file is
 fsynced before it is closed and each changed folder is fsynced at the end, like `atomic_write`.
+
+`syncfs` is also not trusted where it does not reach the disk: the kernel never passes it to a
+FUSE daemon (gocryptfs, sshfs, rclone, ntfs-3g, fuse-overlayfs), so there it returns 0 having made
+nothing durable, while a file's fsync and a folder's fsync do reach the daemon. A root on such a
+file system, or with one mounted below it, takes the per-file path (`syncfs_reaches_disk`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,59 @@ from __future__ import annotations
 import os
 
 from undostore.fileio import fsync_dir
-from undostore.platform import last_errno, libc_function
+from undostore.platform import IS_LINUX, last_errno, libc_function
+
+FUSE_SUPER_MAGIC = 0x65735546      # statfs f_type of every FUSE mount (fuse, fuse.*, fuseblk)
+_MOUNTINFO = "/proc/self/mountinfo"
+
+
+def _untrusted_type(fstype: str) -> bool:
+    """File systems whose `syncfs` does not reach the disk: FUSE (the kernel keeps it)."""
+    return fstype in ("fuse", "fuseblk") or fstype.startswith(("fuse.", "fuseblk."))
+
+
+def _statfs_type(path: str) -> int | None:
+    """statfs(2)'s f_type of `path` (Linux), None where it cannot be read."""
+    statfs = libc_function("statfs", "c_char_p", "c_void_p")
+    if statfs is None:
+        return None
+    import ctypes
+
+    buf = ctypes.create_string_buffer(256)   # struct statfs is 120 bytes on 64-bit Linux
+    if statfs(os.fsencode(path), buf) != 0:
+        return None
+    return ctypes.c_long.from_buffer(buf).value   # f_type (__fsword_t) comes first
+
+
+def _mounts_at_or_below(path: str) -> list[str]:
+    """The file-system types mounted at `path` or below it (from /proc/self/mountinfo)."""
+    try:
+        with open(_MOUNTINFO, encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    prefix = path.rstrip("/") + "/"
+    found = []
+    for line in lines:
+        fields = line.split(" ")
+        if "-" not in fields or len(fields) < 5:
+            continue
+        point = fields[4].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
+        if point == path or point.startswith(prefix):
+            found.append(fields[fields.index("-") + 1])
+    return found
+
+
+def syncfs_reaches_disk(root: str) -> bool:
+    """Whether one `syncfs` per file system makes every file under `root` durable: not where
+    `root`, or a file system mounted below it, is FUSE (detected by statfs f_type, then by the
+    mount table)."""
+    if not IS_LINUX:
+        return False
+    if _statfs_type(root) == FUSE_SUPER_MAGIC:
+        return False
+    real = os.path.realpath(root)
+    return not any(_untrusted_type(kind) for kind in _mounts_at_or_below(real))
 
 
 class Durability:
@@ -23,7 +80,8 @@ class Durability:
 
     def __init__(self, root: str, enabled: bool = True) -> None:
         self.enabled = enabled
-        self._syncfs = libc_function("syncfs", "c_int") if enabled else None
+        trusted = enabled and syncfs_reaches_disk(root)
+        self._syncfs = libc_function("syncfs", "c_int") if trusted else None
         self._folders: set[str] = set()        # folders whose entries changed
         # st_dev -> the shallowest folder seen on that file system (the root for its own), the
         # one least likely to be removed by the restore before it is synced
@@ -41,6 +99,12 @@ class Durability:
             known = self._devices.get(st_dev)
             if known is None or len(folder) < len(known):
                 self._devices[st_dev] = folder
+
+    def changed_in_place(self, fd: int) -> None:
+        """A file's bits or owner changed on its open descriptor `fd`: where each file is made
+        durable on its own, its fsync commits that (a later syncfs does it elsewhere)."""
+        if self.fsync_each_file:
+            os.fsync(fd)
 
     def flush_files(self) -> None:
         """Make every temp file written so far durable (before they are renamed into place)."""

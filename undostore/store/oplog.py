@@ -22,6 +22,7 @@ from typing import Any
 import xxhash
 
 from undostore.errors import UsageError
+from undostore.fileio import fsync_dir
 
 MAX_BYTES = 1 << 20
 KEEP_SECONDS = 86400.0     # the contract's window: ids named within it stay restorable
@@ -82,6 +83,9 @@ def append(store_path: str, op: Op, max_bytes: int = MAX_BYTES) -> None:
             if size and not _ends_with_newline(path, size):
                 data = b"\n" + data  # a torn last line stays alone and is skipped when read
             os.write(fd, data)
+            os.fsync(fd)   # the log is gc's reflog: an id it lists must outlive a power cut
+            if not size:
+                fsync_dir(os.path.dirname(path))   # a new log's name
         finally:
             os.close(fd)
     except OSError:

@@ -46,7 +46,8 @@ def remember(store_path: str, snapshot_id: bytes) -> None:
     young = sum(1 for when, _ in entries if when >= now - KEEP_SECONDS)
     entries = entries[-min(MAX_KEEP, max(KEEP, young)):]
     try:
-        write_framed(_path(store_path), _KIND, marshal.dumps(entries), durable=False)
+        # Durable: prefixes of a plain snapshot's id resolve against this list after a cut too.
+        write_framed(_path(store_path), _KIND, marshal.dumps(entries))
     except OSError:
         pass  # only a protection for gc's grace period; the snapshot itself is complete
 

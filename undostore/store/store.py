@@ -85,20 +85,10 @@ def same_root(a: str, b: str) -> bool:
 
 def _make_private_dirs(path: str) -> None:
     """Create `path` and any missing parents with mode 0700 (`os.makedirs` applies the mode to
-    the last folder only)."""
-    missing: list[str] = []
-    current = os.path.abspath(path)
-    while not os.path.isdir(current):
-        missing.append(current)
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    for folder in reversed(missing):
-        try:
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            pass
+    the last folder only), each durable before anything is made in it (`make_durable_dirs`)."""
+    from undostore.fileio import make_durable_dirs
+
+    for folder in make_durable_dirs(path, 0o700):
         os.chmod(folder, stat.S_IRWXU)
 
 
@@ -165,7 +155,7 @@ class Store:
                            os.path.join(self.path, "refs"),
                            os.path.join(self.path, "refs", "undostore")):
                 _make_private_dirs(folder)
-            from undostore.fileio import atomic_write
+            from undostore.fileio import atomic_write, fsync_dir
 
             # A random identity: caches bound to it are never trusted by another store.
             identity = os.urandom(8).hex()
@@ -183,6 +173,7 @@ class Store:
             finally:
                 if os.path.exists(draft):
                     os.unlink(draft)
+            fsync_dir(self.path)   # FORMAT's name: the store counts from here
         except OSError as err:
             raise StoreError(f"cannot create the store: {err.strerror}", self.path) from err
         self._ensure_layout()  # read back whichever FORMAT won

@@ -1,0 +1,32 @@
+"""The `powercut` fixture: a factory of mounted power-cut file systems, unmounted at the end
+(lazily if something still holds one), skipped with the reason where this machine cannot mount."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.powercut.mount import PowerCut, skip_reason
+
+
+@pytest.fixture
+def powercut(tmp_path: Path) -> Iterator[Callable[..., PowerCut]]:
+    """powercut(model="ordered") -> a PowerCut mounted under tmp_path."""
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    mounted: list[PowerCut] = []
+
+    def make(model: str = "ordered") -> PowerCut:
+        n = len(mounted)
+        fs = PowerCut(str(tmp_path / f"backing{n}"), str(tmp_path / f"mnt{n}"), model)
+        mounted.append(fs)
+        return fs
+
+    try:
+        yield make
+    finally:
+        for fs in mounted:
+            fs.close()
