@@ -17,7 +17,7 @@ import pytest
 
 from undostore import Workspace
 
-from .test_restore_support import disk_state
+from .restore_support import disk_state
 
 
 @pytest.fixture(autouse=True)

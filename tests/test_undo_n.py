@@ -23,7 +23,7 @@ from undostore.history import journal as journals
 from undostore.history.sessions import finish_step
 from undostore.history.steps import plan_undo
 
-from .test_restore_support import disk_state
+from .restore_support import disk_state
 
 TURNS = 4
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from tests.powercut.mount import REPO, PowerCut
-from tests.test_restore_support import disk_state
+from tests.restore_support import disk_state
 
 TEMP = ".undostore-tmp-"
 
