@@ -69,6 +69,12 @@ class FolderRecord(NamedTuple):
     entry_names: str | None
     entries: bytes
 
+    @classmethod
+    def read(cls, record: tuple) -> FolderRecord:
+        """The first four items of a record: a folder's stamp (its fifth, when the walk saved
+        one) is dropped, so a folder the restore touched is read again by the next walk."""
+        return cls._make(record[:4])
+
 
 def uses_cache(plan: RestorePlan, windows: bool = IS_WINDOWS) -> bool:
     """Whether the restore of `plan` should load (and later save) the stat cache."""
@@ -128,8 +134,8 @@ def record_written(cache: StatCache, plan: RestorePlan,
     for folder in {_parent(path) for path in [*plan.touched(), *removed]}:
         while True:
             record = records.get(folder)
-            if record is not None and FolderRecord._make(record).tree is not False:
-                records[folder] = tuple(FolderRecord._make(record)._replace(tree=False))
+            if record is not None and FolderRecord.read(record).tree is not False:
+                records[folder] = tuple(FolderRecord.read(record)._replace(tree=False))
             if not folder:
                 break
             folder = _parent(folder)
@@ -155,7 +161,7 @@ def _edited(folder: str, record: Record, records: dict[str, Record],
     ordered += [name for name in entries if name not in listed]   # created: entries only
     names = join_names([*files, *subdirs])
     entry_names = None if ordered == files else join_names(ordered)
-    return tuple(FolderRecord(FolderRecord._make(record).tree, names, entry_names,
+    return tuple(FolderRecord(FolderRecord.read(record).tree, names, entry_names,
                               pack_entries([entries[n] for n in ordered])))
 
 
