@@ -118,9 +118,9 @@ def test_too_many_steps_or_a_stranger_id_change_nothing(tree_factory):
             ws.undo("s", steps=5)
         with pytest.raises(UsageError, match="the files already equal it"):
             ws.undo("s", to=ws.snapshot().id)     # the files now: no undo point
-        (root / "keep.txt").write_text("elsewhere\n")
+        (root / "keep.txt").write_bytes(b"elsewhere\n")
         stranger = ws.snapshot().id               # a snapshot, but no undo point
-        (root / "keep.txt").write_text("kept\n")
+        (root / "keep.txt").write_bytes(b"kept\n")
         with pytest.raises(UsageError, match="not one of its undo points"):
             ws.undo("s", to=stranger)
         assert disk_state(root) == files and ws.log("s") == before
