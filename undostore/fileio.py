@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from typing import BinaryIO
 
 from undostore.platform import IS_WINDOWS
 
@@ -72,14 +74,19 @@ def temp_path_for(path: str) -> str:
 
 def atomic_write(path: str, data: bytes, durable: bool = True, mode: int = 0o600) -> None:
     """Replace `path` with `data` so that readers see either the old or the new content."""
+    atomic_write_with(path, lambda f: f.write(data), durable, mode)
+
+
+def atomic_write_with(path: str, fill: Callable[[BinaryIO], object], durable: bool = True,
+                      mode: int = 0o600) -> None:
+    """As `atomic_write`, the content written by `fill` into the temp file (a large content
+    then need not be held in memory whole)."""
     tmp = temp_path_for(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            with open(fd, "wb", closefd=False) as f:
+                fill(f)
             if durable:
                 os.fsync(fd)
         finally:

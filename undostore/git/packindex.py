@@ -14,7 +14,8 @@ import hashlib
 import mmap
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
 
 IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"
 IDX_NAMES_AT = 8 + 256 * 4
@@ -148,30 +149,120 @@ class PackIndexFile:
             self._map.close()
 
 
-def encode_pack_index(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes:
-    """A version-2 `.idx` for (raw id, offset, crc32) entries."""
-    entries = sorted(entries)
-    fanout = [0] * 256
-    for sha, _, _ in entries:
-        fanout[sha[0]] += 1
-    running = 0
-    for i in range(256):
-        running += fanout[i]
-        fanout[i] = running
+_ENTRY = struct.Struct(">20sQL")   # id, offset, crc32: big-endian, so records sort as ids
+
+
+class IndexEntries:
+    """The (raw id, offset, crc32) of each record a pack being written holds, packed 32 bytes
+    each into 256 buckets by the id's first byte, with a bit filter over the ids for membership
+    tests. A tuple per object and a set of ids held ~230 bytes per object; this holds ~34, and
+    the index's sort needs only one bucket's entries as objects at a time."""
+
+    __slots__ = ("_buckets", "_count", "_filter")
+
+    def __init__(self, entries: Iterable[tuple[bytes, int, int]] = ()) -> None:
+        self._buckets = [bytearray() for _ in range(256)]
+        self._count = 0
+        # (bits, mask), replaced whole when it grows: one thread adds, others may test.
+        self._filter = (bytearray(_FILTER_MIN_BYTES), _FILTER_MIN_BYTES * 8 - 1)
+        for sha, offset, crc in entries:
+            self.add(sha, offset, crc)
+
+    def add(self, sha: bytes, offset: int, crc: int) -> None:
+        self._buckets[sha[0]] += _ENTRY.pack(sha, offset, crc)
+        self._count += 1
+        if self._count * _FILTER_BITS_PER_ID > len(self._filter[0]) * 8:
+            self._grow()
+        else:
+            _mark(self._filter, sha)
+
+    def __contains__(self, sha: bytes) -> bool:
+        bits, mask = self._filter
+        for at in _filter_positions(sha, mask):
+            if not bits[at >> 3] & (1 << (at & 7)):
+                return False
+        # Maybe: look in the id's bucket (rare unless it is there: ~1 in 50 at the size kept).
+        bucket = self._buckets[sha[0]]
+        at = bucket.find(sha)
+        while at >= 0:
+            if at % _ENTRY.size == 0:
+                return True
+            at = bucket.find(sha, at + 1)
+        return False
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _grow(self) -> None:
+        size = len(self._filter[0]) * 2
+        grown = (bytearray(size), size * 8 - 1)
+        for bucket in self._buckets:
+            for (sha, _, _) in _ENTRY.iter_unpack(bucket):
+                _mark(grown, sha)
+        self._filter = grown
+
+    def sorted_buckets(self) -> list[bytearray]:
+        """The buckets with their entries in id order (sorted in place, once)."""
+        size = _ENTRY.size
+        for i, bucket in enumerate(self._buckets):
+            if len(bucket) > size:
+                self._buckets[i] = bytearray(b"".join(
+                    sorted(bytes(bucket[j:j + size]) for j in range(0, len(bucket), size))))
+        return self._buckets
+
+
+_FILTER_MIN_BYTES = 1 << 12
+_FILTER_BITS_PER_ID = 8       # three positions per id: ~3% of absent ids look in a bucket
+
+
+def _mark(bit_filter: tuple[bytearray, int], sha: bytes) -> None:
+    bits, mask = bit_filter
+    for at in _filter_positions(sha, mask):
+        bits[at >> 3] |= 1 << (at & 7)
+
+
+def _filter_positions(sha: bytes, mask: int) -> tuple[int, int, int]:
+    """Three bit positions for an id (its bytes are uniform; the first picks the bucket)."""
+    return (int.from_bytes(sha[1:5], "little") & mask, int.from_bytes(sha[5:9], "little") & mask,
+            int.from_bytes(sha[9:13], "little") & mask)
+
+
+def pack_index_parts(entries: IndexEntries, pack_checksum: bytes) -> Iterator[bytes]:
+    """A version-2 `.idx` for `entries`, in parts, without its trailing checksum."""
+    buckets = entries.sorted_buckets()
+    fanout, running = [], 0
+    for bucket in buckets:
+        running += len(bucket) // _ENTRY.size
+        fanout.append(running)
+    yield IDX_MAGIC + struct.pack(">256L", *fanout)
+    for bucket in buckets:
+        yield b"".join(sha for sha, _, _ in _ENTRY.iter_unpack(bucket))
+    for bucket in buckets:
+        yield b"".join(struct.pack(">L", crc) for _, _, crc in _ENTRY.iter_unpack(bucket))
     large: list[int] = []
-    offsets = bytearray()
-    for _, offset, _ in entries:
-        if offset < 0x80000000:
-            offsets += struct.pack(">L", offset)
-        else:  # packs over 2 GiB: the offset lives in the 64-bit table
-            offsets += struct.pack(">L", 0x80000000 | len(large))
-            large.append(offset)
-    body = b"".join((
-        IDX_MAGIC, struct.pack(">256L", *fanout),
-        b"".join(sha for sha, _, _ in entries),
-        b"".join(struct.pack(">L", crc) for _, _, crc in entries),
-        bytes(offsets),
-        b"".join(struct.pack(">Q", offset) for offset in large),
-        pack_checksum,
-    ))
+    for bucket in buckets:
+        offsets = bytearray()
+        for _, offset, _ in _ENTRY.iter_unpack(bucket):
+            if offset < 0x80000000:
+                offsets += struct.pack(">L", offset)
+            else:  # packs over 2 GiB: the offset lives in the 64-bit table
+                offsets += struct.pack(">L", 0x80000000 | len(large))
+                large.append(offset)
+        yield bytes(offsets)
+    yield b"".join(struct.pack(">Q", offset) for offset in large)
+    yield pack_checksum
+
+
+def write_pack_index(f: BinaryIO, entries: IndexEntries, pack_checksum: bytes) -> None:
+    """Write the `.idx` for `entries` to `f`, part by part, with its trailing checksum."""
+    digest = hashlib.sha1()
+    for part in pack_index_parts(entries, pack_checksum):
+        digest.update(part)
+        f.write(part)
+    f.write(digest.digest())
+
+
+def encode_pack_index(entries: Iterable[tuple[bytes, int, int]], pack_checksum: bytes) -> bytes:
+    """A version-2 `.idx` for (raw id, offset, crc32) entries."""
+    body = b"".join(pack_index_parts(IndexEntries(entries), pack_checksum))
     return body + hashlib.sha1(body).digest()

@@ -23,9 +23,7 @@ from undostore.errors import store_write_error
 from undostore.fileio import TEMP_PREFIX, fsync_dir, replace_with_retry
 from undostore.git.objects import CHUNK, ChangedWhileReading, object_header
 from undostore.git.packfile import Pack, PackDamaged, Record, record_header
-from undostore.git.packindex import encode_pack_index
-
-IndexEntry = tuple[bytes, int, int]   # (raw id, offset, crc32)
+from undostore.git.packindex import IndexEntries, write_pack_index
 
 
 @dataclass
@@ -59,8 +57,8 @@ class PackWriter:
             raise store_write_error(err, self.store_path) from err
         self._write(b"PACK\x00\x00\x00\x02\x00\x00\x00\x00")
         self._offset = 12
-        self._entries: list[IndexEntry] = []
-        self._seen: set[bytes] = set()
+        self._entries = IndexEntries()
+        self._queued: set[bytes] = set()   # added, not yet written (on the worker's queue)
         self.stats = PackStats()
         self._batch: list[tuple[int, bytes, bytes]] = []
         self._batch_bytes = 0
@@ -70,7 +68,7 @@ class PackWriter:
         self._error: BaseException | None = None
 
     def __contains__(self, sha: bytes) -> bool:
-        return sha in self._seen
+        return sha in self._queued or sha in self._entries
 
     def _write(self, data: bytes) -> None:
         """Append to the temp pack; the disk refusing (full, quota, read-only) is the store's
@@ -81,13 +79,13 @@ class PackWriter:
             raise store_write_error(err, self.store_path) from err
 
     def __len__(self) -> int:
-        return len(self._seen)
+        return len(self._queued) + len(self._entries)
 
     def add(self, type_num: int, sha: bytes, data: bytes) -> None:
         """Add one object held in memory (skipped if this pack already has it)."""
-        if sha in self._seen:
+        if sha in self:
             return
-        self._seen.add(sha)
+        self._queued.add(sha)
         self._batch.append((type_num, sha, data))
         self._batch_bytes += len(data)
         if len(self._batch) >= self.BATCH_OBJECTS or self._batch_bytes >= self.BATCH_BYTES:
@@ -120,12 +118,12 @@ class PackWriter:
         for type_num, sha, data in batch:
             record = record_header(type_num, len(data)) + zlib.compress(data, level)
             self._write(record)
-            self._entries.append((sha, self._offset, zlib.crc32(record)))
-            self._counted(sha, len(data), len(record))
+            self._entries.add(sha, self._offset, zlib.crc32(record))
+            self._queued.discard(sha)   # after the add: a test in between sees one of the two
+            self._counted(len(data), len(record))
 
-    def _counted(self, sha: bytes, raw_size: int, length: int) -> None:
+    def _counted(self, raw_size: int, length: int) -> None:
         self._offset += length
-        self._seen.add(sha)
         self.stats.objects += 1
         self.stats.raw_bytes += raw_size
         self.stats.pack_bytes += length
@@ -160,35 +158,41 @@ class PackWriter:
             except OSError:
                 pass   # the whole pack is dropped by abort() anyway
             raise
-        self._entries.append((sha, start, crc))
-        self._counted(sha, raw_size, length)
+        self._entries.add(sha, start, crc)
+        self._counted(raw_size, length)
         return crc
 
     def add_stream(self, type_num: int, sha: bytes, size: int, chunks: Iterable[bytes]) -> None:
         """Add a large object from chunks, in constant memory. `chunks` must total `size` bytes
         and hash to `sha` (checked: a file that changed since it was hashed is refused)."""
-        if sha not in self._seen:
+        if sha not in self:
             self._write_record(sha, size, _deflated(type_num, sha, size, chunks, self.level))
 
     def copy(self, pack: Pack, record: Record, raw_size: int = 0) -> None:
         """Copy a whole record verbatim; RecordDamaged (nothing written) if its CRC is off."""
-        if record.sha not in self._seen:
+        if record.sha not in self:
             self._write_record(record.sha, raw_size, pack.copy(record))
 
     def commit(self) -> str | None:
         """Finish and publish the pack; returns its base path, None if it is empty. On any
-        failure (a full disk, Ctrl-C) nothing of it stays: no temp pack, no index-less pack."""
+        failure (a full disk, Ctrl-C) nothing of it stays: no temp pack, no index-less pack.
+        The writer's per-object bookkeeping is let go either way (only `stats` stays): what
+        comes after a snapshot's commit, its stat cache save, is its peak."""
         self._drain()
-        if not self._entries:
-            self.abort()
-            return None
         try:
-            return self._finish()
-        except BaseException as err:
-            self.abort()
-            if isinstance(err, OSError):
-                raise store_write_error(err, self.store_path) from err
-            raise
+            if not self._entries:
+                self.abort()
+                return None
+            try:
+                return self._finish()
+            except BaseException as err:
+                self.abort()
+                if isinstance(err, OSError):
+                    raise store_write_error(err, self.store_path) from err
+                raise
+        finally:
+            self._entries = IndexEntries()
+            self._queued = set()
 
     def _finish(self) -> str:
         f = self._file
@@ -238,7 +242,7 @@ def _deflated(type_num: int, sha: bytes, size: int, chunks: Iterable[bytes],
     yield compressor.flush()
 
 
-def publish(tmp_pack: str, pack_dir: str, entries: list[IndexEntry], checksum: bytes,
+def publish(tmp_pack: str, pack_dir: str, entries: IndexEntries, checksum: bytes,
             durable: bool = True) -> str:
     """Make the finished, fsynced pack at `tmp_pack` visible under its checksum's name with an
     index for `entries`; returns its base path."""
@@ -250,7 +254,7 @@ def publish(tmp_pack: str, pack_dir: str, entries: list[IndexEntry], checksum: b
     return base
 
 
-def write_index(base: str, entries: list[IndexEntry], checksum: bytes, durable: bool = True,
+def write_index(base: str, entries: IndexEntries, checksum: bytes, durable: bool = True,
                 pack_from: str | None = None) -> None:
     """Write `base`.idx (after moving `pack_from` to `base`.pack): temp, fsync, rename."""
     idx_tmp = os.path.join(os.path.dirname(base),
@@ -258,7 +262,7 @@ def write_index(base: str, entries: list[IndexEntry], checksum: bytes, durable: 
     placed = False
     try:
         with open(idx_tmp, "wb") as idx:
-            idx.write(encode_pack_index(entries, checksum))
+            write_pack_index(idx, entries, checksum)
             idx.flush()
             if durable:
                 os.fsync(idx.fileno())
@@ -286,7 +290,8 @@ def reindex(pack_path: str) -> str:
         data = PackData(pack_path, object_format=SHA1)
         try:
             data.check()
-            entries = [(bytes(sha), offset, crc) for sha, offset, crc in data.sorted_entries()]
+            entries = IndexEntries((bytes(sha), offset, crc)
+                                   for sha, offset, crc in data.sorted_entries())
             checksum = bytes(data.get_stored_checksum())
         finally:
             data.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
 
 from undostore.errors import IncompleteSnapshotError
 from undostore.git.objects import BLOB, CHUNK, TREE, decode_tree, object_header
@@ -23,18 +24,30 @@ from undostore.git.packindex import PackIndexFile
 OnDamage = Callable[[bytes, str, str], None]     # (id, pack name, why)
 
 
+class PackSource(Protocol):
+    """What a reader asks of a store (`store.Store`): its pack folder, the copies already found
+    damaged (never used again) and where to report a copy that fails its checks."""
+
+    pack_dir: str
+
+    def damaged_copies(self) -> set[tuple[bytes, str]]: ...
+
+    def note_damage(self, sha: bytes, pack: str, why: str) -> None: ...
+
+
 class ObjectReader:
     """Objects of one pack folder; open it after the last write you need to see, close it when
-    done. `source` is a pack folder or anything with `pack_dir` (a Store, which also supplies
-    `damaged_copies()` and `note_damage`)."""
+    done. `source`: a store (its damage record is used and kept up to date) or a bare pack
+    folder (damage goes only to `on_damage`)."""
 
-    def __init__(self, source: object, on_damage: OnDamage | None = None,
+    def __init__(self, source: str | PackSource, on_damage: OnDamage | None = None,
                  skip: set[tuple[bytes, str]] | None = None) -> None:
-        self.pack_dir = source if isinstance(source, str) else source.pack_dir
-        if on_damage is None and not isinstance(source, str):
-            on_damage = getattr(source, "note_damage", None)
-        if skip is None and not isinstance(source, str) and hasattr(source, "damaged_copies"):
-            skip = source.damaged_copies()
+        if isinstance(source, str):
+            self.pack_dir = source
+        else:
+            self.pack_dir = source.pack_dir
+            on_damage = on_damage or source.note_damage
+            skip = source.damaged_copies() if skip is None else skip
         self.on_damage = on_damage
         self.skip: set[tuple[bytes, str]] = skip or set()
         self.packs: dict[str, Pack] = {}

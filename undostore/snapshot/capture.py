@@ -63,28 +63,32 @@ DELTA_MAX_MISSES = 64
 
 class EntryList:
     """A folder's entries packed as the stat cache keeps them (`ENTRY`, 60 bytes each, against
-    ~300 for an entry tuple), with the indexes still to be hashed; reads unpack one entry."""
+    ~300 for an entry tuple), with a flag per index still to be hashed; reads unpack one."""
 
-    __slots__ = ("blob", "_pending")
+    __slots__ = ("blob", "_pending", "_missing")
 
     def __init__(self, count: int) -> None:
         self.blob = bytearray(count * ENTRY.size)
-        self._pending: set[int] = set()
+        self._pending = bytearray(count)    # 1: the entry is still to be hashed
+        self._missing = 0
 
     def __len__(self) -> int:
         return len(self.blob) // ENTRY.size
 
     def __getitem__(self, index: int) -> Entry | None:
-        if index in self._pending:
+        if self._pending[index]:
             return None
         return ENTRY.unpack_from(self.blob, index * ENTRY.size)  # type: ignore[return-value]
 
     def __setitem__(self, index: int, entry: Entry | None) -> None:
+        was = self._pending[index]
         if entry is None:
-            self._pending.add(index)
+            self._pending[index] = 1
+            self._missing += not was
         else:
             ENTRY.pack_into(self.blob, index * ENTRY.size, *entry)
-            self._pending.discard(index)
+            self._pending[index] = 0
+            self._missing -= was
 
     def __iter__(self):  # noqa: ANN204 (an iterator of Entry | None)
         return (self[index] for index in range(len(self)))
@@ -92,9 +96,10 @@ class EntryList:
     def packed(self) -> bytes:
         """Every entry, packed (all must be filled in). The list is emptied: its record is
         the last use, and a snapshot's peak is when the records are saved."""
-        assert not self._pending
+        assert not self._missing
         data = bytes(self.blob)
         self.blob = bytearray()
+        self._pending = bytearray()
         return data
 
 

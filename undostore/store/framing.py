@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 import struct
 import time
+from collections.abc import Iterable
+from typing import BinaryIO
 
 import xxhash
 
-from undostore.fileio import atomic_write
+from undostore.fileio import atomic_write, atomic_write_with
 
 _MAGIC = b"UNDOSTOR"
 _HEADER = struct.Struct("<8s4sQQ")  # magic, kind, payload length, xxh3_64 of kind+payload
@@ -51,6 +53,32 @@ def unframe(kind: bytes, data: bytes) -> memoryview | None:
 
 def write_framed(path: str, kind: bytes, payload: bytes, durable: bool = True) -> None:
     atomic_write(path, frame(kind, payload), durable=durable)
+
+
+def write_framed_parts(path: str, kind: bytes, parts: Iterable[bytes], durable: bool = True
+                       ) -> int:
+    """As `write_framed` for the payload `b"".join(parts)`, each part written as it comes (a
+    large payload is never held whole); the header, which counts and checksums it, goes in
+    last, at the front. Returns the checksum (`frame_digest` of the payload)."""
+    if len(kind) != 4:
+        raise ValueError("kind must be 4 bytes")
+    digest = 0
+
+    def fill(f: BinaryIO) -> None:
+        nonlocal digest
+        f.write(bytes(_HEADER.size))
+        hasher = xxhash.xxh3_64(kind)
+        length = 0
+        for part in parts:
+            hasher.update(part)
+            f.write(part)
+            length += len(part)
+        digest = hasher.intdigest()
+        f.seek(0)
+        f.write(_HEADER.pack(_MAGIC, kind, length, digest))
+
+    atomic_write_with(path, fill, durable=durable)
+    return digest
 
 
 def read_framed(path: str, kind: bytes) -> bytes | None:

@@ -91,63 +91,84 @@ def _differs(record: ModeRecord, st_mode: int, uid: int, gid: int) -> Meta | Non
     return (st_mode & 0o7777, uid, gid)
 
 
-def build(root: str, previous: ModeRecord | None,
-          changed: Iterable[tuple[str, os.stat_result]], looked: Iterable[str],
-          folders: Collection[str], unchanged_modes: Callable[[], Iterable[tuple[str, int]]],
-          umask: int | None = None) -> ModeRecord:
-    """The record of the files now, from the last snapshot's record (`previous`) and what
-    changed since: `changed` files (path, lstat), `looked` folders (lstat-ed here), the
-    `folders` that exist now (entries below others are dropped). A file whose stat matched the
-    stat cache was not chmod-ed or chown-ed since (both change its ctime), so its entry in
-    `previous` still holds. Without `previous`, `unchanged_modes()` gives every unchanged
-    file's st_mode (from the stat cache) and owners are taken to be the default."""
-    if previous is not None:
-        record = ModeRecord(previous.umask, previous.uid, previous.gid)
-        record.files = {p: m for p, m in previous.files.items()
-                        if p.rpartition("/")[0] in folders}
-        record.dirs = {p: m for p, m in previous.dirs.items() if p in folders}
-    else:
-        top = os.lstat(root)
-        record = ModeRecord(current_umask() if umask is None else umask, top.st_uid, top.st_gid)
-        for path, st_mode in unchanged_modes():
-            if not st_mode:
-                continue  # an entry that matches no stat (written by a restore): unknown
-            meta = _differs(record, st_mode, record.uid, record.gid)
-            if meta is not None:
+class ModeRecorder:
+    """A snapshot's record built as its files are read: `file_read` per file hashed, `save`
+    once the tree id is known. Only what the record needs is kept on the way (a file whose bits
+    or owner differ from the default, or that the last record lists): a first snapshot of
+    80,000 default files holds nothing per file. Does nothing on Windows."""
+
+    def __init__(self, store_path: str, root: str, previous_tree: str | None,
+                 umask: int | None = None) -> None:
+        self.store_path = store_path
+        self.root = root
+        self.enabled = not IS_WINDOWS
+        self.previous = load(store_path, previous_tree) if previous_tree and self.enabled \
+            else None
+        if self.previous is not None:
+            prev = self.previous
+            self.record = ModeRecord(prev.umask, prev.uid, prev.gid)
+        elif self.enabled:
+            top = os.lstat(root)
+            self.record = ModeRecord(current_umask() if umask is None else umask,
+                                     top.st_uid, top.st_gid)
+        else:
+            self.record = ModeRecord(0, 0, 0)
+        self._changed: list[tuple[str, Meta | None]] = []
+
+    def file_read(self, path: str, st: os.stat_result) -> None:
+        """File `path` was read now with lstat `st`."""
+        if not self.enabled:
+            return
+        meta = _differs(self.record, st.st_mode, st.st_uid, st.st_gid)
+        if meta is not None or (self.previous is not None and path in self.previous.files):
+            self._changed.append((path, meta))
+
+    def build(self, looked: Iterable[str], folders: Collection[str],
+              unchanged_modes: Callable[[], Iterable[tuple[str, int]]]) -> ModeRecord:
+        """The record of the files now: the last snapshot's record, with entries below folders
+        that are gone (`folders`: those that exist now) dropped, and what changed since: the
+        files read, the `looked` folders (lstat-ed here). A file whose stat matched the stat
+        cache was not chmod-ed or chown-ed since (both change its ctime), so its entry in the
+        last record still holds. Without one, `unchanged_modes()` gives every unchanged file's
+        st_mode (from the stat cache) and owners are taken to be the default."""
+        record, previous = self.record, self.previous
+        if previous is not None:
+            record.files = {p: m for p, m in previous.files.items()
+                            if p.rpartition("/")[0] in folders}
+            record.dirs = {p: m for p, m in previous.dirs.items() if p in folders}
+        else:
+            for path, st_mode in unchanged_modes():
+                if not st_mode:
+                    continue  # an entry that matches no stat (written by a restore): unknown
+                meta = _differs(record, st_mode, record.uid, record.gid)
+                if meta is not None:
+                    record.files[path] = meta
+            looked = folders
+        for path, meta in self._changed:
+            if meta is None:
+                record.files.pop(path, None)
+            else:
                 record.files[path] = meta
-        looked = folders
-    for path, st in changed:
-        meta = _differs(record, st.st_mode, st.st_uid, st.st_gid)
-        if meta is None:
-            record.files.pop(path, None)
-        else:
-            record.files[path] = meta
-    executable = 0o777 & ~record.umask
-    for path in looked:
-        if not path:
-            continue
-        try:
-            st = os.lstat(os.path.join(root, path))
-        except OSError:
-            continue
-        bits = st.st_mode & 0o7777
-        if bits != executable or st.st_uid != record.uid or st.st_gid != record.gid:
-            record.dirs[path] = (bits, st.st_uid, st.st_gid)
-        else:
-            record.dirs.pop(path, None)
-    return record
+        executable = 0o777 & ~record.umask
+        for path in looked:
+            if not path:
+                continue
+            try:
+                st = os.lstat(os.path.join(self.root, path))
+            except OSError:
+                continue
+            bits = st.st_mode & 0o7777
+            if bits != executable or st.st_uid != record.uid or st.st_gid != record.gid:
+                record.dirs[path] = (bits, st.st_uid, st.st_gid)
+            else:
+                record.dirs.pop(path, None)
+        return record
 
-
-def record_snapshot(store_path: str, tree: str, root: str, previous_tree: str | None,
-                    changed: Iterable[tuple[str, os.stat_result]], looked: Iterable[str],
-                    folders: Collection[str],
-                    unchanged_modes: Callable[[], Iterable[tuple[str, int]]]) -> None:
-    """The snapshot's hook: keep the record of snapshot `tree`, built from the record of the
-    last snapshot (`previous_tree`) as `build` says (not on Windows)."""
-    if IS_WINDOWS:
-        return
-    previous = load(store_path, previous_tree) if previous_tree else None
-    save(store_path, tree, build(root, previous, changed, looked, folders, unchanged_modes))
+    def save(self, tree: str, looked: Iterable[str], folders: Collection[str],
+             unchanged_modes: Callable[[], Iterable[tuple[str, int]]]) -> None:
+        """Keep the record of snapshot `tree` (see `build`)."""
+        if self.enabled:
+            save(self.store_path, tree, self.build(looked, folders, unchanged_modes))
 
 
 def record_path(store_path: str, tree: str) -> str:

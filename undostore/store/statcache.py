@@ -22,8 +22,11 @@ there, is the folder's stamp (`walk.folder_stamp`) from when its listing was rea
 the listing of a folder whose stamp still holds (git's untracked cache). Records made without
 one (a restore's) have four items, and their folders are read again.
 
-The file is framed with an xxhash checksum; a torn, corrupt or foreign cache is discarded and the
-snapshot simply hashes everything (correct, only slower).
+On disk: a head (`marshal` of version, store identity, packs, watchman state, file count) and
+the records in parts of `PART_FOLDERS` folders, each part a `marshal`ed dict behind its length,
+so a save never holds the whole file in memory. The file is framed with an xxhash checksum; a
+torn, corrupt or foreign cache is discarded and the snapshot simply hashes everything (correct,
+only slower).
 """
 
 from __future__ import annotations
@@ -32,15 +35,16 @@ import marshal
 import os
 import struct
 import sys
+from collections.abc import Iterator
 
 from undostore.platform import IS_WINDOWS
 from undostore.store.framing import (
     CorruptFrame,
-    frame_digest,
     quarantine,
     read_framed,
     read_framed_view,
     write_framed,
+    write_framed_parts,
 )
 
 _KIND = b"STAT"
@@ -48,7 +52,9 @@ _DELTA_KIND = b"STAD"
 DELTA_SUFFIX = ".delta"
 DELTA_MIN = 64          # folders a delta may hold, at least ...
 DELTA_SHARE = 16        # ... or this share of all folders
-_VERSION = (7, marshal.version, sys.implementation.cache_tag)
+_VERSION = (8, marshal.version, sys.implementation.cache_tag)
+PART_FOLDERS = 64       # folders per part of the saved records
+_LENGTH = struct.Struct("<I")
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
 
@@ -195,10 +201,10 @@ class StatCache:
             return empty
         payload, digest = found
         try:
-            version, identity, packs, fsmonitor, count, records = marshal.loads(payload)
-        except (ValueError, EOFError, TypeError):
+            version, identity, packs, fsmonitor, count, records = _decode(payload)
+        except (ValueError, EOFError, TypeError, struct.error):
             return empty
-        if version != _VERSION or identity != store_identity or not isinstance(records, dict):
+        if version != _VERSION or identity != store_identity:
             return empty
         cache = cls(identity=store_identity)
         cache.records = records
@@ -283,10 +289,8 @@ class StatCache:
             write_framed(path + DELTA_SUFFIX, _DELTA_KIND, payload, durable=False)
             self._delta = delta
         else:
-            payload = marshal.dumps((_VERSION, self.identity, self.packs, self.fsmonitor, count,
-                                     records))
-            write_framed(path, _KIND, payload, durable=False)
-            self._base = frame_digest(_KIND, payload)
+            head = (_VERSION, self.identity, self.packs, self.fsmonitor, count)
+            self._base = write_framed_parts(path, _KIND, _encode(head, records), durable=False)
             self._delta = {}
             try:
                 os.unlink(path + DELTA_SUFFIX)
@@ -295,6 +299,49 @@ class StatCache:
         self.records = records
         self.count = count
         self._entries = {}
+
+
+def _encode(head: tuple, records: dict[str, Record]) -> Iterator[bytes]:
+    """The saved file's payload in parts: the head, then the records `PART_FOLDERS` at a
+    time, each behind its length."""
+    for chunk in (marshal.dumps(head), *_record_parts(records)):
+        yield _LENGTH.pack(len(chunk))
+        yield chunk
+
+
+def _record_parts(records: dict[str, Record]) -> Iterator[bytes]:
+    part: dict[str, Record] = {}
+    for folder, record in records.items():
+        part[folder] = record
+        if len(part) >= PART_FOLDERS:
+            yield marshal.dumps(part)
+            part = {}
+    if part:
+        yield marshal.dumps(part)
+
+
+def _decode(payload: memoryview) -> tuple:
+    """(version, identity, packs, watchman state, count, records) from `_encode`'s payload;
+    ValueError if it is not one."""
+    head: object = None
+    records: dict[str, Record] = {}
+    offset = 0
+    while offset < len(payload):
+        (length,) = _LENGTH.unpack_from(payload, offset)
+        offset += _LENGTH.size
+        if offset + length > len(payload):
+            raise ValueError("truncated part")
+        chunk = marshal.loads(payload[offset:offset + length])
+        offset += length
+        if head is None:
+            head = chunk
+        elif isinstance(chunk, dict):
+            records.update(chunk)
+        else:
+            raise ValueError("a part is not a dict")
+    if not isinstance(head, tuple) or len(head) != 5:
+        raise ValueError("no head")
+    return (*head, records)
 
 
 def _records_from(files: dict[str, Entry], folders: dict[str, FolderState],

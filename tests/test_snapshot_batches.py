@@ -1,0 +1,102 @@
+"""A snapshot hashes files as the walk hands them over, in batches, and saves its stat cache in
+parts (the first snapshot's memory): with tiny batches and parts the ids stay git's, the mode
+record keeps what differs, and the next snapshot reads nothing again."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import undostore.snapshot.hashing as hashing
+import undostore.store.statcache as statcache
+from undostore import Workspace
+from undostore.snapshot.snapshot import SnapshotOptions
+from undostore.store.framing import read_framed, write_framed_parts
+from undostore.store.moderecord import load as load_modes
+from undostore.store.statcache import StatCache
+
+from .conftest import IS_WINDOWS, Exe, make_tree
+
+RACY_S = 0.2
+
+
+def _tree(root: Path) -> Path:
+    spec: dict = {f"d{i}": {f"f{j}.c": f"int f{i}_{j};\n" if j % 4 else "shared\n"
+                            for j in range(9)} for i in range(14)}
+    spec["d3"]["run.sh"] = Exe("#!/bin/sh\n")
+    spec["d5"]["deep"] = {"x": "x\n", "y": {"z": "shared\n"}}
+    spec[".gitignore"] = "*.o\n"
+    spec["d7"]["junk.o"] = "ignored\n"
+    made = make_tree(root, spec)
+    if not IS_WINDOWS:
+        os.chmod(made / "d2" / "f1.c", 0o600)
+    time.sleep(RACY_S)   # so every entry of the first snapshot is kept in the cache
+    return made
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_tiny_batches_and_parts_give_gits_id_and_a_complete_cache(tmp_path, git, monkeypatch,
+                                                                  threads):
+    monkeypatch.setattr(hashing, "RUN_BATCH_FILES", 5)
+    monkeypatch.setattr(hashing, "BATCH_FILES", 2)
+    monkeypatch.setattr(statcache, "PART_FOLDERS", 3)
+    root = _tree(tmp_path / "root")
+    seen: list[tuple[int, int]] = []
+    options = SnapshotOptions(hash_threads=threads,
+                              on_progress=lambda done, found: seen.append((done, found)))
+    with Workspace(root, store=tmp_path / "store") as ws:
+        first = ws.snapshot(options=options)
+        assert first.id == git.write_tree(root)
+        assert first.hashed == first.files == 14 * 9 + 1 + 3
+        assert seen[-1] == (first.files, first.files)
+        loaded = StatCache.load(ws.store.stat_cache_path, ws.store.identity)
+        assert len(loaded.records) == 17      # the root, 14 folders, deep/ and deep/y/
+        again = ws.snapshot(options=SnapshotOptions(hash_threads=threads))
+        assert (again.id, again.hashed) == (first.id, 0)
+        if not IS_WINDOWS:
+            modes = load_modes(ws.store.path, first.id)
+            assert modes is not None
+            assert modes.files["d2/f1.c"][0] == 0o600
+            assert "d2/f2.c" not in modes.files
+
+
+def test_a_file_failing_in_a_later_batch_fails_the_snapshot_and_leaves_no_pack(tmp_path,
+                                                                              monkeypatch):
+    """The walk and the hashing interleave: a file that cannot be read in the third batch
+    still fails the whole snapshot, with no pack and no cache left from the batches before."""
+    monkeypatch.setattr(hashing, "RUN_BATCH_FILES", 5)
+    root = _tree(tmp_path / "root")
+    file_blob = hashing._Hasher._file_blob
+
+    def refusing(self, disk: str):  # noqa: ANN001, ANN202 (EACCES as for root, who reads all)
+        if disk.endswith("f3.c") and "d9" in disk:
+            raise PermissionError(13, "Permission denied", disk)
+        return file_blob(self, disk)
+
+    monkeypatch.setattr(hashing._Hasher, "_file_blob", refusing)
+    with Workspace(root, store=tmp_path / "store") as ws:
+        with pytest.raises(Exception, match="f3.c"):
+            ws.snapshot()
+        packs = [n for n in os.listdir(ws.store.pack_dir) if n.endswith(".pack")]
+        assert packs == []
+        assert not os.path.exists(ws.store.stat_cache_path)
+
+
+def test_parts_round_trip_and_a_bad_part_empties_the_cache(tmp_path):
+    path = str(tmp_path / "frame")
+    digest = write_framed_parts(path, b"TEST", [b"ab", b"", b"cde" * 1000])
+    assert read_framed(path, b"TEST") == b"ab" + b"cde" * 1000
+    assert isinstance(digest, int)
+    records = {f"d{i}": (b"t" * 20, f"n{i}", None, b"") for i in range(40)}
+    cache_path = str(tmp_path / "statcache")
+    cache = StatCache(identity="me")
+    cache.save_records(cache_path, records, 40)
+    assert StatCache.load(cache_path, "me").records == records
+    head = statcache._encode((statcache._VERSION, "me", (), None, 40), records)
+    parts = list(head)
+    parts[-1] = parts[-1][:-3]           # a part shorter than its length says
+    write_framed_parts(cache_path, b"STAT", parts)
+    assert StatCache.load(cache_path, "me").records == {}
