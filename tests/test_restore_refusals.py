@@ -17,6 +17,7 @@ from undostore import (
 )
 from undostore.errors import RefusedError
 from undostore.git.objects import BLOB, hash_object
+from undostore.git.packwriter import PackWriter
 from undostore.restore.diskstate import is_case_insensitive
 from undostore.restore.restorelog import journal_path
 
@@ -391,3 +392,28 @@ def test_a_write_refused_before_any_file_changed_fails_with_nothing_pending(tree
     assert (root / "a.txt").read_text() == "one\n"
     assert (root / ("d" if where == "modified file" else "new/deep") / "big.bin"
             ).read_bytes() == big
+
+
+def test_an_intact_record_that_hashes_to_another_id_is_caught_at_its_write_and_taken_back(
+        tree_factory):
+    """The check before the first change reads records, not blobs (their CRC-32): a blob a
+    pack holds under a wrong id (only a pack written wrong has one) passes it and fails as it
+    is written, before its temp file is put in place. The restore is then taken back: every
+    file as it was, no journal, no temp file, and the error names the blob."""
+    root = tree_factory({"a": "1", "b": "2", "sub": {"c": "3"}})
+    with Workspace(root) as ws:
+        ws.snapshot()
+        lie = hash_object(BLOB, b"what the id says")
+        writer = PackWriter(ws.store.pack_dir)
+        writer.add(BLOB, lie, b"what the pack holds")
+        writer.commit()
+        ws.store.refresh()
+        # Sorted, deletes first: "a" is removed and "b" rewritten before "z" meets the lie.
+        snap = craft_snapshot(ws.store, {"b": b"two", "sub": {"c": b"3"},
+                                         "z": ("raw", b"100644", lie)})
+        before = disk_state(root)
+        with pytest.raises(IncompleteSnapshotError, match="put back") as info:
+            ws.restore(snap)
+        assert info.value.corrupt == [lie.hex()]
+        _assert_nothing_changed(root, ws, before)
+        assert ws.snapshot().id != snap

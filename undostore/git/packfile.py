@@ -17,6 +17,7 @@ import hashlib
 import mmap
 import os
 import zlib
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -100,6 +101,7 @@ class Pack:
             self.close()
             raise
         self._records: list[Record] | None = None
+        self._starts: array[int] | None = None
 
     def _check(self) -> None:
         data = self.data
@@ -143,6 +145,20 @@ class Pack:
         records = self.records()
         offset = self.index.offset_at(position)
         return records[bisect.bisect_left(records, offset, key=lambda r: r.offset)]
+
+    def record_end(self, offset: int) -> int:
+        """Where the record starting at `offset` ends: the next record's start, or the trailer
+        (the starts kept sorted as 8 bytes each, not a `Record` per object)."""
+        if self._starts is None:
+            self._starts = array("q", sorted(self.index.offsets()))
+        at = bisect.bisect_right(self._starts, offset)
+        return self._starts[at] if at < len(self._starts) else self._end
+
+    def record_intact(self, position: int) -> bool:
+        """Whether the record at index `position` has the CRC-32 its index lists (its bytes
+        read once, nothing inflated)."""
+        start = self.index.offset_at(position)
+        return zlib.crc32(self.data[start:self.record_end(start)]) == self.index.crc_at(position)
 
     def header(self, offset: int) -> tuple[int, int, int]:
         """(type, inflated size, header length) of the record at `offset`."""

@@ -238,46 +238,6 @@ class ObjectReader:
     def read_blob(self, sha: bytes) -> bytes:
         return self._whole(sha, BLOB)[1]
 
-    def small_blob(self, sha: bytes, limit: int) -> bytes | None:
-        """A blob's bytes, hash-checked, if it is at most `limit` bytes; None if larger."""
-        found = self._open(sha)
-        if found is None:
-            raise _missing(sha)
-        if found[2] == BLOB and found[3] > limit:
-            return None
-        body = self._whole(sha, BLOB, found)[1]
-        return body if len(body) <= limit else None
-
-    def small_blobs(self, shas: Iterable[bytes], limit: int, budget: int
-                    ) -> tuple[dict[bytes, bytes], list[bytes]]:
-        """Blobs of at most `limit` bytes each (`budget` bytes in all), hash-checked, by id; and
-        the ids left unread (larger, or past the budget). Raises like `small_blob`. One loop
-        for the many small files of a big restore; anything unusual takes `small_blob`."""
-        kept: dict[bytes, bytes] = {}
-        rest: list[bytes] = []
-        for sha in dict.fromkeys(shas):
-            cap = min(limit, budget)
-            body = None
-            found = self._lookup(sha) if not self.skip else None
-            if found is not None:
-                pack, position = found
-                start = pack.index.offset_at(position)
-                try:
-                    type_num, size, header_len = pack.header(start)
-                    if type_num == BLOB and size <= cap:
-                        body = pack.inflate_whole(start + header_len, size)
-                        _check(sha, BLOB, body)
-                except RecordDamaged:
-                    body = None
-            if body is None:   # large, absent, damaged, a delta, or copies set aside
-                body = self.small_blob(sha, cap)
-                if body is None:
-                    rest.append(sha)
-                    continue
-            kept[sha] = body
-            budget -= len(body)
-        return kept, rest
-
     def blob_chunks(self, sha: bytes) -> Iterator[bytes]:
         """A blob's bytes in chunks, in constant memory; the hash is checked after the last
         chunk (IncompleteSnapshotError there if it does not match)."""
@@ -299,6 +259,25 @@ class ObjectReader:
         if check.digest() != sha:
             self._damage(sha, pack, "its content does not hash to its id")
             raise _damaged(sha, "its content does not hash to its id")
+
+    def verify_blobs(self, shas: Iterable[bytes]) -> None:
+        """Check before a restore changes anything that each blob is present and its record
+        intact: its header names a blob and its bytes have the CRC-32 its index lists (no
+        inflate, nothing kept). A record failing that is checked in full (`verify_blob`: the
+        damage reported, other copies tried, IncompleteSnapshotError when none is good). The
+        hash of a blob that passed is checked as it is read (`blob_chunks`), so a pack
+        written with a wrong id still fails, only later."""
+        for sha in dict.fromkeys(shas):
+            found = self._lookup(sha) if not self.skip else None
+            if found is not None:
+                pack, position = found
+                try:
+                    type_num = pack.header(pack.index.offset_at(position))[0]
+                except RecordDamaged:
+                    type_num = -1
+                if type_num == BLOB and pack.record_intact(position):
+                    continue
+            self.verify_blob(sha)
 
     def verify_blob(self, sha: bytes) -> int:
         """Inflate and hash a blob without keeping it; returns its size."""

@@ -9,8 +9,6 @@ from collections.abc import Callable, Iterable
 from undostore.git.reader import ObjectReader
 from undostore.restore.cancel import Cancel
 
-_KEEP_BLOB = 1 << 20               # blobs up to this size are kept in memory after verifying
-_KEEP_BUDGET = 256 << 20           # ... up to this much in total; larger ones are streamed twice
 BLOCK = 4096
 _ZERO_BLOCK = bytes(BLOCK)
 
@@ -18,37 +16,28 @@ Hook = Callable[[str, str], None]
 
 
 class BlobSource:
-    """The blobs a restore writes, verified before the first change: small ones kept in memory,
-    large ones hash-checked by a streaming pass now and streamed again while written."""
+    """The blobs a restore writes, checked before the first change (present, records intact:
+    `ObjectReader.verify_blobs`) and read from the packs as each file is written, nothing
+    held: a stream raises at its end if it does not hash to its id, before its temp file is
+    put in place."""
 
     def __init__(self, reader: ObjectReader) -> None:
         self.reader = reader
-        self.kept: dict[bytes, bytes] = {}
 
     @classmethod
     def verified(cls, reader: ObjectReader, shas: Iterable[bytes]) -> BlobSource:
-        source = cls(reader)
-        source.kept, larger = reader.small_blobs(shas, _KEEP_BLOB, _KEEP_BUDGET)
-        for sha in larger:
-            reader.verify_blob(sha)
-        return source
+        reader.verify_blobs(shas)
+        return cls(reader)
 
     def chunks(self, sha: bytes) -> Iterable[bytes]:
-        """The blob's bytes; a streamed one raises at its end if it does not hash to `sha`."""
-        data = self.kept.get(sha)
-        return (data,) if data is not None else self.reader.blob_chunks(sha)
-
-    def in_memory(self, sha: bytes) -> bool:
-        """Whether the blob is kept in memory (reading it touches no file)."""
-        return sha in self.kept
+        """The blob's bytes in chunks; raises at the end if they do not hash to `sha`."""
+        return self.reader.blob_chunks(sha)
 
     def size(self, sha: bytes) -> int:
-        data = self.kept.get(sha)
-        return len(data) if data is not None else self.reader.size_of(sha)
+        return self.reader.size_of(sha)
 
     def whole(self, sha: bytes) -> bytes:
-        data = self.kept.get(sha)
-        return data if data is not None else self.reader.read_blob(sha)
+        return self.reader.read_blob(sha)
 
 
 def write_sparse(fd: int, chunks: Iterable[bytes]) -> int:

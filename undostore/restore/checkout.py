@@ -115,8 +115,7 @@ def _batches(paths: list[str], after: dict[str, Entry], blobs: BlobSource
     size = 0
     for path in paths:
         batch.append(path)
-        kept = blobs.kept.get(after[path][1])
-        size += len(kept) if kept is not None else _BATCH_BYTES
+        size += blobs.size(after[path][1])
         if len(batch) >= _BATCH_FILES or size >= _BATCH_BYTES:
             yield batch
             batch, size = [], 0

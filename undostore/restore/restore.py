@@ -508,6 +508,21 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal, run: Ru
         if not run.cancellable:
             raise
         raise _interrupted(wt, journal, finishing) from None
+    except IncompleteSnapshotError as err:
+        # A blob whose record passed the check before the first change (`verify_blobs`) and
+        # yet does not hash to its id (only a pack written wrong does that), met as it is
+        # written and before its temp file is put in place: a fresh restore is taken back.
+        if run is not Run.FRESH:
+            raise
+        where = checkout.current or err.path
+        if checkout.touched:
+            _roll_back(wt, journal, Run.ROLL_BACK)
+            said = "the files it had changed were put back"
+        else:
+            _forget_unstarted(wt, journal)
+            said = "nothing was changed"
+        raise IncompleteSnapshotError(f"cannot restore: {err}; {said}", err.missing,
+                                      err.corrupt, where) from err
     except OSError as err:
         where = checkout.current or err.filename
         if run is Run.FRESH and not checkout.touched and _forget_unstarted(wt, journal):
