@@ -67,6 +67,10 @@ def indexless_packs(pack_dir: str) -> list[str]:
                   if n.startswith("pack-") and n.endswith(".pack") and n[:-5] + ".idx" not in names)
 
 
+RELEASE_AFTER = 8 << 20
+_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)   # not on Windows
+
+
 class Pack:
     """One complete pack, index and data mmapped; PackDamaged if it fails the open checks.
     Unchecked (`check=False`, for salvage) a pack opens without a readable index too
@@ -102,6 +106,7 @@ class Pack:
             raise
         self._records: list[Record] | None = None
         self._starts: array[int] | None = None
+        self._unreleased = 0
 
     def _check(self) -> None:
         data = self.data
@@ -158,7 +163,18 @@ class Pack:
         """Whether the record at index `position` has the CRC-32 its index lists (its bytes
         read once, nothing inflated)."""
         start = self.index.offset_at(position)
-        return zlib.crc32(self.data[start:self.record_end(start)]) == self.index.crc_at(position)
+        return zlib.crc32(self._read(start, self.record_end(start))) == self.index.crc_at(position)
+
+    def _read(self, start: int, end: int) -> bytes:
+        """Bytes of the pack. Every `RELEASE_AFTER` bytes read, the mapping's pages are let go
+        (`MADV_DONTNEED`; they stay in the page cache): a restore reading a whole 100 MB pack
+        would otherwise count it all in its resident set."""
+        self._unreleased += end - start
+        if self._unreleased >= RELEASE_AFTER and _DONTNEED is not None \
+                and isinstance(self.data, mmap.mmap):
+            self.data.madvise(_DONTNEED)
+            self._unreleased = 0
+        return self.data[start:end]
 
     def header(self, offset: int) -> tuple[int, int, int]:
         """(type, inflated size, header length) of the record at `offset`."""
@@ -168,7 +184,6 @@ class Pack:
         """The zlib stream at `start` inflated, in chunks of at most CHUNK bytes; RecordDamaged
         unless it ends inside the pack and yields exactly `size` bytes. Where the stream ended
         is appended to `ends`."""
-        data = self.data
         end = self._end
         inflater = zlib.decompressobj()
         at = start
@@ -181,7 +196,7 @@ class Pack:
                 if not pending:
                     if at >= end:
                         raise RecordDamaged("its record is cut short")
-                    pending = data[at:min(at + want, end)]
+                    pending = self._read(at, min(at + want, end))
                     at += len(pending)
                     want = CHUNK
                 out = inflater.decompress(pending, CHUNK)
@@ -204,7 +219,7 @@ class Pack:
         inflater = zlib.decompressobj()
         end = min(start + size + (size >> 9) + 64, self._end)
         try:
-            out = inflater.decompress(self.data[start:end], size + 1)
+            out = inflater.decompress(self._read(start, end), size + 1)
         except zlib.error as err:
             raise RecordDamaged(f"zlib: {err}") from None
         if not inflater.eof:
@@ -239,7 +254,7 @@ class Pack:
         the one its index lists (a caller rolls back what it wrote)."""
         crc = 0
         for at in range(record.offset, record.offset + record.length, CHUNK):
-            block = self.data[at:min(at + CHUNK, record.offset + record.length)]
+            block = self._read(at, min(at + CHUNK, record.offset + record.length))
             crc = zlib.crc32(block, crc)
             yield block
         if crc != record.crc:
