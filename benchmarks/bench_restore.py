@@ -20,6 +20,10 @@ watchman):
   git does `git read-tree -m -u` between the same two trees. `--fsmonitor` sets
   UNDOSTORE_FSMONITOR for undostore (watchman, when the library has it).
 
+- c-project: issue 23's restore, on the 80,000-file C-like tree with its build outputs
+  (gen_tree.py): a 2,900-path change (leaf folders holding ~2,000 sources deleted, 500 edited,
+  300 added, 20 given the exec bit) taken back and forth, against `git read-tree -m -u`.
+
 `--packs N` gives the store of the modified and new cases N more packs first, as N snapshots
 that found something new leave between two gcs (each object lookup may try every pack).
 
@@ -276,6 +280,97 @@ def bench_modified(work: str, files: int, folders: int, modified: int, repeats: 
                    "git read-tree -m -u", peaks), "phases": phases}
 
 
+def _c_change(root: str, seed: int) -> int:
+    """Issue 23's 2,900-file change on the C-like tree: whole folders deleted until ~2,000 of
+    their sources are gone, 500 sources edited, 300 added, 20 given the exec bit. Chosen from
+    sorted listings, so the same seed makes the same change in any copy. Paths changed."""
+    rng = random.Random(seed)
+    folders = sorted(d for d, _, _ in os.walk(root) if d != root
+                     and not os.path.relpath(d, root).startswith("include"))
+    sources = {d: sorted(f for f in os.listdir(d) if f.endswith((".c", ".h")))
+               for d in folders}
+    gone = 0
+    doomed: list[str] = []
+    for folder in rng.sample(folders, len(folders)):
+        if gone >= 2_000:
+            break
+        if any(os.path.isdir(os.path.join(folder, n)) for n in os.listdir(folder)):
+            continue   # leaves only: a deleted folder takes no other chosen folder with it
+        doomed.append(folder)
+        gone += len(sources[folder])
+    for folder in doomed:
+        shutil.rmtree(folder)
+    alive = [os.path.join(d, f) for d in folders if d not in doomed for f in sources[d]]
+    chosen = rng.sample(alive, 520)
+    for path in chosen[:500]:
+        with open(path, "ab") as f:
+            f.write(b"/* edited */\n")
+    for path in chosen[500:]:
+        os.chmod(path, 0o755)
+    homes = [d for d in folders if d not in doomed]
+    for i in range(300):
+        with open(os.path.join(rng.choice(homes), f"added_{i:03d}.c"), "wb") as f:
+            f.write(b"int added_%d;\n" % i)
+    return gone + 820
+
+
+def bench_c_project(work: str, repeats: int, env: dict[str, str], phase_repeats: int = 3,
+                    profile: bool = False) -> dict[str, object]:
+    """Issue 23's restore: the 80k-file C-like tree with its build outputs, a 2,900-file change
+    taken back and forth, against `read-tree -m -u` (both walk: undostore's safety snapshot
+    and git's index refresh)."""
+    from undostore import Workspace
+
+    base = os.path.join(work, "c-base")
+    gen_tree.ensure("c-project", base, files=80_000, folders=5_000, gitignores=300)
+    ours_root, git_root = os.path.join(work, "cu"), os.path.join(work, "cg")
+    for copy in (ours_root, git_root):
+        _fresh(copy)
+        shutil.copytree(base, copy, symlinks=True)
+    store = _fresh(os.path.join(work, "custore"))
+    ws = Workspace(ours_root, store)
+    snap_a = ws.snapshot().id
+    git = Git.fresh(os.path.join(work, "cg.git"), git_root, env)
+    git_a = git.write_tree()
+    changed = _c_change(ours_root, seed=23)
+    _c_change(git_root, seed=23)
+    time.sleep(0.1)
+    snap_b = ws.snapshot().id
+    _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
+    lib, cli, git_times = [], [], []
+    peaks: dict[str, list[int]] = {"cli": [], "git": []}
+    now = snap_b
+    for i in range(repeats * 2):
+        new = snap_a if now == snap_b else snap_b
+        _settle()
+        started = time.perf_counter()
+        ws.restore(new)
+        lib.append(time.perf_counter() - started)
+        _settle()
+        git_times.append(git.timed("read-tree", "-m", "-u", now, new, peaks=peaks["git"]))
+        now = new
+        if i % 2 == 1:
+            back = snap_a if now == snap_b else snap_b
+            _settle()
+            cli.append(_undostore_cli(ours_root, store, back, env, peaks["cli"]).seconds)
+            _settle()
+            git_times.append(git.timed("read-tree", "-m", "-u", now, back, peaks=peaks["git"]))
+            now = back
+    state = {"now": now}
+
+    def one_restore() -> None:
+        new = snap_a if state["now"] == snap_b else snap_b
+        ws.restore(new)
+        state["now"] = new
+
+    phases = _phase_runs(one_restore, phase_repeats, "c-project", profile)
+    if ws.snapshot().id != state["now"]:
+        raise RuntimeError("after the restores, the files do not snapshot to the target")
+    ws.close()
+    return {**_row("c-project", f"{changed:,}-path change of the 80k-file C tree", lib, cli,
+                   git_times, "git read-tree -m -u", peaks), "phases": phases}
+
+
 def bench_new(work: str, files: int, folders: int, repeats: int,
               env: dict[str, str], phase_repeats: int = 3,
               profile: bool = False, packs: int = 0) -> dict[str, object]:
@@ -516,6 +611,8 @@ def _cases(work: str, args: argparse.Namespace, env: dict[str, str]) -> list[dic
                               packs=args.packs, **more))
     if "npm-undo" in cases:
         rows.append(bench_npm_undo(work, args.repeats, env, **more))
+    if "c-project" in cases:
+        rows.append(bench_c_project(work, args.repeats, env, **more))
     for row in rows:
         row["file_system"] = common.file_system(work)
     return rows
@@ -528,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modified", type=int, default=2_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", default="modified,new,npm-undo",
-                        help="comma-separated: modified, new, npm-undo")
+                        help="comma-separated: modified, new, npm-undo, c-project")
     parser.add_argument("--phase-repeats", type=int, default=3,
                         help="library runs per case timed step by step (0: none)")
     parser.add_argument("--profile", action="store_true",

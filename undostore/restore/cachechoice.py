@@ -134,8 +134,12 @@ def record_written(cache: StatCache, plan: RestorePlan,
     for folder in {_parent(path) for path in [*plan.touched(), *removed]}:
         while True:
             record = records.get(folder)
-            if record is not None and FolderRecord.read(record).tree is not False:
-                records[folder] = tuple(FolderRecord.read(record)._replace(tree=False))
+            if record is not None and record[0] is not False:
+                # A folder above the changes keeps its stamp: its own listing is as it was
+                # (a change in it moves its mtime, which the stamp holds), so the next walk
+                # reuses it and only its tree is encoded again.
+                kept = record[4:] if folder not in edits and folder not in made else ()
+                records[folder] = (False, *record[1:4], *kept)
             if not folder:
                 break
             folder = _parent(folder)

@@ -124,8 +124,9 @@ def pack_entries(entries: list[Entry]) -> bytes:
 
 
 def record_stamp(record: Record) -> bytes | None:
-    """The folder stamp a record keeps, if any (never for a folder a restore touched)."""
-    return record[4] if len(record) > 4 and record[0] is not False else None
+    """The folder stamp a record keeps, if any (never for a folder whose own entries a restore
+    changed; a folder above them keeps it, with no tree id)."""
+    return record[4] if len(record) > 4 else None
 
 
 def record_entries(record: Record) -> dict[str, Entry]:
