@@ -200,3 +200,30 @@ def test_random_changes_keep_the_snapshot_equal_to_a_fresh_one(tmp_path: Path):
             if git is not None:
                 assert got == git.write_tree(root)
     assert reused > 0
+
+
+def test_folders_above_a_restores_changes_are_reused_by_the_next_walk(tmp_path: Path, git):  # noqa: ANN001
+    """A restore that rewrites the 300 files of src/deep (enough to update the stat cache)
+    changes only src/deep's listing: the root and src keep their stamps (with no tree id, so
+    their trees are encoded again), and the next walk reads src/deep alone; ids stay git's."""
+    spec = _spec()
+    spec["src"]["deep"].update({f"f{i:03}.c": f"{i}" for i in range(300)})
+    root = make_tree(tmp_path / "t", spec)
+    store = tmp_path / "store"
+    time.sleep(SETTLE)
+    with Workspace(root, store=store) as ws:
+        first = ws.snapshot().id
+        for i in range(300):
+            (root / "src" / "deep" / f"f{i:03}.c").write_text(f"changed {i}")
+        time.sleep(SETTLE)
+        second = ws.snapshot().id
+        ws.restore(first)
+    time.sleep(SETTLE)
+    cache = _cache(root, store)
+    for above in ("", "src"):
+        assert cache.records[above][0] is False and record_stamp(cache.records[above])
+    assert record_stamp(cache.records["src/deep"]) is None
+    assert _reused(root, store) == (2, 3)
+    assert _snapshot(root, store) == first == git.write_tree(root)
+    (root / "src" / "deep" / "f007.c").write_text("changed 7")
+    assert _snapshot(root, store) == git.write_tree(root) != second
