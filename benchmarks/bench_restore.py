@@ -57,6 +57,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -220,6 +221,45 @@ def _phase_runs(step: Callable[[], object], repeats: int, label: str,
     return out
 
 
+@dataclass
+class _BackAndForth:
+    """Restores between two snapshots, alternating, each timed against git's `read-tree -m -u`
+    between the same two trees (the CLI process every other step: it pays Python's start-up)."""
+
+    lib: list[float] = field(default_factory=list)
+    cli: list[float] = field(default_factory=list)
+    git: list[float] = field(default_factory=list)
+    peaks: dict[str, list[int]] = field(default_factory=lambda: {"cli": [], "git": []})
+    now: str = ""
+
+
+def _back_and_forth(ws: object, git: Git, root: str, store: str, ids: tuple[str, str],
+                    repeats: int, env: dict[str, str],
+                    check: Callable[[object], None] = lambda result: None) -> _BackAndForth:
+    snap_a, snap_b = ids
+    runs = _BackAndForth(now=snap_b)
+    for i in range(repeats * 2):
+        new = snap_a if runs.now == snap_b else snap_b
+        _settle()
+        started = time.perf_counter()
+        result = ws.restore(new)  # type: ignore[attr-defined]
+        runs.lib.append(time.perf_counter() - started)
+        check(result)
+        _settle()
+        runs.git.append(git.timed("read-tree", "-m", "-u", runs.now, new,
+                                  peaks=runs.peaks["git"]))
+        runs.now = new
+        if i % 2 == 1:
+            back = snap_a if runs.now == snap_b else snap_b
+            _settle()
+            runs.cli.append(_undostore_cli(root, store, back, env, runs.peaks["cli"]).seconds)
+            _settle()
+            runs.git.append(git.timed("read-tree", "-m", "-u", runs.now, back,
+                                      peaks=runs.peaks["git"]))
+            runs.now = back
+    return runs
+
+
 def bench_modified(work: str, files: int, folders: int, modified: int, repeats: int,
                    env: dict[str, str], phase_repeats: int = 3,
                    profile: bool = False, packs: int = 0) -> dict[str, object]:
@@ -244,27 +284,12 @@ def bench_modified(work: str, files: int, folders: int, modified: int, repeats: 
     _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
     _add_packs(ws, ours_root, packs)  # (and a warm stat cache, as after any earlier snapshot)
 
-    lib, cli, git_times = [], [], []
-    peaks: dict[str, list[int]] = {"cli": [], "git": []}
-    now = snap_b
-    for i in range(repeats * 2):
-        new = snap_a if now == snap_b else snap_b
-        _settle()
-        started = time.perf_counter()
-        result = ws.restore(new)
-        lib.append(time.perf_counter() - started)
-        assert len(result.modified) == modified, (len(result.modified), result.warnings)
-        _settle()
-        git_times.append(git.timed("read-tree", "-m", "-u", now, new, peaks=peaks["git"]))
-        now = new
-        if i % 2 == 1:  # the CLI process, every other step (it pays Python's start-up)
-            back = snap_a if now == snap_b else snap_b
-            _settle()
-            cli.append(_undostore_cli(ours_root, store, back, env, peaks["cli"]).seconds)
-            _settle()
-            git_times.append(git.timed("read-tree", "-m", "-u", now, back, peaks=peaks["git"]))
-            now = back
-    state = {"now": now}
+    def check(result: object) -> None:
+        assert len(result.modified) == modified, (len(result.modified), result.warnings)  # type: ignore[attr-defined]
+
+    runs = _back_and_forth(ws, git, ours_root, store, (snap_a, snap_b), repeats, env, check)
+    lib, cli, git_times, peaks = runs.lib, runs.cli, runs.git, runs.peaks
+    state = {"now": runs.now}
 
     def one_restore() -> None:
         new = snap_a if state["now"] == snap_b else snap_b
@@ -337,26 +362,9 @@ def bench_c_project(work: str, repeats: int, env: dict[str, str], phase_repeats:
     time.sleep(0.1)
     snap_b = ws.snapshot().id
     _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
-    lib, cli, git_times = [], [], []
-    peaks: dict[str, list[int]] = {"cli": [], "git": []}
-    now = snap_b
-    for i in range(repeats * 2):
-        new = snap_a if now == snap_b else snap_b
-        _settle()
-        started = time.perf_counter()
-        ws.restore(new)
-        lib.append(time.perf_counter() - started)
-        _settle()
-        git_times.append(git.timed("read-tree", "-m", "-u", now, new, peaks=peaks["git"]))
-        now = new
-        if i % 2 == 1:
-            back = snap_a if now == snap_b else snap_b
-            _settle()
-            cli.append(_undostore_cli(ours_root, store, back, env, peaks["cli"]).seconds)
-            _settle()
-            git_times.append(git.timed("read-tree", "-m", "-u", now, back, peaks=peaks["git"]))
-            now = back
-    state = {"now": now}
+    runs = _back_and_forth(ws, git, ours_root, store, (snap_a, snap_b), repeats, env)
+    lib, cli, git_times, peaks = runs.lib, runs.cli, runs.git, runs.peaks
+    state = {"now": runs.now}
 
     def one_restore() -> None:
         new = snap_a if state["now"] == snap_b else snap_b

@@ -21,6 +21,7 @@ work anyway. `benchmarks/bench_walk.py` measures both.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import struct
@@ -301,15 +302,41 @@ def _reuse(disk: str, rel: str, known: Known, options: WalkOptions) -> Folder | 
     match = (options.matcher_for(rel) if options.matcher_for is not None and entries is None
              else None)
     prefix = rel + "/" if rel else ""
-    base = disk + os.sep
+    if not _STAT_AT:   # Windows: no `dir_fd`
+        base = disk + os.sep
+
+        def lstat(name: str) -> os.stat_result:
+            return os.lstat(base + name)
+
+        return _reused_files(folder, known, lstat, match, prefix)
+    try:
+        fd = os.open(disk, _FOLDER_FLAGS)
+    except OSError:
+        return None   # changed since its stat (a symlink now, gone): read it the usual way
+    try:   # each name looked up in the open folder: no path walk from the root per file
+        return _reused_files(folder, known,
+                             functools.partial(os.stat, dir_fd=fd, follow_symlinks=False),
+                             match, prefix)
+    finally:
+        os.close(fd)
+
+
+_STAT_AT = os.stat in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
+_FOLDER_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+
+
+def _reused_files(folder: Folder, known: Known, lstat: Callable[[str], os.stat_result],
+                  match: Matcher | None, prefix: str) -> Folder | None:
+    """`_reuse`'s loop: each cached file lstat-ed and compared with its entry."""
+    entries = known.entries
     files = folder.files
-    lstat = os.lstat
     pack = _STAT.pack
     windows = IS_WINDOWS
     offset = 0
     for name in known.files:
         try:
-            st = lstat(base + name)
+            st = lstat(name)
         except OSError:
             return None
         mode = st.st_mode
