@@ -260,24 +260,29 @@ class ObjectReader:
             self._damage(sha, pack, "its content does not hash to its id")
             raise _damaged(sha, "its content does not hash to its id")
 
-    def verify_blobs(self, shas: Iterable[bytes]) -> None:
+    def verify_blobs(self, shas: Iterable[bytes]) -> dict[bytes, int]:
         """Check before a restore changes anything that each blob is present and its record
         intact: its header names a blob and its bytes have the CRC-32 its index lists (no
         inflate, nothing kept). A record failing that is checked in full (`verify_blob`: the
         damage reported, other copies tried, IncompleteSnapshotError when none is good). The
         hash of a blob that passed is checked as it is read (`blob_chunks`), so a pack
-        written with a wrong id still fails, only later."""
-        for sha in dict.fromkeys(shas):
+        written with a wrong id still fails, only later. Returns each blob's size."""
+        sizes: dict[bytes, int] = {}
+        for sha in shas:
+            if sha in sizes:
+                continue
             found = self._lookup(sha) if not self.skip else None
             if found is not None:
                 pack, position = found
                 try:
-                    type_num = pack.header(pack.index.offset_at(position))[0]
+                    type_num, size, _ = pack.header(pack.index.offset_at(position))
                 except RecordDamaged:
                     type_num = -1
                 if type_num == BLOB and pack.record_intact(position):
+                    sizes[sha] = size
                     continue
-            self.verify_blob(sha)
+            sizes[sha] = self.verify_blob(sha)
+        return sizes
 
     def verify_blob(self, sha: bytes) -> int:
         """Inflate and hash a blob without keeping it; returns its size."""

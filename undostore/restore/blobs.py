@@ -21,20 +21,21 @@ class BlobSource:
     held: a stream raises at its end if it does not hash to its id, before its temp file is
     put in place."""
 
-    def __init__(self, reader: ObjectReader) -> None:
+    def __init__(self, reader: ObjectReader, sizes: dict[bytes, int] | None = None) -> None:
         self.reader = reader
+        self.sizes = sizes or {}     # found by the check: batches and progress look no blob up
 
     @classmethod
     def verified(cls, reader: ObjectReader, shas: Iterable[bytes]) -> BlobSource:
-        reader.verify_blobs(shas)
-        return cls(reader)
+        return cls(reader, reader.verify_blobs(shas))
 
     def chunks(self, sha: bytes) -> Iterable[bytes]:
         """The blob's bytes in chunks; raises at the end if they do not hash to `sha`."""
         return self.reader.blob_chunks(sha)
 
     def size(self, sha: bytes) -> int:
-        return self.reader.size_of(sha)
+        size = self.sizes.get(sha)
+        return size if size is not None else self.reader.size_of(sha)
 
     def whole(self, sha: bytes) -> bytes:
         return self.reader.read_blob(sha)
