@@ -260,28 +260,50 @@ def _back_and_forth(ws: object, git: Git, root: str, store: str, ids: tuple[str,
     return runs
 
 
-def bench_modified(work: str, files: int, folders: int, modified: int, repeats: int,
-                   env: dict[str, str], phase_repeats: int = 3,
-                   profile: bool = False, packs: int = 0) -> dict[str, object]:
+@dataclass
+class _Sides:
+    """undostore's copy of a tree and git's, both at snapshot A, then changed alike: B."""
+
+    ws: object
+    git: Git
+    root: str
+    store: str
+    ids: tuple[str, str]
+    changed: int
+
+
+def _two_sides(work: str, base: str, prefix: str, env: dict[str, str],
+               change: Callable[[str], int]) -> _Sides:
+    """Copies of `base` for undostore (`<prefix>u`) and git (`<prefix>g`), snapshotted, changed
+    by `change` (the same change on each: it returns how many paths), snapshotted again; the
+    two ids checked against git's."""
     from undostore import Workspace
 
-    base = os.path.join(work, "base")
-    gen_tree.ensure("tree", base, files=files, folders=folders)
-    ours_root, git_root = os.path.join(work, "u"), os.path.join(work, "g")
+    ours_root, git_root = os.path.join(work, prefix + "u"), os.path.join(work, prefix + "g")
     for copy in (ours_root, git_root):
-        if os.path.exists(copy):
-            shutil.rmtree(copy)
+        _fresh(copy)
         shutil.copytree(base, copy, symlinks=True)
-    store = _fresh(os.path.join(work, "ustore"))
+    store = _fresh(os.path.join(work, prefix + "ustore"))
     ws = Workspace(ours_root, store)
     snap_a = ws.snapshot().id
-    git = Git.fresh(os.path.join(work, "g.git"), git_root, env)
+    git = Git.fresh(os.path.join(work, prefix + "g.git"), git_root, env)
     git_a = git.write_tree()
-    _modify(ours_root, modified, seed=7)
-    _modify(git_root, modified, seed=7)
+    changed = change(ours_root)
+    change(git_root)
     time.sleep(0.1)  # let the stat data age past the racy window for both tools
     snap_b = ws.snapshot().id
     _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
+    return _Sides(ws, git, ours_root, store, (snap_a, snap_b), changed)
+
+
+def bench_modified(work: str, files: int, folders: int, modified: int, repeats: int,
+                   env: dict[str, str], phase_repeats: int = 3,
+                   profile: bool = False, packs: int = 0) -> dict[str, object]:
+    base = os.path.join(work, "base")
+    gen_tree.ensure("tree", base, files=files, folders=folders)
+    sides = _two_sides(work, base, "", env, lambda root: len(_modify(root, modified, seed=7)))
+    ws, git, ours_root, store = sides.ws, sides.git, sides.root, sides.store
+    snap_a, snap_b = sides.ids
     _add_packs(ws, ours_root, packs)  # (and a warm stat cache, as after any earlier snapshot)
 
     def check(result: object) -> None:
@@ -344,24 +366,12 @@ def bench_c_project(work: str, repeats: int, env: dict[str, str], phase_repeats:
     """Issue 23's restore: the 80k-file C-like tree with its build outputs, a 2,900-file change
     taken back and forth, against `read-tree -m -u` (both walk: undostore's safety snapshot
     and git's index refresh)."""
-    from undostore import Workspace
-
     base = os.path.join(work, "c-base")
     gen_tree.ensure("c-project", base, files=80_000, folders=5_000, gitignores=300)
-    ours_root, git_root = os.path.join(work, "cu"), os.path.join(work, "cg")
-    for copy in (ours_root, git_root):
-        _fresh(copy)
-        shutil.copytree(base, copy, symlinks=True)
-    store = _fresh(os.path.join(work, "custore"))
-    ws = Workspace(ours_root, store)
-    snap_a = ws.snapshot().id
-    git = Git.fresh(os.path.join(work, "cg.git"), git_root, env)
-    git_a = git.write_tree()
-    changed = _c_change(ours_root, seed=23)
-    _c_change(git_root, seed=23)
-    time.sleep(0.1)
-    snap_b = ws.snapshot().id
-    _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
+    sides = _two_sides(work, base, "c", env, lambda root: _c_change(root, seed=23))
+    ws, git, ours_root, store = sides.ws, sides.git, sides.root, sides.store
+    snap_a, snap_b = sides.ids
+    changed = sides.changed
     runs = _back_and_forth(ws, git, ours_root, store, (snap_a, snap_b), repeats, env)
     lib, cli, git_times, peaks = runs.lib, runs.cli, runs.git, runs.peaks
     state = {"now": runs.now}
