@@ -172,10 +172,14 @@ def _settle() -> None:
         os.sync()
 
 
+# How the CLI is started: `--python` picks the interpreter whose installed `undostore` script
+# runs (a non-editable install, as users have: an editable one imports its finder, ~17 ms).
+CLI_COMMAND = [sys.executable, "-m", "undostore"]
+
+
 def _undostore_cli(root: str, store: str, target: str, env: dict[str, str],
                    peaks: list[int] | None = None) -> common.ProcessRun:
-    argv = [sys.executable, "-m", "undostore", "--root", root, "--store", store,
-            "restore", target, "--yes", "--json"]
+    argv = [*CLI_COMMAND, "--root", root, "--store", store, "restore", target, "--yes", "--json"]
     done = common.run_process(argv, env=env, measure_memory=True).check()
     if peaks is not None and done.peak_rss:
         peaks.append(done.peak_rss)
@@ -184,8 +188,8 @@ def _undostore_cli(root: str, store: str, target: str, env: dict[str, str],
 
 def _rebind(root: str, store: str, env: dict[str, str]) -> None:
     """Point `store` at `root` (a store refuses a root it was not made for)."""
-    common.run_process([sys.executable, "-m", "undostore", "--root", root, "--store", store,
-                        "rebind"], env=env).check()
+    common.run_process([*CLI_COMMAND, "--root", root, "--store", store, "rebind"],
+                       env=env).check()
 
 
 def _phase_runs(step: Callable[[], object], repeats: int, label: str,
@@ -534,7 +538,7 @@ def bench_npm_undo(work: str, repeats: int, env: dict[str, str], phase_repeats: 
             verb = "undo" if state["now"] == snap_b else "redo"
             _settle()
             cli.append(common.run_process(
-                [sys.executable, "-m", "undostore", "--root", ours_root, "--store", store,
+                [*CLI_COMMAND, "--root", ours_root, "--store", store,
                  verb, "--session", session, "--yes", "--json"], env=env).check().seconds)
             state["now"] = snap_a if verb == "undo" else snap_b
             _settle()
@@ -658,10 +662,14 @@ def main(argv: list[str] | None = None) -> int:
                              "each, freshly made and loop-mounted (root, mkfs tools)")
     parser.add_argument("--no-git-syncfs", action="store_true",
                         help="time git alone, without the `sync -f` after each of its steps")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the CLI is the `undostore` script installed beside this "
+                             "interpreter (default: this one's, else `python -m undostore`)")
     parser.add_argument("--note", default="", help="printed with the results")
     parser.add_argument("--workdir", help="reuse this folder (trees are kept for the next run)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     args = parser.parse_args(argv)
+    CLI_COMMAND[:] = next(iter(common.undostore_commands(args.python).values()))
     if shutil.which("git") is None:
         print("bench_restore: git is needed as the reference", file=sys.stderr)
         return 1
@@ -694,7 +702,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"restore benchmark: {args.files:,} files in {args.folders:,} folders, "
           f"{args.repeats} repeats, load average {load_before} -> {common.load_average()}, "
           f"{common.tool_version(['git', '--version'])}, Python {sys.version.split()[0]}, "
-          f"{common.file_system(work)}" + (f", {args.packs} more packs" if args.packs else ""))
+          f"{common.file_system(work)}, CLI `{' '.join(CLI_COMMAND)}`"
+          + (f", {args.packs} more packs" if args.packs else ""))
     print("\n| file system | case | undostore (library) | undostore (CLI process) | git | "
           "git command | library / git | CLI / git | peak RSS CLI / git |")
     print("|---|---|---|---|---|---|---|---|---|")
