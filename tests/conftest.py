@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from .limits_support import limits  # noqa: F401 (a fixture)
 from .watchman_daemon import watchman_daemon, watchman_env  # noqa: F401 (fixtures)
 
 IS_WINDOWS = sys.platform == "win32"
@@ -52,10 +53,16 @@ class Cli:
         return [*CLI, *(["--root", str(root)] if root is not None else []), *args]
 
     def run(self, *args: str, root: Path | str | None = None,
-            stdin: int | None = subprocess.DEVNULL, timeout: float = 60,
-            **options: object) -> subprocess.CompletedProcess[str]:
-        """Run to its end: exit code and text output (`options` go to subprocess.run)."""
-        return subprocess.run(self.argv(*args, root=root), capture_output=True, text=True,
+            stdin: int | None = subprocess.DEVNULL, timeout: float = 120, text: bool = True,
+            **options: object) -> subprocess.CompletedProcess:
+        """Run to its end: exit code and output, as text (undecodable bytes kept as surrogates)
+        unless `text` is False. `input` replaces the empty stdin; other `options` go to
+        subprocess.run. The timeout only stops a hung child."""
+        if options.get("input") is not None:
+            stdin = None
+        if text:
+            options.setdefault("errors", "surrogateescape")
+        return subprocess.run(self.argv(*args, root=root), capture_output=True, text=text,
                               stdin=stdin, timeout=timeout, **options)  # type: ignore[call-overload]
 
     def popen(self, *args: str, root: Path | str | None = None,

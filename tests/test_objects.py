@@ -248,18 +248,15 @@ def test_a_pack_bigger_than_the_first_filter_holds_each_object_once(tmp_path):
     store.close()
 
 
-def test_a_pack_that_lets_its_pages_go_after_every_read_still_reads_every_object(
-        tmp_path, monkeypatch):
-    """Pages of a pack mapping are given back every RELEASE_AFTER bytes read (a restore of a
+def test_a_pack_that_lets_its_pages_go_after_every_read_still_reads_every_object(tmp_path):
+    """Pages of a pack mapping are given back every `release_after` bytes read (a restore of a
     big pack would hold it all resident): with the threshold at one byte, every read refaults
     its pages and still returns, checks and verifies the right bytes."""
-    import undostore.git.packfile as packfile
     from undostore.git.reader import ObjectReader
 
-    monkeypatch.setattr(packfile, "RELEASE_AFTER", 1)
     blobs = [os.urandom(100 + 997 * i) for i in range(40)] + [b"z" * (3 << 20)]
     _write_pack(tmp_path, [(BLOB, data) for data in blobs])
-    with ObjectReader(str(tmp_path)) as reader:
+    with ObjectReader(str(tmp_path), release_after=1) as reader:
         reader.verify_blobs([hash_object(BLOB, data) for data in blobs])
         for data in blobs:
             sha = hash_object(BLOB, data)

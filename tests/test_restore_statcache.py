@@ -13,9 +13,12 @@ import pytest
 
 from undostore import Workspace
 from undostore.errors import ConflictError
-from undostore.restore.cachechoice import HASH_AT_MOST, uses_cache
+from undostore.limits import DEFAULT_LIMITS
+from undostore.restore.cachechoice import uses_cache
 from undostore.restore.plan import RestorePlan
 from undostore.store.statcache import FINE_MARGIN_NS
+
+HASH_AT_MOST = DEFAULT_LIMITS.restore_hash_at_most   # paths a restore hashes without the cache
 
 
 def _cache_identity(store: Path) -> list[tuple[str, int, int]]:

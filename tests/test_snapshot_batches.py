@@ -13,6 +13,7 @@ import pytest
 import undostore.snapshot.hashing as hashing
 import undostore.store.statcache as statcache
 from undostore import Workspace
+from undostore.limits import Limits
 from undostore.snapshot.snapshot import SnapshotOptions
 from undostore.store.framing import read_framed, write_framed_parts
 from undostore.store.moderecord import load as load_modes
@@ -21,6 +22,8 @@ from undostore.store.statcache import StatCache
 from .conftest import IS_WINDOWS, Exe, make_tree
 
 RACY_S = 0.2
+# Batches of 5 files (tasks of 2 on a pool) and a stat cache saved 3 folders a part.
+TINY = Limits(hash_batch_files=5, pool_task_files=2, cache_part_folders=3)
 
 
 def _tree(root: Path) -> Path:
@@ -38,14 +41,10 @@ def _tree(root: Path) -> Path:
 
 
 @pytest.mark.parametrize("threads", [1, 4])
-def test_tiny_batches_and_parts_give_gits_id_and_a_complete_cache(tmp_path, git, monkeypatch,
-                                                                  threads):
-    monkeypatch.setattr(hashing, "RUN_BATCH_FILES", 5)
-    monkeypatch.setattr(hashing, "BATCH_FILES", 2)
-    monkeypatch.setattr(statcache, "PART_FOLDERS", 3)
+def test_tiny_batches_and_parts_give_gits_id_and_a_complete_cache(tmp_path, git, threads):
     root = _tree(tmp_path / "root")
     seen: list[tuple[int, int]] = []
-    options = SnapshotOptions(hash_threads=threads,
+    options = SnapshotOptions(hash_threads=threads, limits=TINY,
                               on_progress=lambda done, found: seen.append((done, found)))
     with Workspace(root, store=tmp_path / "store") as ws:
         first = ws.snapshot(options=options)
@@ -54,7 +53,7 @@ def test_tiny_batches_and_parts_give_gits_id_and_a_complete_cache(tmp_path, git,
         assert seen[-1] == (first.files, first.files)
         loaded = StatCache.load(ws.store.stat_cache_path, ws.store.identity)
         assert len(loaded.records) == 17      # the root, 14 folders, deep/ and deep/y/
-        again = ws.snapshot(options=SnapshotOptions(hash_threads=threads))
+        again = ws.snapshot(options=SnapshotOptions(hash_threads=threads, limits=TINY))
         assert (again.id, again.hashed) == (first.id, 0)
         if not IS_WINDOWS:
             modes = load_modes(ws.store.path, first.id)
@@ -67,7 +66,6 @@ def test_a_file_failing_in_a_later_batch_fails_the_snapshot_and_leaves_no_pack(t
                                                                               monkeypatch):
     """The walk and the hashing interleave: a file that cannot be read in the third batch
     still fails the whole snapshot, with no pack and no cache left from the batches before."""
-    monkeypatch.setattr(hashing, "RUN_BATCH_FILES", 5)
     root = _tree(tmp_path / "root")
     file_blob = hashing._Hasher._file_blob
 
@@ -77,7 +75,7 @@ def test_a_file_failing_in_a_later_batch_fails_the_snapshot_and_leaves_no_pack(t
         return file_blob(self, disk)
 
     monkeypatch.setattr(hashing._Hasher, "_file_blob", refusing)
-    with Workspace(root, store=tmp_path / "store") as ws:
+    with Workspace(root, store=tmp_path / "store", limits=TINY) as ws:
         with pytest.raises(Exception, match="f3.c"):
             ws.snapshot()
         packs = [n for n in os.listdir(ws.store.pack_dir) if n.endswith(".pack")]
@@ -95,7 +93,7 @@ def test_parts_round_trip_and_a_bad_part_empties_the_cache(tmp_path):
     cache = StatCache(identity="me")
     cache.save_records(cache_path, records, 40)
     assert StatCache.load(cache_path, "me").records == records
-    head = statcache._encode((statcache._VERSION, "me", (), None, 40), records)
+    head = statcache._encode((statcache._VERSION, "me", (), None, 40), records, 3)
     parts = list(head)
     parts[-1] = parts[-1][:-3]           # a part shorter than its length says
     write_framed_parts(cache_path, b"STAT", parts)

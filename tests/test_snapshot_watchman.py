@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from undostore import Workspace
-from undostore.snapshot import capture, treepatch
-from undostore.snapshot import watchman as fsmonitor
+from undostore.limits import Limits
 from undostore.snapshot.snapshot import SnapshotOptions
 
 from .conftest import Exe, Link, make_tree
@@ -23,37 +22,30 @@ from .conftest import Exe, Link, make_tree
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no watchman on Windows")
 
 
-@pytest.fixture(autouse=True, params=["entry by entry", "spliced"])
-def _tree_building(request, monkeypatch) -> None:
-    """Every test twice: big folders only spliced (the default), and every patched folder
-    spliced from its old tree (capture.DELTA_MIN_FILES = 0), each id checked the same way."""
-    if request.param == "spliced":
-        monkeypatch.setattr(capture, "DELTA_MIN_FILES", 0)
-
-
 class Snapper:
     """Snapshots of one root into one store, recording each result and its warnings."""
 
-    def __init__(self, root: Path, store: Path) -> None:
+    def __init__(self, root: Path, store: Path, limits: Limits) -> None:
         self.root = root
         self.store = store
+        self.limits = limits
         self.warnings: list[tuple[str, str]] = []
 
     def __call__(self, **options):
         opts = SnapshotOptions(on_warning=lambda p, m: self.warnings.append((p, m)), **options)
-        with Workspace(self.root, store=self.store) as ws:
+        with Workspace(self.root, store=self.store, limits=self.limits) as ws:
             return ws.snapshot(options=opts)
 
 
 @pytest.fixture
-def snapper(tmp_path, watchman_env):
+def snapper(tmp_path, watchman_env, limits):
     root = make_tree(tmp_path / "root", {
         "README": "hello\n", "run.sh": Exe("#!/bin/sh\n"), ".gitignore": "*.log\nbuild/\n",
         "src": {"a.py": "a = 1\n", "b.py": "b = 2\n", "deep": {"c.py": "c\n", "d.txt": "d"}},
         "docs": {"guide.md": "# guide\n", "img": {"x.bin": b"\0\1\2"}},
         "link": Link("src/a.py"), "build": {"out.o": "o"}, "app.log": "log",
     })
-    return Snapper(root, tmp_path / "store")
+    return Snapper(root, tmp_path / "store", limits=limits)
 
 
 def _indexed(git, root: Path) -> int:
@@ -274,8 +266,8 @@ def test_a_daemon_killed_during_a_snapshot_leaves_a_correct_id(snapper, git, wat
     assert len(snapper.warnings) == 1
 
 
-def test_a_stopped_daemon_times_out_into_a_full_walk(snapper, git, watchman_env, monkeypatch):
-    monkeypatch.setattr(fsmonitor, "TIMEOUT_SECONDS", 0.5)
+def test_a_stopped_daemon_times_out_into_a_full_walk(snapper, git, watchman_env):
+    snapper.limits = snapper.limits._replace(watchman_timeout_s=0.5)
     snapper()
     watchman_env.process.send_signal(signal.SIGSTOP)
     try:
@@ -287,19 +279,20 @@ def test_a_stopped_daemon_times_out_into_a_full_walk(snapper, git, watchman_env,
     assert len(snapper.warnings) == 1
 
 
-def test_a_clock_from_another_root_is_not_trusted(tmp_path, git, watchman_env):
+def test_a_clock_from_another_root_is_not_trusted(tmp_path, git, watchman_env, limits):
     a = make_tree(tmp_path / "a", {"same": "1", "sub": {"x": "x"}})
     b = make_tree(tmp_path / "b", {"same": "1", "sub": {"x": "y"}})
     store = tmp_path / "shared-store"
-    Snapper(a, store)()
-    Workspace(b, store=store, rebind=True).close()   # one store, one root: re-pointed on purpose
-    result = Snapper(b, store)()
+    Snapper(a, store, limits=limits)()
+    # One store, one root: re-pointed on purpose.
+    Workspace(b, store=store, rebind=True, limits=limits).close()
+    result = Snapper(b, store, limits=limits)()
     assert result.walk == "full" and result.id == git.write_tree(b)
 
 
-def test_the_store_inside_the_root_is_never_reported(tmp_path, git, watchman_env):
+def test_the_store_inside_the_root_is_never_reported(tmp_path, git, watchman_env, limits):
     root = make_tree(tmp_path / "root", {"f": "1", "d": {"g": "2"}})
-    snap = Snapper(root, root / ".undo-store")
+    snap = Snapper(root, root / ".undo-store", limits=limits)
     first = snap()
     (root / "d" / "g").write_text("3")
     second = snap()
@@ -312,12 +305,12 @@ def test_the_store_inside_the_root_is_never_reported(tmp_path, git, watchman_env
     assert second.id == git.write_tree(root) != first.id
 
 
-def test_a_restore_then_a_snapshot_is_right(snapper, git):
+def test_a_restore_then_a_snapshot_is_right(snapper, git, limits):
     first = snapper()
     _new_folders(snapper.root)
     _delete(snapper.root)
     snapper()
-    with Workspace(snapper.root, store=snapper.store) as ws:
+    with Workspace(snapper.root, store=snapper.store, limits=limits) as ws:
         ws.restore(first.id)
     result = snapper()
     assert result.id == first.id == git.write_tree(snapper.root)
@@ -340,12 +333,12 @@ def test_cli_reports_the_walk(snapper):
     assert run()["walk"] == "watchman"
 
 
-def test_a_root_inside_a_watched_project_uses_a_relative_root(tmp_path, git, watchman_env):
+def test_a_root_inside_a_watched_project_uses_a_relative_root(tmp_path, git, watchman_env, limits):
     # A .watchmanconfig above makes watchman watch the project; the root is a folder inside it.
     project = make_tree(tmp_path / "proj", {".watchmanconfig": "{}", "other": {"x": "x"},
                                             "sub": {"a.txt": "a", "d": {"b.txt": "b"}}})
     root = project / "sub"
-    snap = Snapper(root, tmp_path / "store")
+    snap = Snapper(root, tmp_path / "store", limits=limits)
     time.sleep(0.2)   # out of the racy window: the first snapshot's entries are all kept
     snap()
     (project / "other" / "y").write_text("outside the root")
@@ -369,10 +362,10 @@ def test_a_voided_cache_means_a_full_walk(snapper, git):
     assert any("stat cache" in m for _, m in snapper.warnings)
 
 
-def test_changes_in_a_big_folder_read_only_the_reported_files(tmp_path, git, watchman_env):
+def test_changes_in_a_big_folder_read_only_the_reported_files(tmp_path, git, watchman_env, limits):
     root = make_tree(tmp_path / "root", {"big": {f"f{i:04}.txt": f"{i}\n" for i in range(2000)},
                                          "other": {"x": "x"}})
-    snap = Snapper(root, tmp_path / "store")
+    snap = Snapper(root, tmp_path / "store", limits=limits)
     time.sleep(0.2)   # out of the racy window: every entry of the first snapshot is kept
     snap()
     big = root / "big"
@@ -396,13 +389,12 @@ def test_changes_in_a_big_folder_read_only_the_reported_files(tmp_path, git, wat
 
 @pytest.mark.parametrize("inserts", [16, 0])   # 0: a new name makes the splice give up
 def test_a_big_folder_is_spliced_from_its_old_tree_to_gits_id(tmp_path, git, watchman_env,
-                                                              monkeypatch, inserts):
-    monkeypatch.setattr(treepatch, "MAX_INSERTS", inserts)
+                                                              inserts, limits):
     names = {f"f{i:04}.txt": f"{i}\n" for i in range(1500)}
     root = make_tree(tmp_path / "root", {"big": {
         **names, "m.txt": "m", "m-1": "m", "m0": "m", "n-": "n",
         "m": {"inner.txt": "i"}, "n": {"x": "x"}, "o": {}, "link": Link("m.txt")}})
-    snap = Snapper(root, tmp_path / "store")
+    snap = Snapper(root, tmp_path / "store", limits=limits._replace(splice_max_inserts=inserts))
     time.sleep(0.2)   # out of the racy window: the big folder's record is complete
     snap()
     big = root / "big"

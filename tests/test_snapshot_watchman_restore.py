@@ -15,13 +15,12 @@ from pathlib import Path
 import pytest
 
 from undostore import Workspace
-from undostore.restore import cachechoice
+from undostore.limits import Limits
 from undostore.snapshot import changes
 from undostore.snapshot.snapshot import SnapshotOptions
 from undostore.store.statcache import StatCache
 
 from .conftest import make_tree
-from .test_snapshot_watchman import _tree_building  # noqa: F401 (autouse: every test both ways)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no watchman on Windows")
 
@@ -41,9 +40,10 @@ def read_whole(monkeypatch) -> list[str]:
 
 
 @pytest.fixture
-def cached_restores(monkeypatch) -> None:
-    """Every restore loads the stat cache and records what it wrote (as a large one does)."""
-    monkeypatch.setattr(cachechoice, "HASH_AT_MOST", 0)
+def cached_restores(limits) -> Limits:
+    """Limits with which every restore loads the stat cache and records what it wrote (as a
+    large one does)."""
+    return limits._replace(restore_hash_at_most=0)
 
 
 def _grid(root: Path, folders: int, files: int) -> Path:
@@ -66,7 +66,7 @@ def _record(store: Path, identity: str, folder: str):
 def test_a_large_restore_then_a_snapshot_patches_instead_of_walking(tmp_path, git, watchman_env,
                                                                     cached_restores, read_whole):
     root = _grid(tmp_path / "root", folders=30, files=20)
-    with Workspace(root, store=tmp_path / "store") as ws:
+    with Workspace(root, store=tmp_path / "store", limits=cached_restores) as ws:
         a = _snap(ws)
         for i in range(30):
             for j in range(5):
@@ -103,10 +103,10 @@ def test_a_large_restore_then_a_snapshot_patches_instead_of_walking(tmp_path, gi
 
 
 def test_racy_entries_left_out_are_patched_not_read_whole(tmp_path, git, watchman_env,
-                                                          read_whole):
+                                                          read_whole, limits):
     root = make_tree(tmp_path / "root", {
         "big": {f"f{i:04}.txt": f"{i}\n" for i in range(2000)}, "other": {"x": "x"}})
-    with Workspace(root, store=tmp_path / "store") as ws:
+    with Workspace(root, store=tmp_path / "store", limits=limits) as ws:
         time.sleep(0.1)
         _snap(ws)
         future = time.time_ns() + 5 * 10**9      # racy for the next snapshot, whatever its pace
@@ -135,7 +135,7 @@ def test_writes_by_someone_else_during_a_restore_are_seen_next(tmp_path, git, wa
                                                                cached_restores):
     root = _grid(tmp_path / "root", folders=6, files=10)
     make_tree(root, {"keep.txt": "untouched", "quiet": {"q.txt": "quiet"}})
-    with Workspace(root, store=tmp_path / "store") as ws:
+    with Workspace(root, store=tmp_path / "store", limits=cached_restores) as ws:
         a = _snap(ws)
         for i in range(6):
             for j in range(5):
@@ -176,7 +176,7 @@ def test_writes_by_someone_else_during_a_restore_are_seen_next(tmp_path, git, wa
 def test_a_file_changed_after_a_restore_keeping_its_mtime_is_seen(tmp_path, git, watchman_env,
                                                                   cached_restores):
     root = _grid(tmp_path / "root", folders=3, files=4)
-    with Workspace(root, store=tmp_path / "store") as ws:
+    with Workspace(root, store=tmp_path / "store", limits=cached_restores) as ws:
         a = _snap(ws)
         (root / "d00" / "f00.txt").write_text("other\n")
         _snap(ws)
@@ -193,7 +193,7 @@ def test_a_file_changed_after_a_restore_keeping_its_mtime_is_seen(tmp_path, git,
 def test_a_gitignore_written_by_the_restore_means_a_full_walk(tmp_path, git, watchman_env,
                                                               cached_restores):
     root = _grid(tmp_path / "root", folders=3, files=4)
-    with Workspace(root, store=tmp_path / "store") as ws:
+    with Workspace(root, store=tmp_path / "store", limits=cached_restores) as ws:
         a = _snap(ws)
         (root / ".gitignore").write_text("*.log\n*.old\n")
         (root / "d01" / "f00.txt").write_text("changed")
@@ -209,7 +209,7 @@ def test_a_gitignore_written_by_the_restore_means_a_full_walk(tmp_path, git, wat
 def test_a_created_file_the_rules_now_ignore_stays_out(tmp_path, git, watchman_env,
                                                        cached_restores):
     root = _grid(tmp_path / "root", folders=2, files=3)
-    with Workspace(root, store=tmp_path / "store") as ws:
+    with Workspace(root, store=tmp_path / "store", limits=cached_restores) as ws:
         (root / "d00" / "later.tmp").write_text("kept when snapshot a was taken")
         a = _snap(ws)
         (root / "d00" / "later.tmp").unlink()
@@ -233,7 +233,7 @@ def test_a_file_in_a_new_folder_the_rules_now_ignore_stays_out(tmp_path, git, wa
     """A folder the restore creates is recorded with its files as entries only: the next
     snapshot still asks today's rules about each (and the walk without watchman too)."""
     root = _grid(tmp_path / "root", folders=2, files=3)
-    with Workspace(root, store=tmp_path / "store") as ws:
+    with Workspace(root, store=tmp_path / "store", limits=cached_restores) as ws:
         make_tree(root / "made", {"keep.txt": "k", "later.tmp": "t", "sub": {"deep.tmp": "d"}})
         a = _snap(ws)
         import shutil
@@ -255,7 +255,7 @@ def test_a_file_in_a_new_folder_the_rules_now_ignore_stays_out(tmp_path, git, wa
 def test_a_restore_across_most_folders_patches_them_all(tmp_path, git, watchman_env,
                                                         cached_restores, read_whole):
     root = _grid(tmp_path / "root", folders=80, files=6)
-    with Workspace(root, store=tmp_path / "store") as ws:
+    with Workspace(root, store=tmp_path / "store", limits=cached_restores) as ws:
         a = _snap(ws)
         for i in range(75):
             (root / f"d{i:02}" / "f00.txt").write_text(f"changed {i}\n")
@@ -272,7 +272,7 @@ def test_random_restores_and_edits_match_git_at_every_step(tmp_path, git, watchm
     rng = random.Random(4321)
     root = _grid(tmp_path / "root", folders=4, files=3)
     ids: list[str] = []
-    with Workspace(root, store=tmp_path / "store") as ws:
+    with Workspace(root, store=tmp_path / "store", limits=cached_restores) as ws:
         # Some restored files leave the racy window before the restore records them: their
         # stat is then trusted, and an edit after the restore must still show.
         ws.checkpoint = lambda what, path: (

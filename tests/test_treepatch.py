@@ -8,7 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from undostore.git.objects import MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, encode_tree
+from undostore.limits import DEFAULT_LIMITS
 from undostore.snapshot.treepatch import patch_tree, sort_key
+
+INSERTS = DEFAULT_LIMITS.splice_max_inserts
 
 # Names that sort differently as files and as trees ('a' < 'a-' < 'a.b' < 'a/'...).
 NAMES = st.text(alphabet="a-./0_~", min_size=1, max_size=4).filter(
@@ -54,21 +57,21 @@ def test_a_patched_tree_equals_the_tree_encoded_whole(case):
         elif n is None or o is None or old[name] != new[name]:
             edits.append((o, n))
     keys = [sort_key(e) for e in before]
-    patched = patch_tree(encode_tree(before), edits, lambda: keys)
+    patched = patch_tree(encode_tree(before), edits, lambda: keys, INSERTS)
     assert patched == encode_tree(after)
 
 
 def test_an_entry_not_in_the_body_gives_none():
     body = encode_tree([(MODE_FILE, b"a", _sha(1)), (MODE_TREE, b"b", _sha(2))])
-    assert patch_tree(body, [((b"c", False), None)], list) is None
-    assert patch_tree(body, [((b"b", False), None)], list) is None    # a tree, not a file
-    assert patch_tree(body, [((b"a", True), None)], list) is None     # a file, not a tree
+    assert patch_tree(body, [((b"c", False), None)], list, INSERTS) is None
+    assert patch_tree(body, [((b"b", False), None)], list, INSERTS) is None    # a tree, not a file
+    assert patch_tree(body, [((b"a", True), None)], list, INSERTS) is None     # a file, not a tree
 
 
 def test_a_name_hidden_in_an_id_is_not_taken_for_an_entry():
     sha = b"\0" * 5 + b"100644 x\0" + b"\1" * 6      # the bytes of an entry, inside an id
     body = encode_tree([(MODE_FILE, b"a", sha), (MODE_FILE, b"x", _sha(3))])
-    patched = patch_tree(body, [((b"x", False), None)], list)
+    patched = patch_tree(body, [((b"x", False), None)], list, INSERTS)
     assert patched == encode_tree([(MODE_FILE, b"a", sha)])
 
 
@@ -76,5 +79,5 @@ def test_a_sibling_named_like_a_mode_and_the_name_is_never_taken_for_it():
     for byte in range(256):   # the previous id's last bytes decide whether it lines up
         sha = bytes([byte]) * 20
         before = [(MODE_FILE, b"100644 a", sha), (MODE_FILE, b"a", sha), (MODE_FILE, b"0", sha)]
-        patched = patch_tree(encode_tree(before), [((b"a", False), None)], list)
+        patched = patch_tree(encode_tree(before), [((b"a", False), None)], list, INSERTS)
         assert patched in (None, encode_tree(before[::2]))

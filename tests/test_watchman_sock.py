@@ -274,11 +274,7 @@ def test_a_remembered_socket_that_is_not_watchman_is_forgotten_and_the_program_a
 
 
 def test_a_remembered_daemon_that_does_not_answer_is_not_asked_for_again(tmp_path,
-                                                                        default_daemon,
-                                                                        monkeypatch):
-    from undostore.snapshot import watchman
-
-    monkeypatch.setattr(watchman, "TIMEOUT_SECONDS", 0.5)
+                                                                        default_daemon):
     folder = tmp_path / "mine"
     folder.mkdir(mode=0o700)
     server = _listening(folder / "sock")  # accepts into its queue, never answers
@@ -288,7 +284,7 @@ def test_a_remembered_daemon_that_does_not_answer_is_not_asked_for_again(tmp_pat
     try:
         _plant(str(folder / "sock"))
         monitor = Monitor.open(str(_root(tmp_path)), "auto",
-                               on_warning=lambda p, m: warnings.append(m))
+                               on_warning=lambda p, m: warnings.append(m), timeout=0.5)
         started, _spawned = _spawned, None
         assert _connected(server)
     finally:

@@ -13,12 +13,14 @@ restore plus a journal step, and which ids a prefix may name. No library module 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import UnknownSnapshotError
+from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.restore.cancel import Cancel
 from undostore.store.discover import discover, named
 from undostore.store.store import Store, check_root, default_store_path
@@ -53,10 +55,11 @@ class Workspace:
 
     def __init__(self, root: str | os.PathLike[str] | None = None,
                  store: str | os.PathLike[str] | None = None, *, force: bool = False,
-                 rebind: bool = False) -> None:
+                 rebind: bool = False, limits: Limits = DEFAULT_LIMITS) -> None:
         """`root` None: found from the current folder as the contract's "root" says
         (`self.discovery` tells how); `store` None: `UNDOSTORE_STORE`, else the default. A store
-        refuses another root unless `rebind` re-points it here (a moved project)."""
+        refuses another root unless `rebind` re-points it here (a moved project). `limits`: the
+        batch and size limits of its snapshots and restores (limits.py)."""
         store_path = os.fspath(store) if store is not None else os.environ.get("UNDOSTORE_STORE")
         store_path = store_path or None
         if root is None:
@@ -65,6 +68,7 @@ class Workspace:
             self.discovery = named(root, store_path)
         self.root = check_root(self.discovery.root if root is None else os.fspath(root), force)
         self.force = force
+        self.limits = limits
         self.store = Store(store_path or default_store_path(self.root), root=self.root,
                            rebind=rebind)
         self.store.listed_snapshots = self._listed_snapshots
@@ -141,7 +145,11 @@ class Workspace:
         """A snapshot with the lock already held (also the safety snapshot of a restore)."""
         from undostore.snapshot.snapshot import SnapshotOptions, take_snapshot
 
-        return take_snapshot(self.root, self.store, options or SnapshotOptions(force=self.force))
+        if options is None:
+            options = SnapshotOptions(force=self.force, limits=self.limits)
+        elif options.limits is None:
+            options = dataclasses.replace(options, limits=self.limits)
+        return take_snapshot(self.root, self.store, options)
 
     def resolve(self, snapshot_id: str) -> bytes:
         return self.store.resolve(snapshot_id)
@@ -185,7 +193,7 @@ class Workspace:
                         step_done=lambda context, target, safety: finish_step(
                             self.store, context, target, safety),
                         on_recovery=self.on_recovery, checkpoint=self.checkpoint,
-                        cancel=self.cancel)
+                        cancel=self.cancel, limits=self.limits)
 
     def restore(self, target: str, *, session: str | None = None, expected: str | None = None,
                 dry_run: bool = False, confirm: Confirm | None = None,

@@ -78,7 +78,7 @@ class Pack:
 
     index: PackIndexFile
 
-    def __init__(self, base: str, check: bool = True) -> None:
+    def __init__(self, base: str, check: bool = True, release_after: int = RELEASE_AFTER) -> None:
         self.base = base
         self.pack_path = base + ".pack"
         self.idx_path = base + ".idx"
@@ -107,6 +107,7 @@ class Pack:
         self._records: list[Record] | None = None
         self._starts: array[int] | None = None
         self._unreleased = 0
+        self._release_after = release_after
 
     def _check(self) -> None:
         data = self.data
@@ -166,11 +167,11 @@ class Pack:
         return zlib.crc32(self._read(start, self.record_end(start))) == self.index.crc_at(position)
 
     def _read(self, start: int, end: int) -> bytes:
-        """Bytes of the pack. Every `RELEASE_AFTER` bytes read, the mapping's pages are let go
+        """Bytes of the pack. Every `release_after` bytes read, the mapping's pages are let go
         (`MADV_DONTNEED`; they stay in the page cache): a restore reading a whole 100 MB pack
         would otherwise count it all in its resident set."""
         self._unreleased += end - start
-        if self._unreleased >= RELEASE_AFTER and _DONTNEED is not None \
+        if self._unreleased >= self._release_after and _DONTNEED is not None \
                 and isinstance(self.data, mmap.mmap):
             self.data.madvise(_DONTNEED)
             self._unreleased = 0

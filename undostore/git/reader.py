@@ -18,7 +18,15 @@ from typing import Protocol
 
 from undostore.errors import IncompleteSnapshotError
 from undostore.git.objects import BLOB, CHUNK, TREE, decode_tree, object_header
-from undostore.git.packfile import DELTAS, Pack, PackDamaged, Record, RecordDamaged, complete_packs
+from undostore.git.packfile import (
+    DELTAS,
+    RELEASE_AFTER,
+    Pack,
+    PackDamaged,
+    Record,
+    RecordDamaged,
+    complete_packs,
+)
 from undostore.git.packindex import PackIndexFile
 
 OnDamage = Callable[[bytes, str, str], None]     # (id, pack name, why)
@@ -41,7 +49,8 @@ class ObjectReader:
     folder (damage goes only to `on_damage`)."""
 
     def __init__(self, source: str | PackSource, on_damage: OnDamage | None = None,
-                 skip: set[tuple[bytes, str]] | None = None) -> None:
+                 skip: set[tuple[bytes, str]] | None = None,
+                 release_after: int = RELEASE_AFTER) -> None:
         if isinstance(source, str):
             self.pack_dir = source
         else:
@@ -49,6 +58,7 @@ class ObjectReader:
             on_damage = on_damage or source.note_damage
             skip = source.damaged_copies() if skip is None else skip
         self.on_damage = on_damage
+        self.release_after = release_after   # bytes read from a pack between page releases
         self.skip: set[tuple[bytes, str]] = skip or set()
         self.packs: dict[str, Pack] = {}
         self.damaged_packs: dict[str, str] = {}     # base path -> why
@@ -69,7 +79,7 @@ class ObjectReader:
         self.damaged_packs = {b: why for b, why in self.damaged_packs.items() if b in wanted}
         for base in sorted(wanted - set(self.packs) - set(self.damaged_packs)):
             try:
-                self.packs[base] = Pack(base)
+                self.packs[base] = Pack(base, release_after=self.release_after)
             except FileNotFoundError:
                 continue   # removed since the listing (a concurrent gc)
             except (PackDamaged, OSError, ValueError) as err:

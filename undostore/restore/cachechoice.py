@@ -6,10 +6,10 @@ what it wrote there. Both cost the whole cache: loading the ~75,000 entries of a
 ~0.1 s and saving it again ~0.1 s, while hashing a small file takes ~50 us. For a restore that
 touches a few files (an undo of one turn) the cache does not pay: the files it writes are racy
 anyway (written moments before the save, so recorded without their stat and hashed by the next
-snapshot all the same). So up to `HASH_AT_MOST` touched paths the restore neither loads nor saves
-the cache; the entries it leaves are those of the safety snapshot, whose stats the restore's
-writes no longer match (new inodes), so the next snapshot hashes those files and rebuilds their
-folders' trees, exactly as it would have.
+snapshot all the same). So up to `Limits.restore_hash_at_most` touched paths the restore neither
+loads nor saves the cache; the entries it leaves are those of the safety snapshot, whose stats
+the restore's writes no longer match (new inodes), so the next snapshot hashes those files and
+rebuilds their folders' trees, exactly as it would have.
 
 Windows always loads it: the disk has no exec bit there, so the next snapshot takes a restored
 file's mode from the entry the restore records.
@@ -27,6 +27,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
+from undostore.limits import DEFAULT_LIMITS
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.capture import count_files, split_record
 from undostore.snapshot.ignore import UNDOSTORE_IGNORE
@@ -45,7 +46,6 @@ from undostore.store.statcache import (
 if TYPE_CHECKING:
     from undostore.restore.plan import RestorePlan
 
-HASH_AT_MOST = 256
 
 
 class CachedFile(NamedTuple):
@@ -76,17 +76,20 @@ class FolderRecord(NamedTuple):
         return cls._make(record[:4])
 
 
-def uses_cache(plan: RestorePlan, windows: bool = IS_WINDOWS) -> bool:
-    """Whether the restore of `plan` should load (and later save) the stat cache."""
+def uses_cache(plan: RestorePlan, windows: bool = IS_WINDOWS,
+               hash_at_most: int = DEFAULT_LIMITS.restore_hash_at_most) -> bool:
+    """Whether the restore of `plan` should load (and later save) the stat cache: it touches
+    more than `hash_at_most` paths."""
     touched = len(plan.create) + len(plan.modify) + len(plan.delete) + len(plan.chmod)
-    return windows or touched > HASH_AT_MOST
+    return windows or touched > hash_at_most
 
 
-def cache_for(plan: RestorePlan, cache_path: str, identity: str,
-              windows: bool = IS_WINDOWS) -> tuple[StatCache, bool]:
+def cache_for(plan: RestorePlan, cache_path: str, identity: str, windows: bool = IS_WINDOWS,
+              hash_at_most: int = DEFAULT_LIMITS.restore_hash_at_most
+              ) -> tuple[StatCache, bool]:
     """(the cache to check files with, whether to record the written files in it afterwards):
     the loaded cache, or an empty one that makes every check hash the file."""
-    if uses_cache(plan, windows):
+    if uses_cache(plan, windows, hash_at_most):
         return StatCache.load(cache_path, identity), True
     return StatCache(identity=identity), False
 

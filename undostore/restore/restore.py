@@ -51,6 +51,7 @@ from undostore.errors import (
 )
 from undostore.fileio import TEMP_PREFIX
 from undostore.git.reader import ObjectReader
+from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.restore.blobs import BlobSource, Checkpoints
 from undostore.restore.cachechoice import cache_for, drops_clock, record_written
 from undostore.restore.cancel import Cancel, Cancelled
@@ -122,6 +123,7 @@ class Worktree:
     # A stop request (cancel.py), checked between steps and at each file operation; a restore
     # it stops rolls back what it changed and raises Interrupted.
     cancel: Cancel = field(default_factory=Cancel)
+    limits: Limits = DEFAULT_LIMITS
 
 
 @dataclass
@@ -496,7 +498,8 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal, run: Ru
                              wt.cancel if run.cancellable else None)
     finishing = run is Run.FINISH
     cache_path = wt.store.stat_cache_path
-    cache, remember = cache_for(prepared.plan, cache_path, wt.store.identity)
+    cache, remember = cache_for(prepared.plan, cache_path, wt.store.identity,
+                                hash_at_most=wt.limits.restore_hash_at_most)
     target = Target(prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
                     prepared.wanted.dirs, prepared.case_insensitive,
                     Modes(moderecord.load(wt.store.path, prepared.plan.target)))

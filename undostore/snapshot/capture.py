@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from undostore.errors import UndostoreError
 from undostore.git.objects import MODE_TREE, TREE, encode_tree, hash_object
 from undostore.git.packwriter import PackWriter
+from undostore.limits import DEFAULT_LIMITS
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.treepatch import TreeEntry, patch_tree
 from undostore.snapshot.walk import (
@@ -55,9 +56,8 @@ class Delta:
     gone: frozenset[str]
 
 
-# A folder with at least this many files and at most `DELTA_MAX_MISSES` to hash is built from
-# its record and old tree with the changes spliced in (treepatch.py), not entry by entry.
-DELTA_MIN_FILES = 1024
+# A folder with at least `Limits.splice_min_files` files and at most this many to hash is built
+# from its record and old tree with the changes spliced in (treepatch.py), not entry by entry.
 DELTA_MAX_MISSES = 64
 
 
@@ -193,11 +193,11 @@ def known_for(cache: StatCache) -> Callable[[str], Known | None]:
     return known
 
 
-def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | None = None
-                 ) -> Work:
+def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | None = None,
+                 splice_min_files: int = DEFAULT_LIMITS.splice_min_files) -> Work:
     """A scanned folder as work: files the walk's matcher vouched for take their cached
     entries, the others go to `todo` for hashing. `delta`: how a patched folder's names follow
-    from its record's (a big one is then built by splicing, see `DELTA_MIN_FILES`)."""
+    from its record's (one of `splice_min_files` or more is then built by splicing)."""
     record = cache.records.get(folder.path)
     misses = folder.files
     names = folder.names if folder.names is not None else [e.name for e in misses]
@@ -209,7 +209,7 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
         work.joined = record[1]    # the cache's own objects: nothing new held per file
         return work
     if (delta is not None and record is not None and isinstance(record[0], bytes)
-            and len(names) >= DELTA_MIN_FILES and len(misses) <= DELTA_MAX_MISSES
+            and len(names) >= splice_min_files and len(misses) <= DELTA_MAX_MISSES
             and (record[2] is not None or len(record[3]) == ENTRY.size * delta.old_files)):
         work.joined = joined
         work.delta = delta
@@ -311,7 +311,9 @@ def _stamped(record: Record, stamp: bytes | None) -> Record:
 
 
 def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, store: Store,
-                writer: PackWriter, start_ns: int) -> tuple[bytes, dict[str, Record]]:
+                writer: PackWriter, start_ns: int,
+                max_inserts: int = DEFAULT_LIMITS.splice_max_inserts
+                ) -> tuple[bytes, dict[str, Record]]:
     """Tree ids bottom-up (new trees go into the pack) and the cache's new records. `base`:
     records of folders not in `works`, still valid; they are part of the result.
 
@@ -330,7 +332,7 @@ def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, st
             records[path] = _new_record(work, before[0], start_ns)  # type: ignore[arg-type]
             continue
         if work.delta is not None:
-            body = _spliced(work, subs, previous, store)
+            body = _spliced(work, subs, previous, store, max_inserts)
             if body == b"" and path:
                 records[path] = _new_record(work, None, start_ns)   # nothing kept: no tree
                 continue
@@ -371,7 +373,7 @@ def _expand(work: Work) -> None:
 
 
 def _spliced(work: Work, subs: list[tuple[str, object]], previous: dict[str, Record],
-             store: Store) -> bytes | None:
+             store: Store, max_inserts: int) -> bytes | None:
     """The folder's tree body from its old one (treepatch.py), or None (then re-encoded)."""
     record, delta, pending = work.record, work.delta, work.entries
     assert record is not None and delta is not None and isinstance(pending, dict)
@@ -400,7 +402,7 @@ def _spliced(work: Work, subs: list[tuple[str, object]], previous: dict[str, Rec
         if old_sha != sha and (old_sha or sha):
             edits.append(((encoded, True) if isinstance(old_sha, bytes) else None,
                           (MODE_TREE, encoded, sha) if isinstance(sha, bytes) else None))
-    return patch_tree(body, edits, lambda: [*old_files, *old_subs])
+    return patch_tree(body, edits, lambda: [*old_files, *old_subs], max_inserts)
 
 
 def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from undostore.fileio import TEMP_PREFIX
+from undostore.limits import DEFAULT_LIMITS
 from undostore.snapshot.capture import Delta, is_complete, known_for, split_record
 from undostore.snapshot.ignore import (
     UNDOSTORE_IGNORE,
@@ -78,13 +79,16 @@ class Scan:
     deltas: dict[str, Delta] = field(default_factory=dict)   # patched folders' name changes
 
 
-def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn) -> Scan:
-    """Walk all of `root`, or with watchman only what changed (see the module docstring). A
-    walk reuses the listings of folders that did not change (walk.py)."""
+def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn,
+         watchman_timeout: float = DEFAULT_LIMITS.watchman_timeout_s) -> Scan:
+    """Walk all of `root`, or with watchman (answering within `watchman_timeout` seconds) only
+    what changed (see the module docstring). A walk reuses the listings of folders that did not
+    change (walk.py)."""
     if options.known is None and options.threads <= 1:
         options = dataclasses.replace(options, known=known_for(cache))
     mode = fsmonitor_mode(on_warning)
-    monitor = None if mode == "off" else Monitor.open(root, mode, options.skip_dirs, on_warning)
+    monitor = None if mode == "off" else Monitor.open(root, mode, options.skip_dirs, on_warning,
+                                                      watchman_timeout)
     if monitor is None:
         return Scan(WALK_FULL, iter_walk(root, options))
     with monitor:

@@ -29,6 +29,7 @@ from undostore.git.objects import (
     hash_object,
 )
 from undostore.git.packwriter import PackWriter
+from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.capture import Todo, Work
 from undostore.snapshot.ignore import UNDOSTORE_IGNORE
@@ -49,8 +50,6 @@ READ_ATTEMPTS = 3
 IO_THREADS = 4
 PROBE_FILES = 128
 SLOW_FILE_SECONDS = 300e-6   # a warm small file reads, hashes and compresses in 20-60 us here
-BATCH_FILES = 64             # files per task handed to the pool
-RUN_BATCH_FILES = 4096       # files the walk hands over at a time (`HashRun.add`)
 
 Progress = Callable[[int, int], None]
 Hashed = Callable[[str, os.stat_result], None]
@@ -167,8 +166,11 @@ class HashRun:
     manager: the pool, if any, is shut down on the way out."""
 
     def __init__(self, root: str, store: Store, writer: PackWriter, cache: StatCache, *,
-                 threads: int = 0, on_hashed: Hashed, on_progress: Progress) -> None:
+                 threads: int = 0, on_hashed: Hashed, on_progress: Progress,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
         self._hasher = _Hasher(root, store, writer)
+        self._batch_files = limits.hash_batch_files
+        self._task_files = limits.pool_task_files
         self._cache = cache
         self._threads = threads        # 0: not decided yet
         self._probed = False
@@ -190,7 +192,7 @@ class HashRun:
     def counted(self, files: int) -> None:
         """`files` more files found (matched by the cache or queued in `todo`)."""
         self.found += files
-        if len(self.todo) >= RUN_BATCH_FILES:
+        if len(self.todo) >= self._batch_files:
             self._hash_batch()
 
     def finish(self) -> None:
@@ -239,7 +241,8 @@ class HashRun:
             return [blob_of(item[2]) for item in batch]
 
         # Batches: one future per file costs more in hand-offs than a small file's work.
-        batches = [rest[i:i + BATCH_FILES] for i in range(0, len(rest), BATCH_FILES)]
+        size = self._task_files
+        batches = [rest[i:i + size] for i in range(0, len(rest), size)]
         for batch, results in zip(batches, self._pool.map(hash_batch, batches), strict=True):
             for item, result in zip(batch, results, strict=True):
                 self._record(item, *result)

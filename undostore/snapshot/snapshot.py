@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from undostore.git.packwriter import PackWriter
+from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.snapshot.capture import EMPTY_TREE as EMPTY_TREE  # noqa: F401 (public here)
 from undostore.snapshot.capture import (
     build_trees,
@@ -49,6 +50,7 @@ class SnapshotOptions:
     durable: bool = True                # fsync the pack (off only for throwaway benchmarks)
     on_progress: Progress = _no_progress
     on_warning: Warn = ignore_warning
+    limits: Limits | None = None        # batch and size limits (None: the Workspace's)
 
 
 @dataclass
@@ -89,6 +91,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         warnings.append((path, message))
         options.on_warning(path, message)
 
+    limits = options.limits or DEFAULT_LIMITS
     real_root = check_root(root, options.force)
     cache_path = store.stat_cache_path
     cache = StatCache.load(cache_path, store.identity, on_warning=warn)
@@ -102,7 +105,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                                                max_files=options.max_files,
                                                skip_dirs=store_exclusion(real_root, store),
                                                on_warning=warn,
-                                               matcher_for=matcher_for(cache)), warn)
+                                               matcher_for=matcher_for(cache)), warn,
+                 limits.watchman_timeout_s)
 
     writer = PackWriter(store.pack_dir, durable=options.durable)
     modes = ModeRecorder(store.path, real_root, cache.root.hex() if cache.root else None)
@@ -110,10 +114,12 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         # Hashed as the walk goes, in batches (hashing.py): the walk's entries are not all
         # held until it ends.
         with HashRun(real_root, store, writer, cache, threads=options.hash_threads,
-                     on_hashed=modes.file_read, on_progress=options.on_progress) as run:
+                     on_hashed=modes.file_read, on_progress=options.on_progress,
+                     limits=limits) as run:
             works = []
             for folder in found.scanned:
-                works.append(match_folder(folder, cache, run.todo, found.deltas.get(folder.path)))
+                works.append(match_folder(folder, cache, run.todo, found.deltas.get(folder.path),
+                                          limits.splice_min_files))
                 run.counted(folder.count)
             run.finish()
         # Modes read now; a folder whose listing was reused kept its ctime, so no chmod or chown.
@@ -123,7 +129,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         works += [carried_work(path, found.base[path], cache.records) for path in found.carried]
         base = {p: r for p, r in found.base.items() if p not in found.carried}
         total = sum(work.nfiles for work in works)
-        root_tree, records = build_trees(works, base, cache, store, writer, start_ns)
+        root_tree, records = build_trees(works, base, cache, store, writer, start_ns,
+                                         limits.splice_max_inserts)
         # Before the commit, so a Ctrl-C here still leaves no pack (a record of a snapshot
         # that never was is harmless).
         try:
@@ -145,7 +152,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     if not unchanged:  # rewriting an identical cache would only cost time
         cache.packs = tuple(sorted(store.index.pack_names()))
         try:
-            cache.save_records(cache_path, records, total)
+            cache.save_records(cache_path, records, total, limits.cache_part_folders)
         except OSError as err:
             # The snapshot itself is complete and durable; a missing cache only costs time.
             warn(cache_path, f"could not save the stat cache: {err.strerror or err}")

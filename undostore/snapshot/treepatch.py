@@ -16,8 +16,6 @@ from undostore.git.objects import MODE_BYTES, MODE_TREE
 
 # (mode, name as bytes, raw id)
 TreeEntry = tuple[int, bytes, bytes]
-# Inserting costs a scan of every old name; past this many new names, re-encode instead.
-MAX_INSERTS = 16
 
 
 def entry_bytes(entry: TreeEntry) -> bytes:
@@ -31,11 +29,12 @@ def sort_key(entry: TreeEntry) -> bytes:
 
 
 def patch_tree(body: bytes, edits: Iterable[tuple[tuple[bytes, bool] | None, TreeEntry | None]],
-               old_keys: Callable[[], Iterable[bytes]]) -> bytes | None:
+               old_keys: Callable[[], Iterable[bytes]], max_inserts: int) -> bytes | None:
     """`body` with each (old, new) edit applied, `old` naming an entry of `body` as (name,
     whether a sub-tree): old None inserts, new None removes, both replace (same name, so the
     same place). `old_keys()` gives the sort key of every entry in `body`. None when an old
-    entry is not in `body` or there are too many new names (the caller re-encodes)."""
+    entry is not in `body` or there are more than `max_inserts` new names (inserting costs a
+    scan of every old name: the caller re-encodes)."""
     # (offset, 0 insert / 1 replace, sort key of an insert, old length, new bytes)
     ops: list[tuple[int, int, bytes, int, bytes]] = []
     inserts: list[TreeEntry] = []
@@ -51,7 +50,7 @@ def patch_tree(body: bytes, edits: Iterable[tuple[tuple[bytes, bool] | None, Tre
         if new is None:
             removed.add(old[0] + b"/" if old[1] else old[0])
         ops.append((found, 1, b"", end - found, b"" if new is None else entry_bytes(new)))
-    if len(inserts) > MAX_INSERTS:
+    if len(inserts) > max_inserts:
         return None
     if inserts:
         keys = [key for key in old_keys() if key not in removed]

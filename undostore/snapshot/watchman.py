@@ -18,10 +18,10 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from undostore.limits import DEFAULT_LIMITS
 from undostore.snapshot import watchsock
 
 MODES = ("auto", "watchman", "off")
-TIMEOUT_SECONDS = 5.0          # a socket read; a query that takes longer falls back to a walk
 SYNC_TIMEOUT_MS = 3000         # the cookie sync that makes a just-made write visible
 _RECRAWLED = re.compile(r"Recrawled this watch (\d+) time")
 
@@ -101,8 +101,10 @@ class Monitor:
 
     @classmethod
     def open(cls, root: str, mode: str, skip: frozenset[str] = frozenset(),
-             on_warning: Warn | None = None) -> Monitor | None:
-        """Connect and watch `root`; None (and one warning unless `auto` found no daemon)."""
+             on_warning: Warn | None = None,
+             timeout: float = DEFAULT_LIMITS.watchman_timeout_s) -> Monitor | None:
+        """Connect and watch `root`; None (and one warning unless `auto` found no daemon). A
+        socket read slower than `timeout` seconds fails (the snapshot then walks)."""
         warn = on_warning or (lambda path, message: None)
         if mode == "off":
             return None
@@ -139,7 +141,7 @@ class Monitor:
                 warn(root, f"pywatchman cannot be imported ({err}); walking the whole tree")
                 return None
             try:
-                client, reply = _connect(pywatchman, sock, root)
+                client, reply = _connect(pywatchman, sock, root, timeout)
                 break
             except Exception as err:  # pywatchman raises its own errors, OSError, and more
                 if remembered:
@@ -236,9 +238,9 @@ class Monitor:
         return Changes(paths, new)
 
 
-def _connect(pywatchman: object, sock: str, root: str) -> tuple[object, dict]:
+def _connect(pywatchman: object, sock: str, root: str, timeout: float) -> tuple[object, dict]:
     """A client connected to `sock`, and its reply to `watch-project root`."""
-    client = pywatchman.client(sockpath=sock, timeout=TIMEOUT_SECONDS)  # type: ignore[attr-defined]
+    client = pywatchman.client(sockpath=sock, timeout=timeout)  # type: ignore[attr-defined]
     try:
         return client, client.query("watch-project", root)
     except BaseException:

@@ -37,6 +37,7 @@ import struct
 import sys
 from collections.abc import Iterator
 
+from undostore.limits import DEFAULT_LIMITS
 from undostore.platform import IS_WINDOWS
 from undostore.store.framing import (
     CorruptFrame,
@@ -53,7 +54,6 @@ DELTA_SUFFIX = ".delta"
 DELTA_MIN = 64          # folders a delta may hold, at least ...
 DELTA_SHARE = 16        # ... or this share of all folders
 _VERSION = (8, marshal.version, sys.implementation.cache_tag)
-PART_FOLDERS = 64       # folders per part of the saved records
 _LENGTH = struct.Struct("<I")
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
@@ -272,7 +272,8 @@ class StatCache:
             racy = {p for p in fresh if entry_racy(files[p], start_ns)}
         self.save_records(path, _records_from(files, folders, racy))
 
-    def save_records(self, path: str, records: dict[str, Record], count: int = -1) -> None:
+    def save_records(self, path: str, records: dict[str, Record], count: int = -1,
+                     part_folders: int = DEFAULT_LIMITS.cache_part_folders) -> None:
         """Save `records`: as a small delta beside the base when few folders changed since the
         base was written (a one-file change in a big tree then writes kilobytes, not
         megabytes), else as a new base."""
@@ -291,7 +292,8 @@ class StatCache:
             self._delta = delta
         else:
             head = (_VERSION, self.identity, self.packs, self.fsmonitor, count)
-            self._base = write_framed_parts(path, _KIND, _encode(head, records), durable=False)
+            self._base = write_framed_parts(path, _KIND, _encode(head, records, part_folders),
+                                            durable=False)
             self._delta = {}
             try:
                 os.unlink(path + DELTA_SUFFIX)
@@ -302,19 +304,19 @@ class StatCache:
         self._entries = {}
 
 
-def _encode(head: tuple, records: dict[str, Record]) -> Iterator[bytes]:
-    """The saved file's payload in parts: the head, then the records `PART_FOLDERS` at a
+def _encode(head: tuple, records: dict[str, Record], part_folders: int) -> Iterator[bytes]:
+    """The saved file's payload in parts: the head, then the records `part_folders` at a
     time, each behind its length."""
-    for chunk in (marshal.dumps(head), *_record_parts(records)):
+    for chunk in (marshal.dumps(head), *_record_parts(records, part_folders)):
         yield _LENGTH.pack(len(chunk))
         yield chunk
 
 
-def _record_parts(records: dict[str, Record]) -> Iterator[bytes]:
+def _record_parts(records: dict[str, Record], part_folders: int) -> Iterator[bytes]:
     part: dict[str, Record] = {}
     for folder, record in records.items():
         part[folder] = record
-        if len(part) >= PART_FOLDERS:
+        if len(part) >= part_folders:
             yield marshal.dumps(part)
             part = {}
     if part:
