@@ -30,7 +30,8 @@ import gen_tree  # noqa: E402
 import watchman_cases  # noqa: E402
 from common import MB, DiskUsage, dir_usage, drop_caches, fmt_mb, fmt_seconds, median  # noqa: E402
 
-CASES = ("20k", "20k-cold", "threads", "100k", "big-file", "node-modules", "startup", "profile",
+CASES = ("20k", "20k-cold", "threads", "100k", "big-file", "node-modules", "startup", "floor",
+         "profile",
          "watchman-20k", "watchman-100k", "watchman-real", "c-project", "real-tree",
          "profile-c")
 QUICK_CASES = ("20k", "20k-cold", "startup")
@@ -591,6 +592,69 @@ def markdown_startup(floors: dict[str, dict[str, float | None]]) -> str:
     return "\n".join(lines)
 
 
+# Run in a child: every file of the tree `lstat`-ed by name in its open folder, as a reused
+# folder's files are (walk.py `_reused_files`); the listing is gathered first, untimed.
+_STAT_LOOP = """
+import os, sys, time
+folders = []
+for top, dirs, files in os.walk(sys.argv[1]):
+    dirs[:] = [d for d in dirs if d != ".git"]
+    folders.append((top, files))
+started = time.perf_counter()
+for top, files in folders:
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for name in files:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+    os.close(fd)
+print(time.perf_counter() - started)
+"""
+
+
+def case_floor(bench: Bench) -> None:
+    """What a no-change snapshot by any Python CLI built this way cannot go below, against git
+    in the same run: the interpreter and a snapshot's imports, plus one `lstat` per file from
+    Python (git lstats from C, on several threads). The rest of undostore's time is its own."""
+    trees = {"20k files": bench.tree("20k").path}
+    if bench.real_tree:
+        trees[f"real tree {os.path.basename(os.path.abspath(bench.real_tree))}"] = (
+            os.path.abspath(bench.real_tree))
+    command = list(common.undostore_commands(bench.python).values())[0]
+    imports = [bench.python, "-c", "import undostore_cli.main, undostore_cli.cmd_snapshot, "
+               "undostore.snapshot.snapshot, undostore.workspace"]
+    env = {**bench.env, "UNDOSTORE_FSMONITOR": "off"}
+    table: dict[str, dict[str, float]] = {}
+    for title, path in trees.items():
+        name = "floor-" + title.replace(" ", "-")
+        ours = UndostoreCli("undostore", command, path, bench.state(name, "undostore"), env)
+        git = GitCli(path, bench.state(name, "git"), env)
+        for subject in (ours, git):
+            subject.reset()
+            subject.snapshot()
+            subject.snapshot()   # the second run leaves the cache a no-change run reads
+        bench.log(f"floor {title}: x{bench.repeats}")
+        runs: dict[str, list[float]] = {"imports": [], "stat loop": [], "undostore": [],
+                                        "git": []}
+        for _ in range(bench.repeats):
+            runs["imports"].append(common.run_process(imports, env=env).check().seconds)
+            loop = common.run_process([bench.python, "-c", _STAT_LOOP, path], env=env).check()
+            runs["stat loop"].append(float(loop.stdout))
+            runs["undostore"].append(ours.snapshot().seconds)
+            runs["git"].append(git.snapshot().seconds)
+        table[title] = {k: median(v) for k, v in runs.items()}
+    bench.details["floor"] = table
+
+
+def markdown_floor(table: dict[str, dict[str, float]]) -> str:
+    lines = ["| tree | interpreter + imports | Python lstat of every file | floor / git | "
+             "undostore no-change / git | git no-change |", "|---|---:|---:|---:|---:|---:|"]
+    for title, v in table.items():
+        floor = v["imports"] + v["stat loop"]
+        lines.append(f"| {title} | {fmt_seconds(v['imports'])} | {fmt_seconds(v['stat loop'])} | "
+                     f"{floor / v['git']:.2f}x | {v['undostore'] / v['git']:.2f}x | "
+                     f"{fmt_seconds(v['git'])} |")
+    return "\n".join(lines)
+
+
 PROFILE_KINDS = ("no-change", "one-change")
 
 
@@ -730,6 +794,9 @@ def report(bench: Bench, meta: dict[str, object]) -> str:
     if "startup" in bench.details:
         parts += ["", "### Start-up floors (median of runs)", "",
                   markdown_startup(bench.details["startup"])]  # type: ignore[arg-type]
+    if "floor" in bench.details:
+        parts += ["", "### No-change floors (median; the floor is what no Python walk goes "
+                  "below)", "", markdown_floor(bench.details["floor"])]  # type: ignore[arg-type]
     if bench.summaries:
         parts += ["", "### Every measured step (the spread shows the noise)", "",
                   markdown_runs(bench.summaries)]
@@ -858,7 +925,8 @@ def main(argv: list[str] | None = None) -> int:
                "threads": lambda: case_threads(bench), "100k": lambda: case_100k(bench),
                "big-file": lambda: case_big_file(bench),
                "node-modules": lambda: case_node_modules(bench),
-               "startup": lambda: case_startup(bench), "profile": lambda: case_profile(bench),
+               "startup": lambda: case_startup(bench), "floor": lambda: case_floor(bench),
+               "profile": lambda: case_profile(bench),
                "watchman-20k": lambda: case_watchman(bench, "watchman-20k"),
                "watchman-100k": lambda: case_watchman(bench, "watchman-100k"),
                "watchman-real": lambda: case_watchman(bench, "watchman-real"),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,8 +18,6 @@ from pathlib import Path
 from undostore.git.objects import BLOB, MODE_BYTES, TREE, hash_object, tree_sort_key
 from undostore.git.packwriter import PackWriter
 from undostore.store.store import Store
-
-from .conftest import Cli
 
 IS_WINDOWS = sys.platform == "win32"
 
@@ -117,7 +114,3 @@ def craft_snapshot(store: Store, spec: Spec) -> str:
     return root.hex()
 
 
-def run_cli(*args: str, root: Path | str | None = None, stdin: int | None = subprocess.DEVNULL,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """`Cli().run` (conftest's `cli` fixture) for modules that call it directly."""
-    return Cli().run(*args, root=root, stdin=stdin, timeout=timeout)

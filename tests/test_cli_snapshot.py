@@ -20,11 +20,6 @@ from undostore import Workspace
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "undostore", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=60)
-
-
 def registered_commands() -> list[str]:
     from undostore_cli.main import all_commands
 
@@ -37,8 +32,8 @@ def root(tree_factory) -> Path:
                          "x.log": "ignored"})
 
 
-def test_plain_output_is_one_line_with_the_id(root: Path, tmp_path: Path):
-    result = run_cli("--root", str(root), "--store", str(tmp_path / "s"), "snapshot")
+def test_plain_output_is_one_line_with_the_id(root: Path, tmp_path: Path, cli):
+    result = cli.run("--root", str(root), "--store", str(tmp_path / "s"), "snapshot")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) == 1 and HEX40.match(lines[0])
@@ -47,8 +42,8 @@ def test_plain_output_is_one_line_with_the_id(root: Path, tmp_path: Path):
         assert ws.snapshot().id == lines[0]
 
 
-def test_json_output_is_one_object_with_the_contract_keys(root: Path, tmp_path: Path):
-    result = run_cli("--root", str(root), "--store", str(tmp_path / "s"), "snapshot", "--json")
+def test_json_output_is_one_object_with_the_contract_keys(root: Path, tmp_path: Path, cli):
+    result = cli.run("--root", str(root), "--store", str(tmp_path / "s"), "snapshot", "--json")
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 1
     payload = json.loads(result.stdout)
@@ -57,20 +52,20 @@ def test_json_output_is_one_object_with_the_contract_keys(root: Path, tmp_path: 
     assert HEX40.match(payload["id"])
     assert (payload["files"], payload["hashed"]) == (3, 3)
     assert isinstance(payload["seconds"], (int, float)) and payload["seconds"] >= 0
-    again = json.loads(run_cli("--root", str(root), "--store", str(tmp_path / "s"), "snapshot",
+    again = json.loads(cli.run("--root", str(root), "--store", str(tmp_path / "s"), "snapshot",
                                "--json").stdout)
     assert again["id"] == payload["id"] and again["files"] == 3
 
 
-def test_root_defaults_to_the_current_folder(root: Path):
-    from_cwd = run_cli("snapshot", cwd=root)
-    explicit = run_cli("--root", str(root), "snapshot")
+def test_root_defaults_to_the_current_folder(root: Path, cli):
+    from_cwd = cli.run("snapshot", cwd=root)
+    explicit = cli.run("--root", str(root), "snapshot")
     assert from_cwd.returncode == explicit.returncode == 0, from_cwd.stderr + explicit.stderr
     assert from_cwd.stdout == explicit.stdout
 
 
-def test_default_store_is_private_under_undostore_home(root: Path):
-    assert run_cli("--root", str(root), "snapshot").returncode == 0
+def test_default_store_is_private_under_undostore_home(root: Path, cli):
+    assert cli.run("--root", str(root), "snapshot").returncode == 0
     stores = Path(os.environ["UNDOSTORE_HOME"]) / "stores"
     (store,) = stores.iterdir()
     assert store.name == hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:16]
@@ -79,21 +74,21 @@ def test_default_store_is_private_under_undostore_home(root: Path):
 
 
 def test_label_without_session_is_a_usage_error_that_creates_no_store(root: Path,
-                                                                      tmp_path: Path):
+                                                                      tmp_path: Path, cli):
     store = tmp_path / "s"
-    result = run_cli("--root", str(root), "--store", str(store), "snapshot", "--label", "x")
+    result = cli.run("--root", str(root), "--store", str(store), "snapshot", "--label", "x")
     assert (result.returncode, result.stdout) == (2, "")
     assert "--session" in result.stderr
     assert not store.exists(), "a usage error leaves no store behind"
 
 
-def test_every_command_has_help_text():
-    top = run_cli("--help")
+def test_every_command_has_help_text(cli):
+    top = cli.run("--help")
     assert top.returncode == 0 and "Usage:" in top.stdout
     commands = registered_commands()
     assert "snapshot" in commands
     for name in commands:
-        result = run_cli(name, "--help")
+        result = cli.run(name, "--help")
         assert result.returncode == 0, f"{name} --help: {result.stderr}"
         assert f"Usage: undostore {name}" in result.stdout
         text = result.stdout.split("\n\n", 2)
@@ -101,8 +96,8 @@ def test_every_command_has_help_text():
         assert name in top.stdout
 
 
-def test_version_through_python_dash_m():
-    result = run_cli("--version")
+def test_version_through_python_dash_m(cli):
+    result = cli.run("--version")
     assert result.returncode == 0
     assert re.search(r"\d+\.\d+", result.stdout)
 
@@ -124,8 +119,8 @@ def test_import_undostore_does_not_import_click(root: Path, tmp_path: Path):
     assert result.stdout == "ok\n"
 
 
-def test_unknown_command_and_option_are_usage_errors(root: Path):
+def test_unknown_command_and_option_are_usage_errors(root: Path, cli):
     for args in (["no-such-command"], ["snapshot", "--no-such-option"]):
-        result = run_cli("--root", str(root), *args)
+        result = cli.run("--root", str(root), *args)
         assert (result.returncode, result.stdout) == (2, ""), args
         assert result.stderr.startswith("undostore: error: "), result.stderr

@@ -21,15 +21,14 @@ from undostore.git.reader import ObjectReader
 from undostore.snapshot.snapshot import SnapshotOptions
 from undostore.store.store import default_store_path
 
-from .conftest import Git
+from .conftest import Cli, Git
 
 
 def cli(root: Path, *args: str, store: str | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     if store is not None:
         env["UNDOSTORE_STORE"] = store
-    return subprocess.run([sys.executable, "-m", "undostore", *args], cwd=root, env=env,
-                          capture_output=True, text=True)
+    return Cli().run(*args, cwd=root, env=env)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:

@@ -51,11 +51,6 @@ def put(path: Path, text: str) -> None:
     path.write_bytes(text.encode())
 
 
-def run_cli(root: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "undostore", "--root", str(root), *args],
-                          capture_output=True, cwd=cwd or root)
-
-
 def snapshots(tree_factory, before: dict, change) -> tuple[Workspace, str, str, Path]:  # noqa: ANN001
     root = tree_factory(before)
     ws = opened(root)
@@ -298,7 +293,7 @@ def test_rename_label_braces_common_folders():
 # --- bad input -------------------------------------------------------------------------------
 
 
-def test_missing_objects_are_all_named(tree_factory):
+def test_missing_objects_are_all_named(tree_factory, cli):
     root = tree_factory({"a": "1\n"})
     ws = opened(root)
     good = ws.snapshot().id
@@ -312,13 +307,13 @@ def test_missing_objects_are_all_named(tree_factory):
         ws.diff(good, bad)
     assert set(caught.value.missing) == {lost_blob.hex(), lost_tree.hex()}
     assert "b" in str(caught.value) and "sub" in str(caught.value)
-    result = run_cli(root, "diff", good, bad)
+    result = cli.run("diff", good, bad, root=root, cwd=root, text=False)
     assert result.returncode == 3
     assert lost_blob.hex().encode() in result.stderr and lost_tree.hex().encode() in result.stderr
     assert result.stdout == b""
 
 
-def test_unknown_and_ambiguous_ids_exit_2_naming_them(tree_factory):
+def test_unknown_and_ambiguous_ids_exit_2_naming_them(tree_factory, cli):
     root = tree_factory({"a": "1\n"})
     ws = Workspace(root)
     good = ws.snapshot().id
@@ -339,15 +334,15 @@ def test_unknown_and_ambiguous_ids_exit_2_naming_them(tree_factory):
     for body in (seen[prefix], objects[-1][1]):
         remember(ws.store.path, hash_object(TREE, body))
     ws.close()
-    result = run_cli(root, "diff", prefix)
+    result = cli.run("diff", prefix, root=root, cwd=root, text=False)
     assert result.returncode == 2 and b"ambiguous" in result.stderr
     assert prefix.encode() in result.stderr
-    result = run_cli(root, "diff", good, "beefbeef")
+    result = cli.run("diff", good, "beefbeef", root=root, cwd=root, text=False)
     assert result.returncode == 2 and b"TO: unknown snapshot beefbeef" in result.stderr
-    result = run_cli(root, "diff", "not-hex")
+    result = cli.run("diff", "not-hex", root=root, cwd=root, text=False)
     assert result.returncode == 2 and b"not-hex" in result.stderr
     blob = hash_object(BLOB, b"1\n").hex()
-    result = run_cli(root, "diff", blob, good)
+    result = cli.run("diff", blob, good, root=root, cwd=root, text=False)
     assert result.returncode == 2 and b"not a snapshot" in result.stderr
     with pytest.raises(UnknownSnapshotError):
         opened(root).diff("ffff0000")
@@ -356,14 +351,14 @@ def test_unknown_and_ambiguous_ids_exit_2_naming_them(tree_factory):
 # --- the command line ------------------------------------------------------------------------
 
 
-def test_cli_json_has_ids_counts_and_null_for_binary(tree_factory):
+def test_cli_json_has_ids_counts_and_null_for_binary(tree_factory, cli):
     root = tree_factory({"t.txt": "a\n", "b.bin": b"\x00"})
     ws = Workspace(root)
     a = ws.snapshot().id
     ws.close()
     put(root / "t.txt", "a\nb\n")
     (root / "b.bin").write_bytes(b"\x00\x01")
-    result = run_cli(root, "diff", a, "--json")
+    result = cli.run("diff", a, "--json", root=root, cwd=root, text=False)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     assert payload["from"] == a and payload["to_is_now"] is True and len(payload["to"]) == 40
@@ -372,7 +367,7 @@ def test_cli_json_has_ids_counts_and_null_for_binary(tree_factory):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="names that are not UTF-8")
-def test_cli_shows_names_that_are_not_utf8(tree_factory):
+def test_cli_shows_names_that_are_not_utf8(tree_factory, cli):
     root = tree_factory({"x": "1\n"})
     ws = Workspace(root)
     a = ws.snapshot().id
@@ -380,41 +375,43 @@ def test_cli_shows_names_that_are_not_utf8(tree_factory):
     raw = b"caf\xe9.txt"
     with open(os.path.join(os.fsencode(root), raw), "wb") as f:
         f.write(b"x\n")
-    result = run_cli(root, "diff", a)
+    result = cli.run("diff", a, root=root, cwd=root, text=False)
     assert result.returncode == 0 and result.stdout == b'A\t"caf\\351.txt"\n'
-    result = run_cli(root, "diff", a, "--json")
+    result = cli.run("diff", a, "--json", root=root, cwd=root, text=False)
     assert result.returncode == 0, result.stderr
     [change] = json.loads(result.stdout)["changes"]
     assert os.fsencode(change["path"]) == raw
-    result = run_cli(root, "diff", a, "--patch")
+    result = cli.run("diff", a, "--patch", root=root, cwd=root, text=False)
     assert result.returncode == 0 and b'+++ "b/caf\\351.txt"' in result.stdout
 
 
-def test_cli_paths_after_double_dash_are_not_taken_for_to(tree_factory):
+def test_cli_paths_after_double_dash_are_not_taken_for_to(tree_factory, cli):
     root = tree_factory({"src": {"a": "1\n"}, "b": "2\n"})
     ws = Workspace(root)
     a = ws.snapshot().id
     ws.close()
     put(root / "src" / "a", "changed\n")
     put(root / "b", "changed\n")
-    assert run_cli(root, "diff", a, "--", "src").stdout == b"M\tsrc/a\n"
+    assert cli.run("diff", a, "--", "src", root=root, cwd=root, text=False).stdout == b"M\tsrc/a\n"
     # Relative to the current folder when it is inside the root, as in git.
-    assert run_cli(root, "diff", a, "--", "a", cwd=root / "src").stdout == b"M\tsrc/a\n"
-    outside = run_cli(root, "diff", a, "--", str(root.parent))
+    inside = cli.run("diff", a, "--", "a", root=root, cwd=root / "src", text=False)
+    assert inside.stdout == b"M\tsrc/a\n"
+    outside = cli.run("diff", a, "--", str(root.parent), root=root, cwd=root, text=False)
     assert outside.returncode == 2 and b"outside the root" in outside.stderr
 
 
-def test_cli_colour_only_when_asked_or_on_a_terminal(tree_factory):
+def test_cli_colour_only_when_asked_or_on_a_terminal(tree_factory, cli):
     root = tree_factory({"a": "1\n"})
     ws = Workspace(root)
     a = ws.snapshot().id
     ws.close()
     put(root / "a", "2\n")
-    piped = run_cli(root, "diff", a, "--patch")
+    piped = cli.run("diff", a, "--patch", root=root, cwd=root, text=False)
     assert b"\033[" not in piped.stdout and b"-1\n+2\n" in piped.stdout
-    forced = run_cli(root, "diff", a, "--patch", "--color=always")
+    forced = cli.run("diff", a, "--patch", "--color=always", root=root, cwd=root, text=False)
     assert b"\033[31m-1\033[m\n" in forced.stdout
-    assert run_cli(root, "diff", a, "--patch", "--color", "never").stdout == piped.stdout
+    never = cli.run("diff", a, "--patch", "--color", "never", root=root, cwd=root, text=False)
+    assert never.stdout == piped.stdout
 
 
 @pytest.mark.skipif(IS_WINDOWS, reason="needs a POSIX pseudo-terminal")
@@ -466,7 +463,7 @@ def test_cli_stops_quietly_when_the_reader_goes_away(tree_factory):
     assert b"Traceback" not in stderr
 
 
-def test_stat_width_follows_columns_variable(tree_factory, monkeypatch):
+def test_stat_width_follows_columns_variable(tree_factory, monkeypatch, cli):
     name = "a_long_name_" * 8
     ws, a, b, root = snapshots(tree_factory, {name: "x\n"},
                                lambda root: put(root / name, "y\n" * 100))
@@ -476,7 +473,7 @@ def test_stat_width_follows_columns_variable(tree_factory, monkeypatch):
     assert max(len(line) for line in narrow.splitlines()[:-1]) <= 40   # the summary may not
     ws.close()
     monkeypatch.setenv("COLUMNS", "200")
-    assert run_cli(root, "diff", a, b, "--stat").stdout == wide
+    assert cli.run("diff", a, b, "--stat", root=root, cwd=root, text=False).stdout == wide
 
 
 def test_colored_stat_paints_the_graph(tree_factory):
@@ -495,8 +492,9 @@ def test_patch_of_symlink_target_has_no_newline_marker(tree_factory):
                         b"\\ No newline at end of file\n")
 
 
-def test_diff_help_describes_the_command(tree_factory):
-    result = run_cli(tree_factory({}), "diff", "--help")
+def test_diff_help_describes_the_command(tree_factory, cli):
+    root = tree_factory({})
+    result = cli.run("diff", "--help", root=root, cwd=root, text=False)
     assert result.returncode == 0
     for word in (b"--name-status", b"--numstat", b"--stat", b"--patch", b"--find-renames",
                  b"--color", b"--json", b"PATH"):

@@ -16,16 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import IS_WINDOWS
+from .conftest import IS_WINDOWS, Cli
 
 STALL = str(Path(__file__).with_name("stall.py"))
 
 
 def run(*args: str, cwd: Path, stdin: str | None = None,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "undostore", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120, input=stdin,
-                          env={**os.environ, **(env or {})})
+    """conftest's runner, with `env` added to this process's environment."""
+    return Cli().run(*args, cwd=cwd, input=stdin, env={**os.environ, **(env or {})})
 
 
 def ok(*args: str, cwd: Path, **kw: object) -> subprocess.CompletedProcess[str]:

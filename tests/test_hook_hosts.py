@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,12 +15,13 @@ import pytest
 
 from undostore import Workspace
 
+from .conftest import Cli
+
 SESSION = "3f2a-sess"
 
 
 def run_hook(args: list[str], stdin: bytes, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "undostore", "hook", *args], input=stdin,
-                          capture_output=True, cwd=cwd, timeout=60)
+    return Cli().run("hook", *args, input=stdin, cwd=cwd, text=False)
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,10 @@ import pytest
 
 from undostore import Workspace
 
+from .init_support import init, shim
+
 HOSTS = ["claude-code", "codex", "codex-notify", "copilot", "cursor", "gemini", "opencode", "pi",
          "windsurf"]
-
-
-def init(root: Path, *args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    if home is not None:
-        env["HOME"] = env["USERPROFILE"] = str(home)
-    return subprocess.run([sys.executable, "-m", "undostore", "--root", str(root), "init", *args],
-                          capture_output=True, text=True, env=env, timeout=60)
 
 
 def snapshot_files(*folders: Path) -> dict[str, bytes]:
@@ -174,12 +168,3 @@ def test_the_wired_command_run_from_the_path_records_a_point(tmp_path, host, pat
         assert [p.label for p in ws.log("s1").undo] == ["go"]
 
 
-def shim(folder: Path) -> Path:
-    """A folder with an `undostore` program that runs this checkout (what `pipx install .`
-    puts on the PATH)."""
-    bin_dir = folder / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    program = bin_dir / "undostore"
-    program.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m undostore "$@"\n')
-    program.chmod(0o755)
-    return bin_dir

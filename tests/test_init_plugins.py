@@ -16,7 +16,7 @@ import pytest
 
 from undostore import Workspace
 
-from .test_init import init, shim
+from .init_support import init, shim
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None or sys.platform == "win32",

@@ -260,9 +260,9 @@ def test_ctrl_c_while_finishing_a_killed_restore_rolls_it_back(tree_factory, tmp
 
 
 def test_ctrl_c_during_a_revert_rolls_it_back_and_exits_130(tree_factory, tmp_path):
-    from .test_revert_crash import _history
+    from .crash_support import revert_history
 
-    root, ws, from_id, to_id = _history(tree_factory)
+    root, ws, from_id, to_id = revert_history(tree_factory)
     ws.close()
     before = disk_state(root)
     marker = str(tmp_path / "stalled")

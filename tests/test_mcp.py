@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,37 +18,12 @@ pytest.importorskip("mcp")
 
 import anyio  # noqa: E402 (after the skip: comes with mcp)
 from mcp.client.client import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from undostore import Workspace  # noqa: E402
 
+from .mcp_support import payload, session  # noqa: E402
+
 TOOLS = {"snapshot", "diff", "undo", "redo", "log", "status", "ops"}
-
-
-def server(root: Path) -> StdioServerParameters:
-    env = {k: v for k, v in os.environ.items() if k.startswith(("UNDOSTORE_", "XDG_"))}
-    env.update(HOME=os.environ["HOME"], USERPROFILE=os.environ.get("USERPROFILE", ""),
-               GIT_CONFIG_NOSYSTEM="1")
-    return StdioServerParameters(command=sys.executable, args=["-m", "undostore", "mcp"],
-                                 cwd=str(root), env=env)
-
-
-def session(root: Path, script: Any) -> Any:
-    """Run `await script(client)` against a fresh server started in `root`."""
-
-    async def main() -> Any:
-        async with Client(server(root), mode="legacy", read_timeout_seconds=60) as client:
-            return await script(client)
-
-    return anyio.run(main)
-
-
-def payload(result: Any) -> dict:
-    """The JSON the tool returned, from its text content (and the same as structured)."""
-    text = "".join(c.text for c in result.content if c.type == "text")
-    data = json.loads(text)
-    assert result.structured_content == data
-    return data
 
 
 def test_initialize_and_list_tools_with_schemas_and_descriptions(tree_factory):

@@ -19,7 +19,7 @@ pytest.importorskip("mcp")
 
 from undostore import Workspace  # noqa: E402
 
-from .test_mcp import Client, payload, session  # noqa: E402
+from .mcp_support import Client, payload, session  # noqa: E402
 
 READ_ONLY = {"diff", "log", "status", "ops", "sessions"}
 DESTRUCTIVE = {"undo", "redo", "restore", "revert"}

@@ -6,8 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,11 +17,6 @@ from undostore import Workspace
 from undostore.errors import UsageError
 from undostore.store import oplog
 from undostore.store.oplog import Op
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "undostore", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=60)
 
 
 def test_every_operation_is_recorded_with_the_ids_that_lead_back(tree_factory):
@@ -130,7 +123,7 @@ def test_bad_durations_are_usage_errors(text):
         oplog.parse_duration(text)
 
 
-def test_ops_command_filters_by_session_and_since(tree_factory):
+def test_ops_command_filters_by_session_and_since(tree_factory, cli):
     root = tree_factory({"a.txt": "1"})
     with Workspace(root) as ws:
         ws.snapshot(session="one", label="old")
@@ -143,18 +136,18 @@ def test_ops_command_filters_by_session_and_since(tree_factory):
     oplog.append(os.path.dirname(path), Op(old, doc["op"], doc["session"], doc["id"],
                                            doc["label"]))
     (root / "a.txt").write_text("2")
-    assert run("snapshot", "--session", "two", "--label", "new", cwd=root).returncode == 0
-    everything = json.loads(run("ops", "--json", cwd=root).stdout)["ops"]
+    assert cli.run("snapshot", "--session", "two", "--label", "new", cwd=root).returncode == 0
+    everything = json.loads(cli.run("ops", "--json", cwd=root).stdout)["ops"]
     assert [o["label"] for o in everything] == ["new", "old"]
     assert set(everything[0]) == {"time", "op", "session", "id", "label", "safety"}
-    recent = json.loads(run("ops", "--since", "2h", "--json", cwd=root).stdout)["ops"]
+    recent = json.loads(cli.run("ops", "--since", "2h", "--json", cwd=root).stdout)["ops"]
     assert [o["label"] for o in recent] == ["new"]
-    one = json.loads(run("ops", "--session", "one", "--json", cwd=root).stdout)["ops"]
+    one = json.loads(cli.run("ops", "--session", "one", "--json", cwd=root).stdout)["ops"]
     assert [o["label"] for o in one] == ["old"]
-    plain = run("ops", cwd=root)
+    plain = cli.run("ops", cwd=root)
     assert plain.returncode == 0 and len(plain.stdout.splitlines()) == 2
     assert "snapshot" in plain.stdout.splitlines()[0]
-    bad = run("ops", "--since", "soon", cwd=root)
+    bad = cli.run("ops", "--since", "soon", cwd=root)
     assert bad.returncode == 2 and "not a duration" in bad.stderr
 
 

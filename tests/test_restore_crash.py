@@ -12,91 +12,21 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
-import sys
 import time
 
 from undostore import Workspace
 from undostore.restore.restorelog import journal_path
 
 from .conftest import IS_WINDOWS, Exe, Link
+from .crash_support import (
+    ABORT,
+    RECOVER,
+    RESTORE,
+    assert_each_file_old_or_new,
+    run_until_stall,
+    spawn,
+)
 from .restore_support import disk_state, temp_files
-
-# The child: one restore, recovery, abort, undo or revert, stalling at its k-th file operation
-# (0: never) through the checkpoint callable it hands the library.
-CHILD = """
-import dataclasses, os, sys, time
-from undostore import Workspace
-from undostore.restore.restore import abort_pending, recover_pending, restore
-op, stall_at, marker, root, *rest = sys.argv[1:]
-stall_at = int(stall_at)
-count = 0
-def stall(what, path):
-    global count
-    if what.startswith("before "):
-        return
-    count += 1
-    if count == stall_at:
-        with open(marker, "w", encoding="utf-8") as f:
-            f.write(f"{count} {what} {path}\\n")
-        time.sleep(600)
-ws = Workspace(root)
-wt = dataclasses.replace(ws._worktree(), checkpoint=stall)
-if op == "restore":
-    restore(wt, rest[0])
-elif op == "undo":
-    from undostore.history.sessions import undo
-    undo(wt, "s")
-elif op == "revert":
-    from undostore.restore.revert import revert
-    revert(wt, rest[0], rest[1], merge=True)
-elif op == "recover":
-    with ws.store.lock:
-        recover_pending(wt)
-    ws.snapshot()
-else:
-    abort_pending(wt)
-"""
-RESTORE, RECOVER, ABORT = "restore", "recover", "abort"
-
-
-def _spawn(op: str, root: str, *args: str, stall_at: int = 0, marker: str = ""
-           ) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", CHILD, op, str(stall_at), marker or "-",
-                             root, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-
-
-def _run_until_stall(proc: subprocess.Popen, marker: str, timeout: float = 120) -> bool:
-    """True once the child waits at its stall point (then it is killed); False if it ended."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if os.path.exists(marker):
-            proc.kill()
-            proc.wait()
-            os.unlink(marker)
-            return True
-        if proc.poll() is not None:
-            out, err = proc.communicate()
-            assert proc.returncode == 0, err.decode()
-            return False
-        time.sleep(0.01)
-    proc.kill()
-    raise AssertionError("the child neither stalled nor finished")
-
-
-def _assert_each_file_old_or_new(root, old: dict, new: dict) -> None:
-    for path, value in disk_state(root).items():
-        if path.endswith("/") or any(part.startswith(".undostore-tmp-")
-                                     for part in path.split("/")):
-            continue  # the restore's temp files, and new folders it stages whole
-        assert value in (old.get(path), new.get(path)), f"{path} holds a mix: {value!r}"
-    present = disk_state(root)
-    for path in old.keys() | new.keys():
-        if path.endswith("/"):
-            continue
-        if path not in present:
-            assert path not in old or path not in new, f"{path} is missing (in both states)"
 
 
 def _spec() -> tuple[dict, dict]:
@@ -151,11 +81,11 @@ def test_kill_at_every_step_then_finish_or_abort(tree_factory, tmp_path):
     while True:
         k += 1
         assert disk_state(root) == state_b
-        proc = _spawn(RESTORE, str(root), snap_a, stall_at=k, marker=marker)
-        if not _run_until_stall(proc, marker):
+        proc = spawn(RESTORE, str(root), snap_a, stall_at=k, marker=marker)
+        if not run_until_stall(proc, marker):
             break
         assert os.path.exists(journal_path(ws.store)), f"step {k}: no journal"
-        _assert_each_file_old_or_new(root, state_a, state_b)
+        assert_each_file_old_or_new(root, state_a, state_b)
         if k % 2:   # the next command finishes the restore
             assert Workspace(root).snapshot().id == snap_a, f"step {k}"
             assert disk_state(root) == state_a, f"step {k}"
@@ -176,16 +106,16 @@ def test_kill_during_recovery_and_during_abort(tree_factory, tmp_path):
     root, ws, (snap_a, state_a), (snap_b, state_b) = _two_states(tree_factory)
     marker = str(tmp_path / "stalled")
     # Crash a restore half-way, then crash the recovery that finishes it.
-    assert _run_until_stall(_spawn(RESTORE, str(root), snap_a, stall_at=6, marker=marker), marker)
-    assert _run_until_stall(_spawn(RECOVER, str(root), stall_at=4, marker=marker), marker)
-    _assert_each_file_old_or_new(root, state_a, state_b)
+    assert run_until_stall(spawn(RESTORE, str(root), snap_a, stall_at=6, marker=marker), marker)
+    assert run_until_stall(spawn(RECOVER, str(root), stall_at=4, marker=marker), marker)
+    assert_each_file_old_or_new(root, state_a, state_b)
     assert Workspace(root).snapshot().id == snap_a
     assert disk_state(root) == state_a
     # Crash a restore, then crash the abort; the next command finishes the abort.
     Workspace(root).restore(snap_b)
-    assert _run_until_stall(_spawn(RESTORE, str(root), snap_a, stall_at=8, marker=marker), marker)
-    assert _run_until_stall(_spawn(ABORT, str(root), stall_at=3, marker=marker), marker)
-    _assert_each_file_old_or_new(root, state_a, state_b)
+    assert run_until_stall(spawn(RESTORE, str(root), snap_a, stall_at=8, marker=marker), marker)
+    assert run_until_stall(spawn(ABORT, str(root), stall_at=3, marker=marker), marker)
+    assert_each_file_old_or_new(root, state_a, state_b)
     assert Workspace(root).snapshot().id == snap_b
     assert disk_state(root) == state_b
     assert temp_files(root) == []
@@ -218,12 +148,12 @@ def test_kill_after_random_delays_over_a_large_restore(tree_factory):
     low, high = 0.05, 5.0          # seconds after spawn: too early / too late, learnt as we go
     interrupted = 0
     for _ in range(20):
-        proc = _spawn(RESTORE, str(root), snap_a)
+        proc = spawn(RESTORE, str(root), snap_a)
         delay = rng.uniform(low, min(high, low + 2.0))
         time.sleep(delay)
         proc.kill()
         proc.wait()
-        _assert_each_file_old_or_new(root, state_a, state_b)
+        assert_each_file_old_or_new(root, state_a, state_b)
         if not os.path.exists(journal_path(ws.store)):
             if disk_state(root) == state_a:     # it finished first: aim earlier
                 high = delay
@@ -269,8 +199,8 @@ def test_an_undo_killed_at_any_step_still_moves_its_point_to_redo(tree_factory, 
         _write(root, spec_b)
         snap_b = ws.snapshot().id
         ws.close()
-        proc = _spawn(UNDO, str(root), stall_at=k, marker=marker)
-        if not _run_until_stall(proc, marker):
+        proc = spawn(UNDO, str(root), stall_at=k, marker=marker)
+        if not run_until_stall(proc, marker):
             log = Workspace(root).log("s")
             assert [p.id for p in log.redo] == [snap_b] and not log.undo
             break

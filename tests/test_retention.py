@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -60,20 +59,15 @@ def test_an_id_handed_out_outside_sessions_survives_the_default_gc(tree_factory)
 CLI = [sys.executable, "-m", "undostore"]
 
 
-def _cli(root: Path, *args: str, env: dict[str, str] | None = None
-         ) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "--root", str(root), *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
-
-
-def test_twelve_points_of_8_mb_fit_under_max_store_mb_40(tree_factory):
+def test_twelve_points_of_8_mb_fit_under_max_store_mb_40(tree_factory, cli):
     """The acceptance case, through the CLI: each point writes 8 MB of new random data."""
     root = tree_factory({"notes.txt": "kept throughout\n"})
     env = {"UNDOSTORE_MAX_STORE_MB": "40"}
     dropped = []
     for i in range(12):
         (root / "data.bin").write_bytes(os.urandom(8 << 20))
-        done = _cli(root, "snapshot", "--session", "s", "--label", f"p{i}", env=env)
+        done = cli.run("snapshot", "--session", "s", "--label", f"p{i}", root=root,
+                       env={**os.environ, **env})
         assert done.returncode == 0, done.stderr
         dropped += [line for line in done.stderr.splitlines() if "dropped undo point" in line]
     newest = (root / "data.bin").read_bytes()
@@ -82,13 +76,13 @@ def test_twelve_points_of_8_mb_fit_under_max_store_mb_40(tree_factory):
     log = ws.log("s")
     assert log.undo[0].label == "p11" and len(log.undo) + len(dropped) == 12
     assert len(dropped) >= 6 and all("UNDOSTORE_MAX_STORE_MB" in line for line in dropped)
-    ops = json.loads(_cli(root, "ops", "--json").stdout)["ops"]
+    ops = json.loads(cli.run("ops", "--json", root=root).stdout)["ops"]
     assert sum(op["op"] == "snapshot" for op in ops) == 12
     evicted = [op for op in ops if op["op"] == "evict"]
     assert len(evicted) == len(dropped) and {op["session"] for op in evicted} == {"s"}
     assert {op["id"][:12] for op in evicted} == {line.split()[4] for line in dropped}
     (root / "data.bin").write_bytes(b"edited after the last point")
-    undone = _cli(root, "undo", "--session", "s", "--yes")
+    undone = cli.run("undo", "--session", "s", "--yes", root=root)
     assert undone.returncode == 0, undone.stderr
     assert (root / "data.bin").read_bytes() == newest
     assert ws.verify().ok
@@ -140,14 +134,15 @@ def test_keep_days_drops_older_points_but_never_a_sessions_newest(tree_factory, 
     assert [p.label for p in ws.log("t").undo] == ["only"]
 
 
-def test_a_bad_retention_setting_is_a_usage_error_and_records_nothing(tree_factory):
+def test_a_bad_retention_setting_is_a_usage_error_and_records_nothing(tree_factory, cli):
     root = tree_factory({"a.txt": "0"})
-    done = _cli(root, "snapshot", "--session", "s", env={"UNDOSTORE_MAX_STORE_MB": "lots"})
+    done = cli.run("snapshot", "--session", "s", root=root,
+                   env={**os.environ, "UNDOSTORE_MAX_STORE_MB": "lots"})
     assert done.returncode == 2 and "UNDOSTORE_MAX_STORE_MB" in done.stderr
     assert Workspace(root).log("s").undo == []
 
 
-def test_sessions_json_bytes_is_what_dropping_the_session_frees(tree_factory):
+def test_sessions_json_bytes_is_what_dropping_the_session_frees(tree_factory, cli):
     root = tree_factory({"shared.bin": os.urandom(300_000)})
     ws = Workspace(root)
     for _ in range(3):
@@ -155,7 +150,7 @@ def test_sessions_json_bytes_is_what_dropping_the_session_frees(tree_factory):
         ws.snapshot(session="s")
     (root / "mine.bin").unlink()
     ws.snapshot(session="t")
-    listed = json.loads(_cli(root, "sessions", "--json").stdout)["sessions"]
+    listed = json.loads(cli.run("sessions", "--json", root=root).stdout)["sessions"]
     held = {s["name"]: s["bytes"] for s in listed}
     assert 1_400_000 < held["s"] < 1_600_000 and held["t"] < 10_000
     before = _store_bytes(ws)
@@ -164,21 +159,21 @@ def test_sessions_json_bytes_is_what_dropping_the_session_frees(tree_factory):
     assert abs(freed - held["s"]) < 20_000
 
 
-def test_gc_says_what_holds_what_it_kept(tree_factory):
+def test_gc_says_what_holds_what_it_kept(tree_factory, cli):
     root = tree_factory({"a.bin": os.urandom(200_000)})
-    assert _cli(root, "snapshot", "--session", "agent").returncode == 0
+    assert cli.run("snapshot", "--session", "agent", root=root).returncode == 0
     (root / "x.bin").write_bytes(os.urandom(100_000))
-    assert _cli(root, "snapshot").returncode == 0               # outside sessions
+    assert cli.run("snapshot", root=root).returncode == 0               # outside sessions
     (root / "x.bin").unlink()
     (root / "b.bin").write_bytes(os.urandom(300_000))
-    assert _cli(root, "snapshot", "--session", "agent").returncode == 0
+    assert cli.run("snapshot", "--session", "agent", root=root).returncode == 0
     (root / "b.bin").unlink()
-    assert _cli(root, "snapshot", "--session", "other").returncode == 0
-    done = _cli(root, "gc")
+    assert cli.run("snapshot", "--session", "other", root=root).returncode == 0
+    done = cli.run("gc", root=root)
     assert done.returncode == 0
     kept = done.stdout.splitlines()[1]
     assert "session 'agent' alone (`drop` frees it) 0.3 MB" in kept
     assert "outside sessions in the last 24 h (`gc --grace 0` frees them) 0.1 MB" in kept
-    as_json = json.loads(_cli(root, "gc", "--json").stdout)
+    as_json = json.loads(cli.run("gc", "--json", root=root).stdout)
     whats = {k["what"]: k["bytes"] for k in as_json["kept"]}
     assert whats["shared"] > 190_000 and 90_000 < whats["outside_sessions"] < 110_000

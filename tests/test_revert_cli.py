@@ -8,7 +8,7 @@ import json
 
 from undostore import Workspace
 
-from .restore_support import disk_state, run_cli
+from .restore_support import disk_state
 
 LINES = "".join(f"line {i}\n" for i in range(1, 31))
 
@@ -32,9 +32,9 @@ def _history(tree_factory):
     return root, p1, p2
 
 
-def test_revert_of_one_undo_point_takes_back_that_turn_and_keeps_the_next(tree_factory):
+def test_revert_of_one_undo_point_takes_back_that_turn_and_keeps_the_next(tree_factory, cli):
     root, p1, _ = _history(tree_factory)
-    done = run_cli("revert", p1[:10], "--yes", "--json", root=root)
+    done = cli.run("revert", p1[:10], "--yes", "--json", root=root)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert {"target", "safety", "created", "modified", "deleted", "conflicts"} <= result.keys()
@@ -43,17 +43,17 @@ def test_revert_of_one_undo_point_takes_back_that_turn_and_keeps_the_next(tree_f
     assert (root / "a.txt").read_bytes().decode() == _edit(LINES, 25, "turn 2")
     assert not (root / "new.txt").exists()
     # The safety snapshot takes the revert back.
-    back = run_cli("restore", result["safety"], "--yes", root=root)
+    back = cli.run("restore", result["safety"], "--yes", root=root)
     assert back.returncode == 0, back.stderr
     assert (root / "new.txt").exists()
 
 
-def test_conflicts_are_refused_with_exit_3_naming_every_path_and_nothing_changes(tree_factory):
+def test_conflicts_are_refused_with_exit_3_naming_every_path_and_nothing_changes(tree_factory, cli):
     root, p1, p2 = _history(tree_factory)
     (root / "a.txt").write_text(_edit(LINES, 3, "user"), newline="")
     (root / "new.txt").write_text("user changed it\n", newline="")
     before = disk_state(root)
-    done = run_cli("revert", p1, p2, "--yes", "--json", root=root)
+    done = cli.run("revert", p1, p2, "--yes", "--json", root=root)
     assert done.returncode == 3, done.stderr
     doc = json.loads(done.stdout)
     assert doc["exit_code"] == 3 and doc["conflicts"] == ["a.txt", "new.txt"]
@@ -61,10 +61,10 @@ def test_conflicts_are_refused_with_exit_3_naming_every_path_and_nothing_changes
     assert disk_state(root) == before
 
 
-def test_merge_writes_git_style_markers_and_lists_the_conflicts(tree_factory):
+def test_merge_writes_git_style_markers_and_lists_the_conflicts(tree_factory, cli):
     root, p1, p2 = _history(tree_factory)
     (root / "a.txt").write_text(_edit(LINES, 3, "user"), newline="")
-    done = run_cli("revert", p1, p2, "--merge", "--yes", "--json", root=root)
+    done = cli.run("revert", p1, p2, "--merge", "--yes", "--json", root=root)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["conflicts"] == ["a.txt"]
     text = (root / "a.txt").read_bytes().decode()
@@ -72,24 +72,24 @@ def test_merge_writes_git_style_markers_and_lists_the_conflicts(tree_factory):
     assert not (root / "new.txt").exists()
 
 
-def test_dry_run_shows_the_plan_and_changes_nothing(tree_factory):
+def test_dry_run_shows_the_plan_and_changes_nothing(tree_factory, cli):
     root, p1, p2 = _history(tree_factory)
     before = disk_state(root)
-    done = run_cli("revert", p1, p2, "--dry-run", root=root)
+    done = cli.run("revert", p1, p2, "--dry-run", root=root)
     assert done.returncode == 0, done.stderr
     assert "M\ta.txt" in done.stdout and "D\tnew.txt" in done.stdout
     assert disk_state(root) == before
 
 
-def test_without_terminal_and_without_yes_it_asks_for_yes_with_exit_2(tree_factory):
+def test_without_terminal_and_without_yes_it_asks_for_yes_with_exit_2(tree_factory, cli):
     root, p1, p2 = _history(tree_factory)
     before = disk_state(root)
-    done = run_cli("revert", p1, p2, root=root)
+    done = cli.run("revert", p1, p2, root=root)
     assert done.returncode == 2 and "--yes" in done.stderr
     assert disk_state(root) == before
 
 
-def test_an_unknown_id_is_a_usage_error(tree_factory):
+def test_an_unknown_id_is_a_usage_error(tree_factory, cli):
     root, _, _ = _history(tree_factory)
-    done = run_cli("revert", "deadbeef", "--yes", root=root)
+    done = cli.run("revert", "deadbeef", "--yes", root=root)
     assert done.returncode == 2 and "deadbeef" in done.stderr

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from .test_mcp import Client, payload, session  # noqa: E402
+from .mcp_support import Client, payload, session  # noqa: E402
 
 LINES = "".join(f"line {i}\n" for i in range(1, 31))
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -115,56 +113,51 @@ def test_automatic_gc_runs_every_n_points_and_sweeps(tree_factory, monkeypatch):
 # --- the command line ------------------------------------------------------------------------
 
 
-def _cli(root: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "undostore", "--root", str(root), *args],
-                          capture_output=True, text=True, input=input, timeout=120)
-
-
 @pytest.mark.parametrize("command", ["log", "undo", "redo", "sessions", "drop", "gc", "verify"])
-def test_every_session_command_has_help(tmp_path, command):
-    out = _cli(tmp_path, command, "--help")
+def test_every_session_command_has_help(tmp_path, command, cli):
+    out = cli.run(command, "--help", root=tmp_path)
     assert out.returncode == 0
     assert "--json" in out.stdout
     assert len(out.stdout.split("\n\n")[1].strip()) > 20   # a sentence, not just the usage
 
 
-def test_cli_log_sessions_drop_as_json(tree_factory):
+def test_cli_log_sessions_drop_as_json(tree_factory, cli):
     root = tree_factory({"a.txt": "0"})
-    first = _cli(root, "snapshot", "--session", "s", "--label", "turn 1", "--json")
+    first = cli.run("snapshot", "--session", "s", "--label", "turn 1", "--json", root=root)
     assert first.returncode == 0, first.stderr
     snapshot = json.loads(first.stdout)["id"]
-    log = json.loads(_cli(root, "log", "--session", "s", "--json").stdout)
+    log = json.loads(cli.run("log", "--session", "s", "--json", root=root).stdout)
     assert [(e["id"], e["label"]) for e in log["undo"]] == [(snapshot, "turn 1")]
     assert set(log["undo"][0]) >= {"id", "time", "label"} and log["redo"] == []
-    listed = json.loads(_cli(root, "sessions", "--json").stdout)
+    listed = json.loads(cli.run("sessions", "--json", root=root).stdout)
     assert [{k: s[k] for k in ("name", "undo", "redo")} for s in listed["sessions"]] == [
         {"name": "s", "undo": 1, "redo": 0}]
     assert listed["pending"] is None
-    plain = _cli(root, "log", "--session", "s")
+    plain = cli.run("log", "--session", "s", root=root)
     assert plain.stdout.split()[:3] == ["undo", "1", snapshot[:12]]
-    assert _cli(root, "drop").returncode == 2
-    dropped = _cli(root, "drop", "--session", "s", "--json")
+    assert cli.run("drop", root=root).returncode == 2
+    dropped = cli.run("drop", "--session", "s", "--json", root=root)
     assert json.loads(dropped.stdout) == {"dropped": True, "session": "s"}
-    assert json.loads(_cli(root, "sessions", "--json").stdout)["sessions"] == []
+    assert json.loads(cli.run("sessions", "--json", root=root).stdout)["sessions"] == []
 
 
-def test_cli_gc_and_verify_report_as_json_with_exit_codes(tree_factory):
+def test_cli_gc_and_verify_report_as_json_with_exit_codes(tree_factory, cli):
     root = tree_factory({"a.txt": "0"})
-    assert _cli(root, "snapshot", "--session", "s").returncode == 0
-    gc = _cli(root, "gc", "--grace", "0", "--json")
+    assert cli.run("snapshot", "--session", "s", root=root).returncode == 0
+    gc = cli.run("gc", "--grace", "0", "--json", root=root)
     assert gc.returncode == 0, gc.stderr
     assert set(json.loads(gc.stdout)) >= {"freed_bytes", "objects_before", "objects_after"}
-    good = _cli(root, "verify", "--json")
+    good = cli.run("verify", "--json", root=root)
     assert good.returncode == 0 and json.loads(good.stdout)["ok"] is True
     ws = Workspace(root)
     ws.store.close()
     for name in os.listdir(ws.store.pack_dir):
         os.unlink(os.path.join(ws.store.pack_dir, name))
-    bad = _cli(root, "verify", "--json")
+    bad = cli.run("verify", "--json", root=root)
     assert bad.returncode == 3
     report = json.loads(bad.stdout)
     assert report["ok"] is False and len(report["missing"]) == 1 and report["corrupt"] == []
-    assert _cli(root, "verify").stdout.startswith("missing ")
+    assert cli.run("verify", root=root).stdout.startswith("missing ")
 
 
 # --- undo and redo ---------------------------------------------------------------------------
@@ -233,24 +226,24 @@ def test_gc_keeps_what_redo_needs(tree_factory):
     assert _files(root) == {"a.txt": "only the redo entry holds this"}
 
 
-def test_cli_undo_and_redo_need_yes_without_a_terminal(tree_factory):
+def test_cli_undo_and_redo_need_yes_without_a_terminal(tree_factory, cli):
     root = tree_factory({"a.txt": "1"})
-    assert _cli(root, "snapshot", "--session", "s").returncode == 0
+    assert cli.run("snapshot", "--session", "s", root=root).returncode == 0
     _write(root, "a.txt", "2")
-    refused = _cli(root, "undo", "--session", "s", input="")
+    refused = cli.run("undo", "--session", "s", root=root, input="")
     assert refused.returncode == 2 and "--yes" in refused.stderr
     assert _files(root) == {"a.txt": "2"}
-    dry = _cli(root, "undo", "--session", "s", "--dry-run", "--json")
+    dry = cli.run("undo", "--session", "s", "--dry-run", "--json", root=root)
     assert dry.returncode == 0 and json.loads(dry.stdout)["dry_run"] is True
-    undone = _cli(root, "undo", "--session", "s", "--yes", "--json")
+    undone = cli.run("undo", "--session", "s", "--yes", "--json", root=root)
     assert undone.returncode == 0, undone.stderr
     assert set(json.loads(undone.stdout)) >= {"target", "safety", "created", "modified",
                                                "deleted"}
     assert _files(root) == {"a.txt": "1"}
-    redone = _cli(root, "redo", "--session", "s", "--yes")
+    redone = cli.run("redo", "--session", "s", "--yes", root=root)
     assert redone.returncode == 0 and redone.stdout.startswith("redo: forward to ")
     assert _files(root) == {"a.txt": "2"}
-    assert _cli(root, "redo", "--session", "s", "--yes").returncode == 2
+    assert cli.run("redo", "--session", "s", "--yes", root=root).returncode == 2
 
 
 class UndoRedoModel(RuleBasedStateMachine):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,11 +22,6 @@ from .restore_support import disk_state
 @pytest.fixture(autouse=True)
 def _fixed_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)   # both sides size --stat at 80
-
-
-def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "undostore", "--root", str(root), *args],
-                          capture_output=True, text=True, timeout=60)
 
 
 def _ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -80,59 +74,59 @@ def history(git, tree_factory) -> History:
     return h
 
 
-def test_show_prints_the_turn_as_git_prints_its_two_trees(history):
+def test_show_prints_the_turn_as_git_prints_its_two_trees(history, cli):
     h = history
-    out = _ok(_cli(h.root, "show", "-s", "s"))
+    out = _ok(cli.run("show", "-s", "s", root=h.root))
     head, _, stat = out.partition("\n\n    rename things\n\n")
     assert head.startswith(f"point {h.ids[2]} (turn 1 of session 's')")
     assert f"To:    {h.now()} (the files now" in head
     assert stat == h.git_diff(h.ids[2], h.now(), "--stat")
     # Turn 2 ran to its after-turn record, not to the next point (the user's edit is not in it).
-    second = _ok(_cli(h.root, "show", "2", "-s", "s"))
+    second = _ok(cli.run("show", "2", "-s", "s", root=h.root))
     assert f"To:    {h.after} (the files after the turn)" in second
     assert second.endswith(h.git_diff(h.ids[1], h.after, "--stat"))
     assert "notes.txt" not in second
     # Turn 3 had no after-turn record: it ran to the next point.
-    third = _ok(_cli(h.root, "show", "3", "-s", "s", "--patch", "--color=never"))
+    third = _ok(cli.run("show", "3", "-s", "s", "--patch", "--color=never", root=h.root))
     assert f"To:    {h.ids[1]} (the next undo point)" in third
     assert third.endswith(h.git_diff(h.ids[0], h.ids[1], "-p"))
-    by_id = _ok(_cli(h.root, "show", h.ids[0][:8], "-s", "s"))
+    by_id = _ok(cli.run("show", h.ids[0][:8], "-s", "s", root=h.root))
     assert by_id.splitlines()[0] == f"point {h.ids[0]} (turn 3 of session 's')"
 
 
 @pytest.mark.parametrize("flag", ["--name-status", "--stat", "--numstat", "--patch"])
-def test_diff_turn_is_the_turns_change_list_in_diffs_formats(history, flag):
+def test_diff_turn_is_the_turns_change_list_in_diffs_formats(history, flag, cli):
     h = history
     for n, (a, b) in enumerate([(h.ids[2], h.now()), (h.ids[1], h.after),
                                 (h.ids[0], h.ids[1])], 1):
-        out = _ok(_cli(h.root, "diff", "--turn", str(n), flag, "-s", "s", "--color=never"))
+        out = _ok(cli.run("diff", "--turn", str(n), flag, "-s", "s", "--color=never", root=h.root))
         assert out == h.git_diff(a, b, flag), f"turn {n} {flag}"
 
 
-def test_show_and_diff_turn_as_json(history):
+def test_show_and_diff_turn_as_json(history, cli):
     h = history
-    doc = json.loads(_ok(_cli(h.root, "show", "2", "-s", "s", "--json")))
+    doc = json.loads(_ok(cli.run("show", "2", "-s", "s", "--json", root=h.root)))
     assert doc["point"]["id"] == h.ids[1] and doc["point"]["label"] == "write the docs"
     assert (doc["from"], doc["to"], doc["to_kind"]) == (h.ids[1], h.after, "after")
     by_path = {c["path"]: c for c in doc["changes"]}
     assert {p: c["status"] for p, c in by_path.items()} == {"README": "D", "docs/guide.md": "M"}
     assert (by_path["docs/guide.md"]["added"], by_path["docs/guide.md"]["removed"]) == (2, 0)
-    diff = json.loads(_ok(_cli(h.root, "diff", "--turn", "2", "-s", "s", "--json")))
+    diff = json.loads(_ok(cli.run("diff", "--turn", "2", "-s", "s", "--json", root=h.root)))
     assert diff["changes"] == doc["changes"] and diff["to"] == h.after
-    paths = json.loads(_ok(_cli(h.root, "diff", "--turn", "2", "-s", "s", "--json", "--",
-                                "docs")))
+    paths = json.loads(_ok(cli.run("diff", "--turn", "2", "-s", "s", "--json", "--", "docs",
+                                   root=h.root)))
     assert [c["path"] for c in paths["changes"]] == ["docs/guide.md"]
 
 
-def test_log_n_and_log_stat(history):
+def test_log_n_and_log_stat(history, cli):
     h = history
-    lines = _ok(_cli(h.root, "log", "-s", "s", "-n", "2")).splitlines()
+    lines = _ok(cli.run("log", "-s", "s", "-n", "2", root=h.root)).splitlines()
     assert [line.split()[:3] for line in lines] == [["undo", "1", h.ids[2][:12]],
                                                     ["undo", "2", h.ids[1][:12]]]
-    stat = _ok(_cli(h.root, "log", "-s", "s", "--stat"))
+    stat = _ok(cli.run("log", "-s", "s", "--stat", root=h.root))
     assert h.git_diff(h.ids[1], h.after, "--stat") in stat
     assert h.git_diff(h.ids[0], h.ids[1], "--stat") in stat
-    doc = json.loads(_ok(_cli(h.root, "log", "-s", "s", "--stat", "-n", "1", "--json")))
+    doc = json.loads(_ok(cli.run("log", "-s", "s", "--stat", "-n", "1", "--json", root=h.root)))
     assert len(doc["undo"]) == 1 and [c["path"] for c in doc["undo"][0]["changes"]] == \
         ["docs/api.md"]
 
@@ -146,13 +140,13 @@ def test_show_is_the_library_call(history):
     assert [t.span.number for t in h.ws.turns("s", n=2)] == [1, 2]
 
 
-def test_a_turn_that_does_not_exist_is_exit_2(history):
+def test_a_turn_that_does_not_exist_is_exit_2(history, cli):
     h = history
     files = disk_state(h.root)
     for args, says in ((["show", "4"], "no turn 4 in session 's': it has 3"),
                        (["show", "deadbeef"], "unknown snapshot deadbeef"),
                        (["diff", "--turn", "9"], "no turn 9"),
                        (["diff", "--turn", "1", h.ids[0]], "--turn takes no FROM")):
-        result = _cli(h.root, *args, "-s", "s")
+        result = cli.run(*args, "-s", "s", root=h.root)
         assert result.returncode == 2 and says in result.stderr, (args, result.stderr)
     assert disk_state(h.root) == files

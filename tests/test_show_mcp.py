@@ -10,7 +10,7 @@ pytest.importorskip("mcp")
 
 from undostore import Workspace  # noqa: E402
 
-from .test_mcp import payload, session  # noqa: E402
+from .mcp_support import payload, session  # noqa: E402
 
 
 def test_show_tool_gives_what_show_json_gives(tree_factory):

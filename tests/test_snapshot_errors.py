@@ -34,12 +34,6 @@ NOBODY = 65534
 CHILD_TIMEOUT = 60
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None,
-            timeout: float = CHILD_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "undostore", *args], capture_output=True,
-                          text=True, errors="surrogateescape", env=env, timeout=timeout)
-
-
 def store_files(store: Path) -> tuple[set[str], list[str]]:
     """(pack and index names, temp files anywhere in the store)."""
     pack_dir = store / "objects" / "pack"
@@ -60,8 +54,8 @@ def assert_failed_cleanly(result: subprocess.CompletedProcess[str], store: Path,
     assert temps == []
 
 
-def snapshot_cli(root: Path, store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_cli("--root", str(root), "--store", str(store), "snapshot", *args)
+def snapshot_cli(cli, root: Path, store: Path, *args: str) -> subprocess.CompletedProcess[str]:  # noqa: ANN001
+    return cli.run("--root", str(root), "--store", str(store), "snapshot", *args)
 
 
 @pytest.fixture
@@ -180,14 +174,14 @@ def test_file_vanishing_after_the_walk_fails_the_snapshot(tmp_path: Path):
 
 
 @posix_only
-def test_file_vanishing_under_the_command_fails_it_cleanly(tmp_path: Path):
+def test_file_vanishing_under_the_command_fails_it_cleanly(tmp_path: Path, cli):
     """Another process deletes and recreates files without pause while `undostore snapshot` runs;
     runs that catch a file between listing and reading must fail cleanly, never half-record."""
     root = tmp_path / "tree"
     churn = root / "churn"
     _many_files(churn, 300)
     store = tmp_path / "store"
-    assert snapshot_cli(root, store).returncode == 0
+    assert snapshot_cli(cli, root, store).returncode == 0
     churner = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import os
         folder = {str(churn)!r}
@@ -203,7 +197,7 @@ def test_file_vanishing_under_the_command_fails_it_cleanly(tmp_path: Path):
     try:
         for _ in range(40):
             packs_before, _ = store_files(store)
-            result = snapshot_cli(root, store)
+            result = snapshot_cli(cli, root, store)
             if result.returncode == 0:
                 assert len(result.stdout.strip()) == 40
                 continue
@@ -253,7 +247,7 @@ def test_file_growing_during_the_snapshot_fails_it(tmp_path: Path):
     assert store_files(store) == (packs_before, [])
 
 
-def test_file_growing_under_the_command_fails_it(tree: tuple[Path, Path]):
+def test_file_growing_under_the_command_fails_it(tree: tuple[Path, Path], cli):
     root, store = tree
     growing = root / "sub" / "growing.log"
     growing.write_bytes(os.urandom(BIG))
@@ -268,7 +262,7 @@ def test_file_growing_under_the_command_fails_it(tree: tuple[Path, Path]):
             assert time.monotonic() < deadline, "the appending process never started"
             time.sleep(0.01)
         packs_before, _ = store_files(store)
-        result = snapshot_cli(root, store)
+        result = snapshot_cli(cli, root, store)
     finally:
         appender.kill()
         appender.wait()
@@ -310,10 +304,10 @@ def test_special_files_are_skipped_with_a_warning(tree: tuple[Path, Path], git):
 
 
 @posix_only
-def test_special_files_are_skipped_with_a_warning_by_the_command(tree: tuple[Path, Path]):
+def test_special_files_are_skipped_with_a_warning_by_the_command(tree: tuple[Path, Path], cli):
     root, store = tree
     special = _make_special_files(root)
-    result = snapshot_cli(root, store)
+    result = snapshot_cli(cli, root, store)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.strip()) == 40
     for path in special:
@@ -356,29 +350,29 @@ def test_file_replaced_by_a_fifo_after_the_walk_fails_without_hanging(tmp_path: 
 
 
 @posix_only
-def test_file_system_root_is_refused(tmp_path: Path):
+def test_file_system_root_is_refused(tmp_path: Path, cli):
     with pytest.raises(SnapshotError) as caught:
         Workspace("/")
     assert caught.value.path == "/" and "--force" in caught.value.message
-    result = run_cli("--root", "/", "snapshot")
+    result = cli.run("--root", "/", "snapshot")
     assert result.returncode == 1
     assert result.stdout == ""
     assert "/: refusing" in result.stderr and "--force" in result.stderr
     assert not (Path(os.environ["UNDOSTORE_HOME"]) / "stores").exists(), "no store is created"
 
 
-def test_home_folder_is_refused_unless_forced(tmp_path: Path):
+def test_home_folder_is_refused_unless_forced(tmp_path: Path, cli):
     home = Path(os.environ["HOME"]).resolve()
     (home / "notes.txt").write_text("mine")
     with pytest.raises(SnapshotError) as caught:
         Workspace(home)
     assert caught.value.path == str(home) and "home folder" in caught.value.message
-    result = run_cli("--root", str(home), "snapshot")
+    result = cli.run("--root", str(home), "snapshot")
     assert (result.returncode, result.stdout) == (1, "")
     assert f"{home}: refusing" in result.stderr and "--force" in result.stderr
     assert not (home / ".undostore" / "stores").exists(), "no store is created"
 
-    forced = run_cli("--root", str(home), "--force", "snapshot", "--json")
+    forced = cli.run("--root", str(home), "--force", "snapshot", "--json")
     assert forced.returncode == 0, forced.stderr
     with Workspace(home, force=True) as ws:
         result_forced = ws.snapshot()
@@ -388,18 +382,18 @@ def test_home_folder_is_refused_unless_forced(tmp_path: Path):
 
 
 @posix_only
-def test_symlink_to_the_home_folder_is_refused(tmp_path: Path):
+def test_symlink_to_the_home_folder_is_refused(tmp_path: Path, cli):
     home = Path(os.environ["HOME"]).resolve()
     link = tmp_path / "looks-harmless"
     link.symlink_to(home)
-    result = run_cli("--root", str(link), "snapshot")
+    result = cli.run("--root", str(link), "snapshot")
     assert result.returncode == 1 and str(home) in result.stderr
 
 
 # --- too many files ----------------------------------------------------------------------------
 
 
-def test_more_files_than_the_limit_fail_with_a_clear_message(tree: tuple[Path, Path]):
+def test_more_files_than_the_limit_fail_with_a_clear_message(tree: tuple[Path, Path], cli):
     root, store = tree
     for i in range(5):
         (root / f"extra{i}").write_text(str(i))
@@ -408,16 +402,16 @@ def test_more_files_than_the_limit_fail_with_a_clear_message(tree: tuple[Path, P
         ws.snapshot(options=SnapshotOptions(max_files=3))
     assert "more than 3 files" in caught.value.message
     assert caught.value.path == os.path.realpath(root)
-    result = snapshot_cli(root, store, "--max-files", "3")
+    result = snapshot_cli(cli, root, store, "--max-files", "3")
     assert_failed_cleanly(result, store, packs_before, f"{os.path.realpath(root)}: more than 3",
                           "more than 3 files")
     assert "--max-files" in result.stderr
-    assert snapshot_cli(root, store, "--max-files", "7").returncode == 0
+    assert snapshot_cli(cli, root, store, "--max-files", "7").returncode == 0
 
 
-def test_max_files_must_be_a_positive_number(tree: tuple[Path, Path]):
+def test_max_files_must_be_a_positive_number(tree: tuple[Path, Path], cli):
     root, store = tree
-    result = snapshot_cli(root, store, "--max-files", "0")
+    result = snapshot_cli(cli, root, store, "--max-files", "0")
     assert (result.returncode, result.stdout) == (2, "")
     assert "--max-files" in result.stderr
 
@@ -425,20 +419,20 @@ def test_max_files_must_be_a_positive_number(tree: tuple[Path, Path]):
 # --- roots that are not folders ----------------------------------------------------------------
 
 
-def test_missing_root_is_a_usage_error(tmp_path: Path):
+def test_missing_root_is_a_usage_error(tmp_path: Path, cli):
     missing = tmp_path / "does-not-exist"
     with pytest.raises(UsageError) as caught:
         Workspace(missing)
     assert caught.value.path == str(missing)
-    result = run_cli("--root", str(missing), "snapshot")
+    result = cli.run("--root", str(missing), "snapshot")
     assert (result.returncode, result.stdout) == (2, "")
     assert str(missing) in result.stderr and "not a folder" in result.stderr
     assert not missing.exists()
 
 
-def test_root_that_is_a_file_is_a_usage_error(tmp_path: Path):
+def test_root_that_is_a_file_is_a_usage_error(tmp_path: Path, cli):
     a_file = tmp_path / "file.txt"
     a_file.write_text("x")
-    result = run_cli("--root", str(a_file), "snapshot")
+    result = cli.run("--root", str(a_file), "snapshot")
     assert (result.returncode, result.stdout) == (2, "")
     assert str(a_file) in result.stderr

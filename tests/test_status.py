@@ -13,13 +13,7 @@ from undostore import Workspace
 from undostore.restore.restorelog import RestoreJournal, remove_journal, write_journal
 
 
-def run(*args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "undostore", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=60,
-                          input=stdin.decode() if stdin is not None else None)
-
-
-def test_status_line_and_json_keys(tree_factory):
+def test_status_line_and_json_keys(tree_factory, cli):
     root = tree_factory({"a.txt": "0"})
     with Workspace(root) as ws:
         for text in ("1", "2", "3"):
@@ -27,34 +21,34 @@ def test_status_line_and_json_keys(tree_factory):
             ws.snapshot(session="s")
         (root / "a.txt").write_text("4")
         ws.undo("s")
-    result = run("status", "--session", "s", cwd=root)
+    result = cli.run("status", "--session", "s", cwd=root)
     assert (result.returncode, result.stdout, result.stderr) == (0, "undo:2 redo:1\n", "")
-    doc = json.loads(run("status", "--session", "s", "--json", cwd=root).stdout)
+    doc = json.loads(cli.run("status", "--session", "s", "--json", cwd=root).stdout)
     assert set(doc) == {"session", "undo", "redo", "restoring", "pending",
                         "last_point_age_seconds"}
     assert (doc["session"], doc["undo"], doc["redo"], doc["pending"]) == ("s", 2, 1, None)
     assert 0 <= doc["last_point_age_seconds"] < 60
 
 
-def test_status_says_recovery_required_while_a_restore_is_pending(tree_factory):
+def test_status_says_recovery_required_while_a_restore_is_pending(tree_factory, cli):
     root = tree_factory({"a.txt": "0"})
     with Workspace(root) as ws:
         snap = ws.snapshot(session="s").id
         journal = RestoreJournal("restore", "00ff", snap, snap, snap, modify=["a.txt"])
         write_journal(ws.store, journal)
         try:
-            assert run("status", cwd=root).stdout == "undo:1 redo:0 recovery_required\n"
-            pending = json.loads(run("status", "--json", cwd=root).stdout)["pending"]
+            assert cli.run("status", cwd=root).stdout == "undo:1 redo:0 recovery_required\n"
+            pending = json.loads(cli.run("status", "--json", cwd=root).stdout)["pending"]
             assert (pending["operation"], pending["target"]) == ("restore", snap)
         finally:
             remove_journal(ws.store)
-    assert run("status", cwd=root).stdout == "undo:1 redo:0\n"
+    assert cli.run("status", cwd=root).stdout == "undo:1 redo:0\n"
 
 
-def test_status_never_creates_a_store(tmp_path):
+def test_status_never_creates_a_store(tmp_path, cli):
     folder = tmp_path / "never"
     folder.mkdir()
-    result = run("status", "--json", cwd=folder)
+    result = cli.run("status", "--json", cwd=folder)
     assert result.returncode == 0
     assert json.loads(result.stdout) == {"session": "default", "undo": 0, "redo": 0,
                                          "restoring": False, "pending": None,
@@ -78,17 +72,17 @@ def test_status_imports_no_snapshot_restore_or_dulwich_machinery(tree_factory):
     assert result.stderr.strip().splitlines()[-1] == "[]"
 
 
-def test_a_point_equal_to_the_newest_records_nothing(tree_factory):
+def test_a_point_equal_to_the_newest_records_nothing(tree_factory, cli):
     root = tree_factory({"a.txt": "0"})
-    first = json.loads(run("snapshot", "-s", "s", "--label", "one", "--json", cwd=root).stdout)
-    same = json.loads(run("snapshot", "-s", "s", "--label", "two", "--json", cwd=root).stdout)
+    first = json.loads(cli.run("snapshot", "-s", "s", "--label", "one", "--json", cwd=root).stdout)
+    same = json.loads(cli.run("snapshot", "-s", "s", "--label", "two", "--json", cwd=root).stdout)
     assert (first["recorded"], same["recorded"]) == (True, False)
     assert first["id"] == same["id"]
-    plain = run("snapshot", "-s", "s", cwd=root)
+    plain = cli.run("snapshot", "-s", "s", cwd=root)
     assert "no new undo point" in plain.stderr
     with Workspace(root) as ws:
         assert [p.label for p in ws.log("s").undo] == ["one"]
-    assert json.loads(run("snapshot", "--json", cwd=root).stdout)["recorded"] is False
+    assert json.loads(cli.run("snapshot", "--json", cwd=root).stdout)["recorded"] is False
 
 
 def test_undo_passes_over_points_equal_to_the_files_now(tree_factory):
@@ -105,23 +99,23 @@ def test_undo_passes_over_points_equal_to_the_files_now(tree_factory):
         assert (root / "a.txt").read_text() == "B"
 
 
-def test_undo_when_every_point_equals_the_files_says_so(tree_factory):
+def test_undo_when_every_point_equals_the_files_says_so(tree_factory, cli):
     root = tree_factory({"a.txt": "A"})
     with Workspace(root) as ws:
         ws.snapshot(session="s")
-    result = run("undo", "--yes", cwd=root)
+    result = cli.run("undo", "--yes", cwd=root)
     assert result.returncode == 2
     assert "already equal" in result.stderr
     with Workspace(root) as ws:
         assert len(ws.log("s").undo) == 1, "nothing consumed"
 
 
-def test_two_prompts_with_no_change_between_then_one_undo_changes_files(tree_factory):
+def test_two_prompts_with_no_change_between_then_one_undo_changes_files(tree_factory, cli):
     root = tree_factory({"a.txt": "before"})
     for prompt in ("first", "second (nothing changed since first)"):
         event = {"session_id": "cc", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
                  "prompt": prompt}
-        assert run("hook", cwd=root, stdin=json.dumps(event).encode()).returncode == 0
+        assert cli.run("hook", cwd=root, input=json.dumps(event)).returncode == 0
     (root / "a.txt").write_text("after")
-    assert run("undo", "--yes", cwd=root).returncode == 0
+    assert cli.run("undo", "--yes", cwd=root).returncode == 0
     assert (root / "a.txt").read_text() == "before"

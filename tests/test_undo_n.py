@@ -28,11 +28,6 @@ from .restore_support import disk_state
 TURNS = 4
 
 
-def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "undostore", "--root", str(root), *args],
-                          capture_output=True, text=True, timeout=60)
-
-
 def _history(root: Path, ws: Workspace) -> list[dict]:
     """TURNS turns in session 's', each with its undo point; returns the files at each point,
     then the files now (the end of the last turn)."""
@@ -210,39 +205,40 @@ def test_an_undo_n_killed_at_each_step_is_finished_once_by_the_next_command(tree
     assert k > 3, "no kill landed inside the restore"
 
 
-def test_cli_undo_n_and_redo_name_the_turns(tree_factory):
+def test_cli_undo_n_and_redo_name_the_turns(tree_factory, cli):
     root = _root(tree_factory)
     with Workspace(root) as ws:
         _history(root, ws)
-    undone = _cli(root, "undo", "2", "--session", "s", "--yes")
+    undone = cli.run("undo", "2", "--session", "s", "--yes", root=root)
     assert undone.returncode == 0, undone.stderr
     lines = undone.stdout.splitlines()
     assert lines[0] == 'undo: back to before "turn 2" (2 turns; 4 files)'
     assert lines[1].startswith("safety snapshot ") and "`undostore redo`" in lines[1]
-    redone = _cli(root, "redo", "--session", "s", "--yes", "--json")
+    redone = cli.run("redo", "--session", "s", "--yes", "--json", root=root)
     doc = json.loads(redone.stdout)
     assert {"target", "safety", "created", "modified", "deleted"} <= set(doc)
     assert doc["step"] == "redo" and [t["label"] for t in doc["turns"]] == ["turn 2"]
-    again = _cli(root, "redo", "1", "--session", "s", "--yes")
+    again = cli.run("redo", "1", "--session", "s", "--yes", root=root)
     assert again.stdout.splitlines()[0] == 'redo: forward to after "turn 3" (1 turn; 2 files)'
-    turn_2 = json.loads(_cli(root, "log", "-s", "s", "--json").stdout)["undo"][1]
+    turn_2 = json.loads(cli.run("log", "-s", "s", "--json", root=root).stdout)["undo"][1]
     assert turn_2["label"] == "turn 2"
-    dry = _cli(root, "undo", "--to", turn_2["id"][:10], "-s", "s", "--dry-run")
+    dry = cli.run("undo", "--to", turn_2["id"][:10], "-s", "s", "--dry-run", root=root)
     assert dry.returncode == 0 and dry.stdout.splitlines()[-1] == \
         'dry run: undo would go back to before "turn 2" (2 turns; 4 files); nothing was changed'
-    both = _cli(root, "undo", "2", "--to", turn_2["id"], "-s", "s", "--yes")
+    both = cli.run("undo", "2", "--to", turn_2["id"], "-s", "s", "--yes", root=root)
     assert both.returncode == 2 and "not both" in both.stderr
 
 
 @pytest.mark.parametrize("command", ["undo", "redo", "log", "show", "drop"])
-def test_a_session_that_does_not_exist_is_exit_2_listing_the_sessions(tree_factory, command):
+def test_a_session_that_does_not_exist_is_exit_2_listing_the_sessions(tree_factory, command, cli):
     root = _root(tree_factory)
     with Workspace(root) as ws:
         ws.snapshot(session="agent", label="one")
         ws.snapshot(session="other", label="two")
-    result = _cli(root, command, "--session", "typo", *(["--yes"] if "do" in command else []))
+    yes = ["--yes"] if "do" in command else []
+    result = cli.run(command, "--session", "typo", *yes, root=root)
     assert (result.returncode, result.stdout) == (2, "")
     assert "no session named 'typo' (sessions: 'agent', 'other')" in result.stderr
     if command == "undo":   # the status line of that session reads zero
-        status = _cli(root, "status", "--session", "typo")
+        status = cli.run("status", "--session", "typo", root=root)
         assert (status.returncode, status.stdout) == (0, "undo:0 redo:0\n")
