@@ -68,6 +68,7 @@ def indexless_packs(pack_dir: str) -> list[str]:
 
 
 RELEASE_AFTER = 8 << 20
+FAULT_AROUND = 64 << 10
 _DONTNEED = getattr(mmap, "MADV_DONTNEED", None)   # not on Windows
 
 
@@ -167,18 +168,25 @@ class Pack:
         return zlib.crc32(self._read(start, self.record_end(start))) == self.index.crc_at(position)
 
     def _read(self, start: int, end: int) -> bytes:
-        """Bytes of the pack. Every `release_after` bytes read, the mapping's pages are let go
-        (`MADV_DONTNEED`; they stay in the page cache): a restore reading a whole 100 MB pack
-        would otherwise count it all in its resident set."""
-        self._unreleased += end - start
+        """Bytes of the pack (counted by `_touch`)."""
+        self._touch(end - start)
+        return self.data[start:end]
+
+    def _touch(self, size: int) -> None:
+        """Count a read of `size` bytes. Every `release_after` bytes counted, the mapping's
+        pages are let go (`MADV_DONTNEED`; they stay in the page cache): a restore reading a
+        whole 100 MB pack would otherwise count it all in its resident set. A page fault maps
+        up to 16 pages around it (the kernel's fault-around), so a small read counts as 64 KB:
+        2,900 small blobs read once each kept 36 MB of a pack resident when counted by size."""
+        self._unreleased += max(size, FAULT_AROUND)
         if self._unreleased >= self._release_after and _DONTNEED is not None \
                 and isinstance(self.data, mmap.mmap):
             self.data.madvise(_DONTNEED)
             self._unreleased = 0
-        return self.data[start:end]
 
     def header(self, offset: int) -> tuple[int, int, int]:
         """(type, inflated size, header length) of the record at `offset`."""
+        self._touch(64)
         return parse_header(self.data[offset:offset + 64])
 
     def inflate(self, start: int, size: int, ends: list[int] | None = None) -> Iterator[bytes]:
