@@ -36,9 +36,9 @@ ws = Workspace(root)
 wt = dataclasses.replace(ws._worktree(), checkpoint=stall)
 if op == "restore":
     restore(wt, rest[0])
-elif op == "undo":
+elif op == "undo":   # of session "s", one turn or rest[0] turns
     from undostore.history.sessions import undo
-    undo(wt, "s")
+    undo(wt, "s", steps=int(rest[0]) if rest else 1)
 elif op == "revert":
     from undostore.restore.revert import revert
     revert(wt, rest[0], rest[1], merge=True)

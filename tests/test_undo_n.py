@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +20,7 @@ from undostore.history import journal as journals
 from undostore.history.sessions import finish_step
 from undostore.history.steps import plan_undo
 
+from .crash_support import run_until_stall, spawn
 from .restore_support import disk_state
 
 TURNS = 4
@@ -142,43 +140,10 @@ def test_a_step_finished_twice_moves_its_points_once(tree_factory):
         assert len(journal.undo) == 2 and journal.landed == move.target
 
 
-CHILD = """
-import dataclasses, sys, time
-from undostore import Workspace
-from undostore.history.sessions import undo
-stall_at, marker, root = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-count = 0
-def stall(what, path):
-    global count
-    if what.startswith("before "):
-        return
-    count += 1
-    if count == stall_at:
-        open(marker, "w").close()
-        time.sleep(600)
-ws = Workspace(root)
-undo(dataclasses.replace(ws._worktree(), checkpoint=stall), "s", steps=3)
-"""
-
-
 def _undo_killed_at(root: Path, k: int, marker: Path) -> bool:
     """Run `undo 3` in a child, kill it at its k-th file operation; False if it finished."""
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(k), str(marker), str(root)])
-    try:
-        deadline = time.monotonic() + 60
-        while not marker.exists():
-            if proc.poll() is not None:
-                assert proc.returncode == 0
-                return False
-            assert time.monotonic() < deadline, "the child neither stalled nor finished"
-            time.sleep(0.02)
-        proc.kill()
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        marker.unlink(missing_ok=True)
-    return True
+    return run_until_stall(spawn("undo", str(root), "3", stall_at=k, marker=str(marker)),
+                           str(marker), timeout=60)
 
 
 @pytest.mark.skipif(os.name == "nt", reason="kills a child mid-restore (POSIX timing)")
