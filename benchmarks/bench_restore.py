@@ -165,11 +165,7 @@ def _add_packs(ws: object, root: str, count: int) -> None:
     ws.snapshot()  # type: ignore[attr-defined]
 
 
-def _settle() -> None:
-    """Write back every dirty page before a timed step, so no step pays for the previous one's
-    writes (undostore's syncfs would otherwise flush what git left in the page cache)."""
-    if hasattr(os, "sync"):
-        os.sync()
+_settle = common.settle
 
 
 # How the CLI is started: `--python` picks the interpreter whose installed `undostore` script

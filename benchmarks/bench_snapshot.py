@@ -231,6 +231,8 @@ def measure_tree(bench: Bench, case: str, tree: str, subjects: list, steps: tupl
     def run(subject, step: str) -> None:  # noqa: ANN001
         if cold:
             drop_caches()
+        else:
+            common.settle()
         result = subject.snapshot(measure_memory=step in memory_steps)
         results[subject.label].setdefault(step, []).append(result)
 
@@ -238,6 +240,9 @@ def measure_tree(bench: Bench, case: str, tree: str, subjects: list, steps: tupl
         for step in steps:
             rounds = first_repeats if step == "first" else repeats
             bench.log(f"{case}: {step} x{rounds}{' (cold)' if cold else ''}")
+            if step == "no-change" and not cold:
+                for subject in subjects:   # untimed: the first runs after a first snapshot
+                    subject.snapshot()     # are slower for both tools (caches refilling)
             for round_no in range(rounds):
                 if step == "one-change" and rewriter:
                     rewriter.rewrite(round_no)
@@ -442,12 +447,16 @@ def case_walk_tree(bench: Bench, name: str) -> None:
         for step in steps:
             rounds = bench.first_repeats if step == "first" else bench.repeats
             bench.log(f"{name}: {step} x{rounds}")
+            if step == "no-change":
+                for subject in subjects:   # untimed, as in measure_tree
+                    subject.snapshot()
             for round_no in range(rounds):
                 if step == "one-change":
                     rewriter.rewrite(round_no)
                 for subject in subjects:
                     if step == "first":
                         subject.reset()
+                    common.settle()
                     results[subject.label].setdefault(step, []).append(
                         subject.snapshot(measure_memory=True))
                 ids = {s.label: results[s.label][step][-1].id for s in subjects}
@@ -635,10 +644,13 @@ def case_floor(bench: Bench) -> None:
         runs: dict[str, list[float]] = {"imports": [], "stat loop": [], "undostore": [],
                                         "git": []}
         for _ in range(bench.repeats):
+            common.settle()
             runs["imports"].append(common.run_process(imports, env=env).check().seconds)
             loop = common.run_process([bench.python, "-c", _STAT_LOOP, path], env=env).check()
             runs["stat loop"].append(float(loop.stdout))
+            common.settle()
             runs["undostore"].append(ours.snapshot().seconds)
+            common.settle()
             runs["git"].append(git.snapshot().seconds)
         table[title] = {k: median(v) for k, v in runs.items()}
     bench.details["floor"] = table
