@@ -651,8 +651,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="library runs per case timed step by step (0: none)")
     parser.add_argument("--profile", action="store_true",
                         help="one more library run per case under cProfile")
-    parser.add_argument("--fsmonitor", choices=("auto", "watchman", "off"),
-                        help="UNDOSTORE_FSMONITOR for undostore (default: unset)")
+    parser.add_argument("--fsmonitor", choices=("auto", "watchman", "off"), default="off",
+                        help="UNDOSTORE_FSMONITOR for undostore (default off: a daemon another "
+                             "program started would otherwise decide whether the walk runs)")
     parser.add_argument("--packs", type=int, default=0,
                         help="modified and new: this many more packs in the store, as after "
                              "that many snapshots between two gcs (lookups try each pack)")

@@ -920,7 +920,9 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(home, ignore_errors=True)
     os.makedirs(home)
     pycache = os.path.join(workdir, "pycache")
-    env = common.isolated_env(home, pycache_prefix=pycache)
+    # Walk cases measure the walk: a watchman daemon some other program started must not turn
+    # them into watchman runs (the watchman cases set their own daemon and mode).
+    env = common.isolated_env(home, pycache_prefix=pycache, extra={"UNDOSTORE_FSMONITOR": "off"})
     os.environ.clear()
     os.environ.update(env)  # the in-process library runs (threads) see the same isolation
     shutil.rmtree(os.path.join(workdir, "state"), ignore_errors=True)
