@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,9 @@ from .common import (
     stderr_is_terminal,
 )
 
+if TYPE_CHECKING:
+    from undostore.progress import Progress
+
 
 class _ProgressLine:
     """A progress line on stderr, shown only on a terminal and only after the first second."""
@@ -25,10 +29,11 @@ class _ProgressLine:
         self.started = time.monotonic()
         self.shown = False
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, progress: Progress) -> None:
         if time.monotonic() - self.started < 1.0:
             return
-        click.echo(f"\rundostore: snapshot {done:,}/{total:,} files", err=True, nl=False)
+        click.echo(f"\rundostore: snapshot {progress.files_done:,}/{progress.files_total:,} files",
+                   err=True, nl=False)
         self.shown = True
 
     def finish(self) -> None:
@@ -51,6 +56,7 @@ def snapshot_command(ctx: Context, session: str | None, label: str | None, max_f
     Prints the snapshot id (git's tree id of the root). With --session (or $UNDOSTORE_SESSION
     set), the snapshot is also recorded as an undo point of that session.
     """
+    from undostore.progress import no_progress
     from undostore.snapshot.snapshot import SnapshotOptions
 
     # $UNDOSTORE_SESSION names the session as --session does (the contract), so a host that
@@ -61,7 +67,7 @@ def snapshot_command(ctx: Context, session: str | None, label: str | None, max_f
     workspace = ctx.workspace()
     progress = _ProgressLine() if stderr_is_terminal() and not as_json else None
     options = SnapshotOptions(max_files=max_files, force=ctx.force,
-                              on_progress=progress or (lambda done, total: None),
+                              on_progress=progress or no_progress,
                               on_warning=lambda path, message: note(f"warning: {path}: {message}"))
     try:
         result = workspace.snapshot(session=session, label=label, options=options)

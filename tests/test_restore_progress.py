@@ -14,7 +14,7 @@ import pytest
 from undostore_cli.progress import TerminalProgress, describe
 
 from undostore import Workspace
-from undostore.restore.progress import Progress
+from undostore.progress import Progress
 
 from .conftest import IS_WINDOWS
 

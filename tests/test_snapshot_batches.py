@@ -45,7 +45,7 @@ def test_tiny_batches_and_parts_give_gits_id_and_a_complete_cache(tmp_path, git,
     root = _tree(tmp_path / "root")
     seen: list[tuple[int, int]] = []
     options = SnapshotOptions(hash_threads=threads, limits=TINY,
-                              on_progress=lambda done, found: seen.append((done, found)))
+                              on_progress=lambda p: seen.append((p.files_done, p.files_total)))
     with Workspace(root, store=tmp_path / "store") as ws:
         first = ws.snapshot(options=options)
         assert first.id == git.write_tree(root)

@@ -25,6 +25,7 @@ import pytest
 
 from undostore import SnapshotError, SnapshotOptions, UsageError, Workspace
 from undostore.fileio import TEMP_PREFIX
+from undostore.progress import Progress
 
 from .conftest import IS_WINDOWS
 
@@ -156,9 +157,9 @@ def test_file_vanishing_after_the_walk_fails_the_snapshot(tmp_path: Path):
     packs_before, _ = store_files(store)
     deleted: list[str] = []
 
-    def delete_everything_on_first_progress(done: int, total: int) -> None:
+    def delete_everything_on_first_progress(progress: Progress) -> None:
         # Called after 1,000 files were hashed: the walk has listed all 1,500.
-        if done < total and not deleted:
+        if progress.files_done < progress.files_total and not deleted:
             for name in os.listdir(root):
                 os.unlink(root / name)
                 deleted.append(name)
@@ -324,8 +325,8 @@ def test_file_replaced_by_a_fifo_after_the_walk_fails_without_hanging(tmp_path: 
         import os, sys
         from undostore import SnapshotOptions, UndostoreError, Workspace
         root = {str(root)!r}
-        def swap_files_for_fifos(done, total):
-            if done < total:
+        def swap_files_for_fifos(progress):
+            if progress.files_done < progress.files_total:
                 for name in os.listdir(root):
                     os.unlink(os.path.join(root, name))
                     os.mkfifo(os.path.join(root, name))

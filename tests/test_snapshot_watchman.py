@@ -258,7 +258,7 @@ def test_a_daemon_killed_during_a_snapshot_leaves_a_correct_id(snapper, git, wat
     snapper()
     for i in range(1500):
         (snapper.root / "src" / f"gen{i}.txt").write_text(str(i))
-    result = snapper(on_progress=lambda done, total: watchman_env.kill())
+    result = snapper(on_progress=lambda progress: watchman_env.kill())
     assert result.id == git.write_tree(snapper.root)
     _append(snapper.root)
     result = snapper()

@@ -22,6 +22,8 @@ from undostore.errors import (
     UnsafePathError,
     UsageError,
 )
+from undostore.limits import Limits
+from undostore.progress import Progress
 from undostore.workspace import Workspace
 
 __version__ = "0.1.0"
@@ -40,7 +42,9 @@ __all__ = [
     "ConflictError",
     "IncompleteSnapshotError",
     "Interrupted",
+    "Limits",
     "PendingRecoveryError",
+    "Progress",
     "RefusedError",
     "SnapshotError",
     "SnapshotOptions",

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from undostore.history.steps import StepResult
     from undostore.history.turns import Turn, TurnSpan
     from undostore.history.verify import VerifyResult
+    from undostore.progress import OnProgress
     from undostore.restore.pending import PendingRestore
-    from undostore.restore.progress import OnProgress
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.restore.revert import RevertResult
     from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult

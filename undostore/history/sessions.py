@@ -34,7 +34,7 @@ from undostore.store import oplog
 if TYPE_CHECKING:
     from undostore.history.retention import OnEvict
     from undostore.history.steps import StepResult
-    from undostore.restore.progress import OnProgress
+    from undostore.progress import OnProgress
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.snapshot.snapshot import SnapshotResult
     from undostore.store.store import Store

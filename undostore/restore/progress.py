@@ -1,4 +1,4 @@
-"""Progress of a restore, for a caller that shows it (the library itself never prints).
+"""Progress of a restore (undostore/progress.py's record), for a caller that shows it.
 
     def show(p: Progress) -> None:
         print(p.step, p.files_done, p.files_total, p.bytes_done, p.bytes_total)
@@ -14,24 +14,10 @@ like any other error (so keep it cheap and quiet).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+
+from undostore.progress import OnProgress, Progress
 
 INTERVAL = 0.05
-
-
-@dataclass(frozen=True)
-class Progress:
-    """Where a restore is: its current step and, for writes, how far along."""
-
-    step: str             # "safety", "plan", "write", "sync"
-    files_done: int = 0
-    files_total: int = 0
-    bytes_done: int = 0
-    bytes_total: int = 0
-
-
-OnProgress = Callable[[Progress], None]
 
 
 class Reporter:

@@ -52,6 +52,7 @@ from undostore.errors import (
 from undostore.fileio import TEMP_PREFIX
 from undostore.git.reader import ObjectReader
 from undostore.limits import DEFAULT_LIMITS, Limits
+from undostore.progress import OnProgress
 from undostore.restore.blobs import BlobSource, Checkpoints
 from undostore.restore.cachechoice import cache_for, drops_clock, record_written
 from undostore.restore.cancel import Cancel, Cancelled
@@ -76,7 +77,7 @@ from undostore.restore.plan import (
     parent_dirs,
     root_tree,
 )
-from undostore.restore.progress import OnProgress, Reporter
+from undostore.restore.progress import Reporter
 from undostore.restore.restorelog import (
     JournalDamaged,
     RestoreJournal,

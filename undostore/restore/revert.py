@@ -41,8 +41,8 @@ from undostore.git.objects import (
 )
 from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
+from undostore.progress import OnProgress
 from undostore.restore.plan import Entry, flatten_difference
-from undostore.restore.progress import OnProgress
 from undostore.restore.restore import (
     Confirm,
     RestoreResult,

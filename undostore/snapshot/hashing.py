@@ -31,6 +31,7 @@ from undostore.git.objects import (
 from undostore.git.packwriter import PackWriter
 from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.platform import IS_WINDOWS
+from undostore.progress import OnProgress, Progress
 from undostore.snapshot.capture import Todo, Work
 from undostore.snapshot.ignore import UNDOSTORE_IGNORE
 from undostore.snapshot.walk import KIND_LINK, FileEntry, disk_path
@@ -47,11 +48,11 @@ _O_BINARY = getattr(os, "O_BINARY", 0)
 STREAM_THRESHOLD = 8 << 20
 READ_ATTEMPTS = 3
 
+HASH_STEP = "hash"           # the step a snapshot reports (undostore/progress.py)
 IO_THREADS = 4
 PROBE_FILES = 128
 SLOW_FILE_SECONDS = 300e-6   # a warm small file reads, hashes and compresses in 20-60 us here
 
-Progress = Callable[[int, int], None]
 Hashed = Callable[[str, os.stat_result], None]
 
 
@@ -166,7 +167,7 @@ class HashRun:
     manager: the pool, if any, is shut down on the way out."""
 
     def __init__(self, root: str, store: Store, writer: PackWriter, cache: StatCache, *,
-                 threads: int = 0, on_hashed: Hashed, on_progress: Progress,
+                 threads: int = 0, on_hashed: Hashed, on_progress: OnProgress,
                  limits: Limits = DEFAULT_LIMITS) -> None:
         self._hasher = _Hasher(root, store, writer)
         self._batch_files = limits.hash_batch_files
@@ -199,7 +200,7 @@ class HashRun:
         """Hash what is still queued."""
         if self.todo:
             self._hash_batch()
-        self._on_progress(self.found, self.found)
+        self._on_progress(Progress(HASH_STEP, self.found, self.found))
 
     def _record(self, item: tuple[Work, int, FileEntry], sha: bytes, st: os.stat_result) -> None:
         work, index, entry = item
@@ -209,7 +210,7 @@ class HashRun:
         self._on_hashed(entry.path, st)
         self.hashed += 1
         if self.hashed % 1000 == 0:
-            self._on_progress(self.hashed, self.found)
+            self._on_progress(Progress(HASH_STEP, self.hashed, self.found))
 
     def _hash_batch(self) -> None:
         todo, self.todo = self.todo, []

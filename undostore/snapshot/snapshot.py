@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from undostore.git.packwriter import PackWriter
 from undostore.limits import DEFAULT_LIMITS, Limits
+from undostore.progress import OnProgress, no_progress
 from undostore.snapshot.capture import EMPTY_TREE as EMPTY_TREE  # noqa: F401 (public here)
 from undostore.snapshot.capture import (
     build_trees,
@@ -31,12 +32,7 @@ from undostore.store.recent import remember
 from undostore.store.statcache import Record, StatCache, record_entries
 from undostore.store.store import Store, check_root
 
-Progress = Callable[[int, int], None]   # (files hashed, files found so far)
 Warn = Callable[[str, str], None]
-
-
-def _no_progress(done: int, total: int) -> None:
-    pass
 
 
 @dataclass
@@ -48,7 +44,7 @@ class SnapshotOptions:
     max_files: int = 1_000_000
     force: bool = False                 # allow `/` or the home folder as root
     durable: bool = True                # fsync the pack (off only for throwaway benchmarks)
-    on_progress: Progress = _no_progress
+    on_progress: OnProgress = no_progress   # Progress("hash", files hashed, files found)
     on_warning: Warn = ignore_warning
     limits: Limits | None = None        # batch and size limits (None: the Workspace's)
 
