@@ -15,7 +15,6 @@ import json
 import marshal
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +28,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from undostore import Workspace
 from undostore.store import oplog, recent
 from undostore.store.framing import write_framed
+
+from .conftest import Cli
 
 DAY = 86400.0
 Files = dict[str, str]
@@ -76,9 +77,7 @@ class HistoryModel(RuleBasedStateMachine):
     # --- running the CLI -----
 
     def cli(self, *args: str, code: int = 0) -> dict:
-        done = subprocess.run([sys.executable, "-m", "undostore", *args, "--json"],
-                              capture_output=True, text=True, cwd=self.root, env=self.env,
-                              timeout=120, stdin=subprocess.DEVNULL)
+        done = Cli().run(*args, "--json", cwd=self.root, env=self.env)
         assert done.returncode == code, (args, done.stdout, done.stderr)
         return json.loads(done.stdout)
 

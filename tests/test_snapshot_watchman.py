@@ -15,6 +15,7 @@ import pytest
 
 from undostore import Workspace
 from undostore.limits import Limits
+from undostore.snapshot import watchman as fsmonitor
 from undostore.snapshot.snapshot import SnapshotOptions
 
 from .conftest import Exe, Link, make_tree
@@ -46,6 +47,17 @@ def snapper(tmp_path, watchman_env, limits):
         "link": Link("src/a.py"), "build": {"out.o": "o"}, "app.log": "log",
     })
     return Snapper(root, tmp_path / "store", limits=limits)
+
+
+def _recrawled(root: Path) -> bool:
+    """Whether watchman recrawled the watch of `root` (its event queue overflowed, as on a
+    loaded machine): the snapshot then rightly walks in full, and may hash more."""
+    monitor = fsmonitor.Monitor.open(str(root), "watchman")
+    if monitor is None:
+        return False
+    with monitor:
+        token = monitor.clock()
+    return token is not None and token.recrawls > 0
 
 
 def _indexed(git, root: Path) -> int:
@@ -319,14 +331,12 @@ def test_a_restore_then_a_snapshot_is_right(snapper, git, limits):
     assert result.walk == "watchman" and result.id == git.write_tree(snapper.root)
 
 
-def test_cli_reports_the_walk(snapper):
+def test_cli_reports_the_walk(snapper, cli):
     import json
-    import subprocess
 
     def run() -> dict:
-        out = subprocess.run([sys.executable, "-m", "undostore", "--root", str(snapper.root),
-                              "--store", str(snapper.store), "snapshot", "--json"],
-                             capture_output=True, check=True)
+        out = cli.run("--store", str(snapper.store), "snapshot", "--json", root=snapper.root)
+        assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
 
     assert run()["walk"] == "full"
@@ -377,13 +387,17 @@ def test_changes_in_a_big_folder_read_only_the_reported_files(tmp_path, git, wat
     os.utime(big / "f0300.txt")          # a touch: stat changes, content does not
     time.sleep(0.2)
     result = snap()
-    assert result.walk == "watchman" and result.id == git.write_tree(root)
-    assert result.hashed == 4 and result.files == _indexed(git, root)
+    assert result.id == git.write_tree(root)
+    if not _recrawled(root):
+        assert result.walk == "watchman", snap.warnings
+        assert result.hashed == 4
+    assert result.files == _indexed(git, root)
     # A reported name that became a folder: the folder is read whole, still git's id.
     (big / "f0400.txt").unlink()
     make_tree(big / "f0400.txt", {"inside": "i"})
     result = snap()
-    assert result.walk == "watchman" and result.id == git.write_tree(root)
+    assert result.walk == "watchman" or _recrawled(root), snap.warnings
+    assert result.id == git.write_tree(root)
     assert snap().hashed == 0
 
 

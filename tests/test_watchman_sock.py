@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -223,14 +222,12 @@ def test_a_memory_made_under_another_environment_is_not_used(tmp_path, default_d
 
 
 def test_the_cli_remembers_the_socket_and_the_next_snapshot_asks_watchman(tmp_path,
-                                                                         default_daemon):
+                                                                         default_daemon, cli):
     root = _root(tmp_path)
     (root / "a.txt").write_text("a")
 
     def snapshot() -> dict:
-        done = subprocess.run([sys.executable, "-m", "undostore", "--root", str(root),
-                               "--store", str(tmp_path / "store"), "snapshot", "--json"],
-                              capture_output=True, text=True, timeout=120, check=False)
+        done = cli.run("--store", str(tmp_path / "store"), "snapshot", "--json", root=root)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 

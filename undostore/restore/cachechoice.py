@@ -32,6 +32,7 @@ from undostore.platform import IS_WINDOWS
 from undostore.snapshot.capture import count_files, split_record
 from undostore.snapshot.ignore import UNDOSTORE_IGNORE
 from undostore.store.statcache import (
+    TREE_ID,
     Entry,
     Record,
     StatCache,
@@ -137,7 +138,7 @@ def record_written(cache: StatCache, plan: RestorePlan,
     for folder in {_parent(path) for path in [*plan.touched(), *removed]}:
         while True:
             record = records.get(folder)
-            if record is not None and record[0] is not False:
+            if record is not None and record[TREE_ID] is not False:
                 # A folder above the changes keeps its stamp: its own listing is as it was
                 # (a change in it moves its mtime, which the stamp holds), so the next walk
                 # reuses it and only its tree is encoded again.

@@ -30,7 +30,14 @@ from undostore.snapshot.walk import (
     trusted_stamp,
 )
 from undostore.store.statcache import (
+    BLOB_ID,
+    ENTRIES,
     ENTRY,
+    ENTRY_NAMES,
+    GIT_MODE,
+    NAMES,
+    STAMP,
+    TREE_ID,
     Entry,
     Record,
     StatCache,
@@ -142,9 +149,9 @@ def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
 
     def for_folder(path: str) -> Matcher | None:
         record = records.get(path)
-        if record is None or not record[3]:
+        if record is None or not record[ENTRIES]:
             return None
-        names, entry_names, blob = record[1], record[2], record[3]
+        names, entry_names, blob = record[NAMES], record[ENTRY_NAMES], record[ENTRIES]
         keys = names if entry_names is None else entry_names
         count = len(blob) // size
         cursor = [0, 0]    # where in `keys` the next file is expected, and its entry
@@ -186,9 +193,9 @@ def known_for(cache: StatCache) -> Callable[[str], Known | None]:
         if stamp is None:
             return None
         files, subdirs = split_record(path, record, records)  # type: ignore[arg-type]
-        blob = record[3]  # type: ignore[index]
-        aligned = record[2] is None and len(blob) == ENTRY.size * len(files)  # type: ignore[index]
-        return Known(stamp, files, subdirs, record[1], blob if aligned else None)  # type: ignore[index]
+        blob = record[ENTRIES]  # type: ignore[index]
+        aligned = record[ENTRY_NAMES] is None and len(blob) == ENTRY.size * len(files)  # type: ignore[index]
+        return Known(stamp, files, subdirs, record[NAMES], blob if aligned else None)  # type: ignore[index]
 
     return known
 
@@ -204,13 +211,14 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
     work = Work(folder.path, "", len(names), folder.subdirs, None, record, stamp=folder.stamp,
                 reused=folder.joined is not None)
     joined = folder.joined if folder.joined is not None else join_names([*names, *folder.subdirs])
-    if (not misses and record is not None and record[2] is None
-            and len(record[3]) == ENTRY.size * len(names) and record[1] == joined):
-        work.joined = record[1]    # the cache's own objects: nothing new held per file
+    if (not misses and record is not None and record[ENTRY_NAMES] is None
+            and len(record[ENTRIES]) == ENTRY.size * len(names) and record[NAMES] == joined):
+        work.joined = record[NAMES]    # the cache's own objects: nothing new held per file
         return work
-    if (delta is not None and record is not None and isinstance(record[0], bytes)
+    if (delta is not None and record is not None and isinstance(record[TREE_ID], bytes)
             and len(names) >= splice_min_files and len(misses) <= DELTA_MAX_MISSES
-            and (record[2] is not None or len(record[3]) == ENTRY.size * delta.old_files)):
+            and (record[ENTRY_NAMES] is not None
+                 or len(record[ENTRIES]) == ENTRY.size * delta.old_files)):
         work.joined = joined
         work.delta = delta
         pending: dict[int, Entry | None] = {}
@@ -238,9 +246,9 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
 def carried_work(path: str, record: Record, records: dict[str, Record]) -> Work:
     """A folder taken whole from the cache (watchman saw no change in it, only below)."""
     prefix = path + "/" if path else ""
-    names = split_names(record[1])
-    nfiles = len(record[3]) // ENTRY.size
-    return Work(path, record[1], nfiles, [n for n in names[nfiles:] if prefix + n in records],
+    names = split_names(record[NAMES])
+    nfiles = len(record[ENTRIES]) // ENTRY.size
+    return Work(path, record[NAMES], nfiles, [n for n in names[nfiles:] if prefix + n in records],
                 None, record, stamp=record_stamp(record))
 
 
@@ -248,11 +256,11 @@ def is_complete(path: str, records: dict[str, Record]) -> bool:
     """Whether a record can be carried: a known tree id, entries for its first names, and
     every other name a cached sub-folder (a racy file left out, or a dropped tree id, fail)."""
     record = records.get(path)
-    if record is None or record[0] is False or record[2] is not None:
+    if record is None or record[TREE_ID] is False or record[ENTRY_NAMES] is not None:
         return False
     prefix = path + "/" if path else ""
-    names = split_names(record[1])
-    for name in names[len(record[3]) // ENTRY.size:]:
+    names = split_names(record[NAMES])
+    for name in names[len(record[ENTRIES]) // ENTRY.size:]:
         sub = records.get(prefix + name)
         if sub is None or sub[0] is False:
             return False
@@ -265,8 +273,8 @@ def split_record(path: str, record: Record, records: dict[str, Record]
     sub-folder has a record of its own, so only the trailing names need a look-up (a record
     whose racy files were left out cannot count its files by its entries)."""
     prefix = path + "/" if path else ""
-    names = split_names(record[1])
-    start = len(record[3]) // ENTRY.size if record[2] is None else 0
+    names = split_names(record[NAMES])
+    start = len(record[ENTRIES]) // ENTRY.size if record[ENTRY_NAMES] is None else 0
     end = len(names)
     while end > start and prefix + names[end - 1] in records:
         end -= 1
@@ -275,11 +283,11 @@ def split_record(path: str, record: Record, records: dict[str, Record]
 
 def _file_ids(work: Work) -> list[tuple[int, bytes]]:
     if isinstance(work.entries, EntryList):
-        return [(e[5], e[6]) for e in ENTRY.iter_unpack(work.entries.blob)]
+        return [(e[GIT_MODE], e[BLOB_ID]) for e in ENTRY.iter_unpack(work.entries.blob)]
     if work.entries is not None:
-        return [(e[5], e[6]) for e in work.entries]  # type: ignore[index]
+        return [(e[GIT_MODE], e[BLOB_ID]) for e in work.entries]  # type: ignore[index]
     assert work.record is not None
-    return [(e[5], e[6]) for e in ENTRY.iter_unpack(work.record[3])]
+    return [(e[GIT_MODE], e[BLOB_ID]) for e in ENTRY.iter_unpack(work.record[ENTRIES])]
 
 
 def _new_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
@@ -290,9 +298,9 @@ def _new_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
     if work.delta is not None:
         return _stamped(_delta_record(work, sha, start_ns), stamp)
     if work.entries is None and record is not None:
-        if record[0] == sha and (record[4] if len(record) > 4 else None) == stamp:
+        if record[TREE_ID] == sha and (record[STAMP] if len(record) > 4 else None) == stamp:
             return record
-        return _stamped((sha, record[1], None, record[3]), stamp)
+        return _stamped((sha, record[NAMES], None, record[ENTRIES]), stamp)
     entries: list[Entry] = work.entries  # type: ignore[assignment]
     racy = {i for i in work.fresh if entry_racy(entries[i], start_ns)}  # type: ignore[arg-type]
     if not racy:
@@ -326,10 +334,10 @@ def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, st
         prefix = path + "/" if path else ""
         before = work.record
         subs = [(name, records[prefix + name][0]) for name in work.subdirs]
-        if (before is not None and before[0] is not False and not work.hashed
-                and before[1] == work.joined
+        if (before is not None and before[TREE_ID] is not False and not work.hashed
+                and before[NAMES] == work.joined
                 and all(sha == _tree_of(previous.get(prefix + name)) for name, sha in subs)):
-            records[path] = _new_record(work, before[0], start_ns)  # type: ignore[arg-type]
+            records[path] = _new_record(work, before[TREE_ID], start_ns)  # type: ignore[arg-type]
             continue
         if work.delta is not None:
             body = _spliced(work, subs, previous, store, max_inserts)
@@ -378,12 +386,12 @@ def _spliced(work: Work, subs: list[tuple[str, object]], previous: dict[str, Rec
     record, delta, pending = work.record, work.delta, work.entries
     assert record is not None and delta is not None and isinstance(pending, dict)
     try:
-        kind, body = store.read(record[0])  # type: ignore[arg-type]
+        kind, body = store.read(record[TREE_ID])  # type: ignore[arg-type]
     except (UndostoreError, OSError):
         return None
     if kind != TREE:
         return None
-    old_files = os.fsencode(record[1]).split(b"\0")[:delta.old_files]
+    old_files = os.fsencode(record[NAMES]).split(b"\0")[:delta.old_files]
     new_names = os.fsencode(work.joined).split(b"\0")
     edits: list[tuple[tuple[bytes, bool] | None, TreeEntry | None]] = [
         ((os.fsencode(name), False), None) for name in delta.gone]
@@ -391,7 +399,8 @@ def _spliced(work: Work, subs: list[tuple[str, object]], previous: dict[str, Rec
     for index, entry in pending.items():
         assert entry is not None
         name = new_names[index]
-        edits.append(((name, False) if index < kept else None, (entry[5], name, entry[6])))
+        old = (name, False) if index < kept else None
+        edits.append((old, (entry[GIT_MODE], name, entry[BLOB_ID])))
     prefix = work.path + "/" if work.path else ""
     old_subs: list[bytes] = []
     for name, sha in subs:
@@ -412,15 +421,15 @@ def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
     record, delta, pending = work.record, work.delta, work.entries
     assert record is not None and delta is not None and isinstance(pending, dict)
     racy = {i for i in work.fresh if entry_racy(pending[i], start_ns)}  # type: ignore[arg-type]
-    if record[2] is None and not racy:
+    if record[ENTRY_NAMES] is None and not racy:
         return (sha, work.joined, None, _in_place(record, delta, pending))
     size = ENTRY.size
-    keys = list(split_names(record[2]) if record[2] is not None
-                else split_names(record[1])[:delta.old_files])
+    keys = list(split_names(record[ENTRY_NAMES]) if record[ENTRY_NAMES] is not None
+                else split_names(record[NAMES])[:delta.old_files])
     names = split_names(work.joined)
     drop = set(delta.gone).union(names[i] for i in pending)
     cut = sorted(i for i in (_position(keys, name) for name in drop) if i is not None)
-    blob = record[3]
+    blob = record[ENTRIES]
     parts, start = [], 0
     for index in cut:
         parts.append(blob[start * size:index * size])
@@ -439,9 +448,9 @@ def _in_place(record: Record, delta: Delta, pending: dict[int, Entry | None]) ->
     """A complete record's packed entries with gone ones cut out and hashed ones put in their
     place (a new name at the end, as the names list it)."""
     size = ENTRY.size
-    blob = record[3]
+    blob = record[ENTRIES]
     if delta.gone:
-        old_names = split_names(record[1])[:delta.old_files]
+        old_names = split_names(record[NAMES])[:delta.old_files]
         parts, start = [], 0
         for index in sorted(old_names.index(name) for name in delta.gone):
             parts.append(blob[start * size:index * size])
@@ -468,9 +477,9 @@ def _position(names: list[str], name: str) -> int | None:
 
 def _tree_of(record: Record | None) -> object:
     """A record's tree id, or a value no tree id equals when it has none to offer."""
-    if record is None or record[0] is False:
+    if record is None or record[TREE_ID] is False:
         return 0
-    return record[0]
+    return record[TREE_ID]
 
 
 def count_files(records: dict[str, Record], before: dict[str, Record], count: int) -> int:
@@ -487,10 +496,10 @@ def count_files(records: dict[str, Record], before: dict[str, Record], count: in
 def _files_in(path: str, records: dict[str, Record]) -> int:
     """Files directly in a folder: its names less its sub-folders, which come last."""
     record = records.get(path)
-    if record is None or not record[1]:
+    if record is None or not record[NAMES]:
         return 0
     prefix = path + "/" if path else ""
-    names = record[1].split("\0")
+    names = record[NAMES].split("\0")
     end = len(names)
     while end and prefix + names[end - 1] in records:
         end -= 1

@@ -46,7 +46,17 @@ from undostore.snapshot.walk import (
     iter_walk,
 )
 from undostore.snapshot.watchman import Changes, Monitor, Token, fsmonitor_mode
-from undostore.store.statcache import ENTRY, Record, StatCache, fingerprint, split_names
+from undostore.store.statcache import (
+    ENTRIES,
+    ENTRY,
+    ENTRY_NAMES,
+    NAMES,
+    TREE_ID,
+    Record,
+    StatCache,
+    fingerprint,
+    split_names,
+)
 
 WALK_FULL = "full"
 WALK_WATCHMAN = "watchman"
@@ -158,7 +168,7 @@ class _Partial:
         record = self.records.get(folder)
         if record is None:
             return []
-        return [prefix + n for n in split_names(record[1]) if prefix + n in self.records]
+        return [prefix + n for n in split_names(record[NAMES]) if prefix + n in self.records]
 
     def drop_subtree(self, folder: str) -> None:
         for sub in self.subdirs(folder):
@@ -205,7 +215,7 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
     # A folder a restore left without a tree id is rebuilt even where watchman names nothing
     # in it (a file the restore found already in place).
     for folder, record in records.items():
-        if record[0] is False and folder not in direct:
+        if record[TREE_ID] is False and folder not in direct:
             direct[folder] = set()
     # A folder whose reported names are all files is patched from the cache (those names are
     # stat'ed, nothing else); any other change in it (a folder appearing, going or changing
@@ -256,11 +266,11 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
     if record is None or not work.real_dir(folder):
         return None
     files, subdirs = split_record(folder, record, work.records)
-    count = len(record[3]) // ENTRY.size
+    count = len(record[ENTRIES]) // ENTRY.size
     old_files = len(files)
-    keys = files[:count] if record[2] is None else split_names(record[2])
+    keys = files[:count] if record[ENTRY_NAMES] is None else split_names(record[ENTRY_NAMES])
     names = set(reported)
-    if record[2] is not None:
+    if record[ENTRY_NAMES] is not None:
         listed = set(files)
         names.update(name for name in listed.difference(keys))   # left out at save time
         names.update(name for name in keys if name not in listed)  # written by a restore
@@ -313,7 +323,7 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
                   else _Index(keys))
         index = at.get(name)
         if (index is not None
-                and ENTRY.unpack_from(record[3], index * ENTRY.size)[:5] == fingerprint(st)):
+                and ENTRY.unpack_from(record[ENTRIES], index * ENTRY.size)[:5] == fingerprint(st)):
             continue
         changed.append(file_entry(name, prefix, kind, st))
     work.deltas[folder] = Delta(old_files, frozenset(gone))

@@ -29,7 +29,7 @@ from undostore.snapshot.hashing import HashRun
 from undostore.snapshot.walk import WalkOptions, ignore_warning
 from undostore.store.moderecord import ModeRecorder
 from undostore.store.recent import remember
-from undostore.store.statcache import Record, StatCache, record_entries
+from undostore.store.statcache import ST_MODE, Record, StatCache, record_entries
 from undostore.store.store import Store, check_root
 
 Warn = Callable[[str, str], None]
@@ -163,7 +163,7 @@ def _cached_modes(records: dict[str, Record]) -> Iterable[tuple[str, int]]:
     for folder, record in records.items():
         prefix = folder + "/" if folder else ""
         for name, entry in record_entries(record).items():
-            yield prefix + name, entry[4]
+            yield prefix + name, entry[ST_MODE]
 
 
 # Over this many paths reported by watchman, save the new clock even when nothing kept changed

@@ -23,10 +23,10 @@ the listing of a folder whose stamp still holds (git's untracked cache). Records
 one (a restore's) have four items, and their folders are read again.
 
 On disk: a head (`marshal` of version, store identity, packs, watchman state, file count) and
-the records in parts of `PART_FOLDERS` folders, each part a `marshal`ed dict behind its length,
-so a save never holds the whole file in memory. The file is framed with an xxhash checksum; a
-torn, corrupt or foreign cache is discarded and the snapshot simply hashes everything (correct,
-only slower).
+the records in parts of `Limits.cache_part_folders` folders, each a `marshal`ed dict behind its
+length, so a save never holds the whole file in memory. The file is framed with an xxhash
+checksum; a torn, corrupt or foreign cache is discarded and the snapshot simply hashes
+everything (correct, only slower).
 """
 
 from __future__ import annotations
@@ -70,6 +70,10 @@ Record = (tuple["bytes | None | bool", str, "str | None", bytes]
           | tuple["bytes | None | bool", str, "str | None", bytes, bytes])
 
 ENTRY = struct.Struct("<qqqQII20s")
+# Positions in a Record (a plain tuple, so marshal saves it as it is; see the docstring) ...
+TREE_ID, NAMES, ENTRY_NAMES, ENTRIES, STAMP = range(5)
+# ... and in an Entry: the fingerprint (mtime, ctime, size, inode, st_mode), git mode, blob id.
+MTIME, CTIME, SIZE, INODE, ST_MODE, GIT_MODE, BLOB_ID = range(7)
 _SEP = "\0"
 
 
@@ -107,7 +111,7 @@ def _racy(mtime_ns: int, ctime_ns: int, start_ns: int) -> bool:
 
 
 def entry_racy(entry: Entry, start_ns: int) -> bool:
-    return _racy(entry[0], entry[1], start_ns)
+    return _racy(entry[MTIME], entry[CTIME], start_ns)
 
 
 def split_names(joined: str) -> tuple[str, ...]:
@@ -126,12 +130,12 @@ def pack_entries(entries: list[Entry]) -> bytes:
 def record_stamp(record: Record) -> bytes | None:
     """The folder stamp a record keeps, if any (never for a folder whose own entries a restore
     changed; a folder above them keeps it, with no tree id)."""
-    return record[4] if len(record) > 4 else None
+    return record[STAMP] if len(record) > 4 else None
 
 
 def record_entries(record: Record) -> dict[str, Entry]:
     """A record's entries by file name."""
-    names, entry_names, blob = record[1], record[2], record[3]
+    names, entry_names, blob = record[NAMES], record[ENTRY_NAMES], record[ENTRIES]
     if not blob:
         return {}
     decoded = ENTRY.iter_unpack(blob)
@@ -162,7 +166,8 @@ class StatCache:
     def root(self) -> bytes | None:
         """The root tree of the last save: every object the cache vouches for is below it."""
         record = self.records.get("")
-        return record[0] if record is not None and isinstance(record[0], bytes) else None
+        tree = record[TREE_ID] if record is not None else None
+        return tree if isinstance(tree, bytes) else None
 
     @property
     def files(self) -> dict[str, Entry]:
@@ -256,7 +261,7 @@ class StatCache:
     def previous_mode(self, path: str) -> int | None:
         folder, _, name = path.rpartition("/")
         entry = self.entries_in(folder).get(name)
-        return entry[5] if entry is not None else None
+        return entry[GIT_MODE] if entry is not None else None
 
     def save(self, path: str, files: dict[str, Entry], folders: dict[str, FolderState],
              start_ns: int, fresh: set[str] | None = None) -> None:
