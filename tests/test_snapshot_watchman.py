@@ -15,10 +15,10 @@ import pytest
 
 from undostore import Workspace
 from undostore.limits import Limits
-from undostore.snapshot import watchman as fsmonitor
 from undostore.snapshot.snapshot import SnapshotOptions
 
 from .conftest import Exe, Link, make_tree
+from .watchman_daemon import recrawls
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no watchman on Windows")
 
@@ -47,17 +47,6 @@ def snapper(tmp_path, watchman_env, limits):
         "link": Link("src/a.py"), "build": {"out.o": "o"}, "app.log": "log",
     })
     return Snapper(root, tmp_path / "store", limits=limits)
-
-
-def _recrawled(root: Path) -> bool:
-    """Whether watchman recrawled the watch of `root` (its event queue overflowed, as on a
-    loaded machine): the snapshot then rightly walks in full, and may hash more."""
-    monitor = fsmonitor.Monitor.open(str(root), "watchman")
-    if monitor is None:
-        return False
-    with monitor:
-        token = monitor.clock()
-    return token is not None and token.recrawls > 0
 
 
 def _indexed(git, root: Path) -> int:
@@ -388,7 +377,7 @@ def test_changes_in_a_big_folder_read_only_the_reported_files(tmp_path, git, wat
     time.sleep(0.2)
     result = snap()
     assert result.id == git.write_tree(root)
-    if not _recrawled(root):
+    if not recrawls(root):
         assert result.walk == "watchman", snap.warnings
         assert result.hashed == 4
     assert result.files == _indexed(git, root)
@@ -396,7 +385,7 @@ def test_changes_in_a_big_folder_read_only_the_reported_files(tmp_path, git, wat
     (big / "f0400.txt").unlink()
     make_tree(big / "f0400.txt", {"inside": "i"})
     result = snap()
-    assert result.walk == "watchman" or _recrawled(root), snap.warnings
+    assert result.walk == "watchman" or recrawls(root), snap.warnings
     assert result.id == git.write_tree(root)
     assert snap().hashed == 0
 

@@ -18,10 +18,10 @@ from undostore import Workspace
 from undostore.limits import Limits
 from undostore.snapshot import changes
 from undostore.snapshot.snapshot import SnapshotOptions
-from undostore.snapshot.watchman import Monitor
 from undostore.store.statcache import StatCache
 
 from .conftest import make_tree
+from .watchman_daemon import recrawls
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no watchman on Windows")
 
@@ -45,16 +45,6 @@ def cached_restores(limits) -> Limits:
     """Limits with which every restore loads the stat cache and records what it wrote (as a
     large one does)."""
     return limits._replace(restore_hash_at_most=0)
-
-
-def _recrawls(root: Path) -> int | None:
-    """How many times watchman recrawled the watch of `root` (shown when a walk went full)."""
-    monitor = Monitor.open(str(root), "watchman")
-    if monitor is None:
-        return None
-    with monitor:
-        token = monitor.clock()
-    return token.recrawls if token is not None else None
 
 
 def _grid(root: Path, folders: int, files: int) -> Path:
@@ -313,6 +303,6 @@ def test_random_restores_and_edits_match_git_at_every_step(tmp_path, git, watchm
                     future = time.time_ns() + 10**9
                     os.utime(target, ns=(future, future))
             result = _snap(ws)
-            assert result.walk == "watchman", (step, action, result.warnings, _recrawls(root))
+            assert result.walk == "watchman", (step, action, result.warnings, recrawls(root))
             assert result.id == git.write_tree(root), (step, action)
             ids.append(result.id)

@@ -107,3 +107,16 @@ def watchman_env(watchman_daemon: Daemon, monkeypatch: pytest.MonkeyPatch) -> Da
     monkeypatch.setenv("WATCHMAN_SOCK", watchman_daemon.sock)
     monkeypatch.setenv("UNDOSTORE_FSMONITOR", "watchman")
     return watchman_daemon
+
+
+def recrawls(root: Path) -> int | None:
+    """How many times watchman recrawled the watch of `root` (its event queue overflowed, as on
+    a loaded machine; a snapshot then rightly walks in full). None: no daemon answered."""
+    from undostore.snapshot.watchman import Monitor
+
+    monitor = Monitor.open(str(root), "watchman")
+    if monitor is None:
+        return None
+    with monitor:
+        token = monitor.clock()
+    return token.recrawls if token is not None else None
