@@ -79,7 +79,7 @@ def snapshot_command(ctx: Context, session: str | None, label: str | None, max_f
     emit(as_json, {"id": result.id, "files": result.files, "hashed": result.hashed,
                    "new_objects": result.new_objects, "new_bytes": result.new_bytes,
                    "seconds": round(result.seconds, 4), "recorded": result.recorded,
-                   "walk": result.walk,
+                   "walk": result.walk, "walk_reason": result.walk_reason,
                    "warnings": [{"path": p, "message": m} for p, m in result.warnings]},
          result.id)
 

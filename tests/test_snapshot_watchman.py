@@ -18,7 +18,7 @@ from undostore.limits import Limits
 from undostore.snapshot.snapshot import SnapshotOptions
 
 from .conftest import Exe, Link, make_tree
-from .watchman_daemon import recrawls
+from .watchman_daemon import used_watchman
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no watchman on Windows")
 
@@ -71,8 +71,9 @@ def _full_id(root: Path, tmp_path: Path) -> str:
 def test_first_walks_then_no_change_asks_watchman_and_reads_nothing(snapper, git):
     first = snapper()
     assert first.walk == "full"
+    assert first.walk_reason == "no watchman clock saved with the stat cache"
     again = snapper()
-    assert again.walk == "watchman"
+    assert (again.walk, again.walk_reason) == ("watchman", "")
     assert again.id == first.id == git.write_tree(snapper.root)
     assert again.hashed == 0 and again.files == first.files
     assert snapper.warnings == []
@@ -198,6 +199,7 @@ def test_a_gitignore_edited_between_snapshots_forces_a_full_walk(snapper, git):
     (snapper.root / "src" / ".gitignore").write_text("*.txt\n")
     result = snapper()
     assert result.walk == "full"
+    assert result.walk_reason == "src/.gitignore changed: what is kept may change anywhere below"
     assert result.id == git.write_tree(snapper.root)
     (snapper.root / ".gitignore").write_text("*.log\n")  # build/ is kept again
     result = snapper()
@@ -218,6 +220,7 @@ def test_info_exclude_and_global_excludes_changes_force_a_full_walk(snapper, tmp
     (snapper.root / ".git" / "info" / "exclude").write_text("*.py\n")
     result = snapper()
     assert result.walk == "full" and result.id == _full_id(snapper.root, tmp_path)
+    assert "ignore source outside" in result.walk_reason
     assert snapper().walk == "watchman"
     excludes = Path(os.environ["XDG_CONFIG_HOME"]) / "git" / "ignore"
     excludes.parent.mkdir(parents=True, exist_ok=True)
@@ -241,6 +244,7 @@ def test_a_daemon_killed_between_snapshots_means_one_warning_and_a_full_walk(sna
     _delete(snapper.root)
     result = snapper()
     assert result.walk == "full" and result.id == git.write_tree(snapper.root)
+    assert result.walk_reason == "watchman restarted or lost the clock"
     assert snapper().walk == "watchman"
 
 
@@ -277,18 +281,31 @@ def test_a_stopped_daemon_times_out_into_a_full_walk(snapper, git, watchman_env)
     finally:
         watchman_env.process.send_signal(signal.SIGCONT)
     assert result.walk == "full" and result.id == git.write_tree(snapper.root)
+    assert result.walk_reason == "no watchman daemon answered"
     assert len(snapper.warnings) == 1
 
 
-def test_a_clock_from_another_root_is_not_trusted(tmp_path, git, watchman_env, limits):
-    a = make_tree(tmp_path / "a", {"same": "1", "sub": {"x": "x"}})
-    b = make_tree(tmp_path / "b", {"same": "1", "sub": {"x": "y"}})
-    store = tmp_path / "shared-store"
-    Snapper(a, store, limits=limits)()
-    # One store, one root: re-pointed on purpose.
-    Workspace(b, store=store, rebind=True, limits=limits).close()
-    result = Snapper(b, store, limits=limits)()
-    assert result.walk == "full" and result.id == git.write_tree(b)
+def test_a_clock_from_another_watch_root_is_not_trusted(tmp_path, git, watchman_env, limits):
+    # The root is watched on its own; then a .watchmanconfig above makes watchman watch the
+    # project instead: the saved clock is the old watch's and says nothing of the new one.
+    import pywatchman
+
+    project = make_tree(tmp_path / "proj", {"sub": {"same": "1", "d": {"x": "x"}}})
+    root = project / "sub"
+    snap = Snapper(root, tmp_path / "store", limits=limits)
+    snap()
+    (project / ".watchmanconfig").write_text("{}")
+    client = pywatchman.client(sockpath=watchman_env.sock, timeout=10)
+    try:
+        client.query("watch-del", str(root))
+    finally:
+        client.close()
+    (root / "d" / "x").write_text("y")
+    result = snap()
+    assert result.walk == "full" and result.id == git.write_tree(root)
+    assert result.walk_reason == "clock from another watch root"
+    again = snap()
+    assert again.walk == "watchman" and again.id == result.id
 
 
 def test_the_store_inside_the_root_is_never_reported(tmp_path, git, watchman_env, limits):
@@ -328,8 +345,10 @@ def test_cli_reports_the_walk(snapper, cli):
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
 
-    assert run()["walk"] == "full"
-    assert run()["walk"] == "watchman"
+    first, again = run(), run()
+    assert (first["walk"], again["walk"]) == ("full", "watchman")
+    assert (first["walk_reason"], again["walk_reason"]) == (
+        "no watchman clock saved with the stat cache", "")
 
 
 def test_a_root_inside_a_watched_project_uses_a_relative_root(tmp_path, git, watchman_env, limits):
@@ -377,15 +396,15 @@ def test_changes_in_a_big_folder_read_only_the_reported_files(tmp_path, git, wat
     time.sleep(0.2)
     result = snap()
     assert result.id == git.write_tree(root)
-    if not recrawls(root):
-        assert result.walk == "watchman", snap.warnings
+    assert used_watchman(result), (result.walk_reason, snap.warnings)
+    if result.walk == "watchman":
         assert result.hashed == 4
     assert result.files == _indexed(git, root)
     # A reported name that became a folder: the folder is read whole, still git's id.
     (big / "f0400.txt").unlink()
     make_tree(big / "f0400.txt", {"inside": "i"})
     result = snap()
-    assert result.walk == "watchman" or recrawls(root), snap.warnings
+    assert used_watchman(result), (result.walk_reason, snap.warnings)
     assert result.id == git.write_tree(root)
     assert snap().hashed == 0
 

@@ -21,7 +21,7 @@ from undostore.snapshot.snapshot import SnapshotOptions
 from undostore.store.statcache import StatCache
 
 from .conftest import make_tree
-from .watchman_daemon import recrawls
+from .watchman_daemon import used_watchman
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no watchman on Windows")
 
@@ -303,6 +303,6 @@ def test_random_restores_and_edits_match_git_at_every_step(tmp_path, git, watchm
                     future = time.time_ns() + 10**9
                     os.utime(target, ns=(future, future))
             result = _snap(ws)
-            assert result.walk == "watchman", (step, action, result.warnings, recrawls(root))
+            assert used_watchman(result), (step, action, result.walk_reason, result.warnings)
             assert result.id == git.write_tree(root), (step, action)
             ids.append(result.id)

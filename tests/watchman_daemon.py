@@ -109,14 +109,13 @@ def watchman_env(watchman_daemon: Daemon, monkeypatch: pytest.MonkeyPatch) -> Da
     return watchman_daemon
 
 
-def recrawls(root: Path) -> int | None:
-    """How many times watchman recrawled the watch of `root` (its event queue overflowed, as on
-    a loaded machine; a snapshot then rightly walks in full). None: no daemon answered."""
-    from undostore.snapshot.watchman import Monitor
+# Why watchman itself may make a snapshot walk in full: its event queue overflowed (as on a
+# loaded machine) and it recrawled, or it lost the clock. Any other reason is undostore's.
+WATCHMAN_OWN_REASONS = ("watchman recrawled the tree", "watchman restarted or lost the clock")
 
-    monitor = Monitor.open(str(root), "watchman")
-    if monitor is None:
-        return None
-    with monitor:
-        token = monitor.clock()
-    return token.recrawls if token is not None else None
+
+def used_watchman(result: object) -> bool:
+    """Whether a snapshot `result` read only what watchman reported, or walked in full for one
+    of watchman's own reasons (then rightly)."""
+    return (result.walk == "watchman"  # type: ignore[attr-defined]
+            or result.walk_reason in WATCHMAN_OWN_REASONS)  # type: ignore[attr-defined]

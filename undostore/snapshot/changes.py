@@ -87,6 +87,7 @@ class Scan:
     monitor: tuple | None = None
     changed: int = 0              # paths watchman reported
     deltas: dict[str, Delta] = field(default_factory=dict)   # patched folders' name changes
+    reason: str = ""              # why a full walk, when watchman was asked (for people)
 
 
 def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn,
@@ -100,26 +101,33 @@ def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn,
     monitor = None if mode == "off" else Monitor.open(root, mode, options.skip_dirs, on_warning,
                                                       watchman_timeout)
     if monitor is None:
-        return Scan(WALK_FULL, iter_walk(root, options))
+        reason = "" if mode == "off" else "no watchman daemon answered"
+        return Scan(WALK_FULL, iter_walk(root, options), reason=reason)
     with monitor:
         fingerprint = ignore_fingerprint(root)
         saved = cache.fsmonitor
         token = Token.from_tuple(saved[0]) if isinstance(saved, tuple) and saved else None
         new_token: Token | None = None
-        root_record = cache.records.get("")
-        if token is not None and saved[1] == fingerprint and root_record is not None:
+        if token is None:
+            reason = "no watchman clock saved with the stat cache"
+        elif saved[1] != fingerprint:
+            reason = "an ignore source outside the tree's .gitignore files changed"
+        elif cache.records.get("") is None:
+            reason = "the stat cache holds no record of the root"
+        else:
             changes: Changes = monitor.since(token)
-            new_token = changes.token
+            new_token, reason = changes.token, changes.reason
             if changes.paths is not None and new_token is not None:
                 partial = _partial(root, cache, changes.paths, options)
-                if partial is not None:
+                if isinstance(partial, Scan):
                     partial.monitor = (new_token.to_tuple(), fingerprint)
                     return partial
+                reason = partial
         if new_token is None and not monitor.failed:
             new_token = monitor.clock()  # before the walk: a write during it shows next time
         folders = iter_walk(root, options)
         state = (new_token.to_tuple(), fingerprint) if new_token is not None else None
-        return Scan(WALK_FULL, folders, monitor=state)
+        return Scan(WALK_FULL, folders, monitor=state, reason=reason)
 
 
 def _parent(path: str) -> str:
@@ -177,8 +185,8 @@ class _Partial:
 
 
 def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
-             ) -> Scan | None:
-    """The scan for watchman's `paths`, or None when only a full walk is sure."""
+             ) -> Scan | str:
+    """The scan for watchman's `paths`, or why only a full walk is sure."""
     work = _Partial(root, cache, options)
     records = cache.records
     rescan: set[str] = set()
@@ -187,7 +195,7 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
         parent, _, name = path.rpartition("/")
         if parent in records:
             if name == ".gitignore" or (not parent and name == UNDOSTORE_IGNORE):
-                return None  # what is kept may change anywhere below
+                return f"{path} changed: what is kept may change anywhere below"
             direct.setdefault(parent, set()).add(name)
             continue
         parts = path.split("/")
@@ -211,7 +219,7 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
     # the files (PATCH_SHARE); reading folders whole, while they are few (MAX_CHANGED_SHARE).
     files = cache.count if cache.count >= 0 else len(records)
     if sum(map(len, direct.values())) > PATCH_SHARE * files + 256:
-        return None
+        return f"watchman reported {len(paths)} paths: a walk costs no more"
     # A folder a restore left without a tree id is rebuilt even where watchman names nothing
     # in it (a file the restore found already in place).
     for folder, record in records.items():
@@ -252,7 +260,7 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
             else:
                 patched[folder] = patch
     if len(todo) > MAX_CHANGED_SHARE * len(records) + 16:
-        return None
+        return f"{len(todo)} of {len(records)} folders to read whole: a walk costs no more"
     return _read(work, todo, carried, len(paths), patched)
 
 

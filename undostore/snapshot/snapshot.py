@@ -59,6 +59,7 @@ class SnapshotResult:
     seconds: float
     warnings: list[tuple[str, str]] = field(default_factory=list)
     walk: str = WALK_FULL     # "full", or "watchman": only what watchman said changed was read
+    walk_reason: str = ""     # why a full walk though watchman was asked ("" when it was not)
     recorded: bool = False  # an undo point was recorded (set by Workspace.snapshot)
 
 
@@ -155,7 +156,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     return SnapshotResult(id=root_tree.hex(), files=total, hashed=run.hashed,
                           new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
                           seconds=time.perf_counter() - started, warnings=warnings,
-                          walk=found.walk)
+                          walk=found.walk, walk_reason=found.reason)
 
 
 def _cached_modes(records: dict[str, Record]) -> Iterable[tuple[str, int]]:
