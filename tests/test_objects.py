@@ -13,6 +13,7 @@ from dulwich.pack import load_pack_index
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from undostore.errors import IncompleteSnapshotError
 from undostore.git.objects import BLOB, TREE, encode_tree, hash_object
 from undostore.git.packindex import (
     IndexEntries,
@@ -258,11 +259,31 @@ def test_a_pack_that_lets_its_pages_go_after_every_read_still_reads_every_object
     blobs = [os.urandom(100 + 997 * i) for i in range(40)] + [b"z" * (3 << 20)]
     _write_pack(tmp_path, [(BLOB, data) for data in blobs])
     with ObjectReader(str(tmp_path), release_after=1) as reader:
-        reader.verify_blobs([hash_object(BLOB, data) for data in blobs])
+        located = reader.verify_blobs([hash_object(BLOB, data) for data in blobs])
         for data in blobs:
             sha = hash_object(BLOB, data)
             assert reader.read_blob(sha) == data
             assert b"".join(reader.blob_chunks(sha)) == data
+            # Read again where the check found it: the same bytes, nothing looked up.
+            assert b"".join(reader.blob_chunks(sha, located[sha])) == data
+            small = reader.small_blob(sha, located[sha])
+            assert small == (data if len(data) <= (1 << 20) else None)
+
+
+def test_verify_blobs_leaves_absent_blobs_out_and_a_set_aside_pack_is_not_read(tmp_path):
+    from undostore.git.reader import ObjectReader
+
+    blobs = [b"one\n", b"two\n" * 50]
+    base = _write_pack(tmp_path, [(BLOB, data) for data in blobs])
+    ids = [hash_object(BLOB, data) for data in blobs]
+    with ObjectReader(str(tmp_path)) as reader:
+        located = reader.verify_blobs([*ids, hash_object(BLOB, b"absent")])
+        assert sorted(located) == sorted(ids)
+        assert [located[sha].size for sha in ids] == [len(data) for data in blobs]
+        reader.set_aside(base, "found damaged")
+        with pytest.raises(IncompleteSnapshotError):   # its only pack is gone: missing now
+            b"".join(reader.blob_chunks(ids[0], located[ids[0]]))
+        assert reader.small_blob(ids[1], located[ids[1]]) is None
 
 
 def _resident_kb(path: str) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from undostore.errors import IncompleteSnapshotError
 from undostore.git.objects import BLOB, CHUNK, TREE, decode_tree, object_header
@@ -30,6 +30,15 @@ from undostore.git.packfile import (
 from undostore.git.packindex import PackIndexFile
 
 OnDamage = Callable[[bytes, str, str], None]     # (id, pack name, why)
+
+
+class BlobAt(NamedTuple):
+    """Where a checked blob's stream lies (`verify_blobs`), so reading it looks nothing up
+    again; `pack` None: it is read the careful way (a delta, or a copy found by trying)."""
+
+    pack: Pack | None
+    start: int
+    size: int
 
 
 class PackSource(Protocol):
@@ -248,10 +257,12 @@ class ObjectReader:
     def read_blob(self, sha: bytes) -> bytes:
         return self._whole(sha, BLOB)[1]
 
-    def blob_chunks(self, sha: bytes) -> Iterator[bytes]:
+    def blob_chunks(self, sha: bytes, at: BlobAt | None = None) -> Iterator[bytes]:
         """A blob's bytes in chunks, in constant memory; the hash is checked after the last
-        chunk (IncompleteSnapshotError there if it does not match)."""
-        found = self._open(sha)
+        chunk (IncompleteSnapshotError there if it does not match). `at`: where
+        `verify_blobs` found it."""
+        found = self._open(sha) if at is None or not self._usable(at) else (
+            at.pack, at.start, BLOB, at.size)
         if found is None:
             raise _missing(sha)
         pack, start, type_num, size = found
@@ -270,29 +281,59 @@ class ObjectReader:
             self._damage(sha, pack, "its content does not hash to its id")
             raise _damaged(sha, "its content does not hash to its id")
 
-    def verify_blobs(self, shas: Iterable[bytes]) -> dict[bytes, int]:
+    def small_blob(self, sha: bytes, at: BlobAt) -> bytes | None:
+        """The blob `verify_blobs` found at `at`, inflated in one call and hash-checked, when
+        it is small (at most CHUNK bytes) and its pack still in use; else None (stream it)."""
+        if at.size > CHUNK or not self._usable(at):
+            return None
+        pack = at.pack
+        assert pack is not None
+        try:
+            body = pack.inflate_whole(at.start, at.size)
+            _check(sha, BLOB, body)
+        except RecordDamaged as err:
+            self._damage(sha, pack, str(err))
+            raise _damaged(sha, str(err)) from None
+        return body
+
+    def _usable(self, at: BlobAt) -> bool:
+        """Whether a location found earlier may still be read: no copy has been set aside
+        since (then every read takes the careful way) and its pack is still open."""
+        return (at.pack is not None and not self.skip
+                and self.packs.get(at.pack.base) is at.pack)
+
+    def verify_blobs(self, shas: Iterable[bytes]) -> dict[bytes, BlobAt]:
         """Check before a restore changes anything that each blob is present and its record
         intact: its header names a blob and its bytes have the CRC-32 its index lists (no
         inflate, nothing kept). A record failing that is checked in full (`verify_blob`: the
         damage reported, other copies tried, IncompleteSnapshotError when none is good). The
         hash of a blob that passed is checked as it is read (`blob_chunks`), so a pack
-        written with a wrong id still fails, only later. Returns each blob's size."""
-        sizes: dict[bytes, int] = {}
+        written with a wrong id still fails, only later. Returns where each present blob
+        lies; an absent one is left out (the caller names the paths that need it)."""
+        located: dict[bytes, BlobAt] = {}
         for sha in shas:
-            if sha in sizes:
+            if sha in located:
                 continue
             found = self._lookup(sha) if not self.skip else None
             if found is not None:
                 pack, position = found
+                offset = pack.index.offset_at(position)
                 try:
-                    type_num, size, _ = pack.header(pack.index.offset_at(position))
+                    type_num, size, header_len = pack.header(offset)
                 except RecordDamaged:
                     type_num = -1
                 if type_num == BLOB and pack.record_intact(position):
-                    sizes[sha] = size
+                    located[sha] = BlobAt(pack, offset + header_len, size)
                     continue
-            sizes[sha] = self.verify_blob(sha)
-        return sizes
+            elif not self.skip or self._absent(sha):
+                continue
+            located[sha] = BlobAt(None, -1, self.verify_blob(sha))
+        return located
+
+    def _absent(self, sha: bytes) -> bool:
+        """No pack lists `sha`, set-aside copies included (those are damage, not absence)."""
+        skipped: list[str] = []
+        return next(self._copies(sha, skipped), None) is None and not skipped
 
     def verify_blob(self, sha: bytes) -> int:
         """Inflate and hash a blob without keeping it; returns its size."""

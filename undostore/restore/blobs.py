@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 
-from undostore.git.reader import ObjectReader
+from undostore.git.reader import BlobAt, ObjectReader
 from undostore.restore.cancel import Cancel
 
 BLOCK = 4096
@@ -21,21 +21,29 @@ class BlobSource:
     held: a stream raises at its end if it does not hash to its id, before its temp file is
     put in place."""
 
-    def __init__(self, reader: ObjectReader, sizes: dict[bytes, int] | None = None) -> None:
+    def __init__(self, reader: ObjectReader, located: dict[bytes, BlobAt] | None = None
+                 ) -> None:
         self.reader = reader
-        self.sizes = sizes or {}     # found by the check: batches and progress look no blob up
+        self.located = located or {}   # found by the check: nothing is looked up again
 
     @classmethod
     def verified(cls, reader: ObjectReader, shas: Iterable[bytes]) -> BlobSource:
+        """The blobs `shas`, checked; those absent from the store are left out."""
         return cls(reader, reader.verify_blobs(shas))
 
     def chunks(self, sha: bytes) -> Iterable[bytes]:
-        """The blob's bytes in chunks; raises at the end if they do not hash to `sha`."""
-        return self.reader.blob_chunks(sha)
+        """The blob's bytes in chunks; raises at the end if they do not hash to `sha` (a
+        small one is read whole and checked before any of it is handed out)."""
+        at = self.located.get(sha)
+        if at is not None:
+            body = self.reader.small_blob(sha, at)
+            if body is not None:
+                return (body,)
+        return self.reader.blob_chunks(sha, at)
 
     def size(self, sha: bytes) -> int:
-        size = self.sizes.get(sha)
-        return size if size is not None else self.reader.size_of(sha)
+        at = self.located.get(sha)
+        return at.size if at is not None else self.reader.size_of(sha)
 
     def whole(self, sha: bytes) -> bytes:
         return self.reader.read_blob(sha)

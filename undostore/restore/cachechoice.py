@@ -23,7 +23,6 @@ an entry only, so the next snapshot checks it against the ignore rules of that m
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -32,16 +31,17 @@ from undostore.platform import IS_WINDOWS
 from undostore.snapshot.capture import count_files, split_record
 from undostore.snapshot.ignore import UNDOSTORE_IGNORE
 from undostore.store.statcache import (
+    CTIME,
+    ENTRY,
+    FINGERPRINT,
+    MTIME,
     TREE_ID,
-    Entry,
     Record,
     StatCache,
-    is_racy,
     join_names,
-    make_entry,
     mode_only_entry,
-    pack_entries,
-    record_entries,
+    packed_entries,
+    racy_times,
 )
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def cache_for(plan: RestorePlan, cache_path: str, identity: str, windows: bool =
 
 
 def record_written(cache: StatCache, plan: RestorePlan,
-                   written: dict[str, os.stat_result | None], removed_dirs: Iterable[str],
+                   written: dict[str, bytes | None], removed_dirs: Iterable[str],
                    now_ns: int, made_dirs: Iterable[str] = ()) -> tuple[dict[str, Record], int]:
     """(records, file count) after the restore of `plan`: deleted files and removed folders
     gone, each written file's entry from its stat (mode only when racy or touched by someone
@@ -110,21 +110,22 @@ def record_written(cache: StatCache, plan: RestorePlan,
     if removed:
         for path in [p for p in records if p in removed or _under(p, removed)]:
             del records[path]
-    edits: dict[str, dict[str, Entry | None]] = {}
+    edits: dict[str, dict[str, bytes | None]] = {}   # name -> its packed entry (ENTRY)
     for path in plan.delete:
         folder, _, name = path.rpartition("/")
         edits.setdefault(folder, {})[name] = None
     for path in [*plan.create, *plan.modify, *plan.chmod]:
         folder, _, name = path.rpartition("/")
         mode, sha = plan.after[path]
-        st = written.get(path)
+        packed = written.get(path)
+        seen = FINGERPRINT.unpack(packed) if packed is not None else None
         if path not in written:
             entry = None   # not written as planned: no entry, the next snapshot hashes it
-        elif st is None or is_racy(st, now_ns):
+        elif seen is None or racy_times(seen[MTIME], seen[CTIME], now_ns):
             entry = mode_only_entry(mode, sha)
         else:
-            entry = make_entry(st, mode, sha)
-        edits.setdefault(folder, {})[name] = entry
+            entry = (*seen, mode, sha)
+        edits.setdefault(folder, {})[name] = ENTRY.pack(*entry) if entry is not None else None
     for path in removed:
         folder, _, name = path.rpartition("/")
         edits.setdefault(folder, {})
@@ -151,13 +152,14 @@ def record_written(cache: StatCache, plan: RestorePlan,
 
 
 def _edited(folder: str, record: Record, records: dict[str, Record],
-            changes: dict[str, Entry | None], deleted: set[str], removed: set[str]) -> Record:
-    """`record` with `changes` (name -> entry, None: no entry) applied; see `record_written`.
-    `records`: those before the restore, which tell its sub-folders from its files."""
+            changes: dict[str, bytes | None], deleted: set[str], removed: set[str]) -> Record:
+    """`record` with `changes` (name -> packed entry, None: no entry) applied; see
+    `record_written`. `records`: those before the restore, which tell its sub-folders from
+    its files. Entries stay packed: a decoded one costs ~3x the memory."""
     prefix = folder + "/" if folder else ""
     files, subdirs = split_record(folder, record, records)
     subdirs = [name for name in subdirs if prefix + name not in removed]
-    entries = record_entries(record)
+    entries = packed_entries(record)
     for name, entry in changes.items():
         if entry is None:
             entries.pop(name, None)
@@ -170,10 +172,10 @@ def _edited(folder: str, record: Record, records: dict[str, Record],
     names = join_names([*files, *subdirs])
     entry_names = None if ordered == files else join_names(ordered)
     return tuple(FolderRecord(FolderRecord.read(record).tree, names, entry_names,
-                              pack_entries([entries[n] for n in ordered])))
+                              b"".join([entries[n] for n in ordered])))
 
 
-def _made_records(made: set[str], edits: dict[str, dict[str, Entry | None]]
+def _made_records(made: set[str], edits: dict[str, dict[str, bytes | None]]
                   ) -> dict[str, Record]:
     """Records of the folders a restore made: their names are the folders it made there, and
     the files it wrote there are entries only, like the files it creates in other folders
@@ -188,8 +190,9 @@ def _made_records(made: set[str], edits: dict[str, dict[str, Entry | None]]
         written = sorted(name for name, entry in changes.items() if entry is not None)
         out[folder] = (False, join_names(sorted(subdirs.get(folder, []))),
                        join_names(written) if written else None,
-                       pack_entries([changes[name] for name in written]))  # type: ignore[misc]
+                       b"".join([changes[name] for name in written]))  # type: ignore[misc]
     return out
+
 
 
 def _parent(path: str) -> str:

@@ -28,16 +28,22 @@ from undostore.restore.notices import Warn
 from undostore.restore.plan import Entry, RestorePlan
 from undostore.restore.progress import Reporter
 from undostore.restore.syncing import RestoreSync
+from undostore.store.statcache import FINGERPRINT, fingerprint
 
 
 @dataclass
 class CheckoutResult:
-    # Path -> its stat once it held the wanted entry, for the stat cache; None where the file
-    # may have changed since it was written (its stat is then not evidence of its content).
-    written: dict[str, os.stat_result | None] = field(default_factory=dict)
+    # Path -> the fingerprint of its stat once it held the wanted entry, for the stat cache,
+    # packed (`FINGERPRINT`: 73 bytes a file, a stat_result's ints ~250); None where the file may
+    # have changed since it was written (its stat is then not evidence of its content).
+    written: dict[str, bytes | None] = field(default_factory=dict)
     removed_dirs: list[str] = field(default_factory=list)
     made_dirs: list[str] = field(default_factory=list)   # folders the restore created
     warnings: Warn = field(default_factory=list)
+
+    def keep(self, path: str, st: os.stat_result | None) -> None:
+        """`path` holds what the plan wants, as `st` shows it (None: no evidence)."""
+        self.written[path] = FINGERPRINT.pack(*fingerprint(st)) if st is not None else None
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,10 @@ def chmod(ctx: Context, writes: Writes, path: str) -> None:
         # No exec bit on disk: only the content is checked; the stat cache keeps the mode.
         if ctx.matcher.content_id(path, found, (ctx.tree, d, name)) != after.sha:
             raise conflict(path)
-        ctx.result.written[path] = found.st
+        ctx.result.keep(path, found.st)
         return
     if ctx.holds(d, name, path, found, after):
-        ctx.result.written[path] = found.st  # finishing: already done
+        ctx.result.keep(path, found.st)  # finishing: already done
         return
     if not ctx.holds(d, name, path, found, ctx.plan.before[path]):
         raise conflict(path)
@@ -53,7 +53,7 @@ def chmod(ctx: Context, writes: Writes, path: str) -> None:
                         path, "setuid/setgid cleared: the file's exec bit changed",
                         Kind.SETID))
                 done = ctx.tree.lstat(d, name)
-                ctx.result.written[path] = if_unchanged(done, mark(st)) if done else None
+                ctx.result.keep(path, if_unchanged(done, mark(st)) if done else None)
                 ctx.checkpoint("chmod", path)
                 return
         finally:

@@ -228,6 +228,7 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
             plan = prepared.plan
             if expected_sha is not None:
                 _check_expected(plan, _flat(reader, expected_sha, bodies))
+            bodies.clear()   # the plan is made: the folders read for it are not needed again
             result = _result(plan, dry_run=dry_run)
             if dry_run or plan.is_empty:
                 result.seconds = time.perf_counter() - started
@@ -420,13 +421,13 @@ def _prepare(wt: Worktree, reader: ObjectReader, current: FlatTree, wanted: Flat
                               "hold both", second)
     _leave_alone(wt.root, current, wanted)
     plan = make_plan(current, wanted, only=only, extra_dirs=extra_dirs)
-    _check_complete(reader, wanted)
+    blobs = BlobSource.verified(reader, (plan.after[p][1] for p in plan.create + plan.modify))
+    _check_complete(reader, wanted, blobs)
     try:
         if check_disk:
             find_obstacles(wt.root, plan, current.files, case)
     except OSError as err:
         raise from_oserror(err, "inspect", cls=SnapshotError) from err
-    blobs = BlobSource.verified(reader, (plan.after[p][1] for p in plan.create + plan.modify))
     return _Prepared(plan, current, wanted, blobs, case)
 
 
@@ -449,11 +450,14 @@ def _refuse_store_paths(wt: Worktree, wanted: FlatTree) -> None:
                                   "under the root; refused", hits[0] if hits else store_rel)
 
 
-def _check_complete(reader: ObjectReader, wanted: FlatTree) -> None:
+def _check_complete(reader: ObjectReader, wanted: FlatTree, blobs: BlobSource) -> None:
     """Every blob the target lists must be in the store (trees were read, hash-checked). Of a
     partial flat tree, the blobs of paths that differ from the files now: the others are the
-    files' own content, captured by the safety snapshot."""
-    missing = [(path, sha) for path, (_, sha) in wanted.files.items() if not reader.has(sha)]
+    files' own content, captured by the safety snapshot. `blobs`: those the plan writes,
+    already checked (the rest are looked up)."""
+    located = blobs.located
+    missing = [(path, sha) for path, (_, sha) in wanted.files.items()
+               if sha not in located and not reader.has(sha)]
     if missing:
         path, sha = min(missing)
         raise IncompleteSnapshotError(

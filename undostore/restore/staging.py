@@ -83,7 +83,7 @@ class Staging:
             assert d is not None
             st, _ = self.writes.write_new(d, name, path, self.ctx.plan.after[path],
                                           Probe(ABSENT), self.ctx.result.warnings)
-            self.ctx.result.written[path] = st
+            self.ctx.result.keep(path, st)
             self.ctx.wrote(path)
 
     def _place(self, top: str) -> None:

@@ -188,7 +188,7 @@ class Writes:
         after = self.ctx.plan.after[path]
         if found.kind in (FILE, LINK) and self.ctx.holds(d, name, path, found, after):
             self.ctx.unlink_temp(path, temp)  # finishing: already done
-            self.ctx.result.written[path] = found.st
+            self.ctx.result.keep(path, found.st)
             return
         before = self.ctx.plan.before.get(path)
         if before is None:
@@ -207,7 +207,7 @@ class Writes:
         self.ctx.tree.replace(d, temp, name)
         self.ctx.changed(d)
         st = self.ctx.tree.lstat(d, name)
-        self.ctx.result.written[path] = if_unchanged(st, self._made.pop(temp, None)) if st else None
+        self.ctx.result.keep(path, if_unchanged(st, self._made.pop(temp, None)) if st else None)
         self.ctx.checkpoint("replace", path)
 
     def _carry_again(self, d: Dir, name: str, temp: str, path: str) -> None:
