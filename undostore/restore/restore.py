@@ -548,6 +548,7 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal, run: Ru
         # session step applies once only.
         wt.step_done(journal.context, journal.target, journal.safety)
     remove_journal(wt.store)
+    prepared.blobs.release()   # every file is written: their blobs' places are not needed
     if remember:
         _remember_written(wt, cache_path, cache, prepared.plan, outcome)
     return outcome
