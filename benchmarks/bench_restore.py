@@ -18,7 +18,8 @@ watchman):
   10-file turn follows (7 files modified, 2 created, 1 deleted), then `Workspace.undo` and
   `Workspace.redo` alternate (and the `undostore undo|redo --yes` process every other step);
   git does `git read-tree -m -u` between the same two trees. `--fsmonitor` sets
-  UNDOSTORE_FSMONITOR for undostore (watchman, when the library has it).
+  UNDOSTORE_FSMONITOR for undostore (watchman, when the library has it: a private daemon
+  started for the run and stopped after it, never the user's).
 
 - c-project: issue 23's restore, on the 80,000-file C-like tree with its build outputs
   (gen_tree.py): a 2,900-path change (leaf folders holding ~2,000 sources deleted, 500 edited,
@@ -64,6 +65,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import gen_tree  # noqa: E402
 import npm_tree  # noqa: E402
+import watchman_cases  # noqa: E402
 from common import fmt_seconds, median  # noqa: E402
 from phases import ORDER, PhaseTimer  # noqa: E402
 
@@ -679,6 +681,13 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(home, exist_ok=True)
     env = common.isolated_env(
         home, extra={"UNDOSTORE_FSMONITOR": args.fsmonitor} if args.fsmonitor else None)
+    # With watchman, a private daemon of the run's own (never the user's, and none left
+    # running after it).
+    daemon = None
+    if args.fsmonitor != "off" and watchman_cases.available() is None:
+        daemon = watchman_cases.PrivateWatchman(tempfile.mkdtemp(prefix="usbw-"))
+        daemon.start()
+        env["WATCHMAN_SOCK"] = daemon.sock
     # The library runs in this process and the CLI in children: both must see the same
     # environment. The ignore fingerprint kept with watchman's clock names the git config files
     # the environment selects (GIT_CONFIG_NOSYSTEM drops /etc/gitconfig, XDG_CONFIG_HOME moves
@@ -697,6 +706,9 @@ def main(argv: list[str] | None = None) -> int:
         if not kinds:
             rows = _cases(work, args, env)
     finally:
+        if daemon is not None:
+            daemon.stop()
+            shutil.rmtree(daemon.folder, ignore_errors=True)
         if not args.keep and not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
     print(f"restore benchmark: {args.files:,} files in {args.folders:,} folders, "
