@@ -18,6 +18,8 @@ from undostore.restore.cachechoice import uses_cache
 from undostore.restore.plan import RestorePlan
 from undostore.store.statcache import FINE_MARGIN_NS
 
+from .conftest import make_tree
+
 HASH_AT_MOST = DEFAULT_LIMITS.restore_hash_at_most   # paths a restore hashes without the cache
 
 
@@ -100,3 +102,57 @@ def test_windows_always_uses_the_cache_for_the_modes_it_keeps():
     assert uses_cache(small, windows=True)
     large = RestorePlan(target="t", safety="s", create=[f"f{i}" for i in range(HASH_AT_MOST + 1)])
     assert uses_cache(large, windows=False)
+
+
+RECORDING = DEFAULT_LIMITS._replace(restore_hash_at_most=0)   # every restore records its writes
+
+
+def _listed_by_walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The folders every `os.scandir` from now on reads."""
+    listed: list[str] = []
+    real = os.scandir
+
+    def scandir(path: str = ".") -> object:
+        listed.append(os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    return listed
+
+
+def test_after_a_recorded_restore_only_the_folders_it_changed_are_listed_again(
+        tmp_path, git, monkeypatch):
+    """A folder whose files a restore changed is listed again by the next snapshot; the
+    folders below it keep their listings while its `.gitignore` is unchanged (they were all
+    listed again before, each restore costing a walk of everything below what it touched)."""
+    root = make_tree(tmp_path / "root", {"a": {"f.txt": "1", "b": {"y.txt": "y",
+                                                                  "c": {"z.txt": "z"}}}})
+    with Workspace(root, store=tmp_path / "store", limits=RECORDING) as ws:
+        first = ws.snapshot().id
+        (root / "a" / "f.txt").write_text("2")
+        time.sleep(0.2)   # out of the racy window: every listing is recorded as trusted
+        ws.snapshot()
+        time.sleep(0.2)
+        ws.restore(first)
+        listed = _listed_by_walks(monkeypatch)
+        assert ws.snapshot().id == first == git.write_tree(root)
+    assert [os.path.relpath(p, root) for p in listed] == ["a"]
+
+
+def test_a_recorded_restore_that_rewrites_a_gitignore_has_the_folders_below_read_again(
+        tmp_path, git):
+    """The folders below keep their listings only while the `.gitignore` above is the one they
+    were read under: a restore that rewrites it gives it a new inode, so they are read again
+    and a file the old rules ignored is captured."""
+    root = make_tree(tmp_path / "root", {"a": {".gitignore": "", "f.txt": "1",
+                                               "b": {"y.txt": "y"}}})
+    with Workspace(root, store=tmp_path / "store", limits=RECORDING) as ws:
+        plain = ws.snapshot().id
+        (root / "a" / ".gitignore").write_text("*.log\n")
+        (root / "a" / "b" / "x.log").write_text("x")   # ignored from now on
+        time.sleep(0.2)   # out of the racy window: a/b's listing is recorded as trusted
+        ws.snapshot()
+        time.sleep(0.2)
+        ws.restore(plain)   # the rules of `plain` again; x.log, ignored until now, stays
+        assert (root / "a" / "b" / "x.log").exists()
+        assert ws.snapshot().id == git.write_tree(root) != plain

@@ -30,6 +30,7 @@ from undostore.limits import DEFAULT_LIMITS
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.capture import count_files, split_record
 from undostore.snapshot.ignore import UNDOSTORE_IGNORE
+from undostore.snapshot.walk import untrusted_listing
 from undostore.store.statcache import (
     CTIME,
     ENTRY,
@@ -42,6 +43,7 @@ from undostore.store.statcache import (
     mode_only_entry,
     packed_entries,
     racy_times,
+    record_stamp,
 )
 
 if TYPE_CHECKING:
@@ -142,8 +144,15 @@ def record_written(cache: StatCache, plan: RestorePlan,
             if record is not None and record[TREE_ID] is not False:
                 # A folder above the changes keeps its stamp: its own listing is as it was
                 # (a change in it moves its mtime, which the stamp holds), so the next walk
-                # reuses it and only its tree is encoded again.
-                kept = record[4:] if folder not in edits and folder not in made else ()
+                # reuses it and only its tree is encoded again. One the restore changed
+                # keeps only the part of its `.gitignore` (`untrusted_listing`): its listing is
+                # read again, and the folders below it still reuse theirs while that file's
+                # stat is unchanged (a rewrite by the restore gives it a new inode).
+                if folder in edits and folder not in made:
+                    old = record_stamp(cache.records.get(folder) or ())
+                    kept = (untrusted_listing(old),) if old is not None else ()
+                else:
+                    kept = record[4:] if folder not in made else ()
                 records[folder] = (False, *record[1:4], *kept)
             if not folder:
                 break

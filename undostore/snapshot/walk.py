@@ -166,6 +166,12 @@ def trusted_stamp(stamp: bytes, is_racy: Callable[[int, int], bool]) -> bytes:
     return stamp
 
 
+def untrusted_listing(stamp: bytes) -> bytes:
+    """`stamp` with its folder part UNTRUSTED: the listing is read again, while the parts of
+    its `.gitignore` (and the root's ignore digest) still tell whether the rules below held."""
+    return UNTRUSTED + stamp[_PART:]
+
+
 class _Rules:
     """The rules in force inside a folder, read and compiled only when a listing needs them."""
 
