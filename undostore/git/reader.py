@@ -326,7 +326,7 @@ class ObjectReader:
                     located[sha] = BlobAt(pack, offset + header_len, size)
                     continue
             elif not self.skip or self._absent(sha):
-                continue
+                continue   # in no pack at all: left out, for the caller to name its paths
             located[sha] = BlobAt(None, -1, self.verify_blob(sha))
         return located
 

@@ -95,11 +95,6 @@ def mode_only_entry(git_mode: int, sha: bytes) -> Entry:
     return (0, 0, -1, 0, 0, git_mode, sha)
 
 
-def is_racy(st: os.stat_result, start_ns: int) -> bool:
-    """Whether a file's stat is too close to `start_ns` to prove a later change would show."""
-    return _racy(st.st_mtime_ns, st.st_ctime_ns, start_ns)
-
-
 def racy_times(mtime_ns: int, ctime_ns: int, start_ns: int) -> bool:
     """Whether times this close to `start_ns` prove nothing (for files and folders alike)."""
     return _racy(mtime_ns, ctime_ns, start_ns)
