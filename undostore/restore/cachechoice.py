@@ -34,6 +34,7 @@ from undostore.snapshot.walk import untrusted_listing
 from undostore.store.statcache import (
     CTIME,
     ENTRY,
+    ENTRY_TAIL,
     FINGERPRINT,
     MTIME,
     TREE_ID,
@@ -119,15 +120,14 @@ def record_written(cache: StatCache, plan: RestorePlan,
     for path in [*plan.create, *plan.modify, *plan.chmod]:
         folder, _, name = path.rpartition("/")
         mode, sha = plan.after[path]
-        packed = written.get(path)
-        seen = FINGERPRINT.unpack(packed) if packed is not None else None
+        seen = written.get(path)   # its fingerprint, packed: an entry's first bytes
         if path not in written:
             entry = None   # not written as planned: no entry, the next snapshot hashes it
-        elif seen is None or racy_times(seen[MTIME], seen[CTIME], now_ns):
-            entry = mode_only_entry(mode, sha)
+        elif seen is None or _racy(seen, now_ns):
+            entry = ENTRY.pack(*mode_only_entry(mode, sha))
         else:
-            entry = (*seen, mode, sha)
-        edits.setdefault(folder, {})[name] = ENTRY.pack(*entry) if entry is not None else None
+            entry = seen + ENTRY_TAIL.pack(mode, sha)
+        edits.setdefault(folder, {})[name] = entry
     for path in removed:
         folder, _, name = path.rpartition("/")
         edits.setdefault(folder, {})
@@ -202,6 +202,10 @@ def _made_records(made: set[str], edits: dict[str, dict[str, bytes | None]]
                        b"".join([changes[name] for name in written]))  # type: ignore[misc]
     return out
 
+
+def _racy(fingerprint: bytes, now_ns: int) -> bool:
+    times = FINGERPRINT.unpack(fingerprint)
+    return racy_times(times[MTIME], times[CTIME], now_ns)
 
 
 def _parent(path: str) -> str:

@@ -34,7 +34,7 @@ from undostore.store.statcache import FINGERPRINT, fingerprint
 @dataclass
 class CheckoutResult:
     # Path -> the fingerprint of its stat once it held the wanted entry, for the stat cache,
-    # packed (`FINGERPRINT`: 73 bytes a file, a stat_result's ints ~250); None where the file may
+    # packed (`FINGERPRINT`: 69 bytes a file, a stat_result's ints ~250); None where the file may
     # have changed since it was written (its stat is then not evidence of its content).
     written: dict[str, bytes | None] = field(default_factory=dict)
     removed_dirs: list[str] = field(default_factory=list)

@@ -11,7 +11,6 @@ names, files and sub-folder trees are unchanged keeps its cached tree id without
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -22,7 +21,6 @@ from undostore.limits import DEFAULT_LIMITS
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.treepatch import TreeEntry, patch_tree
 from undostore.snapshot.walk import (
-    ENTRY_SIZE,
     FileEntry,
     Folder,
     Known,
@@ -34,6 +32,7 @@ from undostore.store.statcache import (
     ENTRIES,
     ENTRY,
     ENTRY_NAMES,
+    FINGERPRINT,
     GIT_MODE,
     NAMES,
     STAMP,
@@ -132,20 +131,15 @@ class Work:
 Todo = list[tuple[Work, int, FileEntry]]
 
 
-# The stat fingerprint at the head of each packed entry (mtime, ctime, size, inode, st_mode).
-_FINGERPRINT = struct.Struct("<qqqQI")
-assert ENTRY.size == ENTRY_SIZE  # walk._reuse compares packed entries in place
-
-
 def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
     """Per folder, a test of a file's stat against its cached entry (for `WalkOptions`): the
     walk then keeps nothing for files that match. Racy entries were left out at save time, so
     a match is a file the snapshot need not read."""
     records = cache.records
     windows = IS_WINDOWS
-    pack = _FINGERPRINT.pack
+    pack = FINGERPRINT.pack
     size = ENTRY.size
-    width = _FINGERPRINT.size
+    width = FINGERPRINT.size
 
     def for_folder(path: str) -> Matcher | None:
         record = records.get(path)

@@ -38,6 +38,7 @@ from undostore.snapshot.ignore import (
     read_ignore_file,
     root_rules,
 )
+from undostore.store.statcache import ENTRY, FINGERPRINT, fingerprint
 
 S_ISREG = stat.S_ISREG
 S_ISLNK = stat.S_ISLNK
@@ -116,7 +117,7 @@ Matcher = Callable[[str, os.stat_result], bool]
 class Known(NamedTuple):
     """A folder's listing as last read: its stamp then, its kept files and walked folders
     (`joined`: both, NUL-joined, as recorded), and when the cache holds an entry for each file
-    in that order, those entries (`ENTRY_SIZE` bytes each, the stat fingerprint first)."""
+    in that order, those entries (statcache.ENTRY each, the stat fingerprint first)."""
 
     stamp: bytes
     files: Sequence[str]
@@ -125,23 +126,19 @@ class Known(NamedTuple):
     entries: bytes | None = None
 
 
-ENTRY_SIZE = 60     # statcache.ENTRY: the stat fingerprint (`_STAT`), git mode, blob id
 
 
 # --- folder stamps --------------------------------------------------------------------------
 # A stamp is the folder's stat data, then its `.gitignore`'s (absent, or unknown), then for the
 # root the digest of the ignore sources outside the tree (ignore.ignore_fingerprint).
-_STAT = struct.Struct("<qqqQI")    # mtime_ns, ctime_ns, size, inode, st_mode
-_PART = _STAT.size
+_PART = FINGERPRINT.size           # mtime_ns, ctime_ns, size, inode, st_mode
 UNTRUSTED = bytes(_PART)           # a folder part that matches no folder
 NO_FILE = bytes(_PART)             # no `.gitignore` (in the second part)
 UNKNOWN = b"\xff" * _PART          # a `.gitignore` whose stat proved nothing (racy)
 
 
 def _stat_part(st: os.stat_result) -> bytes:
-    # Windows' scandir reports inode 0; folders keep to the files' rule (statcache.fingerprint).
-    return _STAT.pack(st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if IS_WINDOWS else st.st_ino,
-                      st.st_mode)
+    return FINGERPRINT.pack(*fingerprint(st))   # folders keep to the files' rule
 
 
 def folder_stamp(folder_st: os.stat_result, gitignore_st: os.stat_result | None) -> bytes:
@@ -337,7 +334,7 @@ def _reused_files(folder: Folder, known: Known, lstat: Callable[[str], os.stat_r
     """`_reuse`'s loop: each cached file lstat-ed and compared with its entry."""
     entries = known.entries
     files = folder.files
-    pack = _STAT.pack
+    pack = FINGERPRINT.pack
     windows = IS_WINDOWS
     offset = 0
     for name in known.files:
@@ -351,7 +348,7 @@ def _reused_files(folder: Folder, known: Known, lstat: Callable[[str], os.stat_r
             # compared in place (the same bytes `_stat_part` makes).
             same = entries[offset:offset + _PART] == pack(
                 st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if windows else st.st_ino, mode)
-            offset += ENTRY_SIZE
+            offset += ENTRY.size
             if same:
                 continue
         elif match is not None and match(name, st):

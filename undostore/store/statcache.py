@@ -35,7 +35,8 @@ import marshal
 import os
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 from undostore.limits import DEFAULT_LIMITS
 from undostore.platform import IS_WINDOWS
@@ -69,8 +70,11 @@ FolderState = tuple["bytes | None", tuple[str, ...]]
 Record = (tuple["bytes | None | bool", str, "str | None", bytes]
           | tuple["bytes | None | bool", str, "str | None", bytes, bytes])
 
-ENTRY = struct.Struct("<qqqQII20s")
-FINGERPRINT = struct.Struct("<qqqQQ")   # a `fingerprint` alone, packed (one bytes object)
+# A file's `fingerprint` packed (mtime, ctime, size, inode, st_mode): the first bytes of each
+# ENTRY, and each part of a folder stamp (walk.py compares them in place).
+FINGERPRINT = struct.Struct("<qqqQI")
+ENTRY_TAIL = struct.Struct("<I20s")   # what follows it in an ENTRY: git mode, blob id
+ENTRY = struct.Struct(FINGERPRINT.format + ENTRY_TAIL.format[1:])
 # Positions in a Record (a plain tuple, so marshal saves it as it is; see the docstring) ...
 TREE_ID, NAMES, ENTRY_NAMES, ENTRIES, STAMP = range(5)
 # ... and in an Entry: the fingerprint (mtime, ctime, size, inode, st_mode), git mode, blob id.
@@ -131,29 +135,30 @@ def record_stamp(record: Record) -> bytes | None:
 
 def record_entries(record: Record) -> dict[str, Entry]:
     """A record's entries by file name."""
-    names, entry_names, blob = record[NAMES], record[ENTRY_NAMES], record[ENTRIES]
-    if not blob:
-        return {}
-    decoded = ENTRY.iter_unpack(blob)
-    if entry_names is None:
-        return dict(zip(names.split(_SEP), decoded, strict=False))  # files come first
-    return dict(zip(entry_names.split(_SEP), decoded, strict=True))
-
-
-DECODED_FOLDERS = 16   # folders `StatCache.entries_in` keeps decoded
+    blob = record[ENTRIES]
+    return _by_name(record, ENTRY.iter_unpack(blob)) if blob else {}
 
 
 def packed_entries(record: Record) -> dict[str, bytes]:
     """A record's entries by file name, each left packed (`ENTRY`; a decoded one costs ~3x
     the memory)."""
-    names, entry_names, blob = record[NAMES], record[ENTRY_NAMES], record[ENTRIES]
+    blob, size = record[ENTRIES], ENTRY.size
     if not blob:
         return {}
-    size = ENTRY.size
-    packed = [blob[at:at + size] for at in range(0, len(blob), size)]
-    if entry_names is None:
-        return dict(zip(names.split(_SEP), packed, strict=False))  # files come first
-    return dict(zip(entry_names.split(_SEP), packed, strict=True))
+    return _by_name(record, (blob[at:at + size] for at in range(0, len(blob), size)))
+
+
+_V = TypeVar("_V")
+
+
+def _by_name(record: Record, entries: Iterable[_V]) -> dict[str, _V]:
+    """`entries` (one per entry of `record`, in its order) by the names they belong to."""
+    if record[ENTRY_NAMES] is None:
+        return dict(zip(record[NAMES].split(_SEP), entries, strict=False))  # files come first
+    return dict(zip(record[ENTRY_NAMES].split(_SEP), entries, strict=True))
+
+
+DECODED_FOLDERS = 16   # folders `StatCache.entries_in` keeps decoded
 
 
 class StatCache:
