@@ -7,6 +7,7 @@ import shutil
 import stat
 import tempfile
 import time
+import tracemalloc
 import zlib
 
 import pytest
@@ -297,6 +298,24 @@ def test_large_file_is_streamed_and_restored_exactly(tree_factory):
     assert (root / "big.bin").read_bytes() == big
     assert temp_files(root) == []
 
+
+
+def test_a_large_file_is_checked_and_restored_in_constant_memory(tree_factory):
+    """The blob check before a restore reads a big record's CRC a chunk at a time, and the
+    write streams it: neither holds the file (24 MiB) whole."""
+    big = os.urandom(24 << 20)
+    root = tree_factory({"big.bin": big})
+    ws = Workspace(root)
+    snap = ws.snapshot().id
+    (root / "big.bin").unlink()
+    tracemalloc.start()
+    try:
+        ws.restore(snap)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (root / "big.bin").read_bytes() == big
+    assert peak < 8 << 20, f"peak {peak} bytes while restoring a 24 MiB file"
 
 # --- random round trips --------------------------------------------------------------------------
 

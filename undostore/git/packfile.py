@@ -161,11 +161,20 @@ class Pack:
         at = bisect.bisect_right(self._starts, offset)
         return self._starts[at] if at < len(self._starts) else self._end
 
-    def record_intact(self, position: int) -> bool:
-        """Whether the record at index `position` has the CRC-32 its index lists (its bytes
-        read once, nothing inflated)."""
-        start = self.index.offset_at(position)
-        return zlib.crc32(self._read(start, self.record_end(start))) == self.index.crc_at(position)
+    def record_intact(self, position: int, start: int | None = None) -> bool:
+        """Whether the record at index `position` (starting at `start`, where the caller has
+        it) has the CRC-32 its index lists: its bytes read once, at most CHUNK at a time (a
+        multi-GB record is never copied whole), nothing inflated."""
+        if start is None:
+            start = self.index.offset_at(position)
+        end = self.record_end(start)
+        if end - start <= CHUNK:
+            crc = zlib.crc32(self._read(start, end))
+        else:
+            crc = 0
+            for at in range(start, end, CHUNK):
+                crc = zlib.crc32(self._read(at, min(at + CHUNK, end)), crc)
+        return crc == self.index.crc_at(position)
 
     def _read(self, start: int, end: int) -> bytes:
         """Bytes of the pack (counted by `_touch`)."""

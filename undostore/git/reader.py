@@ -322,7 +322,7 @@ class ObjectReader:
                     type_num, size, header_len = pack.header(offset)
                 except RecordDamaged:
                     type_num = -1
-                if type_num == BLOB and pack.record_intact(position):
+                if type_num == BLOB and pack.record_intact(position, offset):
                     located[sha] = BlobAt(pack, offset + header_len, size)
                     continue
             elif not self.skip or self._absent(sha):
