@@ -120,6 +120,41 @@ def test_changed_content_keeps_the_bits_but_never_setuid(tmp_path, bits) -> None
 
 
 @posix
+@pytest.mark.parametrize("foreign_group", [False, True])
+def test_a_replacing_temp_file_starts_private_unless_owner_and_group_are_the_old_ones(
+        tmp_path, monkeypatch, foreign_group) -> None:
+    """A temp file replacing a file of this process's user and group is created with the old
+    file's bits (no chmod after it); one replacing a file of another group starts 0600 and
+    gets its bits only after its group (it never gives that group's access to this one)."""
+    if foreign_group and not IS_ROOT:
+        pytest.skip("needs root (a file of another group)")
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "f").write_text("version A\n")
+    os.chmod(root / "f", 0o640)
+    with Workspace(root, tmp_path / "store") as ws:
+        target = ws.snapshot().id
+        (root / "f").write_text("version B\n")
+        if foreign_group:
+            os.chown(root / "f", -1, NOBODY)
+        ws.snapshot()
+        chmods: list[int] = []
+        real_fchmod = os.fchmod
+
+        def fchmod(fd: int, bits: int) -> None:
+            chmods.append(stat.S_IMODE(os.fstat(fd).st_mode))   # the bits before the call
+            real_fchmod(fd, bits)
+
+        monkeypatch.setattr(os, "fchmod", fchmod)
+        ws.restore(target)
+        monkeypatch.undo()
+    assert (root / "f").read_text() == "version A\n"
+    assert mode_of(root / "f") == 0o640
+    assert os.lstat(root / "f").st_gid == (NOBODY if foreign_group else os.getegid())
+    assert chmods == ([0o600] if foreign_group else [])
+
+
+@posix
 @pytest.mark.parametrize(("now", "after"), [(0o4644, 0o755), (0o640, 0o750), (0o600, 0o700),
                                             (0o604, 0o705), (0o2755, 0o644), (0o711, 0o600)])
 def test_exec_bit_follows_read_and_clears_setuid(tmp_path, now, after) -> None:

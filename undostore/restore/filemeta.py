@@ -74,25 +74,27 @@ class Modes:
 
 
 def set_owner(fd: int, uid: int, gid: int, have: os.stat_result, path: str, warnings: Warn
-              ) -> None:
-    """fchown where it changes something and this process may (root; else the group only)."""
+              ) -> bool:
+    """fchown where it changes something and this process may (root; else the group only);
+    whether it was called."""
     if IS_WINDOWS or (uid < 0 and gid < 0):
-        return
+        return False
     want_uid = uid if uid >= 0 and uid != have.st_uid else -1
     want_gid = gid if gid >= 0 and gid != have.st_gid else -1
     if want_uid < 0 and want_gid < 0:
-        return
+        return False
     if not is_root() and want_uid >= 0:
         warnings.append(RestoreWarning(
             path, f"owner not kept (uid {uid}): only root can give a file away", Kind.OWNER))
         want_uid = -1
         if want_gid < 0:
-            return
+            return False
     try:
         os.fchown(fd, want_uid, want_gid)
     except OSError as err:
         warnings.append(RestoreWarning(
             path, f"owner/group not kept ({uid}:{gid}): {err.strerror or err}", Kind.OWNER))
+    return True
 
 
 def set_bits(fd: int, bits: int) -> None:
@@ -100,14 +102,15 @@ def set_bits(fd: int, bits: int) -> None:
         os.fchmod(fd, bits)
 
 
-def copy_xattrs(src: int, dst: int, path: str, warnings: Warn) -> None:
-    """Carry the extended attributes (ACLs included) from one open file to another."""
+def copy_xattrs(src: int, dst: int, path: str, warnings: Warn) -> bool:
+    """Carry the extended attributes (ACLs included) from one open file to another; whether
+    there were any to carry."""
     if not _HAS_XATTR:
-        return
+        return False
     try:
         names = os.listxattr(src)
     except OSError:
-        return  # a file system without xattrs: nothing to carry
+        return False  # a file system without xattrs: nothing to carry
     for name in names:
         if name in _NOT_CARRIED:
             continue
@@ -118,17 +121,21 @@ def copy_xattrs(src: int, dst: int, path: str, warnings: Warn) -> None:
                 continue
             warnings.append(RestoreWarning(
                 path, f"extended attribute {name} not kept: {err.strerror or err}", Kind.XATTR))
+    return bool(names)
 
 
-def carry_over(src: int, src_st: os.stat_result, dst: int, executable: bool, path: str,
-               warnings: Warn) -> None:
-    """Give the new file `dst` what the old file `src` carried (see the module docstring).
-    Order matters: chown clears setuid, an ACL rewrites group bits; the mode goes last."""
+def carry_over(src: int, src_st: os.stat_result, dst: int, dst_st: os.stat_result,
+               executable: bool, path: str, warnings: Warn) -> None:
+    """Give the new file `dst` (`dst_st` its stat) what the old file `src` carried (see the
+    module docstring). Order matters: chown clears setuid, an ACL rewrites group bits; the
+    mode goes last, and is set unless `dst` was created with it and nothing came after."""
     if IS_WINDOWS:
         return
-    set_owner(dst, src_st.st_uid, src_st.st_gid, os.fstat(dst), path, warnings)
-    copy_xattrs(src, dst, path, warnings)
-    set_bits(dst, changed_file_bits(src_st.st_mode, executable))
+    owner = set_owner(dst, src_st.st_uid, src_st.st_gid, dst_st, path, warnings)
+    attributes = copy_xattrs(src, dst, path, warnings)
+    bits = changed_file_bits(src_st.st_mode, executable)
+    if owner or attributes or stat.S_IMODE(dst_st.st_mode) != bits:
+        set_bits(dst, bits)
     if src_st.st_mode & _SETID:
         warnings.append(RestoreWarning(
             path, "setuid/setgid cleared: the file's content or exec bit changed", Kind.SETID))

@@ -86,28 +86,50 @@ class Writes:
                 Kind.SYMLINK))
         executable = mode == MODE_EXEC
         # A file with no old one to carry from is created with its final bits where the umask
-        # lets them through (no chmod then); any other starts private, until its bits are set.
+        # lets them through (no chmod then); so is one replacing a file of this process's user
+        # and group (those of a new file here) with the bits it has now; any other starts
+        # private, until its bits are set.
         fresh = None if self.ctx.windows or found.kind == FILE else self.ctx.modes.new_file(
             path, executable)
-        bits = fresh[0] if fresh is not None and not fresh[0] & self.ctx.modes.umask else 0o600
+        if fresh is not None:
+            bits = fresh[0] if not fresh[0] & self.ctx.modes.umask else 0o600
+        else:
+            bits = self._same_owner_bits(d, found, executable)
         fd = self.ctx.tree.open(d, new, os.O_WRONLY | os.O_CREAT | os.O_EXCL, bits)
         try:
             write_sparse(fd, self.ctx.blobs.chunks(sha))
+            # Its mtime, size and inode (what `mark` keeps) stay as they are now: bits, owner
+            # and attributes set below change only its ctime.
+            st = os.fstat(fd)
             if fresh is None:
-                carried = self._give_metadata(fd, d, path.rpartition("/")[2], path, found,
+                carried = self._give_metadata(fd, st, d, path.rpartition("/")[2], path, found,
                                               executable, warnings)
             else:
                 carried = None
-                self._give_new_metadata(fd, d, path, fresh, bits != fresh[0], warnings)
+                self._give_new_metadata(fd, st, d, path, fresh, bits != fresh[0], warnings)
             self.ctx.sync.file_written(fd)
-            return os.fstat(fd), carried
+            return st, carried
         finally:
             os.close(fd)
 
-    def _give_metadata(self, fd: int, d: Dir, name: str, path: str, found: Probe,
-                       executable: bool, warnings: Warn) -> tuple[int, ...] | None:
-        """Bits, owner and attributes for the new file `fd`: the old file's where there is one
-        (returns what identifies the old file), else the recorded or default ones."""
+    def _same_owner_bits(self, d: Dir, found: Probe, executable: bool) -> int:
+        """The bits a temp file replacing `found` is created with: the ones it will carry
+        where the umask lets them through and the old file has the user and group a new file
+        in `d` gets (the temp then gives nobody an access the old file did not), else 0o600."""
+        st = found.st
+        if self.ctx.windows or found.kind != FILE or st is None:
+            return 0o600
+        bits = changed_file_bits(st.st_mode, executable)
+        if (bits & self.ctx.modes.umask or st.st_uid != os.geteuid()
+                or not st.st_gid == d.st.st_gid == os.getegid()):
+            return 0o600
+        return bits
+
+    def _give_metadata(self, fd: int, fd_st: os.stat_result, d: Dir, name: str, path: str,
+                       found: Probe, executable: bool, warnings: Warn) -> tuple[int, ...] | None:
+        """Bits, owner and attributes for the new file `fd` (`fd_st` its stat): the old file's
+        where there is one (returns what identifies the old file), else the recorded or
+        default ones."""
         if self.ctx.windows:
             return None
         if found.kind == FILE:
@@ -119,21 +141,21 @@ class Writes:
                 try:
                     st = os.fstat(old)
                     if stat.S_ISREG(st.st_mode):
-                        carry_over(old, st, fd, executable, path, warnings)
+                        carry_over(old, st, fd, fd_st, executable, path, warnings)
                         return _meta_key(st)
                 finally:
                     os.close(old)
             elif found.st is not None:  # unreadable to this process: bits and owner only
                 st = found.st
-                set_owner(fd, st.st_uid, st.st_gid, os.fstat(fd), path, warnings)
+                set_owner(fd, st.st_uid, st.st_gid, fd_st, path, warnings)
                 set_bits(fd, changed_file_bits(st.st_mode, executable))
                 return _meta_key(st)
-        self._give_new_metadata(fd, d, path, self.ctx.modes.new_file(path, executable), True,
-                                warnings)
+        self._give_new_metadata(fd, fd_st, d, path, self.ctx.modes.new_file(path, executable),
+                                True, warnings)
         return None
 
-    def _give_new_metadata(self, fd: int, d: Dir, path: str, meta: tuple[int, int, int],
-                           chmod: bool, warnings: Warn) -> None:
+    def _give_new_metadata(self, fd: int, fd_st: os.stat_result, d: Dir, path: str,
+                           meta: tuple[int, int, int], chmod: bool, warnings: Warn) -> None:
         """Owner (as root) and bits for a file with no old one: as recorded, else defaults.
         `chmod`: its bits are not yet the wanted ones."""
         bits, uid, gid = meta
@@ -143,7 +165,7 @@ class Writes:
             # A new file belongs to this process's user and group (or the folder's group):
             # no call when those are the wanted ones whichever applies.
             if uid != os.geteuid() or not gid == os.getegid() == d.st.st_gid:
-                set_owner(fd, uid, gid, os.fstat(fd), path, warnings)
+                set_owner(fd, uid, gid, fd_st, path, warnings)
                 chmod = True
         if chmod:
             set_bits(fd, bits)
@@ -185,18 +207,23 @@ class Writes:
         d, name, found = self.ctx.at(path)
         if d is None:
             raise conflict(path)
-        after = self.ctx.plan.after[path]
-        if found.kind in (FILE, LINK) and self.ctx.holds(d, name, path, found, after):
+        before = self.ctx.plan.before.get(path)
+        present = found.kind in (FILE, LINK)
+        expected = (before is not None and present
+                    and self.ctx.holds(d, name, path, found, before))
+        # The old content, as expected, is not the new one (checked first: the usual case);
+        # only where exec bits are not kept can a file hold both (an exec-bit change).
+        if ((not expected or self.ctx.windows) and present
+                and self.ctx.holds(d, name, path, found, self.ctx.plan.after[path])):
             self.ctx.unlink_temp(path, temp)  # finishing: already done
             self.ctx.result.keep(path, found.st)
             return
-        before = self.ctx.plan.before.get(path)
         if before is None:
             if found.kind == DIR:
                 self._clear_empty_tree(d, name, path)
             elif found.kind != ABSENT:
                 raise conflict(path)
-        elif found.kind not in (FILE, LINK) or not self.ctx.holds(d, name, path, found, before):
+        elif not expected:
             raise conflict(path)
         else:
             self.ctx.make_writable(d, name, found)
@@ -218,7 +245,7 @@ class Writes:
             made = self._made.get(temp)
             if made is None or made[2] != st.st_ino:
                 raise conflict(path)
-            self._give_metadata(fd, d, name, path, Probe(FILE, self.ctx.tree.lstat(d, name)),
+            self._give_metadata(fd, st, d, name, path, Probe(FILE, self.ctx.tree.lstat(d, name)),
                                 self.ctx.plan.after[path].mode == MODE_EXEC,
                                 self.ctx.result.warnings)
         finally:
