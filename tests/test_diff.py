@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,26 @@ def test_files_over_the_big_file_threshold_are_binary_and_never_read(tree_factor
     assert {sha.hex() for sha in read} == {c.old_id for c in changes[1:]} | {
         c.new_id for c in changes[1:]}
 
+
+def test_big_binary_files_are_told_binary_from_their_first_bytes(tree_factory):
+    """Two 8 MiB binaries (a NUL up front): every form of the diff reads a few KB of each,
+    never the whole (it held both blobs and a copy: 3x their size)."""
+    first, second = b"\0" + os.urandom(8 << 20), b"\0" + os.urandom(8 << 20)
+    ws, a, b, _ = snapshots(tree_factory, {"big.bin": first, "t.txt": "a\n"},
+                            lambda root: ((root / "big.bin").write_bytes(second),
+                                          put(root / "t.txt", "b\n")))
+    changes = ws.diff(a, b)
+    tracemalloc.start()
+    try:
+        outputs = {form: b"".join(render(form, ws.store, changes))
+                   for form in ("numstat", "stat", "patch")}
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert outputs["numstat"] == b"-\t-\tbig.bin\n1\t1\tt.txt\n"
+    assert outputs["stat"].startswith(b" big.bin | Bin 8388609 -> 8388609 bytes\n")
+    assert b"Binary files a/big.bin and b/big.bin differ\n" in outputs["patch"]
+    assert peak < 4 << 20, f"peak {peak} bytes while diffing two 8 MiB files"
 
 def test_identical_snapshots_have_no_changes(tree_factory):
     ws, a, b, _ = snapshots(tree_factory, {"a": "1\n"}, lambda root: None)

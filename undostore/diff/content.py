@@ -9,6 +9,7 @@ from undostore.diff.linediff import diff_lines, split_lines
 
 BINARY_PROBE = 8000
 BIG_FILE = 512 << 20          # git's core.bigFileThreshold: bigger files count as binary
+PROBE_FIRST = 1 << 20         # a blob bigger than this is probed for a NUL before it is read
 
 
 class Blobs(Protocol):
@@ -17,8 +18,9 @@ class Blobs(Protocol):
     def read_blob(self, sha: bytes) -> bytes: ...
 
 
-class BigBlob:
-    """A blob over git's big-file threshold: binary by definition, so never read."""
+class BinaryBlob:
+    """A blob known to be binary without being read whole (over git's big-file threshold, or
+    a NUL in its first bytes): its size only, so a diff of two big binaries holds neither."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -27,11 +29,11 @@ class BigBlob:
         return self.size
 
 
-def is_binary(data: bytes | BigBlob) -> bool:
-    return isinstance(data, BigBlob) or b"\0" in data[:BINARY_PROBE]
+def is_binary(data: bytes | BinaryBlob) -> bool:
+    return isinstance(data, BinaryBlob) or b"\0" in data[:BINARY_PROBE]
 
 
-def read_side(blobs: Blobs, hex_id: str | None) -> bytes | BigBlob | None:
+def read_side(blobs: Blobs, hex_id: str | None) -> bytes | BinaryBlob | None:
     if hex_id is None:
         return None
     sha = bytes.fromhex(hex_id)
@@ -39,7 +41,9 @@ def read_side(blobs: Blobs, hex_id: str | None) -> bytes | BigBlob | None:
     if size_of is not None:
         size = size_of(sha)
         if size > BIG_FILE:
-            return BigBlob(size)
+            return BinaryBlob(size)
+        if size > PROBE_FIRST and b"\0" in blobs.blob_head(sha, BINARY_PROBE):  # type: ignore[attr-defined]
+            return BinaryBlob(size)
     return blobs.read_blob(sha)
 
 
@@ -47,13 +51,13 @@ def count_lines(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def counts_of(old: bytes | BigBlob | None, new: bytes | BigBlob | None, same: bool
+def counts_of(old: bytes | BinaryBlob | None, new: bytes | BinaryBlob | None, same: bool
             ) -> tuple[int | None, int | None]:
     if (old is not None and is_binary(old)) or (new is not None and is_binary(new)):
         return None, None
     if same:
         return 0, 0
-    assert not isinstance(old, BigBlob) and not isinstance(new, BigBlob)
+    assert not isinstance(old, BinaryBlob) and not isinstance(new, BinaryBlob)
     if old is None or new is None:
         return count_lines(new or b""), count_lines(old or b"")
     edits = diff_lines(split_lines(old), split_lines(new))

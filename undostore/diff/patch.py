@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from undostore.diff.content import (
-    BigBlob,
+    BinaryBlob,
     Blobs,
     count_lines,
     counts_of,
@@ -324,7 +324,7 @@ def _common_hex(a: bytes, b: bytes) -> int:
 class _Side(NamedTuple):
     mode: int
     hex_id: str
-    data: bytes | BigBlob
+    data: bytes | BinaryBlob
 
 
 def patch(store: Store, blobs: Blobs, changes: list[Change], colors: Colors = PLAIN,

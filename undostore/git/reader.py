@@ -257,6 +257,21 @@ class ObjectReader:
     def read_blob(self, sha: bytes) -> bytes:
         return self._whole(sha, BLOB)[1]
 
+    def blob_head(self, sha: bytes, count: int) -> bytes:
+        """A blob's first `count` bytes (all of a shorter one), the rest not inflated; its hash
+        is not checked (that takes the whole blob): for a look at its kind, never for a
+        restore."""
+        head = b""
+        chunks = self.blob_chunks(sha)
+        try:
+            for chunk in chunks:
+                head += chunk
+                if len(head) >= count:
+                    break
+        finally:
+            chunks.close()
+        return head[:count]
+
     def blob_chunks(self, sha: bytes, at: BlobAt | None = None) -> Iterator[bytes]:
         """A blob's bytes in chunks, in constant memory; the hash is checked after the last
         chunk (IncompleteSnapshotError there if it does not match). `at`: where
