@@ -289,12 +289,51 @@ def _visit(root: str, rel: str, node: _Rules, same: bool, options: WalkOptions,
         ignore_st = _lstat_or_none(ignore_path)
     stamp = folder_stamp(folder_st, ignore_st) + digest
     own = _Rules(root, node, rel, ignore_st)
+    # The rules below are those of last time if the rules here are and `.gitignore` is too.
+    below = same and stamp[_PART:2 * _PART] == old_ignore
+    prefix = rel + "/" if rel else ""
+    if below and known is not None and _RELIST and _same_names(disk, prefix, known, own, options):
+        folder = _reuse(disk, rel, known, options)
+        if folder is not None:
+            folder.stamp = stamp
+            return folder, [(prefix + name, own, True) for name in folder.subdirs]
     folder = Folder(rel, stamp=stamp)
     todo: list[tuple[str, _Rules]] = []
     _read_listing(disk, rel, own.get(), own, folder, todo, options)
-    # The rules below are those of last time if the rules here are and `.gitignore` is too.
-    below = same and stamp[_PART:2 * _PART] == old_ignore
     return folder, [(path, rules, below) for path, rules in todo]
+
+
+_RELIST = not IS_WINDOWS   # there a junction may look like a folder in a bare listing
+
+
+def _same_names(disk: str, prefix: str, known: Known, rules: _Rules, options: WalkOptions
+                ) -> bool:
+    """Whether a folder whose own stat moved (files renamed over, an ignored file written:
+    a restore edits every folder it writes in) still keeps what `known` kept, with the rules
+    unchanged: listed again by name and type only (no stat, no file entries), each kept file
+    still there and no folder, each walked folder still a folder, every other name ignored.
+    Its known listing then serves, each file lstat-ed as in `_reuse`; on any doubt (a temp
+    name, an error) the folder is read the usual way, which says why."""
+    files, subdirs = set(known.files), set(known.subdirs)
+    seen = 0
+    try:
+        with os.scandir(disk) as listing:
+            for entry in listing:
+                name = entry.name
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if name in (subdirs if is_dir else files):
+                    seen += 1
+                    continue
+                if name == ".git" or (is_dir and prefix + name in options.skip_dirs):
+                    continue
+                if name.startswith(TEMP_PREFIX):
+                    return False
+                compiled = rules.get()
+                if not (compiled and compiled.is_ignored(prefix + name, is_dir)):
+                    return False
+    except OSError:
+        return False
+    return seen == len(files) + len(subdirs)
 
 
 def _reuse(disk: str, rel: str, known: Known, options: WalkOptions) -> Folder | None:
