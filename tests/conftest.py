@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -21,6 +22,13 @@ from .limits_support import limits  # noqa: F401 (a fixture)
 from .watchman_daemon import watchman_daemon, watchman_env  # noqa: F401 (fixtures)
 
 IS_WINDOWS = sys.platform == "win32"
+
+# A suite started as a background job of a non-interactive shell (`cmd &`, nohup) inherits
+# SIGINT ignored, so Python installs no handler of its own: the Ctrl-C tests would then wait
+# for a KeyboardInterrupt that never comes, and the CLI subprocesses would ignore one too.
+# They test the process as a terminal starts it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class RetryingPopen(subprocess.Popen):
