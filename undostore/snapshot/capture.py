@@ -125,7 +125,7 @@ class Work:
     fresh: list[int] = field(default_factory=list)   # entries hashed in this run
     delta: Delta | None = None
     stamp: bytes | None = None        # the folder's stamp, when its listing may be reused
-    reused: bool = False              # its listing came from the cache (walk.py)
+    reused: bool = False              # its listing came from the cache, its stamp held
 
 
 Todo = list[tuple[Work, int, FileEntry]]
@@ -203,7 +203,7 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
     misses = folder.files
     names = folder.names if folder.names is not None else [e.name for e in misses]
     work = Work(folder.path, "", len(names), folder.subdirs, None, record, stamp=folder.stamp,
-                reused=folder.joined is not None)
+                reused=folder.joined is not None and not folder.relisted)
     joined = folder.joined if folder.joined is not None else join_names([*names, *folder.subdirs])
     if (not misses and record is not None and record[ENTRY_NAMES] is None
             and len(record[ENTRIES]) == ENTRY.size * len(names) and record[NAMES] == joined):

@@ -102,6 +102,7 @@ class Folder:
     names: list[str] | None = None
     stamp: bytes | None = None    # see `folder_stamp`; None: the listing is not to be reused
     joined: str | None = None     # a reused listing's names as recorded (files, then folders)
+    relisted: bool = False        # reused though its own stat moved (a chmod, say): see _visit
 
     @property
     def count(self) -> int:
@@ -296,6 +297,7 @@ def _visit(root: str, rel: str, node: _Rules, same: bool, options: WalkOptions,
         folder = _reuse(disk, rel, known, options)
         if folder is not None:
             folder.stamp = stamp
+            folder.relisted = True
             return folder, [(prefix + name, own, True) for name in folder.subdirs]
     folder = Folder(rel, stamp=stamp)
     todo: list[tuple[str, _Rules]] = []
