@@ -29,7 +29,7 @@ from undostore.snapshot.hashing import HashRun
 from undostore.snapshot.walk import WalkOptions, ignore_warning
 from undostore.store.moderecord import ModeRecorder
 from undostore.store.recent import remember
-from undostore.store.statcache import ST_MODE, Record, StatCache, record_entries
+from undostore.store.statcache import Record, StatCache, unusual_modes
 from undostore.store.store import Store, check_root
 
 Warn = Callable[[str, str], None]
@@ -119,7 +119,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                                           limits.splice_min_files))
                 run.counted(folder.count)
             run.finish()
-        # Modes read now; a folder whose listing was reused kept its ctime, so no chmod or chown.
+        # Modes read now; a folder whose stamp held kept its ctime, so no chmod or chown.
         read = [w for w in works if not w.reused]
         looked = [w.path for w in read] + [f"{w.path}/{d}" if w.path else d
                                            for w in read for d in w.subdirs]
@@ -131,7 +131,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         # Before the commit, so a Ctrl-C here still leaves no pack (a record of a snapshot
         # that never was is harmless).
         try:
-            modes.save(root_tree.hex(), looked, records, lambda: _cached_modes(records))
+            modes.save(root_tree.hex(), looked, records,
+                       lambda usual: _cached_modes(records, usual))
         except OSError as err:
             warn(store.path, f"could not record permission bits: {err.strerror or err}")
         writer.commit()
@@ -159,12 +160,14 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                           walk=found.walk, walk_reason=found.reason)
 
 
-def _cached_modes(records: dict[str, Record]) -> Iterable[tuple[str, int]]:
-    """(path, st_mode) of every file the stat cache holds (its fingerprint keeps st_mode)."""
+def _cached_modes(records: dict[str, Record], usual: frozenset[int]
+                  ) -> Iterable[tuple[str, int]]:
+    """(path, st_mode) of every file the stat cache holds (its fingerprint keeps st_mode)
+    whose st_mode is not in `usual`."""
     for folder, record in records.items():
         prefix = folder + "/" if folder else ""
-        for name, entry in record_entries(record).items():
-            yield prefix + name, entry[ST_MODE]
+        for name, st_mode in unusual_modes(record, usual):
+            yield prefix + name, st_mode
 
 
 # Over this many paths reported by watchman, save the new clock even when nothing kept changed

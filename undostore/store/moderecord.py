@@ -124,22 +124,28 @@ class ModeRecorder:
             self._changed.append((path, meta))
 
     def build(self, looked: Iterable[str], folders: Collection[str],
-              unchanged_modes: Callable[[], Iterable[tuple[str, int]]]) -> ModeRecord:
+              unchanged_modes: Callable[[frozenset[int]], Iterable[tuple[str, int]]]
+              ) -> ModeRecord:
         """The record of the files now: the last snapshot's record, with entries below folders
         that are gone (`folders`: those that exist now) dropped, and what changed since: the
         files read, the `looked` folders (lstat-ed here). A file whose stat matched the stat
         cache was not chmod-ed or chown-ed since (both change its ctime), so its entry in the
-        last record still holds. Without one, `unchanged_modes()` gives every unchanged file's
-        st_mode (from the stat cache) and owners are taken to be the default."""
+        last record still holds. Without one, `unchanged_modes(usual)` gives each unchanged
+        file's st_mode (from the stat cache) that is not in `usual`, and owners are taken to be
+        the default."""
         record, previous = self.record, self.previous
         if previous is not None:
             record.files = {p: m for p, m in previous.files.items()
                             if p.rpartition("/")[0] in folders}
             record.dirs = {p: m for p, m in previous.dirs.items() if p in folders}
         else:
-            for path, st_mode in unchanged_modes():
+            # 0: an entry that matches no stat (written by a restore), its bits unknown;
+            # the others need no entry (the default bits and owner, or a symlink).
+            usual = frozenset((0, stat.S_IFREG | (0o666 & ~record.umask),
+                               stat.S_IFREG | (0o777 & ~record.umask), stat.S_IFLNK | 0o777))
+            for path, st_mode in unchanged_modes(usual):
                 if not st_mode:
-                    continue  # an entry that matches no stat (written by a restore): unknown
+                    continue
                 meta = _differs(record, st_mode, record.uid, record.gid)
                 if meta is not None:
                     record.files[path] = meta
@@ -165,7 +171,7 @@ class ModeRecorder:
         return record
 
     def save(self, tree: str, looked: Iterable[str], folders: Collection[str],
-             unchanged_modes: Callable[[], Iterable[tuple[str, int]]]) -> None:
+             unchanged_modes: Callable[[frozenset[int]], Iterable[tuple[str, int]]]) -> None:
         """Keep the record of snapshot `tree` (see `build`)."""
         if self.enabled:
             save(self.store_path, tree, self.build(looked, folders, unchanged_modes))

@@ -139,6 +139,21 @@ def record_entries(record: Record) -> dict[str, Entry]:
     return _by_name(record, ENTRY.iter_unpack(blob)) if blob else {}
 
 
+_MODE_ONLY = struct.Struct(f"<{FINGERPRINT.size - 4}xI{ENTRY_TAIL.size}x")   # an ENTRY's st_mode
+
+
+def unusual_modes(record: Record, usual: frozenset[int]) -> list[tuple[str, int]]:
+    """(name, st_mode) of a record's entries whose st_mode is not in `usual`, the modes read
+    straight from the packed entries (a folder of usual ones decodes nothing else)."""
+    blob = record[ENTRIES]
+    if not blob:
+        return []
+    modes = [mode for (mode,) in _MODE_ONLY.iter_unpack(blob)]
+    if usual.issuperset(modes):
+        return []
+    return [(name, mode) for name, mode in _by_name(record, modes).items() if mode not in usual]
+
+
 def packed_entries(record: Record) -> dict[str, bytes]:
     """A record's entries by file name, each left packed (`ENTRY`; a decoded one costs ~3x
     the memory)."""
