@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from undostore.diff.linediff import diff_lines, split_lines
+from undostore.git.reader import ObjectReader
 
 BINARY_PROBE = 8000
 BIG_FILE = 512 << 20          # git's core.bigFileThreshold: bigger files count as binary
@@ -37,12 +38,9 @@ def read_side(blobs: Blobs, hex_id: str | None) -> bytes | BinaryBlob | None:
     if hex_id is None:
         return None
     sha = bytes.fromhex(hex_id)
-    size_of = getattr(blobs, "size_of", None)   # an ObjectReader knows sizes without inflating
-    if size_of is not None:
-        size = size_of(sha)
-        if size > BIG_FILE:
-            return BinaryBlob(size)
-        if size > PROBE_FIRST and b"\0" in blobs.blob_head(sha, BINARY_PROBE):  # type: ignore[attr-defined]
+    if isinstance(blobs, ObjectReader):   # it knows sizes, and heads, without inflating all
+        size = blobs.size_of(sha)
+        if size > BIG_FILE or (size > PROBE_FIRST and b"\0" in blobs.blob_head(sha, BINARY_PROBE)):
             return BinaryBlob(size)
     return blobs.read_blob(sha)
 
