@@ -205,7 +205,7 @@ class _Merger:
         """(blob id, conflict) of the line merge; a binary side makes it a conflict on ours
         (told from each blob's first 8000 bytes, so large binaries are never read whole)."""
         shas = [sha for sha in (base, ours, theirs) if sha is not None]
-        if any(is_binary(self._head(sha)) for sha in shas):
+        if any(is_binary(self.reader.blob_head(sha, BINARY_PROBE)) for sha in shas):
             return ours, True
         read = self.reader.read_blob
         base_data = read(base) if base is not None else b""
@@ -213,18 +213,6 @@ class _Merger:
         sha = hash_object(BLOB, merged.data)
         self.new_blobs[sha] = merged.data
         return sha, not merged.clean
-
-    def _head(self, sha: bytes) -> bytes:
-        head = b""
-        chunks = self.reader.blob_chunks(sha)
-        try:
-            for chunk in chunks:
-                head += chunk
-                if len(head) >= BINARY_PROBE:
-                    break
-        finally:
-            chunks.close()
-        return head
 
 
 def _is_link(mode: int) -> bool:

@@ -120,8 +120,7 @@ class Writes:
         if self.ctx.windows or found.kind != FILE or st is None:
             return 0o600
         bits = changed_file_bits(st.st_mode, executable)
-        if (bits & self.ctx.modes.umask or st.st_uid != os.geteuid()
-                or not st.st_gid == d.st.st_gid == os.getegid()):
+        if bits & self.ctx.modes.umask or not _new_file_owned_by(d, st.st_uid, st.st_gid):
             return 0o600
         return bits
 
@@ -162,9 +161,7 @@ class Writes:
         if is_root():
             if uid < 0:  # nothing recorded: the folder it is in decides, not root
                 uid, gid = d.st.st_uid, d.st.st_gid
-            # A new file belongs to this process's user and group (or the folder's group):
-            # no call when those are the wanted ones whichever applies.
-            if uid != os.geteuid() or not gid == os.getegid() == d.st.st_gid:
+            if not _new_file_owned_by(d, uid, gid):
                 set_owner(fd, uid, gid, fd_st, path, warnings)
                 chmod = True
         if chmod:
@@ -266,6 +263,12 @@ class Writes:
         self.ctx.tree.rmdir(d, name)
         self.ctx.tree.forget(rel)
 
+
+
+def _new_file_owned_by(d: Dir, uid: int, gid: int) -> bool:
+    """Whether a file this process creates in `d` gets user `uid` and group `gid` for sure: it
+    belongs to this process's user and group, or the folder's group, and those are one."""
+    return uid == os.geteuid() and gid == os.getegid() == d.st.st_gid
 
 
 def _meta_key(st: os.stat_result) -> tuple[int, ...]:

@@ -144,8 +144,6 @@ class ModeRecorder:
             usual = frozenset((0, stat.S_IFREG | (0o666 & ~record.umask),
                                stat.S_IFREG | (0o777 & ~record.umask), stat.S_IFLNK | 0o777))
             for path, st_mode in unchanged_modes(usual):
-                if not st_mode:
-                    continue
                 meta = _differs(record, st_mode, record.uid, record.gid)
                 if meta is not None:
                     record.files[path] = meta
