@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from undostore import Workspace
+from undostore.limits import DEFAULT_LIMITS
 from undostore.restore.blobs import write_sparse
 from undostore.restore.notices import Kind
+from undostore.store.statcache import FINE_MARGIN_NS
 
 from .hostile_support import IS_ROOT, NOBODY, give_away
 
@@ -340,6 +343,7 @@ def test_record_follows_a_chmod_that_keeps_the_snapshot_id(tmp_path, umask) -> N
 KILLED_CHILD = """
 import dataclasses, sys, time
 from undostore import Workspace
+from undostore.limits import DEFAULT_LIMITS
 from undostore.restore.restore import restore
 def stall(what, path):
     if what == "before replace":
@@ -431,3 +435,35 @@ def test_gc_removes_the_mode_records_of_snapshots_nothing_keeps(tmp_path, umask)
         key.unlink()
         ws.restore(kept)
     assert mode_of(key) == 0o600
+
+
+@root_only
+@pytest.mark.parametrize("records_writes", [False, True], ids=["hashed", "recorded"])
+def test_owners_survive_the_snapshot_taken_after_a_restore(tmp_path, records_writes) -> None:
+    """A restore that records its writes in the stat cache (more than `restore_hash_at_most`
+    paths) leaves no tree id for the next snapshot's mode record to start from; the owners of
+    the files it left alone, replaced or re-created must still be those on disk."""
+    limits = DEFAULT_LIMITS._replace(restore_hash_at_most=0) if records_writes else DEFAULT_LIMITS
+    root = tmp_path / "p"
+    (root / "sub").mkdir(parents=True)
+    for name in ("theirs", "replaced", "recreated", "notes"):
+        (root / "sub" / name).write_text("A")
+    for name in ("theirs", "replaced", "recreated"):
+        os.chown(root / "sub" / name, NOBODY, NOBODY)
+    time.sleep(3 * FINE_MARGIN_NS / 1e9)   # not racy: the stat cache trusts "theirs" from here
+    with Workspace(root, tmp_path / "store", limits=limits) as ws:
+        first = ws.snapshot().id
+        (root / "sub" / "replaced").write_text("B")   # keeps uid 65534: written in place
+        os.unlink(root / "sub" / "recreated")
+        ws.snapshot()
+        ws.restore(first)
+        time.sleep(3 * FINE_MARGIN_NS / 1e9)   # the restore's writes trusted too
+        (root / "sub" / "notes").write_text("C")
+        third = ws.snapshot().id
+        for name in ("theirs", "replaced", "recreated"):
+            os.unlink(root / "sub" / name)
+        ws.snapshot()
+        ws.restore(third)
+    for name in ("theirs", "replaced", "recreated"):
+        st = os.lstat(root / "sub" / name)
+        assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY), name

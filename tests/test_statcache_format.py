@@ -98,3 +98,28 @@ def test_a_damaged_or_stale_delta_falls_back_to_the_base(tmp_path, git):
         shutil.copy(stale, delta)
         assert StatCache.load(str(base), ws.store.identity).entries_in("d3")["f0"][2] == 3
         assert ws.snapshot().hashed == 0
+
+
+def test_the_mode_record_a_restore_leaves_is_kept_by_base_and_delta_alike(tmp_path):
+    """`modes` (the record a restore leaves for the next snapshot) is saved in a base and in a
+    delta, and a delta without it clears it; a head of the older five items reads as None."""
+    path = str(tmp_path / "statcache")
+    files = {f"d{i}/f": entry(i) for i in range(200)}
+    folders = {"": (b"r" * 20, tuple(f"d{i}" for i in range(200)))}
+    cache = StatCache(identity=IDENTITY)
+    cache.save(path, files, folders, start_ns=2 * 10**18, fresh=set())
+    assert StatCache.load(path, IDENTITY).modes is None
+    cache = StatCache.load(path, IDENTITY)
+    cache.modes = b"record after a restore"
+    cache.save_records(path, cache.records, 200)             # nothing changed: a delta
+    assert os.path.exists(path + DELTA_SUFFIX)
+    assert StatCache.load(path, IDENTITY).modes == b"record after a restore"
+    cache.modes = None
+    cache.save_records(path, cache.records, 200)
+    assert StatCache.load(path, IDENTITY).modes is None
+    cache.modes = b"once more"
+    records = {folder: (False, *record[1:]) for folder, record in cache.records.items()}
+    cache.save_records(path, records, 200)                   # every folder changed: a base
+    assert not os.path.exists(path + DELTA_SUFFIX)
+    loaded = StatCache.load(path, IDENTITY)
+    assert (loaded.modes, loaded.root, len(loaded.files)) == (b"once more", None, 200)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from undostore.errors import ConflictError
 from undostore.restore.blobs import BlobSource, Checkpoints
 from undostore.restore.diskstate import DiskMatcher, Probe
-from undostore.restore.filemeta import Modes, is_root, set_bits, set_owner
+from undostore.restore.filemeta import Modes, is_root, process_owner, set_bits, set_owner
 from undostore.restore.fsops import (
     ABSENT,
     FILE,
@@ -28,7 +28,8 @@ from undostore.restore.notices import Warn
 from undostore.restore.plan import Entry, RestorePlan
 from undostore.restore.progress import Reporter
 from undostore.restore.syncing import RestoreSync
-from undostore.store.statcache import FINGERPRINT, fingerprint
+from undostore.store.moderecord import WrittenFile
+from undostore.store.statcache import FINGERPRINT, ST_MODE, fingerprint
 
 
 @dataclass
@@ -40,10 +41,26 @@ class CheckoutResult:
     removed_dirs: list[str] = field(default_factory=list)
     made_dirs: list[str] = field(default_factory=list)   # folders the restore created
     warnings: Warn = field(default_factory=list)
+    # The user and group of each file of `written` with evidence, where they are not the
+    # process's (`own`): only root's chown or a setgid folder makes such files.
+    owners: dict[str, tuple[int, int]] = field(default_factory=dict)
+    own: tuple[int, int] = field(default_factory=process_owner)
 
     def keep(self, path: str, st: os.stat_result | None) -> None:
         """`path` holds what the plan wants, as `st` shows it (None: no evidence)."""
-        self.written[path] = FINGERPRINT.pack(*fingerprint(st)) if st is not None else None
+        if st is None:
+            self.written[path] = None
+            return
+        self.written[path] = FINGERPRINT.pack(*fingerprint(st))
+        if (st.st_uid, st.st_gid) != self.own:
+            self.owners[path] = (st.st_uid, st.st_gid)
+
+    def written_files(self) -> Iterator[WrittenFile]:
+        """Each written file with evidence, with its bits and owner as last seen."""
+        for path, seen in self.written.items():
+            if seen is not None:
+                uid, gid = self.owners.get(path, self.own)
+                yield WrittenFile(path, FINGERPRINT.unpack(seen)[ST_MODE], uid, gid)
 
 
 @dataclass(frozen=True)

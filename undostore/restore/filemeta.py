@@ -25,6 +25,12 @@ from undostore.restore.notices import Kind, RestoreWarning, Warn
 from undostore.store.moderecord import Meta, ModeRecord, current_umask
 
 
+def process_owner() -> tuple[int, int]:
+    """The user and group this process gives the files it makes (where no setgid folder or
+    chown says otherwise); (0, 0) on Windows, which keeps no POSIX owners."""
+    return (0, 0) if IS_WINDOWS else (os.geteuid(), os.getegid())
+
+
 def is_root() -> bool:
     """Whether this process may give files away (asked each time: a process may drop root)."""
     return not IS_WINDOWS and os.geteuid() == 0

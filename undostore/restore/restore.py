@@ -52,6 +52,7 @@ from undostore.errors import (
 from undostore.fileio import TEMP_PREFIX
 from undostore.git.reader import ObjectReader
 from undostore.limits import DEFAULT_LIMITS, Limits
+from undostore.platform import IS_WINDOWS
 from undostore.progress import OnProgress
 from undostore.restore.blobs import BlobSource, Checkpoints
 from undostore.restore.cachechoice import cache_for, drops_clock, record_written
@@ -586,6 +587,11 @@ def _remember_written(wt: Worktree, cache_path: str, cache: StatCache, plan: Res
                                     time.time_ns(), outcome.made_dirs)
     if drops_clock(plan):
         cache.fsmonitor = None
+    # The records keep no root tree id now: say what the files' bits and owners are instead.
+    before = None if IS_WINDOWS else moderecord.describing(
+        wt.store.path, cache.root.hex() if cache.root else None, cache.modes)
+    cache.modes = None if before is None else moderecord.left_by_restore(
+        before, plan.delete, outcome.written_files()).encode()
     try:
         cache.save_records(cache_path, records, count)
     except OSError:

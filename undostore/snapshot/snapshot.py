@@ -106,7 +106,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                  limits.watchman_timeout_s)
 
     writer = PackWriter(store.pack_dir, durable=options.durable)
-    modes = ModeRecorder(store.path, real_root, cache.root.hex() if cache.root else None)
+    modes = ModeRecorder(store.path, real_root, cache.root.hex() if cache.root else None,
+                         after_restore=cache.modes)
     try:
         # Hashed as the walk goes, in batches (hashing.py): the walk's entries are not all
         # held until it ends.
@@ -141,7 +142,9 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         raise
     store.refresh()
     remember(store.path, root_tree)  # so gc's grace period covers this id
-    unchanged = not run.hashed and records == cache.records and not _new_watch(cache, found)
+    unchanged = (not run.hashed and records == cache.records and not _new_watch(cache, found)
+                 and cache.modes is None)
+    cache.modes = None   # the records now have a root tree, whose mode record was just saved
     if found.base:  # files under folders taken from the cache were not counted
         total = cache.count if unchanged and cache.count >= 0 else count_files(
             records, cache.records, cache.count)

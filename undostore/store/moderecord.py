@@ -16,6 +16,7 @@ import os
 import stat
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from undostore.platform import IS_WINDOWS
 from undostore.store.framing import CorruptFrame, quarantine, read_framed, write_framed
@@ -98,12 +99,15 @@ class ModeRecorder:
     80,000 default files holds nothing per file. Does nothing on Windows."""
 
     def __init__(self, store_path: str, root: str, previous_tree: str | None,
-                 umask: int | None = None) -> None:
+                 umask: int | None = None, after_restore: bytes | None = None) -> None:
+        """`previous_tree`: the snapshot the stat cache was saved by, whose record describes
+        the files that still match their entries; else `after_restore`, the record a restore
+        saved in the cache for them (`left_by_restore`, encoded)."""
         self.store_path = store_path
         self.root = root
         self.enabled = not IS_WINDOWS
-        self.previous = load(store_path, previous_tree) if previous_tree and self.enabled \
-            else None
+        self.previous = describing(store_path, previous_tree, after_restore) \
+            if self.enabled else None
         if self.previous is not None:
             prev = self.previous
             self.record = ModeRecord(prev.umask, prev.uid, prev.gid)
@@ -173,6 +177,45 @@ class ModeRecorder:
         """Keep the record of snapshot `tree` (see `build`)."""
         if self.enabled:
             save(self.store_path, tree, self.build(looked, folders, unchanged_modes))
+
+
+def describing(store_path: str, tree: str | None, after_restore: bytes | None
+               ) -> ModeRecord | None:
+    """The record of the files as the stat cache saw them last: that of its snapshot `tree`,
+    else the one a restore left (`after_restore`); None when neither is known."""
+    if tree:
+        return load(store_path, tree)
+    return ModeRecord.decode(after_restore) if after_restore else None
+
+
+class WrittenFile(NamedTuple):
+    """A file a restore wrote, as it stood once written."""
+
+    path: str
+    st_mode: int
+    uid: int
+    gid: int
+
+
+def left_by_restore(before: ModeRecord, deleted: Iterable[str],
+                    written: Iterable[WrittenFile]) -> ModeRecord:
+    """The record of the files a restore left: `before` (the record of those it started from)
+    without the files it deleted, with the bits and owners of those it wrote. A restore that
+    records its writes in the stat cache leaves it no snapshot whose record would say this
+    (the files it left alone are as `before` has them, those it wrote as their stat says), so
+    it saves this one for the next snapshot to start from. A file it wrote that changes again
+    before then no longer matches its entry and is read, bits and owner included, as usual."""
+    record = ModeRecord(before.umask, before.uid, before.gid, dict(before.files),
+                        dict(before.dirs))
+    for path in deleted:
+        record.files.pop(path, None)
+    for path, st_mode, uid, gid in written:
+        meta = _differs(record, st_mode, uid, gid)
+        if meta is None:
+            record.files.pop(path, None)
+        else:
+            record.files[path] = meta
+    return record
 
 
 def record_path(store_path: str, tree: str) -> str:

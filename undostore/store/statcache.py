@@ -22,7 +22,12 @@ there, is the folder's stamp (`walk.folder_stamp`) from when its listing was rea
 the listing of a folder whose stamp still holds (git's untracked cache). Records made without
 one (a restore's) have four items, and their folders are read again.
 
-On disk: a head (`marshal` of version, store identity, packs, watchman state, file count) and
+A restore that records its writes leaves the root with no tree id, so no snapshot's mode record
+(store/moderecord.py) describes the files: it saves the one that does, encoded, as `modes`
+(None otherwise); the next snapshot starts its own record from it.
+
+On disk: a head (`marshal` of version, store identity, packs, watchman state, file count and,
+when set, `modes`; a head without it reads as None) and
 the records in parts of `Limits.cache_part_folders` folders, each a `marshal`ed dict behind its
 length, so a save never holds the whole file in memory. The file is framed with an xxhash
 checksum; a torn, corrupt or foreign cache is discarded and the snapshot simply hashes
@@ -191,6 +196,7 @@ class StatCache:
         self.fsmonitor: tuple | None = None
         self._entries: dict[str, dict[str, Entry]] = {}   # decoded folders, for `lookup`
         self.count = -1     # files in the snapshot that saved the records (-1: unknown)
+        self.modes: bytes | None = None   # the files' mode record, after a restore (see above)
         self._base: int | None = None      # digest of the base file's payload, when loaded
         self._delta: dict[str, Record | None] = {}   # records changed since the base
 
@@ -239,18 +245,19 @@ class StatCache:
             return empty
         payload, digest = found
         try:
-            version, identity, packs, fsmonitor, count, records = _decode(payload)
+            head, records = _decode(payload)
         except (ValueError, EOFError, TypeError, struct.error):
             return empty
+        version, identity, *state = head
         if version != _VERSION or identity != store_identity:
             return empty
         cache = cls(identity=store_identity)
         cache.records = records
         cache._base = digest   # names this base: a delta made for another one is ignored
-        cache._apply_delta(path + DELTA_SUFFIX, packs, fsmonitor, count)
+        cache._apply_delta(path + DELTA_SUFFIX, state)
         return cache
 
-    def _apply_delta(self, path: str, packs: object, fsmonitor: object, count: object) -> None:
+    def _apply_delta(self, path: str, state: list) -> None:
         """Records changed since the base was written; a delta that is missing, damaged or
         made for another base is ignored (the base is an older, still consistent picture)."""
         try:
@@ -258,18 +265,20 @@ class StatCache:
             delta = marshal.loads(payload) if payload is not None else None
         except (OSError, CorruptFrame, ValueError, EOFError, TypeError):
             delta = None
-        if (isinstance(delta, tuple) and len(delta) == 6 and delta[0] == _VERSION
-                and delta[1] == self._base and isinstance(delta[5], dict)):
-            _, _, packs, fsmonitor, count, changes = delta
+        if (isinstance(delta, tuple) and len(delta) in (6, 7) and delta[0] == _VERSION
+                and delta[1] == self._base and isinstance(delta[-1], dict)):
+            *state, changes = delta[2:]
             self._delta = changes
             for folder, record in changes.items():
                 if record is None:
                     self.records.pop(folder, None)
                 else:
                     self.records[folder] = record
-        self.packs = tuple(packs)  # type: ignore[arg-type]
+        packs, fsmonitor, count, *modes = state
+        self.packs = tuple(packs)
         self.fsmonitor = fsmonitor if isinstance(fsmonitor, tuple) else None
         self.count = count if isinstance(count, int) else -1
+        self.modes = modes[0] if modes and isinstance(modes[0], bytes) else None
 
     def trusted_with(self, present_packs: set[str]) -> bool:
         """Whether every pack this cache relied on is still in the store."""
@@ -329,12 +338,11 @@ class StatCache:
             delta[folder] = None
         # Not fsynced: losing the cache in a crash only costs a rehash, never correctness.
         if self._base is not None and len(delta) <= max(DELTA_MIN, len(records) // DELTA_SHARE):
-            payload = marshal.dumps((_VERSION, self._base, self.packs, self.fsmonitor, count,
-                                     delta))
+            payload = marshal.dumps((_VERSION, self._base, *self._state(count), delta))
             write_framed(path + DELTA_SUFFIX, _DELTA_KIND, payload, durable=False)
             self._delta = delta
         else:
-            head = (_VERSION, self.identity, self.packs, self.fsmonitor, count)
+            head = (_VERSION, self.identity, *self._state(count))
             self._base = write_framed_parts(path, _KIND, _encode(head, records, part_folders),
                                             durable=False)
             self._delta = {}
@@ -345,6 +353,11 @@ class StatCache:
         self.records = records
         self.count = count
         self._entries = {}
+
+    def _state(self, count: int) -> tuple:
+        """What a head (or a delta) holds besides version and identity."""
+        state = (self.packs, self.fsmonitor, count)
+        return state if self.modes is None else (*state, self.modes)
 
 
 def _encode(head: tuple, records: dict[str, Record], part_folders: int) -> Iterator[bytes]:
@@ -366,9 +379,8 @@ def _record_parts(records: dict[str, Record], part_folders: int) -> Iterator[byt
         yield marshal.dumps(part)
 
 
-def _decode(payload: memoryview) -> tuple:
-    """(version, identity, packs, watchman state, count, records) from `_encode`'s payload;
-    ValueError if it is not one."""
+def _decode(payload: memoryview) -> tuple[tuple, dict[str, Record]]:
+    """(head, records) from `_encode`'s payload; ValueError if it is not one."""
     head: object = None
     records: dict[str, Record] = {}
     offset = 0
@@ -385,9 +397,9 @@ def _decode(payload: memoryview) -> tuple:
             records.update(chunk)
         else:
             raise ValueError("a part is not a dict")
-    if not isinstance(head, tuple) or len(head) != 5:
+    if not isinstance(head, tuple) or len(head) not in (5, 6):
         raise ValueError("no head")
-    return (*head, records)
+    return head, records
 
 
 def _records_from(files: dict[str, Entry], folders: dict[str, FolderState],
