@@ -21,7 +21,7 @@ from undostore.snapshot.snapshot import SnapshotOptions
 from undostore.store.statcache import StatCache
 
 from .conftest import make_tree
-from .watchman_daemon import used_watchman
+from .watchman_daemon import expect_watchman, used_watchman
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no watchman on Windows")
 
@@ -89,7 +89,8 @@ def test_a_large_restore_then_a_snapshot_patches_instead_of_walking(tmp_path, gi
         assert len(replaced) == 150
         del read_whole[:]
         after = _snap(ws)
-        assert after.walk == "watchman" and read_whole == []
+        expect_watchman(after)
+        assert read_whole == []
         assert after.id == a.id == git.write_tree(root)
         assert after.files == a.files
         assert after.hashed <= 40   # the files written before the pause are trusted
@@ -98,7 +99,8 @@ def test_a_large_restore_then_a_snapshot_patches_instead_of_walking(tmp_path, gi
         ws.restore(b.id)
         del read_whole[:]
         after = _snap(ws)
-        assert after.walk == "watchman" and after.id == b.id == git.write_tree(root)
+        expect_watchman(after)
+        assert after.id == b.id == git.write_tree(root)
         assert sorted(read_whole) == [""]
         assert _snap(ws).hashed == 0
 
@@ -122,13 +124,15 @@ def test_racy_entries_left_out_are_patched_not_read_whole(tmp_path, git, watchma
         (root / "other" / "y").write_text("y")
         del read_whole[:]
         result = _snap(ws)
-        assert result.walk == "watchman" and read_whole == []
+        expect_watchman(result)
+        assert read_whole == []
         assert result.id == git.write_tree(root) and result.files == 2003
         assert result.hashed == 5     # the three left out, the one changed, the new one
         # A racy file deleted meanwhile, and nothing reported in its folder's parent.
         (root / "big" / "f1999.txt").unlink()
         result = _snap(ws)
-        assert result.walk == "watchman" and read_whole == []
+        expect_watchman(result)
+        assert read_whole == []
         assert result.id == git.write_tree(root) and result.files == 2002
 
 
@@ -169,7 +173,7 @@ def test_writes_by_someone_else_during_a_restore_are_seen_next(tmp_path, git, wa
         ws.checkpoint = None
         assert len(replaced) == 30
         result = _snap(ws)
-        assert result.walk == "watchman"
+        expect_watchman(result)
         assert result.id == git.write_tree(root) != a.id
         assert (root / replaced[0]).read_text().startswith("XXX")
 
@@ -188,7 +192,8 @@ def test_a_file_changed_after_a_restore_keeping_its_mtime_is_seen(tmp_path, git,
         path.write_text("Q" * st.st_size)
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
         result = _snap(ws)
-        assert result.walk == "watchman" and result.id == git.write_tree(root) != a.id
+        expect_watchman(result)
+        assert result.id == git.write_tree(root) != a.id
 
 
 def test_a_gitignore_written_by_the_restore_means_a_full_walk(tmp_path, git, watchman_env,
@@ -204,7 +209,7 @@ def test_a_gitignore_written_by_the_restore_means_a_full_walk(tmp_path, git, wat
         ws.restore(a.id)   # writes .gitignore back: x.old is kept from now on
         result = _snap(ws)
         assert result.walk == "full" and result.id == git.write_tree(root) != a.id
-        assert _snap(ws).walk == "watchman"
+        expect_watchman(_snap(ws))
 
 
 def test_a_created_file_the_rules_now_ignore_stays_out(tmp_path, git, watchman_env,
@@ -224,7 +229,7 @@ def test_a_created_file_the_rules_now_ignore_stays_out(tmp_path, git, watchman_e
         ws.restore(a.id)                  # creates later.tmp, which git ignores now
         assert (root / "d00" / "later.tmp").exists()
         result = _snap(ws)
-        assert result.walk == "watchman"
+        expect_watchman(result)
         assert result.id == git.write_tree(root) != a.id
 
 
@@ -264,7 +269,8 @@ def test_a_restore_across_most_folders_patches_them_all(tmp_path, git, watchman_
         ws.restore(a.id)
         del read_whole[:]
         result = _snap(ws)
-        assert result.walk == "watchman" and read_whole == []
+        expect_watchman(result)
+        assert read_whole == []
         assert result.id == a.id == git.write_tree(root)
 
 

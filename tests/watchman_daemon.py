@@ -114,8 +114,24 @@ def watchman_env(watchman_daemon: Daemon, monkeypatch: pytest.MonkeyPatch) -> Da
 WATCHMAN_OWN_REASONS = ("watchman recrawled the tree", "watchman restarted or lost the clock")
 
 
+def _walk(result: object) -> tuple[str, str]:
+    """(walk, reason) of a SnapshotResult or of the CLI's `snapshot --json` report."""
+    if isinstance(result, dict):
+        return result["walk"], result["walk_reason"]
+    return result.walk, result.walk_reason  # type: ignore[attr-defined]
+
+
 def used_watchman(result: object) -> bool:
     """Whether a snapshot `result` read only what watchman reported, or walked in full for one
     of watchman's own reasons (then rightly)."""
-    return (result.walk == "watchman"  # type: ignore[attr-defined]
-            or result.walk_reason in WATCHMAN_OWN_REASONS)  # type: ignore[attr-defined]
+    walk, reason = _walk(result)
+    return walk == "watchman" or reason in WATCHMAN_OWN_REASONS
+
+
+def expect_watchman(result: object, *context: object) -> object:
+    """`result`, if it used watchman (`used_watchman`); else fail naming its walk, the reason
+    it gave and `context`, so a full walk on a loaded machine says why."""
+    if not used_watchman(result):
+        walk, reason = _walk(result)
+        raise AssertionError(f"walked {walk!r}: {reason}" + (f" {context}" if context else ""))
+    return result
