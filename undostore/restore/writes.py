@@ -120,7 +120,8 @@ class Writes:
         if self.ctx.windows or found.kind != FILE or st is None:
             return 0o600
         bits = changed_file_bits(st.st_mode, executable)
-        if bits & self.ctx.modes.umask or not _new_file_owned_by(d, st.st_uid, st.st_gid):
+        own = self.ctx.result.own
+        if bits & self.ctx.modes.umask or not _new_file_owned_by(d, st.st_uid, st.st_gid, own):
             return 0o600
         return bits
 
@@ -161,7 +162,7 @@ class Writes:
         if is_root():
             if uid < 0:  # nothing recorded: the folder it is in decides, not root
                 uid, gid = d.st.st_uid, d.st.st_gid
-            if not _new_file_owned_by(d, uid, gid):
+            if not _new_file_owned_by(d, uid, gid, self.ctx.result.own):
                 set_owner(fd, uid, gid, fd_st, path, warnings)
                 chmod = True
         if chmod:
@@ -265,10 +266,11 @@ class Writes:
 
 
 
-def _new_file_owned_by(d: Dir, uid: int, gid: int) -> bool:
-    """Whether a file this process creates in `d` gets user `uid` and group `gid` for sure: it
-    belongs to this process's user and group, or the folder's group, and those are one."""
-    return uid == os.geteuid() and gid == os.getegid() == d.st.st_gid
+def _new_file_owned_by(d: Dir, uid: int, gid: int, own: tuple[int, int]) -> bool:
+    """Whether a file this process (user and group `own`) creates in `d` gets user `uid` and
+    group `gid` for sure: it belongs to this process's user and group, or the folder's group,
+    and those are one."""
+    return uid == own[0] and gid == own[1] == d.st.st_gid
 
 
 def _meta_key(st: os.stat_result) -> tuple[int, ...]:
