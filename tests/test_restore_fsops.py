@@ -6,6 +6,7 @@ budget still works."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -115,3 +116,24 @@ def test_restore_replaces_files_and_keeps_other_hard_links(tmp_path) -> None:
         result = ws.restore(before)
         assert len(result.modified) == 30 and ws.snapshot().id == before
     assert (tmp_path / "d0-link").read_text() == "changed 0"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no folder descriptors on Windows")
+@pytest.mark.parametrize(("limit", "low", "high"), [(80, 64, 64), (1024, 400, 512),
+                                                    (9_000, 4096, 4096)])
+def test_folders_kept_open_are_half_of_the_descriptors_left(limit, low, high) -> None:
+    """A restore keeps at most half of the descriptors its process has left open as folders
+    (at least 64, at most 4,096), whatever the host has open already."""
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < limit:
+        pytest.skip(f"the hard descriptor limit here is {hard}")
+    script = ("import resource, sys\n"
+              "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]\n"
+              f"resource.setrlimit(resource.RLIMIT_NOFILE, ({limit}, hard))\n"
+              "from undostore.restore.fsops import folder_budget\n"
+              "held = [open(sys.executable, 'rb') for _ in range(20)]\n"
+              "print(folder_budget())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    assert low <= int(done.stdout) <= high
