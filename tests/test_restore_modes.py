@@ -343,7 +343,6 @@ def test_record_follows_a_chmod_that_keeps_the_snapshot_id(tmp_path, umask) -> N
 KILLED_CHILD = """
 import dataclasses, sys, time
 from undostore import Workspace
-from undostore.limits import DEFAULT_LIMITS
 from undostore.restore.restore import restore
 def stall(what, path):
     if what == "before replace":
@@ -437,33 +436,87 @@ def test_gc_removes_the_mode_records_of_snapshots_nothing_keeps(tmp_path, umask)
     assert mode_of(key) == 0o600
 
 
+PAUSE_S = 3 * FINE_MARGIN_NS / 1e9   # past it, the stat cache trusts a file written before
+
+
+def _files_of_nobody(root: Path, theirs: list[str], mine: list[str]) -> None:
+    """`theirs` and `mine` written, `theirs` given to nobody, none racy once this returns."""
+    for name in [*theirs, *mine]:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("A")
+    for name in theirs:
+        os.chown(root / name, NOBODY, NOBODY)
+    time.sleep(PAUSE_S)
+
+
+def _restore_pausing(ws: Workspace, snapshot_id: str) -> None:
+    """Restore, pausing before each rename: what it wrote is not racy when it records it, so
+    the next snapshot trusts its record instead of reading the disk."""
+    ws.checkpoint = lambda what, path: time.sleep(PAUSE_S) if what == "replace" else None
+    ws.restore(snapshot_id)
+    ws.checkpoint = None
+
+
+def _deleted_and_restored_to_nobody(ws: Workspace, root: Path, theirs: list[str],
+                                    snapshot_id: str) -> None:
+    for name in theirs:
+        os.unlink(root / name)
+    ws.snapshot()
+    ws.restore(snapshot_id)
+    for name in theirs:
+        st = os.lstat(root / name)
+        assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY), name
+
+
 @root_only
 @pytest.mark.parametrize("records_writes", [False, True], ids=["hashed", "recorded"])
 def test_owners_survive_the_snapshot_taken_after_a_restore(tmp_path, records_writes) -> None:
     """A restore that records its writes in the stat cache (more than `restore_hash_at_most`
     paths) leaves no tree id for the next snapshot's mode record to start from; the owners of
-    the files it left alone, replaced or re-created must still be those on disk."""
+    the files it left alone, replaced, re-created or re-created with their folder must still be
+    those on disk."""
     limits = DEFAULT_LIMITS._replace(restore_hash_at_most=0) if records_writes else DEFAULT_LIMITS
     root = tmp_path / "p"
-    (root / "sub").mkdir(parents=True)
-    for name in ("theirs", "replaced", "recreated", "notes"):
-        (root / "sub" / name).write_text("A")
-    for name in ("theirs", "replaced", "recreated"):
-        os.chown(root / "sub" / name, NOBODY, NOBODY)
-    time.sleep(3 * FINE_MARGIN_NS / 1e9)   # not racy: the stat cache trusts "theirs" from here
+    theirs = ["sub/theirs", "sub/replaced", "sub/recreated", "gone/f"]
+    _files_of_nobody(root, theirs, ["sub/notes"])
     with Workspace(root, tmp_path / "store", limits=limits) as ws:
         first = ws.snapshot().id
         (root / "sub" / "replaced").write_text("B")   # keeps uid 65534: written in place
         os.unlink(root / "sub" / "recreated")
+        shutil.rmtree(root / "gone")
         ws.snapshot()
-        ws.restore(first)
-        time.sleep(3 * FINE_MARGIN_NS / 1e9)   # the restore's writes trusted too
+        _restore_pausing(ws, first)
         (root / "sub" / "notes").write_text("C")
-        third = ws.snapshot().id
-        for name in ("theirs", "replaced", "recreated"):
-            os.unlink(root / "sub" / name)
+        third = ws.snapshot()
+        if records_writes:
+            assert third.hashed == 1   # notes: the restore's record of the rest is trusted
+        _deleted_and_restored_to_nobody(ws, root, theirs, third.id)
+
+
+@root_only
+def test_a_snapshot_that_cannot_record_owners_leaves_the_restores_record(tmp_path) -> None:
+    """The first snapshot after a recording restore could not save its mode record (its
+    folder is a file here): the record the restore left stays in the stat cache, so the next
+    snapshot still has the owners of the files it does not read again."""
+    root = tmp_path / "p"
+    theirs = ["sub/theirs", "sub/recreated"]
+    _files_of_nobody(root, theirs, ["sub/notes"])
+    records = tmp_path / "store" / "modes"
+    limits = DEFAULT_LIMITS._replace(restore_hash_at_most=0)
+    with Workspace(root, tmp_path / "store", limits=limits) as ws:
+        first = ws.snapshot().id
+        os.unlink(root / "sub" / "recreated")
         ws.snapshot()
-        ws.restore(third)
-    for name in ("theirs", "replaced", "recreated"):
-        st = os.lstat(root / "sub" / name)
-        assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY), name
+        _restore_pausing(ws, first)
+        records.rename(tmp_path / "modes.away")
+        records.write_text("")
+        (root / "sub" / "notes").write_text("B")
+        unrecorded = ws.snapshot()
+        assert [why for _, why in unrecorded.warnings
+                if why.startswith("could not record permission bits")]
+        records.unlink()
+        (tmp_path / "modes.away").rename(records)
+        (root / "sub" / "notes").write_text("C")
+        kept = ws.snapshot()
+        assert kept.hashed == 1
+        _deleted_and_restored_to_nobody(ws, root, theirs, kept.id)

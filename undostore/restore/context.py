@@ -42,7 +42,8 @@ class CheckoutResult:
     made_dirs: list[str] = field(default_factory=list)   # folders the restore created
     warnings: Warn = field(default_factory=list)
     # The user and group of each file of `written` with evidence, where they are not the
-    # process's (`own`): only root's chown or a setgid folder makes such files.
+    # process's (`own`): an owner root set, a group carried from the old file, or the group of
+    # a setgid folder.
     owners: dict[str, tuple[int, int]] = field(default_factory=dict)
     own: tuple[int, int] = field(default_factory=process_owner)
 

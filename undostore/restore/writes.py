@@ -71,8 +71,8 @@ class Writes:
     def write_new(self, d: Dir, new: str, path: str, entry: Entry, found: Probe, warnings: Warn
                    ) -> tuple[os.stat_result, tuple[int, ...] | None]:
         """Create `new` in `d` holding `entry` for `path`, with what `found` (the file at `path`
-        now) carries: (its stat once written, what identifies the old file it carried from).
-        What could not be kept goes to `warnings`."""
+        now) carries: (its stat once written and given its bits and owner, what identifies the
+        old file it carried from). What could not be kept goes to `warnings`."""
         mode, sha = entry
         if mode == MODE_LINK:
             target = self.ctx.blobs.whole(sha)
@@ -98,15 +98,17 @@ class Writes:
         fd = self.ctx.tree.open(d, new, os.O_WRONLY | os.O_CREAT | os.O_EXCL, bits)
         try:
             write_sparse(fd, self.ctx.blobs.chunks(sha))
-            # Its mtime, size and inode (what `mark` keeps) stay as they are now: bits, owner
-            # and attributes set below change only its ctime.
             st = os.fstat(fd)
             if fresh is None:
                 carried = self._give_metadata(fd, st, d, path.rpartition("/")[2], path, found,
                                               executable, warnings)
+                changed = not self.ctx.windows
             else:
                 carried = None
-                self._give_new_metadata(fd, st, d, path, fresh, bits != fresh[0], warnings)
+                changed = self._give_new_metadata(fd, st, d, path, fresh, bits != fresh[0],
+                                                  warnings)
+            if changed:  # its bits, owner and ctime as they are now, for the stat cache
+                st = os.fstat(fd)
             self.ctx.sync.file_written(fd)
             return st, carried
         finally:
@@ -155,9 +157,9 @@ class Writes:
         return None
 
     def _give_new_metadata(self, fd: int, fd_st: os.stat_result, d: Dir, path: str,
-                           meta: tuple[int, int, int], chmod: bool, warnings: Warn) -> None:
-        """Owner (as root) and bits for a file with no old one: as recorded, else defaults.
-        `chmod`: its bits are not yet the wanted ones."""
+                           meta: tuple[int, int, int], chmod: bool, warnings: Warn) -> bool:
+        """Owner (as root) and bits for a file with no old one: as recorded, else defaults;
+        whether either was set. `chmod`: its bits are not yet the wanted ones."""
         bits, uid, gid = meta
         if is_root():
             if uid < 0:  # nothing recorded: the folder it is in decides, not root
@@ -167,6 +169,7 @@ class Writes:
                 chmod = True
         if chmod:
             set_bits(fd, bits)
+        return chmod
 
     def _link_owner(self, d: Dir, temp: str, path: str, warnings: Warn) -> None:
         if self.ctx.windows or d.fd is None or not is_root():

@@ -134,8 +134,10 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
         try:
             modes.save(root_tree.hex(), looked, records,
                        lambda usual: _cached_modes(records, usual))
+            modes_saved = True
         except OSError as err:
             warn(store.path, f"could not record permission bits: {err.strerror or err}")
+            modes_saved = False
         writer.commit()
     except BaseException:
         writer.abort()
@@ -144,7 +146,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     remember(store.path, root_tree)  # so gc's grace period covers this id
     unchanged = (not run.hashed and records == cache.records and not _new_watch(cache, found)
                  and cache.modes is None)
-    cache.modes = None   # the records now have a root tree, whose mode record was just saved
+    if modes_saved:   # the records now have a root tree, whose mode record was just saved
+        cache.modes = None
     if found.base:  # files under folders taken from the cache were not counted
         total = cache.count if unchanged and cache.count >= 0 else count_files(
             records, cache.records, cache.count)

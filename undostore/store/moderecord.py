@@ -101,8 +101,8 @@ class ModeRecorder:
     def __init__(self, store_path: str, root: str, previous_tree: str | None,
                  umask: int | None = None, after_restore: bytes | None = None) -> None:
         """`previous_tree`: the snapshot the stat cache was saved by, whose record describes
-        the files that still match their entries; else `after_restore`, the record a restore
-        saved in the cache for them (`left_by_restore`, encoded)."""
+        the files that still match their entries; where it has none, `after_restore`, the
+        record a restore saved in the cache for them (`left_by_restore`, encoded)."""
         self.store_path = store_path
         self.root = root
         self.enabled = not IS_WINDOWS
@@ -182,10 +182,12 @@ class ModeRecorder:
 def describing(store_path: str, tree: str | None, after_restore: bytes | None
                ) -> ModeRecord | None:
     """The record of the files as the stat cache saw them last: that of its snapshot `tree`,
-    else the one a restore left (`after_restore`); None when neither is known."""
-    if tree:
-        return load(store_path, tree)
-    return ModeRecord.decode(after_restore) if after_restore else None
+    else the one a restore left (`after_restore`: kept until a snapshot's record is saved);
+    None when neither is known."""
+    record = load(store_path, tree) if tree else None
+    if record is None and after_restore:
+        return ModeRecord.decode(after_restore)
+    return record
 
 
 class WrittenFile(NamedTuple):
