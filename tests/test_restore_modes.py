@@ -453,8 +453,10 @@ def _restore_pausing(ws: Workspace, snapshot_id: str) -> None:
     """Restore, pausing before each rename: what it wrote is not racy when it records it, so
     the next snapshot trusts its record instead of reading the disk."""
     ws.checkpoint = lambda what, path: time.sleep(PAUSE_S) if what == "replace" else None
-    ws.restore(snapshot_id)
-    ws.checkpoint = None
+    try:
+        ws.restore(snapshot_id)
+    finally:
+        ws.checkpoint = None
 
 
 def _deleted_and_restored_to_nobody(ws: Workspace, root: Path, theirs: list[str],
@@ -494,13 +496,18 @@ def test_owners_survive_the_snapshot_taken_after_a_restore(tmp_path, records_wri
 
 
 @root_only
-def test_a_snapshot_that_cannot_record_owners_leaves_the_restores_record(tmp_path) -> None:
-    """The first snapshot after a recording restore could not save its mode record (its
-    folder is a file here): the record the restore left stays in the stat cache, so the next
-    snapshot still has the owners of the files it does not read again."""
+@pytest.mark.parametrize("same_tree", [False, True], ids=["new-tree", "earlier-tree"])
+@pytest.mark.parametrize("change", ["chmod", "chown"])
+def test_a_snapshot_that_cannot_record_modes_leaves_its_record_in_the_cache(
+        tmp_path, umask, change, same_tree) -> None:
+    """After a recording restore, the user chmods or chowns a file and the next snapshot
+    cannot save its mode record (its folder is a file here): the cache then carries that
+    snapshot's record, not the restore's (stale for the changed file) nor the saved one of an
+    earlier snapshot with the same tree id, so the snapshot after it keeps the bits and owners
+    of the files it does not read again."""
+    umask(0o022)
     root = tmp_path / "p"
-    theirs = ["sub/theirs", "sub/recreated"]
-    _files_of_nobody(root, theirs, ["sub/notes"])
+    _files_of_nobody(root, ["sub/key", "sub/recreated"], ["sub/notes"])
     records = tmp_path / "store" / "modes"
     limits = DEFAULT_LIMITS._replace(restore_hash_at_most=0)
     with Workspace(root, tmp_path / "store", limits=limits) as ws:
@@ -508,10 +515,19 @@ def test_a_snapshot_that_cannot_record_owners_leaves_the_restores_record(tmp_pat
         os.unlink(root / "sub" / "recreated")
         ws.snapshot()
         _restore_pausing(ws, first)
+        if change == "chmod":
+            os.chmod(root / "sub" / "key", 0o600)
+            want = (0o600, NOBODY, NOBODY)
+        else:
+            os.chown(root / "sub" / "key", 0, 0)
+            want = (0o644, 0, 0)
+        if not same_tree:
+            (root / "sub" / "notes").write_text("B")
+        time.sleep(PAUSE_S)   # the failed snapshot's entries are trusted by the next one
         records.rename(tmp_path / "modes.away")
         records.write_text("")
-        (root / "sub" / "notes").write_text("B")
         unrecorded = ws.snapshot()
+        assert (unrecorded.id == first) == same_tree
         assert [why for _, why in unrecorded.warnings
                 if why.startswith("could not record permission bits")]
         records.unlink()
@@ -519,4 +535,9 @@ def test_a_snapshot_that_cannot_record_owners_leaves_the_restores_record(tmp_pat
         (root / "sub" / "notes").write_text("C")
         kept = ws.snapshot()
         assert kept.hashed == 1
-        _deleted_and_restored_to_nobody(ws, root, theirs, kept.id)
+        _deleted_and_restored_to_nobody(ws, root, ["sub/recreated"], kept.id)
+        os.unlink(root / "sub" / "key")
+        ws.snapshot()
+        ws.restore(kept.id)
+    st = os.lstat(root / "sub" / "key")
+    assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == want

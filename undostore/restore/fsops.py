@@ -44,9 +44,9 @@ ABSENT, FILE, LINK, DIR, OTHER = "absent", "file", "link", "dir", "other"
 
 def folder_budget() -> int:
     """How many folder descriptors a restore keeps open: half of those the process has left
-    (its RLIMIT_NOFILE less the ones open now), from 8 to 4,096. A restore writes all its
-    temp files and then renames them, so a folder closed in between is opened and checked
-    again: with 256, a 2,000-file change over 1,000 folders reopened ~950 of them."""
+    (its RLIMIT_NOFILE less the ones open now), from 2 (the root and one) to 4,096. A restore
+    writes all its temp files and then renames them, so a folder closed in between is opened
+    and checked again: with 256, a 2,000-file change over 1,000 folders reopened ~950."""
     if resource is None:
         return 256
     try:
@@ -63,7 +63,7 @@ def folder_budget() -> int:
             continue
     else:
         used = soft // 2
-    return max(8, min(4096, (soft - used) // 2))
+    return max(2, min(4096, (soft - used) // 2))
 
 
 def kind_of(st: os.stat_result | None) -> str:

@@ -71,8 +71,10 @@ class Writes:
     def write_new(self, d: Dir, new: str, path: str, entry: Entry, found: Probe, warnings: Warn
                    ) -> tuple[os.stat_result, tuple[int, ...] | None]:
         """Create `new` in `d` holding `entry` for `path`, with what `found` (the file at `path`
-        now) carries: (its stat once written and given its bits and owner, what identifies the
-        old file it carried from). What could not be kept goes to `warnings`."""
+        now) carries: (its stat once written, what identifies the old file it carried from).
+        Its mtime, size and inode stay as written; where it has no old file to carry from,
+        the stat is taken again once its bits and owner are set (staging records it as is).
+        What could not be kept goes to `warnings`."""
         mode, sha = entry
         if mode == MODE_LINK:
             target = self.ctx.blobs.whole(sha)
@@ -102,7 +104,7 @@ class Writes:
             if fresh is None:
                 carried = self._give_metadata(fd, st, d, path.rpartition("/")[2], path, found,
                                               executable, warnings)
-                changed = not self.ctx.windows
+                changed = False   # only its mark is used: mtime, size and inode are final
             else:
                 carried = None
                 changed = self._give_new_metadata(fd, st, d, path, fresh, bits != fresh[0],

@@ -28,6 +28,7 @@ from undostore.snapshot.changes import WALK_FULL, Scan, scan
 from undostore.snapshot.hashing import HashRun
 from undostore.snapshot.walk import WalkOptions, ignore_warning
 from undostore.store.moderecord import ModeRecorder
+from undostore.store.moderecord import save as save_modes
 from undostore.store.recent import remember
 from undostore.store.statcache import Record, StatCache, unusual_modes
 from undostore.store.store import Store, check_root
@@ -107,7 +108,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
 
     writer = PackWriter(store.pack_dir, durable=options.durable)
     modes = ModeRecorder(store.path, real_root, cache.root.hex() if cache.root else None,
-                         after_restore=cache.modes)
+                         unsaved=cache.modes)
     try:
         # Hashed as the walk goes, in batches (hashing.py): the walk's entries are not all
         # held until it ends.
@@ -131,13 +132,15 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                                          limits.splice_max_inserts)
         # Before the commit, so a Ctrl-C here still leaves no pack (a record of a snapshot
         # that never was is harmless).
+        record = modes.build(looked, records, lambda usual: _cached_modes(records, usual)) \
+            if modes.enabled else None
+        unsaved = None
         try:
-            modes.save(root_tree.hex(), looked, records,
-                       lambda usual: _cached_modes(records, usual))
-            modes_saved = True
+            if record is not None:
+                save_modes(store.path, root_tree.hex(), record)
         except OSError as err:
             warn(store.path, f"could not record permission bits: {err.strerror or err}")
-            modes_saved = False
+            unsaved = record.encode() if record is not None else None
         writer.commit()
     except BaseException:
         writer.abort()
@@ -145,9 +148,10 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
     store.refresh()
     remember(store.path, root_tree)  # so gc's grace period covers this id
     unchanged = (not run.hashed and records == cache.records and not _new_watch(cache, found)
-                 and cache.modes is None)
-    if modes_saved:   # the records now have a root tree, whose mode record was just saved
-        cache.modes = None
+                 and cache.modes is None and unsaved is None)
+    # The records now have a root tree, whose mode record was just saved; where it could not
+    # be, the cache carries it instead (the next snapshot's record starts from it).
+    cache.modes = unsaved
     if found.base:  # files under folders taken from the cache were not counted
         total = cache.count if unchanged and cache.count >= 0 else count_files(
             records, cache.records, cache.count)

@@ -99,14 +99,14 @@ class ModeRecorder:
     80,000 default files holds nothing per file. Does nothing on Windows."""
 
     def __init__(self, store_path: str, root: str, previous_tree: str | None,
-                 umask: int | None = None, after_restore: bytes | None = None) -> None:
+                 umask: int | None = None, unsaved: bytes | None = None) -> None:
         """`previous_tree`: the snapshot the stat cache was saved by, whose record describes
-        the files that still match their entries; where it has none, `after_restore`, the
-        record a restore saved in the cache for them (`left_by_restore`, encoded)."""
+        the files that still match their entries, unless the cache carries the record that
+        does (`unsaved`, encoded: see `describing`)."""
         self.store_path = store_path
         self.root = root
         self.enabled = not IS_WINDOWS
-        self.previous = describing(store_path, previous_tree, after_restore) \
+        self.previous = describing(store_path, previous_tree, unsaved) \
             if self.enabled else None
         if self.previous is not None:
             prev = self.previous
@@ -172,22 +172,15 @@ class ModeRecorder:
                 record.dirs.pop(path, None)
         return record
 
-    def save(self, tree: str, looked: Iterable[str], folders: Collection[str],
-             unchanged_modes: Callable[[frozenset[int]], Iterable[tuple[str, int]]]) -> None:
-        """Keep the record of snapshot `tree` (see `build`)."""
-        if self.enabled:
-            save(self.store_path, tree, self.build(looked, folders, unchanged_modes))
-
-
-def describing(store_path: str, tree: str | None, after_restore: bytes | None
+def describing(store_path: str, tree: str | None, unsaved: bytes | None
                ) -> ModeRecord | None:
-    """The record of the files as the stat cache saw them last: that of its snapshot `tree`,
-    else the one a restore left (`after_restore`: kept until a snapshot's record is saved);
-    None when neither is known."""
-    record = load(store_path, tree) if tree else None
-    if record is None and after_restore:
-        return ModeRecord.decode(after_restore)
-    return record
+    """The record of the files as the stat cache saw them last: the one the cache carries
+    (`unsaved`: left by a restore that recorded its writes, whose root has no tree id, or
+    by a snapshot whose record could not be saved), else that of its snapshot `tree`; None
+    when neither is known."""
+    if unsaved:
+        return ModeRecord.decode(unsaved)
+    return load(store_path, tree) if tree else None
 
 
 class WrittenFile(NamedTuple):

@@ -24,7 +24,8 @@ one (a restore's) have four items, and their folders are read again.
 
 A restore that records its writes leaves the root with no tree id, so no snapshot's mode record
 (store/moderecord.py) describes the files: it saves the one that does, encoded, as `modes`
-(None otherwise); the next snapshot starts its own record from it.
+(None otherwise); so does a snapshot whose record could not be saved. The next snapshot starts
+its own record from it.
 
 On disk: a head (`marshal` of version, store identity, packs, watchman state, file count and,
 when set, `modes`; a head without it reads as None) and
@@ -196,7 +197,7 @@ class StatCache:
         self.fsmonitor: tuple | None = None
         self._entries: dict[str, dict[str, Entry]] = {}   # decoded folders, for `lookup`
         self.count = -1     # files in the snapshot that saved the records (-1: unknown)
-        self.modes: bytes | None = None   # the files' mode record, after a restore (see above)
+        self.modes: bytes | None = None   # the files' mode record where no saved one is (above)
         self._base: int | None = None      # digest of the base file's payload, when loaded
         self._delta: dict[str, Record | None] = {}   # records changed since the base
 
