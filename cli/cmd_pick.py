@@ -153,6 +153,7 @@ def pick_command(ctx: Context, session: str | None) -> None:
     snapshot first, and `redo` takes it back), q quits changing nothing. Needs a terminal and
     the extra: pip install 'undostore[tui]'.
     """
+    from .cmd_restore import note_warnings
     from .cmd_sessions import history_session, step_summary
 
     _require_terminal()
@@ -171,6 +172,7 @@ def pick_command(ctx: Context, session: str | None) -> None:
         note("undostore: nothing changed")
         return
     result = picker.go(choice)
+    note_warnings(result.warnings)
     emit(False, result.to_json(), lambda: step_summary(result))
 
 

@@ -29,6 +29,7 @@ from .complete import complete_ids
 from .progress import TerminalProgress
 
 if TYPE_CHECKING:
+    from undostore.restore.notices import RestoreWarning
     from undostore.restore.plan import RestorePlan
     from undostore.restore.restore import RestoreResult
 
@@ -83,11 +84,16 @@ def _counts(plan: RestorePlan) -> str:
             f"{len(plan.delete)} to delete")
 
 
+def note_warnings(warnings: list[RestoreWarning]) -> None:
+    """Each warning of a restore on stderr: `warning: PATH: MESSAGE`."""
+    for warning in warnings:
+        note(f"warning: {warning.path}: {warning.message}")
+
+
 def render_restore(result: RestoreResult, as_json: bool, *, verb: str = "restored") -> None:
     """Print a restore's result: one JSON object (`--json`), else a summary line on stdout;
     warnings go to stderr for people. `verb` names the action ("undone", "redone", ...)."""
-    for warning in result.warnings:
-        note(f"warning: {warning.path}: {warning.message}")
+    note_warnings(result.warnings)
     emit(as_json, result.to_json(), lambda: _plain(result, verb))
 
 

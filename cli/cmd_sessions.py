@@ -127,15 +127,14 @@ def _stat_text(workspace: Any, changes: list[Any], colored: bool, width: int) ->
 
 def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_run: bool,
                   as_json: bool, **how: Any) -> None:
-    from .cmd_restore import run_restore
+    from .cmd_restore import note_warnings, run_restore
 
     workspace = ctx.workspace()
     session = history_session(ctx, session, doing=f"nothing to {which}: ")
     action = workspace.undo if which == "undo" else workspace.redo
     result = run_restore(functools.partial(action, session, **how), yes=yes, dry_run=dry_run,
                          action=which)
-    for path, message in result.warnings:
-        note(f"warning: {path}: {message}")
+    note_warnings(result.warnings)
     emit(as_json, result.to_json(), lambda: step_summary(result))
 
 

@@ -136,3 +136,40 @@ def test_question_on_a_terminal(changed_root, answer, cli):
         assert proc.returncode == 2
         assert disk_state(root) == before
         assert ("--yes" in err) == (answer == "\x04")
+
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_undo_redo_and_restore_report_their_warnings_and_succeed(tree_factory, cli, as_json):
+    """A folder the target has not, kept because it holds an ignored file, is a warning of
+    each command that restores (it crashed undo and redo once): exit 0, the warning on stderr
+    naming the folder, and in the JSON with its kind."""
+    root = tree_factory({".gitignore": "*.log\n", "a": "1", "d": {"t": "t"}})
+
+    def restoring(*args: str) -> None:
+        done = cli.run(*args, "--yes", *(["--json"] if as_json else []), root=root)
+        assert done.returncode == 0, done.stderr
+        assert "warning: d: folder kept" in done.stderr
+        if as_json:
+            assert [(w["path"], w["kind"]) for w in json.loads(done.stdout)["warnings"]] == [
+                ("d", "folder_kept")]
+
+    def snapshot(*args: str) -> str:
+        done = cli.run("snapshot", "--json", *args, root=root)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["id"]
+
+    snapshot("--session", "s", "--label", "the turn")
+    (root / "d" / "t").unlink()
+    (root / "d").rmdir()                               # the turn: rm -r d
+    assert cli.run("undo", "--session", "s", "--yes", root=root).returncode == 0
+    (root / "d" / "x.log").write_text("a build's log")
+    restoring("redo", "--session", "s")                # d goes again, but for its log
+    assert sorted(os.listdir(root / "d")) == ["x.log"]
+    without_t = snapshot()
+    (root / "d" / "t").write_text("t")
+    restoring("restore", without_t)
+    snapshot("--session", "s", "--label", "adds d/t")
+    (root / "d" / "t").write_text("t")
+    restoring("undo", "--session", "s")
+    assert sorted(os.listdir(root / "d")) == ["x.log"]
