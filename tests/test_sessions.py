@@ -57,6 +57,33 @@ def test_the_cap_drops_the_oldest_point_and_its_anchor(tree_factory, monkeypatch
     assert held(ws.store, "s") == set(ids[2:])
 
 
+def test_a_turn_after_one_that_changed_nothing_takes_its_point_over(tree_factory):
+    """A prompt whose turn ended with the files unchanged, then one that edits: the second's
+    files before are the point's, so it records no new point but takes that one over; `log`,
+    `show` and `undo` name the turn that changed the files. A turn whose edits were taken
+    back by hand keeps its point as it was."""
+    root = tree_factory({"f": "0"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="s", label="explain the code")
+        ws.end_turn("s")                                   # no edits
+        assert not ws.snapshot(session="s", label="rewrite f", meta={"n": 2}).recorded
+        _write(root, "f", "1")
+        after = ws.end_turn("s").id
+        [point] = ws.log("s").undo
+        assert (point.label, point.meta, point.after) == ("rewrite f", {"n": 2}, after)
+        shown = ws.show(1, session="s")
+        assert (shown.point.label, shown.to_id, [c.path for c in shown.changes]) == (
+            "rewrite f", after, ["f"])
+        assert [t.label for t in ws.undo("s").turns] == ["rewrite f"]
+        assert _files(root) == {"f": "0"}
+        ws.snapshot(session="s", label="edit f, then the user puts it back")
+        _write(root, "f", "2")
+        ws.end_turn("s")
+        _write(root, "f", "0")
+        ws.snapshot(session="s", label="look")
+        assert [p.label for p in ws.log("s").undo] == ["edit f, then the user puts it back"]
+
+
 def test_sessions_are_separate_and_listed(tree_factory):
     root = tree_factory({"a.txt": "0"})
     ws = Workspace(root)

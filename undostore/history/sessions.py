@@ -78,8 +78,11 @@ def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: s
     unless the files are what the last undo or redo left: `Journal.record`), then apply
     retention (history/retention.py; `on_evict` hears of each point it drops). Called with the
     store lock held, right after the snapshot. A point equal to the session's newest one
-    records nothing (False): undoing to it would change no file. What leaves the journal is
-    named in the operation log, which keeps it restorable for a day (history/reflog.py)."""
+    records nothing (False): undoing to it would change no file. If the newest point's turn
+    ended having changed nothing (its files after are its own), the new turn takes it over
+    (label, meta, time; no files after yet), so `log`, `show` and `/undo` name the turn that
+    does change them. What leaves the journal is named in the operation log, which keeps it
+    restorable for a day (history/reflog.py)."""
     from undostore.history import retention  # recording only: undo and redo skip its imports
 
     point = journals.make_point(snapshot_id_hex, label, meta)
@@ -87,6 +90,9 @@ def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: s
     with store.lock:
         journal = journals.load(store, session)
         if journal.undo and journal.undo[-1].id == point.id:
+            if journal.undo[-1].after == point.id:
+                journal.undo[-1] = point
+                _commit(store, journal, new_ids=[point.id])
             return False
         dropped = journal.record(point, journals.undo_limit())
         _commit(store, journal, new_ids=[point.id])
