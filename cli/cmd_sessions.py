@@ -16,6 +16,7 @@ from .common import (
     dry_run_option,
     emit,
     json_option,
+    named_session_option,
     note,
     note_damage,
     pass_context,
@@ -214,7 +215,7 @@ def sessions_command(ctx: Context, as_json: bool) -> None:
 
 
 @click.command("drop")
-@session_option
+@named_session_option
 @json_option
 @pass_context
 def drop_command(ctx: Context, session: str | None, as_json: bool) -> None:

@@ -84,6 +84,14 @@ def session_option(f: F) -> F:
                              "session with the newest undo point.")(f)
 
 
+def named_session_option(f: F) -> F:
+    """--session for a command that never picks one itself (drop)."""
+    return click.option("--session", "-s", metavar="NAME", default=None,
+                        shell_complete=complete_sessions,
+                        help="Session (undo history): this or $UNDOSTORE_SESSION is "
+                             "required.")(f)
+
+
 def dry_run_option(f: F) -> F:
     return click.option("--dry-run", "-n", is_flag=True,
                         help="Show what would change; change nothing.")(f)

@@ -59,6 +59,14 @@ def test_drop_of_an_unknown_session_exits_2_and_names_it(root):
     assert run("drop", "--session", "agent", cwd=root).returncode == 0
 
 
+def test_drop_needs_a_named_session_and_its_help_says_so(root):
+    """drop never picks the session with the newest point, as the history commands do."""
+    refused = run("drop", cwd=root, env={"UNDOSTORE_SESSION": ""})
+    assert refused.returncode == 2 and "drop needs --session NAME" in refused.stderr
+    helped = run("drop", "--help", cwd=root).stdout
+    assert "required" in helped and "newest undo point" not in helped
+
+
 @pytest.mark.parametrize("args, says", [
     (["no-such-command"], "No such command 'no-such-command'"),
     (["snapshot", "--no-such-option"], "No such option '--no-such-option'"),
