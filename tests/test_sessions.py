@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from undostore import Workspace
-from undostore.errors import ConfirmationNeeded, UsageError
+from undostore.errors import ConfirmationNeeded, IncompleteSnapshotError, UsageError
 from undostore.history.anchors import anchored_sessions, held, session_dir
 from undostore.history.verify import verify
 
@@ -109,6 +109,26 @@ def test_drop_forgets_the_journal_and_the_anchors(tree_factory):
     assert ws.sessions() == []
     assert not os.path.exists(session_dir(ws.store, "s"))
     assert ws.drop("s") is False
+
+
+def test_a_dropped_id_gc_removed_is_named_let_go_and_a_held_one_missing_is_damage(
+        tree_factory):
+    """Both are exit 3, but only the id something still holds sends the user to verify."""
+    root = tree_factory({"a.txt": "0"})
+    with Workspace(root) as ws:
+        (root / "big").write_bytes(os.urandom(50_000))
+        dropped = ws.snapshot(session="tmp").id
+        (root / "big").unlink()
+        kept = ws.snapshot(session="other").id
+        ws.drop("tmp")
+        ws.gc(grace_seconds=0)
+        with pytest.raises(IncompleteSnapshotError, match="was let go .* gc has removed it"):
+            ws.restore(dropped)
+        for name in os.listdir(ws.store.pack_dir):
+            os.unlink(os.path.join(ws.store.pack_dir, name))
+        ws.store.refresh()
+        with pytest.raises(IncompleteSnapshotError, match="listed but missing .* verify"):
+            ws.restore(kept)
 
 
 def test_bad_session_name_or_empty_history_is_a_usage_error(tree_factory):

@@ -322,9 +322,13 @@ class Store:
             raise UnknownSnapshotError(f"ambiguous snapshot id {text}: matches {names}")
         sha = candidates[0]
         if not self.has(sha):
+            if sha in self.listed_snapshots():   # still held: damage
+                raise IncompleteSnapshotError(
+                    f"snapshot {sha.hex()} is listed but missing from the store "
+                    "(run `undostore verify` for details)", missing=[sha.hex()])
             raise IncompleteSnapshotError(
-                f"snapshot {sha.hex()} is listed but missing from the store "
-                "(run `undostore verify` for details)", missing=[sha.hex()])
+                f"snapshot {sha.hex()} was let go (its session dropped, or older than the "
+                "history keeps) and gc has removed it", missing=[sha.hex()])
         return sha
 
     def _type_of(self, sha: bytes) -> int | None:
