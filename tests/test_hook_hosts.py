@@ -6,6 +6,7 @@ then `/undo` and `/redo` typed in the host, answered the way that host stops a p
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -177,6 +178,22 @@ def test_a_turn_then_undo_and_redo_typed_in_the_host(tree_factory, shape, detect
     assert files(root) == after
     with Workspace(root) as ws:  # the commands recorded no point
         assert [p.label for p in ws.log(SESSION).undo] == ["Refactor the parser"]
+
+
+def test_a_host_undo_names_the_restores_warnings(tree_factory):
+    """The one line the host shows says what the undo could not do (here: a folder kept for
+    an ignored build log), as the CLI's stderr does."""
+    shape = SHAPES[0]
+    root = tree_factory({".gitignore": "*.log\n", "a.txt": "a"})
+    send(shape, root, shape.prompt(root, "Add d/t"), shape.prompt_args, False)
+    (root / "d").mkdir()
+    (root / "d" / "t").write_text("made by the turn")
+    (root / "d" / "run.log").write_text("a build's log")
+    send(shape, root, shape.after(root), shape.after_args, False)
+    line = undo_answer(shape, send(shape, root, shape.prompt(root, "/undo"), shape.prompt_args,
+                                   False))
+    assert "undid the last turn" in line and "1 warning(s), the first: d: folder kept" in line
+    assert sorted(os.listdir(root / "d")) == ["run.log"]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=[s.host for s in SHAPES])
