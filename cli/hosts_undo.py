@@ -58,7 +58,7 @@ def _summary(command: HostCommand, session: str, labels: list[str], results: lis
     verb = "undid" if command.step == "undo" else "redid"
     back = "/redo takes it back" if command.step == "undo" else "/undo takes it back"
     warnings = [w for r in results for w in r.warnings]
-    kept = (f"; {len(warnings)} warning(s), the first: {warnings[0].path}: "
-            f"{warnings[0].message}" if warnings else "")
+    kept = (f"; {len(warnings)} warning(s), the first: {warnings[0].path!r}: "
+            f"{' '.join(warnings[0].message.split())}" if warnings else "")  # one line
     return (f"undostore: {verb} {turns} of session {session!r} ({what}): {len(touched)} "
             f"file(s) changed, safety snapshot {results[0].safety[:12]}; {back}{kept}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,20 +181,23 @@ def test_a_turn_then_undo_and_redo_typed_in_the_host(tree_factory, shape, detect
         assert [p.label for p in ws.log(SESSION).undo] == ["Refactor the parser"]
 
 
-def test_a_host_undo_names_the_restores_warnings(tree_factory):
+@pytest.mark.parametrize("folder", ["d", pytest.param("d\nINJECTED", marks=pytest.mark.skipif(
+    sys.platform == "win32", reason="no newline in Windows names"))], ids=["plain", "newline"])
+def test_a_host_undo_names_the_restores_warnings(tree_factory, folder):
     """The one line the host shows says what the undo could not do (here: a folder kept for
-    an ignored build log), as the CLI's stderr does."""
+    an ignored build log), as the CLI's stderr does; still one line whatever the name."""
     shape = SHAPES[0]
     root = tree_factory({".gitignore": "*.log\n", "a.txt": "a"})
-    send(shape, root, shape.prompt(root, "Add d/t"), shape.prompt_args, False)
-    (root / "d").mkdir()
-    (root / "d" / "t").write_text("made by the turn")
-    (root / "d" / "run.log").write_text("a build's log")
+    send(shape, root, shape.prompt(root, "Add a folder"), shape.prompt_args, False)
+    (root / folder).mkdir()
+    (root / folder / "t").write_text("made by the turn")
+    (root / folder / "run.log").write_text("a build's log")
     send(shape, root, shape.after(root), shape.after_args, False)
     line = undo_answer(shape, send(shape, root, shape.prompt(root, "/undo"), shape.prompt_args,
                                    False))
-    assert "undid the last turn" in line and "1 warning(s), the first: d: folder kept" in line
-    assert sorted(os.listdir(root / "d")) == ["run.log"]
+    assert "undid the last turn" in line, line
+    assert f"1 warning(s), the first: {folder!r}: folder kept" in line and "\n" not in line
+    assert sorted(os.listdir(root / folder)) == ["run.log"]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=[s.host for s in SHAPES])

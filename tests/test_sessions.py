@@ -122,7 +122,7 @@ def test_a_dropped_id_gc_removed_is_named_let_go_and_a_held_one_missing_is_damag
         kept = ws.snapshot(session="other").id
         ws.drop("tmp")
         ws.gc(grace_seconds=0)
-        with pytest.raises(IncompleteSnapshotError, match="was let go .* gc has removed it"):
+        with pytest.raises(IncompleteSnapshotError, match="was let go .* no longer in the store"):
             ws.restore(dropped)
         for name in os.listdir(ws.store.pack_dir):
             os.unlink(os.path.join(ws.store.pack_dir, name))

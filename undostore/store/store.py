@@ -328,7 +328,8 @@ class Store:
                     "(run `undostore verify` for details)", missing=[sha.hex()])
             raise IncompleteSnapshotError(
                 f"snapshot {sha.hex()} was let go (its session dropped, or older than the "
-                "history keeps) and gc has removed it", missing=[sha.hex()])
+                "history keeps) and is no longer in the store; `undostore verify` checks what "
+                "is still held", missing=[sha.hex()])
         return sha
 
     def _type_of(self, sha: bytes) -> int | None:
