@@ -105,7 +105,13 @@ def test_info_exclude_and_undostoreignore_changes_reach_every_folder(tmp_path: P
 def test_stamps_taken_too_close_to_the_save_are_not_trusted(tmp_path: Path):
     root = make_tree(tmp_path / "t", {"a.txt": "a", "sub": {"b.txt": "b"}})
     store = tmp_path / "store"
-    _snapshot(root, store)       # the folders were made moments ago: their stamps prove nothing
+    # Folder times within the racy margin of the save prove nothing. "Made moments ago" was
+    # not enough: a loaded Wine run took longer than the 50 ms margin to reach the save. A
+    # time ahead of it (not a whole second, which reads as a coarse file system) always is.
+    ahead = time.time_ns() + 10_000_000_123
+    for folder in (root, root / "sub"):
+        os.utime(folder, ns=(ahead, ahead))
+    _snapshot(root, store)
     records = _cache(root, store).records
     assert all(record_stamp(r)[:len(UNTRUSTED)] == UNTRUSTED for r in records.values())
     # So each folder is listed again; its names being those it kept, its listing serves
