@@ -77,19 +77,16 @@ def json_option(f: F) -> F:
                         help="Print exactly one JSON object on stdout.")(f)
 
 
-def session_option(f: F) -> F:
+def _session_flag(help_text: str) -> Callable[[F], F]:
     return click.option("--session", "-s", metavar="NAME", default=None,
-                        shell_complete=complete_sessions,
-                        help="Session (undo history); default: $UNDOSTORE_SESSION, else the "
-                             "session with the newest undo point.")(f)
+                        shell_complete=complete_sessions, help=help_text)
 
 
-def named_session_option(f: F) -> F:
-    """--session for a command that never picks one itself (drop)."""
-    return click.option("--session", "-s", metavar="NAME", default=None,
-                        shell_complete=complete_sessions,
-                        help="Session (undo history): this or $UNDOSTORE_SESSION is "
-                             "required.")(f)
+session_option = _session_flag("Session (undo history); default: $UNDOSTORE_SESSION, else the "
+                               "session with the newest undo point.")
+# For a command that never picks a session itself (drop).
+named_session_option = _session_flag("Session (undo history): this or $UNDOSTORE_SESSION is "
+                                     "required.")
 
 
 def dry_run_option(f: F) -> F:
