@@ -156,3 +156,137 @@ def test_a_recorded_restore_that_rewrites_a_gitignore_has_the_folders_below_read
         ws.restore(plain)   # the rules of `plain` again; x.log, ignored until now, stays
         assert (root / "a" / "b" / "x.log").exists()
         assert ws.snapshot().id == git.write_tree(root) != plain
+
+
+PAUSE_S = 3 * FINE_MARGIN_NS / 1e9   # past it, the stat cache trusts a file written before
+
+
+def _restore_pausing(ws: Workspace, snapshot_id: str | None) -> None:
+    """Restore (None: abort the pending one), pausing after each rename: nothing it wrote is
+    racy when it records it."""
+    ws.checkpoint = lambda what, path: time.sleep(PAUSE_S) if what == "replace" else None
+    try:
+        if snapshot_id is None:
+            ws.abort_restore()
+        else:
+            ws.restore(snapshot_id)
+    finally:
+        ws.checkpoint = None
+
+
+def _trees_encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many trees every snapshot from now on encodes (one count a call)."""
+    from undostore.snapshot import capture
+
+    counted: list[int] = []
+    real = capture.encode_tree
+
+    def encode_tree(entries: list) -> bytes:
+        counted.append(1)
+        return real(entries)
+
+    monkeypatch.setattr(capture, "encode_tree", encode_tree)
+    return counted
+
+
+NESTED = {"a": {"f.txt": "1", "g.txt": "g", "b": {"y.txt": "y", "c": {"w.txt": "w", "z.txt": "z"}}},
+          "d": {"k.txt": "k"}, "top.txt": "t"}
+
+
+def _changed_by_hand(root: Path) -> None:
+    (root / "a" / "f.txt").write_text("2")
+    (root / "a" / "b" / "c" / "w.txt").write_text("ww")
+    (root / "a" / "b" / "c" / "z.txt").write_text("zz")
+    (root / "d" / "added.txt").write_text("a")   # the restore deletes it
+    (root / "d" / "k.txt").write_text("kk")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason=(
+    "the folders holding mode-only entries are hashed again on Windows (no exec bit on disk)"))
+def test_a_recorded_restore_leaves_the_target_trees_so_the_next_snapshot_encodes_the_root_only(
+        tmp_path, monkeypatch):
+    """The folders a restore changed keep the target's tree ids in the stat cache: the next
+    snapshot, finding every entry as recorded, encodes only the root (it re-encoded every
+    changed folder and those above, ~900 trees after 2,000 files of the 20k tree). A folder
+    where it created a file is encoded again (`cachechoice`: such a file is checked against
+    the ignore rules of the next snapshot); here it deletes and rewrites only."""
+    root = make_tree(tmp_path / "root", NESTED)
+    with Workspace(root, store=tmp_path / "store", limits=RECORDING) as ws:
+        first = ws.snapshot().id
+        _changed_by_hand(root)
+        time.sleep(PAUSE_S)
+        ws.snapshot()
+        _restore_pausing(ws, first)
+        time.sleep(PAUSE_S)
+        encoded = _trees_encoded(monkeypatch)
+        again = ws.snapshot()
+        assert (again.id, again.hashed, len(encoded)) == (first, 0, 1)
+    assert _fresh_id(root, tmp_path) == first
+
+
+@pytest.mark.parametrize("change", ["edit", "same-size-edit", "add", "delete", "exec-bit",
+                                    "nested-add", "folder-added", "none"])
+def test_a_change_after_a_recorded_restore_is_seen_in_the_folders_it_left_trees_for(
+        tmp_path, change):
+    """The target's tree ids a restore leaves are trusted only while every file and listing
+    below matches what it recorded: any change there gives the id a fresh store gives."""
+    root = make_tree(tmp_path / "root", NESTED)
+    with Workspace(root, store=tmp_path / "store", limits=RECORDING) as ws:
+        first = ws.snapshot().id
+        _changed_by_hand(root)
+        time.sleep(PAUSE_S)
+        ws.snapshot()
+        _restore_pausing(ws, first)
+        time.sleep(PAUSE_S)
+        c = root / "a" / "b" / "c"
+        if change == "edit":
+            (c / "z.txt").write_text("changed since")
+        elif change == "same-size-edit":
+            (c / "z.txt").write_text("Z")
+        elif change == "add":
+            (root / "a" / "new.txt").write_text("new")
+        elif change == "delete":
+            (root / "a" / "f.txt").unlink()
+        elif change == "exec-bit":
+            if sys.platform == "win32":
+                pytest.skip("no exec bit on Windows")
+            os.chmod(c / "z.txt", 0o755)
+        elif change == "nested-add":
+            (c / "deeper.txt").write_text("d")
+        elif change == "folder-added":
+            (c / "e").mkdir()
+            (c / "e" / "w.txt").write_text("w")
+        got = ws.snapshot().id
+    assert got == _fresh_id(root, tmp_path)
+    assert (got == first) == (change == "none")
+
+
+def test_an_abort_that_keeps_a_file_changed_after_the_crash_leaves_no_tree_id_for_it(
+        tmp_path):
+    """An abort puts back only what the crashed restore touched and keeps a file someone
+    changed since: its folders are at neither tree, so it leaves them no tree id (only a fresh
+    restore's plan makes every change between its two trees) and the next snapshot captures
+    the changed file."""
+    root = make_tree(tmp_path / "root", NESTED)
+    with Workspace(root, store=tmp_path / "store", limits=RECORDING) as ws:
+        first = ws.snapshot().id
+        _changed_by_hand(root)
+        time.sleep(PAUSE_S)
+        ws.snapshot()
+        deep = "a/b/c/z.txt"
+
+        def crash(what: str, path: str) -> None:
+            if what == "replace" and path == deep:
+                raise SystemExit("killed")   # the process dies: the restore stays pending
+
+        ws.checkpoint = crash
+        with pytest.raises(SystemExit):
+            ws.restore(first)
+        assert ws.pending_restore() is not None
+        (root / deep).write_text("someone else's")   # after the crash: the abort keeps it
+        time.sleep(PAUSE_S)
+        _restore_pausing(ws, None)
+        time.sleep(PAUSE_S)
+        got = ws.snapshot().id
+    assert (root / deep).read_text() == "someone else's"
+    assert got == _fresh_id(root, tmp_path)

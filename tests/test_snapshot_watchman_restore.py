@@ -312,3 +312,41 @@ def test_random_restores_and_edits_match_git_at_every_step(tmp_path, git, watchm
             assert used_watchman(result), (step, action, result.walk_reason, result.warnings)
             assert result.id == git.write_tree(root), (step, action)
             ids.append(result.id)
+
+
+@pytest.mark.parametrize("shape", ["folder-made-beside-an-edit", "ignored-only-folder-filled",
+                                   "edits-only"])
+def test_the_tree_ids_a_restore_leaves_splice_to_gits(tmp_path, git, watchman_env,
+                                                      cached_restores, shape):
+    """A restore leaves the target's tree id only for folders whose records then list exactly
+    the target's entries (cachechoice._claimable): a folder where it made a sub-folder, or
+    filled one that held only ignored files, keeps none, or the next snapshot would splice
+    that sub-folder into a tree that already holds it."""
+    root = _grid(tmp_path / "root", folders=2, files=3)
+    (root / "d00" / "logs").mkdir()
+    (root / "d00" / "logs" / "run.log").write_text("ignored")
+    with Workspace(root, store=tmp_path / "store", limits=cached_restores) as ws:
+        if shape == "folder-made-beside-an-edit":
+            (root / "d00" / "new" / "deep").mkdir(parents=True)
+            (root / "d00" / "new" / "deep" / "n.txt").write_text("n")
+        elif shape == "ignored-only-folder-filled":
+            (root / "d00" / "logs" / "kept.txt").write_text("k")
+        a = _snap(ws)
+        if shape == "folder-made-beside-an-edit":
+            shutil.rmtree(root / "d00" / "new")
+        elif shape == "ignored-only-folder-filled":
+            (root / "d00" / "logs" / "kept.txt").unlink()
+        (root / "d00" / "f00.txt").write_text("changed")
+        (root / "d01" / "f01.txt").write_text("changed")
+        time.sleep(0.2)
+        _snap(ws)
+        ws.checkpoint = lambda what, path: time.sleep(0.2) if what == "replace" else None
+        ws.restore(a.id)
+        ws.checkpoint = None
+        time.sleep(0.2)
+        (root / "d00" / "f01.txt").write_text("after the restore")
+        result = _snap(ws)
+        expect_watchman(result)
+        assert result.id == git.write_tree(root) != a.id
+        again = _snap(ws)
+        assert again.id == result.id and again.hashed == 0

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from undostore import Workspace
+from undostore.git.reader import ObjectReader
+from undostore.restore.plan import flatten
 from undostore.snapshot.capture import known_for
 from undostore.snapshot.walk import UNTRUSTED, WalkOptions, iter_walk, trusted_stamp
 from undostore.store.statcache import StatCache, record_stamp
@@ -247,9 +249,10 @@ def test_random_changes_keep_the_snapshot_equal_to_a_fresh_one(tmp_path: Path):
 
 def test_folders_above_a_restores_changes_are_reused_by_the_next_walk(tmp_path: Path, git):  # noqa: ANN001
     """A restore that rewrites the 300 files of src/deep (enough to update the stat cache)
-    changes only src/deep's listing: the root and src keep their stamps (with no tree id, so
-    their trees are encoded again), and the next walk lists src/deep again by name alone (its
-    names are those it kept: the listing serves); ids stay git's."""
+    changes only src/deep's listing: the root and src keep their stamps (src and src/deep with
+    the target's tree ids, the root with none, so only its tree is encoded again), and the next
+    walk lists src/deep again by name alone (its names are those it kept: the listing serves);
+    ids stay git's."""
     spec = _spec()
     spec["src"]["deep"].update({f"f{i:03}.c": f"{i}" for i in range(300)})
     root = make_tree(tmp_path / "t", spec)
@@ -264,8 +267,11 @@ def test_folders_above_a_restores_changes_are_reused_by_the_next_walk(tmp_path: 
         ws.restore(first)
     time.sleep(SETTLE)
     cache = _cache(root, store)
-    for above in ("", "src"):
-        assert cache.records[above][0] is False and record_stamp(cache.records[above])
+    with ObjectReader(ws.store) as reader:
+        trees = flatten(reader.read_tree_body, bytes.fromhex(first)).trees
+    assert cache.records[""][0] is False
+    assert [cache.records[f][0] for f in ("src", "src/deep")] == [trees["src"], trees["src/deep"]]
+    assert record_stamp(cache.records[""]) and record_stamp(cache.records["src"])
     # src/deep is listed again (its listing untrusted); its `.gitignore` part still vouches
     # for the rules of the folders below it.
     assert record_stamp(cache.records["src/deep"])[:len(UNTRUSTED)] == UNTRUSTED

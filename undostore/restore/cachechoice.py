@@ -18,12 +18,14 @@ What a restore records (`record_written`) keeps the safety snapshot's watchman c
 was taken before the restore's first write, so the next snapshot hears of every path written
 since (by the restore or anyone else) and compares each with the stat recorded here. Records
 stay whole (every name the walk would list, files first); a file the restore created goes in as
-an entry only, so the next snapshot checks it against the ignore rules of that moment.
+an entry only, so the next snapshot checks it against the ignore rules of that moment. A folder
+whose record then lists exactly the target's entries keeps the target's tree id (`_claimable`),
+so the next snapshot, finding its files as recorded, encodes it no more than an unchanged one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from undostore.limits import DEFAULT_LIMITS
@@ -98,16 +100,25 @@ def cache_for(plan: RestorePlan, cache_path: str, identity: str, windows: bool =
     return StatCache(identity=identity), False
 
 
+class FolderTrees(NamedTuple):
+    """Tree ids by folder of the files before a restore and of its target (plan.FlatTree's
+    `trees`), for a plan that makes every change between the two."""
+
+    before: Mapping[str, bytes]
+    after: Mapping[str, bytes]
+
+
 def record_written(cache: StatCache, plan: RestorePlan,
                    written: dict[str, bytes | None], removed_dirs: Iterable[str],
-                   now_ns: int, made_dirs: Iterable[str] = ()) -> tuple[dict[str, Record], int]:
+                   now_ns: int, made_dirs: Iterable[str] = (),
+                   trees: FolderTrees | None = None) -> tuple[dict[str, Record], int]:
     """(records, file count) after the restore of `plan`: deleted files and removed folders
     gone, each written file's entry from its stat (mode only when racy or touched by someone
     else after the write, so the next snapshot hashes it), a planned file not written left
     without an entry; every folder holding a touched path, and those above, without a tree id
-    (the next snapshot re-encodes them from their entries); a folder the restore made
-    (`made_dirs`) gets a record of its own: its created files, then the folders it made in it.
-    Other records stay as they are."""
+    (the next snapshot re-encodes them from their entries), or with `trees`, the target's where
+    that holds (`_claimable`); a folder the restore made (`made_dirs`) gets a record of its
+    own: its created files, then the folders it made in it. Other records stay as they are."""
     records = dict(cache.records)
     removed = set(removed_dirs)
     if removed:
@@ -138,8 +149,11 @@ def record_written(cache: StatCache, plan: RestorePlan,
         if record is not None:
             records[folder] = _edited(folder, record, cache.records, changes, deleted, removed)
     records.update(_made_records(made, edits))
+    claimable = _claimable(cache, plan, trees, made)
+    done: set[str] = set()
     for folder in {_parent(path) for path in [*plan.touched(), *removed]}:
-        while True:
+        while folder not in done:
+            done.add(folder)
             record = records.get(folder)
             if record is not None and record[TREE_ID] is not False:
                 # A folder above the changes keeps its stamp: its own listing is as it was
@@ -153,11 +167,39 @@ def record_written(cache: StatCache, plan: RestorePlan,
                     kept = (untrusted_listing(old),) if old is not None else ()
                 else:
                     kept = record[4:] if folder not in made else ()
-                records[folder] = (False, *record[1:4], *kept)
+                tree = trees.after[folder] if trees and folder in claimable else False
+                records[folder] = (tree, *record[1:4], *kept)
             if not folder:
                 break
             folder = _parent(folder)
     return records, count_files(records, cache.records, cache.count)
+
+
+def _claimable(cache: StatCache, plan: RestorePlan, trees: FolderTrees | None,
+               made: set[str]) -> set[str]:
+    """The folders whose records may keep the target's tree id after the restore of `plan`:
+    those whose record before it was that of the files before it, in which it created no
+    file, and whose changed sub-folders are claimable too (a folder it made never is). Their
+    records then list exactly the target's entries (what a snapshot splices their old tree
+    body with, capture.py), and the next snapshot trusts the id only where every entry still
+    matches, its names are those listed and its sub-folders' ids are those recorded. The root
+    is never one: its tree id is what the mode record and gc's check of the cache go by."""
+    if trees is None:
+        return set()
+    grown = {_parent(path) for path in plan.create}
+    children: dict[str, list[str]] = {}
+    for folder in trees.after:
+        if folder:
+            children.setdefault(_parent(folder), []).append(folder)
+    claimable: set[str] = set()
+    for folder in sorted(trees.after, key=lambda f: f.count("/") if f else -1, reverse=True):
+        record = cache.records.get(folder)
+        before = trees.before.get(folder)
+        if (folder and folder not in made and folder not in grown and record is not None
+                and before is not None and record[TREE_ID] == before
+                and all(sub in claimable for sub in children.get(folder, ()))):
+            claimable.add(folder)
+    return claimable
 
 
 def _edited(folder: str, record: Record, records: dict[str, Record],

@@ -55,7 +55,7 @@ from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.platform import IS_WINDOWS
 from undostore.progress import OnProgress
 from undostore.restore.blobs import BlobSource, Checkpoints
-from undostore.restore.cachechoice import cache_for, drops_clock, record_written
+from undostore.restore.cachechoice import FolderTrees, cache_for, drops_clock, record_written
 from undostore.restore.cancel import Cancel, Cancelled
 from undostore.restore.checkout import (
     Checkout,
@@ -551,7 +551,12 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal, run: Ru
     remove_journal(wt.store)
     prepared.blobs.release()   # every file is written: their blobs' places are not needed
     if remember:
-        _remember_written(wt, cache_path, cache, prepared.plan, outcome)
+        # A fresh plan makes every change between its two trees, so the folders it touched
+        # may keep the target's tree ids (cachechoice._claimed); a finish or a roll-back may
+        # cover only part of that.
+        trees = FolderTrees(prepared.current.trees, prepared.wanted.trees) \
+            if run is Run.FRESH else None
+        _remember_written(wt, cache_path, cache, prepared.plan, outcome, trees)
     return outcome
 
 
@@ -575,7 +580,7 @@ def _forget_unstarted(wt: Worktree, journal: RestoreJournal) -> bool:
 
 
 def _remember_written(wt: Worktree, cache_path: str, cache: StatCache, plan: RestorePlan,
-                      outcome: CheckoutResult) -> None:
+                      outcome: CheckoutResult, trees: FolderTrees | None) -> None:
     """Record written files in the stat cache, so the next snapshot trusts them instead of
     reading them (cachechoice.record_written). One written too recently to be trusted, or
     touched by someone else after it was written, keeps only its mode (on Windows, where the
@@ -584,7 +589,7 @@ def _remember_written(wt: Worktree, cache_path: str, cache: StatCache, plan: Res
     write cannot be told apart. The safety snapshot's watchman clock is kept (it predates every
     write), unless the restore wrote an ignore file."""
     records, count = record_written(cache, plan, outcome.written, outcome.removed_dirs,
-                                    time.time_ns(), outcome.made_dirs)
+                                    time.time_ns(), outcome.made_dirs, trees)
     if drops_clock(plan):
         cache.fsmonitor = None
     # The records keep no root tree id now: say what the files' bits and owners are instead.
