@@ -8,17 +8,27 @@ import os
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from undostore import Workspace
 from undostore.errors import ConflictError
+from undostore.git.objects import MODE_FILE
 from undostore.limits import DEFAULT_LIMITS
-from undostore.restore.cachechoice import uses_cache
-from undostore.restore.plan import RestorePlan
-from undostore.store.statcache import FINE_MARGIN_NS
+from undostore.restore.cachechoice import record_written, uses_cache
+from undostore.restore.context import CheckoutResult
+from undostore.restore.plan import Entry, RestorePlan
+from undostore.store.statcache import (
+    BLOB_ID,
+    FINE_MARGIN_NS,
+    FINGERPRINT,
+    SIZE,
+    StatCache,
+    record_entries,
+)
 
-from .conftest import make_tree
+from .conftest import IS_WINDOWS, make_tree
 
 HASH_AT_MOST = DEFAULT_LIMITS.restore_hash_at_most   # paths a restore hashes without the cache
 
@@ -290,3 +300,48 @@ def test_an_abort_that_keeps_a_file_changed_after_the_crash_leaves_no_tree_id_fo
         got = ws.snapshot().id
     assert (root / deep).read_text() == "someone else's"
     assert got == _fresh_id(root, tmp_path)
+
+
+def _recorded_after(tmp_path: Path, stamps: dict[str, int], last_stamp: int | None,
+                    now_ns: int) -> dict[str, int]:
+    """The sizes `record_written` keeps for files a restore wrote with these ctimes (-1: the
+    mode only, racy)."""
+    root = make_tree(tmp_path / "root", {"d": {name: name for name in stamps}})
+    time.sleep(PAUSE_S)   # out of the racy window: the snapshot records every file
+    with Workspace(root, store=tmp_path / "store") as ws:
+        ws.snapshot()
+        cache = StatCache.load(ws.store.stat_cache_path, ws.store.identity)
+    paths = [f"d/{name}" for name in stamps]
+    entries = record_entries(cache.records["d"])
+    after = {p: Entry(MODE_FILE, entries[p[2:]][BLOB_ID]) for p in paths}
+    plan = RestorePlan(target="t", safety="s", modify=paths, before=dict(after), after=after)
+    written = {f"d/{name}": FINGERPRINT.pack(ns, ns, 1, i + 1, 0o100644)
+               for i, (name, ns) in enumerate(stamps.items())}
+    records, _ = record_written(cache, plan, written, [], now_ns, last_stamp=last_stamp)
+    return {name: entry[SIZE] for name, entry in record_entries(records["d"]).items()}
+
+
+def test_a_written_file_stamped_before_the_restores_last_change_is_trusted(tmp_path):
+    """git's rule against its index file's mtime: once the file system stamped a later change
+    of the restore, the tick a file was written in is over, whatever the clock's margin says;
+    the file stamped with the last change itself stays racy (hashed by the next snapshot)."""
+    now = time.time_ns()
+    early, last = now - 20_000_000, now - 5_000_000   # both within the 50 ms margin
+    stamped = _recorded_after(tmp_path / "one", {"a.txt": early, "b.txt": last}, last, now)
+    assert stamped == {"a.txt": 1, "b.txt": -1}
+    # Without a stamp to go by (changes on two devices, or Windows), the margin decides alone.
+    margin = _recorded_after(tmp_path / "two", {"a.txt": early, "b.txt": last}, None, now)
+    assert margin == {"a.txt": -1, "b.txt": -1}
+
+
+def test_the_last_stamp_counts_only_the_restores_own_changes_on_one_device():
+    def st(ctime: int, dev: int) -> SimpleNamespace:
+        return SimpleNamespace(st_mtime_ns=ctime, st_ctime_ns=ctime, st_size=1, st_ino=ctime,
+                               st_mode=0o100644, st_uid=0, st_gid=0, st_dev=dev)
+
+    result = CheckoutResult(own=(0, 0))
+    result.keep("a", st(100, dev=1))
+    result.keep("found", st(900, dev=1), changed=False)   # already as wanted: not its stamp
+    assert result.last_stamp() == (None if IS_WINDOWS else 100)
+    result.keep("b", st(50, dev=2))                         # a mount point below the root
+    assert result.last_stamp() is None

@@ -111,14 +111,16 @@ class FolderTrees(NamedTuple):
 def record_written(cache: StatCache, plan: RestorePlan,
                    written: dict[str, bytes | None], removed_dirs: Iterable[str],
                    now_ns: int, made_dirs: Iterable[str] = (),
-                   trees: FolderTrees | None = None) -> tuple[dict[str, Record], int]:
+                   trees: FolderTrees | None = None, last_stamp: int | None = None
+                   ) -> tuple[dict[str, Record], int]:
     """(records, file count) after the restore of `plan`: deleted files and removed folders
     gone, each written file's entry from its stat (mode only when racy or touched by someone
-    else after the write, so the next snapshot hashes it), a planned file not written left
-    without an entry; every folder holding a touched path, and those above, without a tree id
-    (the next snapshot re-encodes them from their entries), or with `trees`, the target's where
-    that holds (`_claimable`); a folder the restore made (`made_dirs`) gets a record of its
-    own: its created files, then the folders it made in it. Other records stay as they are."""
+    else after the write, so the next snapshot hashes it; `last_stamp`: see `_racy`), a
+    planned file not written left without an entry; every folder holding a touched path, and
+    those above, without a tree id (the next snapshot re-encodes them from their entries), or
+    with `trees`, the target's where that holds (`_claimable`); a folder the restore made
+    (`made_dirs`) gets a record of its own: its created files, then the folders it made in it.
+    Other records stay as they are."""
     records = dict(cache.records)
     removed = set(removed_dirs)
     if removed:
@@ -134,7 +136,7 @@ def record_written(cache: StatCache, plan: RestorePlan,
         seen = written.get(path)   # its fingerprint, packed: an entry's first bytes
         if path not in written:
             entry = None   # not written as planned: no entry, the next snapshot hashes it
-        elif seen is None or _racy(seen, now_ns):
+        elif seen is None or _racy(seen, now_ns, last_stamp):
             entry = ENTRY.pack(*mode_only_entry(mode, sha))
         else:
             entry = seen + ENTRY_TAIL.pack(mode, sha)
@@ -245,8 +247,13 @@ def _made_records(made: set[str], edits: dict[str, dict[str, bytes | None]]
     return out
 
 
-def _racy(fingerprint: bytes, now_ns: int) -> bool:
+def _racy(fingerprint: bytes, now_ns: int, last_stamp: int | None) -> bool:
+    """Whether a written file's stat proves nothing yet: a later change the restore made on the
+    same file system was stamped after its times (git's rule against its index file's mtime:
+    that tick of the file system's clock is over), or the clock has moved past the margin."""
     times = FINGERPRINT.unpack(fingerprint)
+    if last_stamp is not None and max(times[MTIME], times[CTIME]) < last_stamp:
+        return False
     return racy_times(times[MTIME], times[CTIME], now_ns)
 
 

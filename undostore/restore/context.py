@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from undostore.errors import ConflictError
+from undostore.platform import IS_WINDOWS
 from undostore.restore.blobs import BlobSource, Checkpoints
 from undostore.restore.diskstate import DiskMatcher, Probe
 from undostore.restore.filemeta import Modes, is_root, process_owner, set_bits, set_owner
@@ -46,15 +47,30 @@ class CheckoutResult:
     # a setgid folder.
     owners: dict[str, tuple[int, int]] = field(default_factory=dict)
     own: tuple[int, int] = field(default_factory=process_owner)
+    # The newest ctime the restore's own changes were stamped with, and the devices of the
+    # files they changed: on one device, a file stamped before it was last changed in a tick
+    # of that file system's clock that is over (cachechoice.record_written).
+    newest_ctime_ns: int = 0
+    devices: set[int] = field(default_factory=set)
 
-    def keep(self, path: str, st: os.stat_result | None) -> None:
-        """`path` holds what the plan wants, as `st` shows it (None: no evidence)."""
+    def keep(self, path: str, st: os.stat_result | None, *, changed: bool = True) -> None:
+        """`path` holds what the plan wants, as `st` shows it (None: no evidence); `changed`:
+        by this restore (not found so already)."""
         if st is None:
             self.written[path] = None
             return
         self.written[path] = FINGERPRINT.pack(*fingerprint(st))
         if (st.st_uid, st.st_gid) != self.own:
             self.owners[path] = (st.st_uid, st.st_gid)
+        if changed:
+            self.devices.add(st.st_dev)
+            if st.st_ctime_ns > self.newest_ctime_ns:
+                self.newest_ctime_ns = st.st_ctime_ns
+
+    def last_stamp(self) -> int | None:
+        """`newest_ctime_ns` where it tells racy files apart: every change on one device, and
+        a ctime the kernel set at the change (on Windows it is the creation time)."""
+        return self.newest_ctime_ns if len(self.devices) == 1 and not IS_WINDOWS else None
 
     def written_files(self) -> Iterator[WrittenFile]:
         """Each written file with evidence, with its bits and owner as last seen."""

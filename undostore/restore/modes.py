@@ -27,10 +27,10 @@ def chmod(ctx: Context, writes: Writes, path: str) -> None:
         # No exec bit on disk: only the content is checked; the stat cache keeps the mode.
         if ctx.matcher.content_id(path, found, (ctx.tree, d, name)) != after.sha:
             raise conflict(path)
-        ctx.result.keep(path, found.st)
+        ctx.result.keep(path, found.st, changed=False)
         return
     if ctx.holds(d, name, path, found, after):
-        ctx.result.keep(path, found.st)  # finishing: already done
+        ctx.result.keep(path, found.st, changed=False)  # finishing: already done
         return
     if not ctx.holds(d, name, path, found, ctx.plan.before[path]):
         raise conflict(path)

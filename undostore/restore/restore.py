@@ -589,7 +589,8 @@ def _remember_written(wt: Worktree, cache_path: str, cache: StatCache, plan: Res
     write cannot be told apart. The safety snapshot's watchman clock is kept (it predates every
     write), unless the restore wrote an ignore file."""
     records, count = record_written(cache, plan, outcome.written, outcome.removed_dirs,
-                                    time.time_ns(), outcome.made_dirs, trees)
+                                    time.time_ns(), outcome.made_dirs, trees,
+                                    outcome.last_stamp())
     if drops_clock(plan):
         cache.fsmonitor = None
     # The records keep no root tree id now: say what the files' bits and owners are instead.

@@ -219,7 +219,7 @@ class Writes:
         if ((not expected or self.ctx.windows) and present
                 and self.ctx.holds(d, name, path, found, self.ctx.plan.after[path])):
             self.ctx.unlink_temp(path, temp)  # finishing: already done
-            self.ctx.result.keep(path, found.st)
+            self.ctx.result.keep(path, found.st, changed=False)
             return
         if before is None:
             if found.kind == DIR:
