@@ -211,6 +211,17 @@ def _changed_by_hand(root: Path) -> None:
     (root / "d" / "k.txt").write_text("kk")
 
 
+def _changed_and_restored(ws: Workspace, root: Path) -> str:
+    """Snapshot A, the changes by hand, a snapshot, then A restored (nothing racy): A's id."""
+    first = ws.snapshot().id
+    _changed_by_hand(root)
+    time.sleep(PAUSE_S)
+    ws.snapshot()
+    _restore_pausing(ws, first)
+    time.sleep(PAUSE_S)
+    return first
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason=(
     "the folders holding mode-only entries are hashed again on Windows (no exec bit on disk)"))
 def test_a_recorded_restore_leaves_the_target_trees_so_the_next_snapshot_encodes_the_root_only(
@@ -222,12 +233,7 @@ def test_a_recorded_restore_leaves_the_target_trees_so_the_next_snapshot_encodes
     the ignore rules of the next snapshot); here it deletes and rewrites only."""
     root = make_tree(tmp_path / "root", NESTED)
     with Workspace(root, store=tmp_path / "store", limits=RECORDING) as ws:
-        first = ws.snapshot().id
-        _changed_by_hand(root)
-        time.sleep(PAUSE_S)
-        ws.snapshot()
-        _restore_pausing(ws, first)
-        time.sleep(PAUSE_S)
+        first = _changed_and_restored(ws, root)
         encoded = _trees_encoded(monkeypatch)
         again = ws.snapshot()
         assert (again.id, again.hashed, len(encoded)) == (first, 0, 1)
@@ -242,12 +248,7 @@ def test_a_change_after_a_recorded_restore_is_seen_in_the_folders_it_left_trees_
     below matches what it recorded: any change there gives the id a fresh store gives."""
     root = make_tree(tmp_path / "root", NESTED)
     with Workspace(root, store=tmp_path / "store", limits=RECORDING) as ws:
-        first = ws.snapshot().id
-        _changed_by_hand(root)
-        time.sleep(PAUSE_S)
-        ws.snapshot()
-        _restore_pausing(ws, first)
-        time.sleep(PAUSE_S)
+        first = _changed_and_restored(ws, root)
         c = root / "a" / "b" / "c"
         if change == "edit":
             (c / "z.txt").write_text("changed since")
