@@ -344,5 +344,46 @@ def test_the_last_stamp_counts_only_the_restores_own_changes_on_one_device():
     result.keep("a", st(100, dev=1))
     result.keep("found", st(900, dev=1), changed=False)   # already as wanted: not its stamp
     assert result.last_stamp() == (None if IS_WINDOWS else 100)
-    result.keep("b", st(50, dev=2))                         # a mount point below the root
+    result.keep("b", st(50, dev=2), changed=False)          # a mount point below the root
     assert result.last_stamp() is None
+
+
+@pytest.mark.parametrize("where", ["beside-the-edit", "in-a-sub-folder"])
+def test_a_folder_holding_a_file_undostoreignore_keeps_out_keeps_no_target_tree(
+        tmp_path, where):
+    """The target lists a file the root's `.undostoreignore` now keeps out (the restore leaves
+    it alone): the folders holding it are not at the target's trees, so they keep none (the
+    next snapshot said the files were at the target, the excluded log included)."""
+    logs = "F" if where == "beside-the-edit" else "F/S"
+    root = make_tree(tmp_path / "root", {"F": {"a.txt": "a1", "S": {"k.txt": "k"}}})
+    (root / logs / "x.log").write_text("log")
+    with Workspace(root, store=tmp_path / "store", limits=RECORDING) as ws:
+        first = ws.snapshot().id
+        (root / ".undostoreignore").write_text("*.log\n/.undostoreignore\n")
+        (root / "F" / "a.txt").write_text("a2")
+        time.sleep(PAUSE_S)
+        ws.snapshot()
+        _restore_pausing(ws, first)
+        time.sleep(PAUSE_S)
+        got = ws.snapshot().id
+    assert (root / logs / "x.log").exists()
+    assert got == _fresh_id(root, tmp_path) != first
+
+
+def test_a_target_written_with_the_legacy_file_mode_leaves_no_tree_of_it(tmp_path):
+    """Old git wrote plain files as 100664; a restore writes such a file as 100644, so the
+    folder's snapshot is not the target's tree id and the restore leaves none for it."""
+    from undostore.git.objects import BLOB, hash_object
+
+    from .restore_support import craft_snapshot
+
+    root = make_tree(tmp_path / "root", {"F": {"a.txt": "a1", "b.txt": "b"}})
+    with Workspace(root, store=tmp_path / "store", limits=RECORDING) as ws:
+        ws.snapshot()
+        legacy = craft_snapshot(ws.store, {"F": {
+            "a.txt": b"a2", "b.txt": ("raw", b"100664", hash_object(BLOB, b"b"))}})
+        ws.store.refresh()
+        _restore_pausing(ws, legacy)
+        time.sleep(PAUSE_S)
+        got = ws.snapshot().id
+    assert got == _fresh_id(root, tmp_path) != legacy

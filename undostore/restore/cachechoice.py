@@ -102,7 +102,8 @@ def cache_for(plan: RestorePlan, cache_path: str, identity: str, windows: bool =
 
 class FolderTrees(NamedTuple):
     """Tree ids by folder of the files before a restore and of its target (plan.FlatTree's
-    `trees`), for a plan that makes every change between the two."""
+    `trees`), for a plan that makes every change between the two: a folder where it leaves a
+    difference (a file `.undostoreignore` keeps out) has none (`FlatTree.drop_trees_above`)."""
 
     before: Mapping[str, bytes]
     after: Mapping[str, bytes]
@@ -248,9 +249,10 @@ def _made_records(made: set[str], edits: dict[str, dict[str, bytes | None]]
 
 
 def _racy(fingerprint: bytes, now_ns: int, last_stamp: int | None) -> bool:
-    """Whether a written file's stat proves nothing yet: a later change the restore made on the
-    same file system was stamped after its times (git's rule against its index file's mtime:
-    that tick of the file system's clock is over), or the clock has moved past the margin."""
+    """Whether a written file's stat proves nothing yet. It does once the restore's own last
+    change on the same file system was stamped later than the file's times (git's rule against
+    its index file's mtime: that tick of the file system's clock is over, so a later write
+    stamps the file anew), or once the clock has moved past the margin."""
     times = FINGERPRINT.unpack(fingerprint)
     if last_stamp is not None and max(times[MTIME], times[CTIME]) < last_stamp:
         return False

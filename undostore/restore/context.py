@@ -47,9 +47,9 @@ class CheckoutResult:
     # a setgid folder.
     owners: dict[str, tuple[int, int]] = field(default_factory=dict)
     own: tuple[int, int] = field(default_factory=process_owner)
-    # The newest ctime the restore's own changes were stamped with, and the devices of the
-    # files they changed: on one device, a file stamped before it was last changed in a tick
-    # of that file system's clock that is over (cachechoice.record_written).
+    # The newest ctime the restore's own changes were stamped with, and the devices of every
+    # file kept: where that is one device, a file whose times are older than that stamp was
+    # stamped in a tick of the file system's clock that is over (cachechoice._racy).
     newest_ctime_ns: int = 0
     devices: set[int] = field(default_factory=set)
 
@@ -62,13 +62,12 @@ class CheckoutResult:
         self.written[path] = FINGERPRINT.pack(*fingerprint(st))
         if (st.st_uid, st.st_gid) != self.own:
             self.owners[path] = (st.st_uid, st.st_gid)
-        if changed:
-            self.devices.add(st.st_dev)
-            if st.st_ctime_ns > self.newest_ctime_ns:
-                self.newest_ctime_ns = st.st_ctime_ns
+        self.devices.add(st.st_dev)
+        if changed and st.st_ctime_ns > self.newest_ctime_ns:
+            self.newest_ctime_ns = st.st_ctime_ns
 
     def last_stamp(self) -> int | None:
-        """`newest_ctime_ns` where it tells racy files apart: every change on one device, and
+        """`newest_ctime_ns` where it tells racy files apart: every file kept on one device, and
         a ctime the kernel set at the change (on Windows it is the creation time)."""
         return self.newest_ctime_ns if len(self.devices) == 1 and not IS_WINDOWS else None
 

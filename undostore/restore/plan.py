@@ -48,6 +48,12 @@ class FlatTree:
     partial: bool = False
     case_clashes: list[tuple[str, str]] = field(default_factory=list)  # siblings, checked trees
 
+    def drop_trees_above(self, path: str) -> None:
+        """Forget the tree ids of the folders holding `path`: the files a restore leaves there
+        are not what those trees list (a file `.undostoreignore` keeps out, a legacy mode)."""
+        for folder in ["", *parent_dirs(path)]:
+            self.trees.pop(folder, None)
+
 
 class _Trees:
     """Tree bodies by id, read once (identical sub-folders of several snapshots are shared)."""
@@ -163,6 +169,8 @@ def _subtree(entry: tuple[int, bytes] | None, flat: FlatTree, path: str) -> byte
     if mode == MODE_TREE:
         flat.dirs.add(path)
         return sha
+    if mode == _LEGACY_FILE:
+        flat.drop_trees_above(path)   # a snapshot of the restored file lists it as 100644
     flat.files[path] = Entry(_file_mode(mode), sha)
     return None
 

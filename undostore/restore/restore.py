@@ -441,6 +441,7 @@ def _leave_alone(root: str, *flats: FlatTree) -> None:
     for flat in flats:
         for path in [p for p in flat.files if excluded_by(top, p)]:
             del flat.files[path]
+            flat.drop_trees_above(path)
 
 
 def _refuse_store_paths(wt: Worktree, wanted: FlatTree) -> None:
@@ -552,7 +553,7 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal, run: Ru
     prepared.blobs.release()   # every file is written: their blobs' places are not needed
     if remember:
         # A fresh plan makes every change between its two trees, so the folders it touched
-        # may keep the target's tree ids (cachechoice._claimed); a finish or a roll-back may
+        # may keep the target's tree ids (cachechoice._claimable); a finish or a roll-back may
         # cover only part of that.
         trees = FolderTrees(prepared.current.trees, prepared.wanted.trees) \
             if run is Run.FRESH else None
