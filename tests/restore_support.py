@@ -79,8 +79,9 @@ def temp_files(root: Path | str) -> list[str]:
 Spec = Mapping[object, object]
 
 
-def craft_snapshot(store: Store, spec: Spec) -> str:
-    """Write the trees and blobs of `spec` into one new pack; returns the root tree id."""
+def craft_snapshot(store: Store, spec: Spec, *, sort: bool = True) -> str:
+    """Write the trees and blobs of `spec` into one new pack; returns the root tree id.
+    `sort=False` keeps each folder's entries in the spec's order (a tree git calls unsorted)."""
     writer = PackWriter(store.pack_dir)
 
     def build(node: Spec) -> bytes:
@@ -102,7 +103,9 @@ def craft_snapshot(store: Store, spec: Spec) -> str:
             writer.add(BLOB, sha, data)
             entries.append((MODE_BYTES[mode], name, sha))
         # git's order; duplicates are kept (some tests need them).
-        entries.sort(key=lambda e: tree_sort_key((0o040000 if e[0] == b"40000" else 0, e[1], e[2])))
+        if sort:
+            entries.sort(key=lambda e: tree_sort_key((0o040000 if e[0] == b"40000" else 0,
+                                                       e[1], e[2])))
         body = b"".join(mode + b" " + name + b"\x00" + sha for mode, name, sha in entries)
         sha = hash_object(TREE, body)
         writer.add(TREE, sha, body)

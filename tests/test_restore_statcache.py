@@ -357,6 +357,7 @@ def test_a_folder_holding_a_file_undostoreignore_keeps_out_keeps_no_target_tree(
     logs = "F" if where == "beside-the-edit" else "F/S"
     root = make_tree(tmp_path / "root", {"F": {"a.txt": "a1", "S": {"k.txt": "k"}}})
     (root / logs / "x.log").write_text("log")
+    time.sleep(PAUSE_S)   # every file recorded: none hashed again hides a wrong tree id
     with Workspace(root, store=tmp_path / "store", limits=RECORDING) as ws:
         first = ws.snapshot().id
         (root / ".undostoreignore").write_text("*.log\n/.undostoreignore\n")
@@ -378,6 +379,7 @@ def test_a_target_written_with_the_legacy_file_mode_leaves_no_tree_of_it(tmp_pat
     from .restore_support import craft_snapshot
 
     root = make_tree(tmp_path / "root", {"F": {"a.txt": "a1", "b.txt": "b"}})
+    time.sleep(PAUSE_S)   # every file recorded: none hashed again hides a wrong tree id
     with Workspace(root, store=tmp_path / "store", limits=RECORDING) as ws:
         ws.snapshot()
         legacy = craft_snapshot(ws.store, {"F": {
@@ -387,3 +389,33 @@ def test_a_target_written_with_the_legacy_file_mode_leaves_no_tree_of_it(tmp_pat
         time.sleep(PAUSE_S)
         got = ws.snapshot().id
     assert got == _fresh_id(root, tmp_path) != legacy
+
+
+@pytest.mark.parametrize("odd", ["zero-padded-file-mode", "zero-padded-folder-mode",
+                                 "out-of-order"])
+def test_a_target_tree_not_in_the_form_a_snapshot_encodes_is_left_to_the_next_snapshot(
+        tmp_path, odd):
+    """A tree only another program writes (git's fsck: zeroPaddedFilemode, treeNotSorted) has
+    an id no snapshot of the same files has: the restore leaves no such id for its folder."""
+    from undostore.git.objects import BLOB, TREE, hash_object
+
+    from .restore_support import craft_snapshot
+
+    root = make_tree(tmp_path / "root", {"F": {"a.txt": "a1", "b.txt": "b", "S": {"k": "k"}}})
+    time.sleep(PAUSE_S)   # every file recorded: none hashed again hides a wrong tree id
+    with Workspace(root, store=tmp_path / "store", limits=RECORDING) as ws:
+        ws.snapshot()
+        k_tree = hash_object(TREE, b"100644 k\x00" + hash_object(BLOB, b"k"))
+        b_entry = ("raw", b"0100644" if odd == "zero-padded-file-mode" else b"100644",
+                   hash_object(BLOB, b"b"))
+        s_entry = ("raw", b"040000" if odd == "zero-padded-folder-mode" else b"40000", k_tree)
+        names = ["b.txt", "a.txt", "S"] if odd == "out-of-order" else ["S", "a.txt", "b.txt"]
+        values = {"a.txt": b"a2", "b.txt": b_entry, "S": s_entry}
+        craft_snapshot(ws.store, {"F": {"S": {"k": b"k"}}})   # k's blob and tree
+        odd_id = craft_snapshot(ws.store, {"F": {n: values[n] for n in names}}, sort=False)
+        ws.store.refresh()
+        _restore_pausing(ws, odd_id)
+        time.sleep(PAUSE_S)
+        got = ws.snapshot().id
+    assert (root / "F" / "a.txt").read_text() == "a2"
+    assert got == _fresh_id(root, tmp_path) != odd_id

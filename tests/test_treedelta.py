@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from undostore.git.objects import MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, decode_tree
+from undostore.git.objects import (
+    MODE_EXEC,
+    MODE_FILE,
+    MODE_LINK,
+    MODE_TREE,
+    decode_tree,
+    tree_sort_key,
+)
 from undostore.git.treedelta import names_fold_apart, split_tree, tree_delta
 
 MODES = [MODE_FILE, MODE_EXEC, MODE_LINK, MODE_TREE, 0o100664, 0o160000]
@@ -65,3 +72,38 @@ def test_names_fold_apart_only_when_no_two_fold_together(listed):
     folded = [n.lower() for n in listed]
     expected = all(n.isascii() for n in listed) and len(set(folded)) == len(folded)
     assert names_fold_apart(listed) == expected
+
+
+def test_is_canonical_is_what_encode_tree_writes():
+    """A body is canonical exactly when it is `encode_tree` of its own entries: git's mode
+    texts and git's order (a sub-tree sorts as if its name ended in '/'), no name twice."""
+    from undostore.git.objects import MODE_TREE, decode_tree, encode_tree
+    from undostore.git.treedelta import is_canonical
+
+    sha = b"\x00" * 19 + b"/"   # NULs and slashes inside an id are allowed
+    good = encode_tree([(0o100644, b"a.txt", sha), (MODE_TREE, b"a", sha),
+                        (0o100755, b"a-b", sha), (0o120000, b"z", sha)])
+    assert is_canonical(good) and is_canonical(b"")
+    assert encode_tree(decode_tree(good)) == good
+    odd = [good.replace(b"100644 a.txt", b"0100644 a.txt"),    # zero-padded file mode
+           good.replace(b"40000 a\x00", b"040000 a\x00"),      # zero-padded folder mode
+           b"100664 a\x00" + sha,                               # old git's plain file
+           b"100644 b\x00" + sha + b"100644 a\x00" + sha,       # out of order
+           b"100644 a\x00" + sha + b"100644 a\x00" + sha]       # a name twice
+    assert not any(is_canonical(body) for body in odd)
+
+
+@settings(max_examples=300)
+@given(entries, st.booleans())
+def test_is_canonical_agrees_with_encoding_the_decoded_entries(table, in_git_order):
+    from undostore.git.objects import MODE_BYTES, encode_tree
+    from undostore.git.treedelta import is_canonical
+
+    body = _body(table)
+    if in_git_order:   # the same entries, as encode_tree orders them, mode texts kept
+        body = b"".join(b"%o %s\x00%s" % (mode, name, sha) for mode, name, sha in
+                        sorted(decode_tree(body), key=lambda e: tree_sort_key(e)))
+    decoded = decode_tree(body)
+    expected = (all(mode in MODE_BYTES and b"/" not in name for mode, name, _ in decoded)
+                and encode_tree(decoded) == body)
+    assert is_canonical(body) == expected

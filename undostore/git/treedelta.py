@@ -21,6 +21,10 @@ _WHOLE = re.compile(rb"(?:[0-7]+ [^\x00]*\x00.{20})*", re.S)
 _RAW = re.compile(rb"[0-7]+ [^\x00]*\x00.{20}", re.S)
 _NAME = re.compile(rb"[0-7]+ ([^\x00]*)\x00.{20}", re.S)
 _FIELDS = re.compile(rb"([0-7]+) ([^\x00]*)\x00(.{20})", re.S)
+# What `objects.encode_tree` writes: git's own mode texts (no zero padding, no 100664) and
+# names that are not empty; the entry's sort key (a sub-tree's name ends in '/') taken apart.
+_CANONICAL = re.compile(rb"(?:(?:100644|100755|120000|40000) [^\x00/]+\x00.{20})*", re.S)
+_KEYS = re.compile(rb"(?:(40000)|[0-7]+) ([^\x00]*)\x00.{20}", re.S)
 
 Entry = tuple[int, bytes, bytes]       # (mode, name, raw id), as objects.decode_tree gives
 
@@ -57,6 +61,15 @@ def tree_delta(old_body: bytes, new_body: bytes) -> TreeDelta | None:
     old_set, new_set = set(old), set(new)
     return TreeDelta(_decode(old_set - new_set), _decode(new_set - old_set),
                      _NAME.findall(new_body))
+
+
+def is_canonical(body: bytes) -> bool:
+    """Whether `body` is the tree `encode_tree` gives for its entries (git's mode texts, git's
+    order, no name twice): only then is its id the one a snapshot of those files has."""
+    if _CANONICAL.fullmatch(body) is None:
+        return False
+    keys = [name + b"/" if tree else name for tree, name in _KEYS.findall(body)]
+    return keys == sorted(keys) and len(set(keys)) == len(keys)
 
 
 def names_fold_apart(names: list[bytes]) -> bool:

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from undostore.errors import UnknownSnapshotError, UnsafePathError
 from undostore.git.objects import MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, decode_tree
-from undostore.git.treedelta import names_fold_apart, tree_delta
+from undostore.git.treedelta import is_canonical, names_fold_apart, tree_delta
 from undostore.platform import IS_WINDOWS
 from undostore.restore.paths import check_name
 
@@ -48,11 +48,23 @@ class FlatTree:
     partial: bool = False
     case_clashes: list[tuple[str, str]] = field(default_factory=list)  # siblings, checked trees
 
-    def drop_trees_above(self, path: str) -> None:
-        """Forget the tree ids of the folders holding `path`: the files a restore leaves there
-        are not what those trees list (a file `.undostoreignore` keeps out, a legacy mode)."""
-        for folder in ["", *parent_dirs(path)]:
+    def drop_trees(self, folder: str) -> None:
+        """Forget the tree ids of `folder` and the folders above it: the files a restore
+        leaves there are not what those trees list (a file `.undostoreignore` keeps out)."""
+        while True:
             self.trees.pop(folder, None)
+            if not folder:
+                return
+            folder = folder.rpartition("/")[0]
+
+    def keep_canonical_trees(self, bodies: dict[bytes, bytes]) -> None:
+        """Forget the tree ids of folders whose body (read while planning) is not what a
+        snapshot of the restored files encodes (git's legacy 100664, a zero-padded mode, an
+        order not git's: only a store written by something else holds one), and above."""
+        for folder, sha in list(self.trees.items()):
+            body = bodies.get(sha)
+            if body is None or not is_canonical(body):
+                self.drop_trees(folder)
 
 
 class _Trees:
@@ -169,8 +181,6 @@ def _subtree(entry: tuple[int, bytes] | None, flat: FlatTree, path: str) -> byte
     if mode == MODE_TREE:
         flat.dirs.add(path)
         return sha
-    if mode == _LEGACY_FILE:
-        flat.drop_trees_above(path)   # a snapshot of the restored file lists it as 100644
     flat.files[path] = Entry(_file_mode(mode), sha)
     return None
 

@@ -55,7 +55,13 @@ from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.platform import IS_WINDOWS
 from undostore.progress import OnProgress
 from undostore.restore.blobs import BlobSource, Checkpoints
-from undostore.restore.cachechoice import FolderTrees, cache_for, drops_clock, record_written
+from undostore.restore.cachechoice import (
+    FolderTrees,
+    cache_for,
+    drops_clock,
+    record_written,
+    uses_cache,
+)
 from undostore.restore.cancel import Cancel, Cancelled
 from undostore.restore.checkout import (
     Checkout,
@@ -229,6 +235,8 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
             plan = prepared.plan
             if expected_sha is not None:
                 _check_expected(plan, _flat(reader, expected_sha, bodies))
+            if uses_cache(plan, hash_at_most=wt.limits.restore_hash_at_most):
+                wanted.keep_canonical_trees(bodies)   # the ids it may leave (cachechoice)
             bodies.clear()   # the plan is made: the folders read for it are not needed again
             result = _result(plan, dry_run=dry_run)
             if dry_run or plan.is_empty:
@@ -441,7 +449,7 @@ def _leave_alone(root: str, *flats: FlatTree) -> None:
     for flat in flats:
         for path in [p for p in flat.files if excluded_by(top, p)]:
             del flat.files[path]
-            flat.drop_trees_above(path)
+            flat.drop_trees(path.rpartition("/")[0])
 
 
 def _refuse_store_paths(wt: Worktree, wanted: FlatTree) -> None:
