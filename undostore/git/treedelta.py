@@ -21,8 +21,9 @@ _WHOLE = re.compile(rb"(?:[0-7]+ [^\x00]*\x00.{20})*", re.S)
 _RAW = re.compile(rb"[0-7]+ [^\x00]*\x00.{20}", re.S)
 _NAME = re.compile(rb"[0-7]+ ([^\x00]*)\x00.{20}", re.S)
 _FIELDS = re.compile(rb"([0-7]+) ([^\x00]*)\x00(.{20})", re.S)
-# What `objects.encode_tree` writes: git's own mode texts (no zero padding, no 100664) and
-# names that are not empty; the entry's sort key (a sub-tree's name ends in '/') taken apart.
+# What `objects.encode_tree` writes: git's own mode texts (no zero padding, no 100664, no
+# gitlink) and names neither empty nor holding '/'; then each entry's sort key taken apart (a
+# sub-tree's name sorts as if it ended in '/').
 _CANONICAL = re.compile(rb"(?:(?:100644|100755|120000|40000) [^\x00/]+\x00.{20})*", re.S)
 _KEYS = re.compile(rb"(?:(40000)|[0-7]+) ([^\x00]*)\x00.{20}", re.S)
 
