@@ -103,7 +103,8 @@ def cache_for(plan: RestorePlan, cache_path: str, identity: str, windows: bool =
 class FolderTrees(NamedTuple):
     """Tree ids by folder of the files before a restore and of its target (plan.FlatTree's
     `trees`), for a plan that makes every change between the two: a folder where it leaves a
-    difference (a file `.undostoreignore` keeps out) has none (`FlatTree.drop_trees`)."""
+    difference (a file `.undostoreignore` keeps out), or whose target body is not what a
+    snapshot encodes, has none (`FlatTree.drop_trees`, `FlatTree.keep_canonical_trees`)."""
 
     before: Mapping[str, bytes]
     after: Mapping[str, bytes]
