@@ -13,15 +13,15 @@ from tests.powercut.mount import PowerCut, skip_reason
 
 @pytest.fixture
 def powercut(tmp_path: Path) -> Iterator[Callable[..., PowerCut]]:
-    """powercut(model="ordered") -> a PowerCut mounted under tmp_path."""
+    """powercut(model="ordered", symlinks=True) -> a PowerCut mounted under tmp_path."""
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
     mounted: list[PowerCut] = []
 
-    def make(model: str = "ordered") -> PowerCut:
+    def make(model: str = "ordered", symlinks: bool = True) -> PowerCut:
         n = len(mounted)
-        fs = PowerCut(str(tmp_path / f"backing{n}"), str(tmp_path / f"mnt{n}"), model)
+        fs = PowerCut(str(tmp_path / f"backing{n}"), str(tmp_path / f"mnt{n}"), model, symlinks)
         mounted.append(fs)
         return fs
 

@@ -4,6 +4,7 @@ fsync, or at once), it stops counting anything as durable; once unmounted it rew
 backing folder to the durable state, as a disk would be found after the machine came back.
 
 Run: python -m tests.powercut.fs BACKING MOUNTPOINT --model ordered|strict --control SOCKET
+        [--no-symlinks]   (symlink() refused with EPERM, as vfat and exfat do)
 Control (one line in, one line out on the Unix socket): `events` -> the fsync count so far,
 `arm N` -> cut after the N-th fsync, `cut` -> cut now, `frozen` -> whether it has cut.
 The kernel never passes `syncfs` (nor `sync`) to a FUSE daemon, so here only fsync counts.
@@ -126,9 +127,10 @@ class PowerCutFS(mfusepy.Operations):
 
     use_ns = True
 
-    def __init__(self, backing: str, disk: Disk) -> None:
+    def __init__(self, backing: str, disk: Disk, symlinks: bool = True) -> None:
         self.backing = backing.rstrip("/")
         self.disk = disk
+        self.symlinks = symlinks
         self.mutex = threading.Lock()
         self.open_ids: dict[int, int] = {}   # backing descriptor -> id
 
@@ -189,6 +191,8 @@ class PowerCutFS(mfusepy.Operations):
 
     def symlink(self, target: str, source: str) -> int:
         # mfusepy passes (link path, what it points to)
+        if not self.symlinks:
+            raise OSError(errno.EPERM, "no symlinks on this file system", target)
         os.symlink(source, self._real(target))
         self._created(target, "l", source)
         return 0
@@ -364,10 +368,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("mountpoint")
     parser.add_argument("--model", default="ordered")
     parser.add_argument("--control", required=True)
+    parser.add_argument("--no-symlinks", action="store_true")
     args = parser.parse_args(argv)
     disk = Disk(args.model)
     scan(args.backing, disk)
-    ops = PowerCutFS(args.backing, disk)
+    ops = PowerCutFS(args.backing, disk, symlinks=not args.no_symlinks)
     _serve(ops, args.control)
     # One thread: operations reach the model in the order the kernel sent them. No kernel
     # caching of names or attributes beyond a second; unlinked open files really go.

@@ -26,8 +26,10 @@ so the next snapshot, finding its files as recorded, encodes it no more than an 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from stat import S_ISREG
 from typing import TYPE_CHECKING, NamedTuple
 
+from undostore.git.objects import MODE_LINK
 from undostore.limits import DEFAULT_LIMITS
 from undostore.platform import IS_WINDOWS
 from undostore.snapshot.capture import count_files, split_record
@@ -39,6 +41,7 @@ from undostore.store.statcache import (
     ENTRY_TAIL,
     FINGERPRINT,
     MTIME,
+    ST_MODE,
     TREE_ID,
     Record,
     StatCache,
@@ -113,16 +116,16 @@ class FolderTrees(NamedTuple):
 def record_written(cache: StatCache, plan: RestorePlan,
                    written: dict[str, bytes | None], removed_dirs: Iterable[str],
                    now_ns: int, made_dirs: Iterable[str] = (),
-                   trees: FolderTrees | None = None, last_stamp: int | None = None
-                   ) -> tuple[dict[str, Record], int]:
+                   trees: FolderTrees | None = None, last_stamp: int | None = None,
+                   windows: bool = IS_WINDOWS) -> tuple[dict[str, Record], int]:
     """(records, file count) after the restore of `plan`: deleted files and removed folders
     gone, each written file's entry from its stat (mode only when racy or touched by someone
     else after the write, so the next snapshot hashes it; `last_stamp`: see `_racy`), a
-    planned file not written left without an entry; every folder holding a touched path, and
-    those above, without a tree id (the next snapshot re-encodes them from their entries), or
-    with `trees`, the target's where that holds (`_claimable`); a folder the restore made
-    (`made_dirs`) gets a record of its own: its created files, then the folders it made in it.
-    Other records stay as they are."""
+    planned file not written (or a link written as a file: `_link_as_file`) left without an
+    entry; every folder holding a touched path, and those above, without a tree id (the next
+    snapshot re-encodes them from their entries), or with `trees`, the target's where that
+    holds (`_claimable`); a folder the restore made (`made_dirs`) gets a record of its own: its
+    created files, then the folders it made in it. Other records stay as they are."""
     records = dict(cache.records)
     removed = set(removed_dirs)
     if removed:
@@ -136,7 +139,7 @@ def record_written(cache: StatCache, plan: RestorePlan,
         folder, _, name = path.rpartition("/")
         mode, sha = plan.after[path]
         seen = written.get(path)   # its fingerprint, packed: an entry's first bytes
-        if path not in written:
+        if path not in written or _link_as_file(mode, seen, windows):
             entry = None   # not written as planned: no entry, the next snapshot hashes it
         elif seen is None or _racy(seen, now_ns, last_stamp):
             entry = ENTRY.pack(*mode_only_entry(mode, sha))
@@ -247,6 +250,14 @@ def _made_records(made: set[str], edits: dict[str, dict[str, bytes | None]]
                        join_names(written) if written else None,
                        b"".join([changes[name] for name in written]))  # type: ignore[misc]
     return out
+
+
+def _link_as_file(mode: int, fingerprint: bytes | None, windows: bool) -> bool:
+    """Whether a planned symlink is a file: the file system refused the link and the restore
+    wrote its target as a file. Outside Windows a snapshot hashes that as the file it is (on
+    Windows it stays a link, as with git's core.symlinks=false: hashing._git_mode)."""
+    return (mode == MODE_LINK and fingerprint is not None and not windows
+            and S_ISREG(FINGERPRINT.unpack(fingerprint)[ST_MODE]))
 
 
 def _racy(fingerprint: bytes, now_ns: int, last_stamp: int | None) -> bool:

@@ -144,9 +144,10 @@ def _git_mode(entry: FileEntry, st: os.stat_result, cache: StatCache) -> int:
     if entry.kind == KIND_LINK:
         return MODE_LINK
     if IS_WINDOWS:
-        # No exec bit on disk: keep what the last snapshot said (git's core.filemode=false).
+        # No exec bit on disk: keep what the last snapshot said (git's core.filemode=false);
+        # a link a restore wrote as a file (no symlink privilege) stays one (core.symlinks=false).
         previous = cache.previous_mode(entry.path)
-        return previous if previous in (MODE_FILE, MODE_EXEC) else MODE_FILE
+        return previous if previous in (MODE_FILE, MODE_EXEC, MODE_LINK) else MODE_FILE
     return MODE_EXEC if st.st_mode & stat.S_IXUSR else MODE_FILE
 
 
