@@ -9,6 +9,8 @@ import sys
 
 import click
 
+from undostore import __version__
+
 from . import signals  # (before any command: a process may drop privileges, then import less)
 from .common import Context
 
@@ -60,7 +62,9 @@ class _Group(click.Group):
 @click.option("--store", metavar="DIR", default=None, envvar="UNDOSTORE_STORE",
               help="Store folder (default: $UNDOSTORE_HOME/stores/<hash of root>).")
 @click.option("--force", is_flag=True, help="Allow the home folder or / as root.")
-@click.version_option(package_name="undostore")
+# The package's own version, not its installed metadata: a checkout on PYTHONPATH (the Windows
+# lane) has none.
+@click.version_option(version=__version__, package_name="undostore")
 @click.pass_context
 def cli(click_ctx: click.Context, root: str | None, store: str | None, force: bool) -> None:
     """Undo and redo for the files under a folder, with git-compatible snapshots.
