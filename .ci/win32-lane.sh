@@ -12,6 +12,8 @@
 #   UNDOSTORE_WIN_CACHE      cache folder (wine prefix, Windows Python, wheels)
 #   UNDOSTORE_WIN_TIMEOUT    seconds before the pytest run is killed (default 1800: a hang guard;
 #                            on a slow 2-core machine the lane took 1,464 s, 2026-12-03)
+#   UNDOSTORE_WIN_SHARDS     pytest processes side by side for the whole suite (default 2;
+#                            files split by .ci/win32/weights.txt, seconds measured here)
 #   UNDOSTORE_WIN_EXTRA_REQS extra requirement strings (space separated) for the Windows side
 #   UNDOSTORE_HOST_PYTHON    host Python with pip, used only to download (default python3)
 set -eu
@@ -186,25 +188,62 @@ SHIM="$WORK/shim"
 mkdir -p "$SHIM"
 [ -d "$REPO/cli" ] && cp -r "$REPO/cli" "$SHIM/undostore_cli"
 
+# One pytest process per shard (default 2; one when PYTEST ARGS are given): Wine spends most of
+# a test's time starting processes and waiting on them, so two shards overlap what one waits.
+# Split here, before the environment below is the Windows Python's.
+SHARDS=${UNDOSTORE_WIN_SHARDS:-2}
+[ "${#PYTEST_ARGS[@]}" -gt 0 ] && SHARDS=1
+if [ "$SHARDS" -gt 1 ]; then
+    for i in $(seq 0 $(( SHARDS - 1 ))); do
+        "$HOSTPY" -B "$HELPERS/shard.py" "$REPO/tests" "$HELPERS/weights.txt" "$SHARDS" "$i" \
+            >"$WORK/shard-$i.files" || die "could not split the tests into $SHARDS shards"
+    done
+fi
+
 export PYTHONPATH="$(winpath "$REPO");$(winpath "$SHIM");$(winpath "$SITE")"
 export PYTHONPYCACHEPREFIX="$(winpath "$CACHE/pycache")"   # keep the work tree free of .pyc
 export PYTHONIOENCODING=utf-8                               # stdio only; open() keeps the Windows default
 unset PYTHONDONTWRITEBYTECODE PYTHONHOME PYTHONSTARTUP  # bytecode goes to the prefix above
 export UNDOSTORE_EXPECT_WIN32=1
-export HYPOTHESIS_STORAGE_DIRECTORY="$(winpath "$WORK/hypothesis")"  # not .hypothesis/ in the work tree
 # Wine sets TEMP/TMP/USERPROFILE itself (C:\users\root\...) and drops HOME; tmp_path goes to
 # a fresh per-run --basetemp, and the prefix's Temp folder is emptied before and after.
 clean_wine_temp
 
-[ "${#PYTEST_ARGS[@]}" -gt 0 ] || PYTEST_ARGS=(tests)
-say "setup done in $(( $(date +%s) - T0 ))s; running pytest under Windows CPython"
+say "setup done in $(( $(date +%s) - T0 ))s; running pytest under Windows CPython ($SHARDS shards)"
 cd "$REPO"
-timeout --signal=KILL "$TIMEOUT" wine "$PY_EXE" -m pytest -p no:cacheprovider \
-    --basetemp="$(winpath "$WORK/basetemp")" -q -rfE --durations=25 "${PYTEST_ARGS[@]}" </dev/null 2>&1 | tr -d '\r'
-rc=${PIPESTATUS[0]}
-case "$rc" in
-    0) exit 0 ;;
-    5) say "no tests were collected: counted as a failure"; exit 1 ;;
-    137) say "killed after ${TIMEOUT}s"; exit 1 ;;
-    *) say "pytest exit code $rc"; exit "$rc" ;;
-esac
+run_shard() {   # run_shard INDEX PYTEST-ARGS...: its own basetemp and example database (not
+                #   .hypothesis/ in the work tree)
+    local i=$1; shift
+    HYPOTHESIS_STORAGE_DIRECTORY="$(winpath "$WORK/hypothesis-$i")" \
+        timeout --signal=KILL "$TIMEOUT" wine "$PY_EXE" -m pytest -p no:cacheprovider \
+        --basetemp="$(winpath "$WORK/basetemp-$i")" -q -rfE --durations=15 "$@" </dev/null 2>&1 | tr -d '\r'
+    return "${PIPESTATUS[0]}"
+}
+verdict() {     # verdict NAME RC: the lane's exit status for one pytest process
+    case "$2" in
+        0) return 0 ;;
+        5) say "$1: no tests were collected: counted as a failure"; return 1 ;;
+        137) say "$1: killed after ${TIMEOUT}s"; return 1 ;;
+        *) say "$1: pytest exit code $2"; return "$2" ;;
+    esac
+}
+if [ "$SHARDS" -le 1 ]; then
+    [ "${#PYTEST_ARGS[@]}" -gt 0 ] || PYTEST_ARGS=(tests)
+    run_shard 0 "${PYTEST_ARGS[@]}" && rc=0 || rc=$?
+    verdict pytest "$rc" && exit 0 || exit $?
+fi
+pids=()
+for i in $(seq 0 $(( SHARDS - 1 ))); do
+    mapfile -t files <"$WORK/shard-$i.files"
+    [ "${#files[@]}" -gt 0 ] || die "shard $i has no test files"
+    run_shard "$i" "${files[@]}" >"$WORK/shard-$i.log" 2>&1 &
+    pids+=($!)
+done
+status=0
+for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" && rc=0 || rc=$?
+    echo "---------------- shard $i of $SHARDS ($(( $(date +%s) - T0 ))s)"
+    cat "$WORK/shard-$i.log"
+    verdict "shard $i" "$rc" || status=1
+done
+exit $status
