@@ -1,7 +1,7 @@
 """A restore and then a snapshot through a real (private) watchman daemon: the restore keeps the
 safety snapshot's clock and records what it wrote, and the next snapshot patches the folders it
-touched instead of walking; racy names left out of a record are patched too. Every id is git's,
-including after writes by someone else during the restore."""
+touched instead of walking; racy names (kept with their mode only) are patched too. Every id is
+git's, including after writes by someone else during the restore."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from undostore import Workspace
 from undostore.limits import Limits
 from undostore.snapshot import changes
 from undostore.snapshot.snapshot import SnapshotOptions
-from undostore.store.statcache import StatCache
+from undostore.store.statcache import BLOB_ID, GIT_MODE, StatCache, mode_only_entry
 
 from .conftest import make_tree
 from .watchman_daemon import expect_watchman, used_watchman
@@ -105,8 +105,8 @@ def test_a_large_restore_then_a_snapshot_patches_instead_of_walking(tmp_path, gi
         assert _snap(ws).hashed == 0
 
 
-def test_racy_entries_left_out_are_patched_not_read_whole(tmp_path, git, watchman_env,
-                                                          read_whole, limits):
+def test_racy_entries_kept_as_modes_are_patched_not_read_whole(tmp_path, git, watchman_env,
+                                                               read_whole, limits):
     root = make_tree(tmp_path / "root", {
         "big": {f"f{i:04}.txt": f"{i}\n" for i in range(2000)}, "other": {"x": "x"}})
     with Workspace(root, store=tmp_path / "store", limits=limits) as ws:
@@ -118,8 +118,10 @@ def test_racy_entries_left_out_are_patched_not_read_whole(tmp_path, git, watchma
             os.utime(root / "big" / name, ns=(future, future))
         first = _snap(ws)
         assert first.id == git.write_tree(root)
-        record = _record(tmp_path / "store", ws.store.identity, "big")
-        assert record[2] is not None and "zz-new.txt" not in record[2].split("\0")
+        cache = StatCache.load(str(tmp_path / "store" / "cache" / "statcache"), ws.store.identity)
+        assert cache.records["big"][2] is not None   # entries listed by name: not carried whole
+        racy = cache.entries_in("big")["zz-new.txt"]
+        assert racy == mode_only_entry(racy[GIT_MODE], racy[BLOB_ID])   # only its mode kept
         (root / "big" / "f0500.txt").write_text("changed")
         (root / "other" / "y").write_text("y")
         del read_whole[:]

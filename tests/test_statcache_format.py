@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from undostore import Workspace
-from undostore.store.statcache import DELTA_SUFFIX, StatCache
+from undostore.store.statcache import DELTA_SUFFIX, StatCache, mode_only_entry
 
 from .conftest import make_tree
 
@@ -35,13 +35,16 @@ def test_entries_and_folder_states_round_trip(tmp_path):
     assert StatCache.load(path, "another store").files == {}
 
 
-def test_racy_entries_are_left_out_but_their_folder_state_kept(tmp_path):
+def test_racy_entries_keep_only_their_mode_and_their_folder_state_is_kept(tmp_path):
+    """A racy file is hashed again next time, but its mode is remembered (Windows reads the
+    exec bit, and a link written as a file, from here)."""
     now = 1_600_000_000_123_456_789 + 10 * 10**9
-    files = {"old": entry(0), "fresh": (now, now, 1, 1, 0o100644, 0o100644, b"f" * 20)}
+    files = {"old": entry(0), "fresh": (now, now, 1, 1, 0o100755, 0o100755, b"f" * 20)}
     path = str(tmp_path / "statcache")
     StatCache(identity=IDENTITY).save(path, files, {"": (b"r" * 20, ("old", "fresh"))}, now)
     loaded = StatCache.load(path, IDENTITY)
-    assert loaded.files == {"old": entry(0)}
+    assert loaded.files == {"old": entry(0), "fresh": mode_only_entry(0o100755, b"f" * 20)}
+    assert loaded.previous_mode("fresh") == 0o100755
     assert loaded.folders == {"": (b"r" * 20, ("old", "fresh"))}
 
 

@@ -43,6 +43,7 @@ from undostore.store.statcache import (
     entry_racy,
     join_names,
     pack_entries,
+    racy_kept,
     racy_times,
     record_entries,
     record_stamp,
@@ -248,7 +249,8 @@ def carried_work(path: str, record: Record, records: dict[str, Record]) -> Work:
 
 def is_complete(path: str, records: dict[str, Record]) -> bool:
     """Whether a record can be carried: a known tree id, entries for its first names, and
-    every other name a cached sub-folder (a racy file left out, or a dropped tree id, fail)."""
+    every other name a cached sub-folder (entries listed by name, as where a file was racy, or a
+    dropped tree id, fail)."""
     record = records.get(path)
     if record is None or record[TREE_ID] is False or record[ENTRY_NAMES] is not None:
         return False
@@ -301,10 +303,10 @@ def _new_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
         packed = (entries.packed() if isinstance(entries, EntryList)
                   else pack_entries(entries))
         return _stamped((sha, work.joined, None, packed), stamp)
-    names = split_names(work.joined)
-    kept = [i for i in range(work.nfiles) if i not in racy]
-    return _stamped((sha, work.joined, join_names([names[i] for i in kept]),
-                     pack_entries([entries[i] for i in kept])), stamp)  # type: ignore[misc]
+    names = split_names(work.joined)[:work.nfiles]
+    kept = [racy_kept(entries[i]) if i in racy else entries[i]  # type: ignore[arg-type]
+            for i in range(work.nfiles)]
+    return _stamped((sha, work.joined, join_names(names), pack_entries(kept)), stamp)
 
 
 def _stamped(record: Record, stamp: bytes | None) -> Record:
@@ -411,7 +413,7 @@ def _spliced(work: Work, subs: list[tuple[str, object]], previous: dict[str, Rec
 def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
     """The new record of a delta work: the old packed entries with those of gone and hashed
     files cut out, the hashed ones put in (in place, or after the others when the old record
-    lists its entries' names apart); racy ones left out."""
+    lists its entries' names apart); racy ones keep only their mode (`racy_kept`)."""
     record, delta, pending = work.record, work.delta, work.entries
     assert record is not None and delta is not None and isinstance(pending, dict)
     racy = {i for i in work.fresh if entry_racy(pending[i], start_ns)}  # type: ignore[arg-type]
@@ -432,9 +434,9 @@ def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
     for index in cut[::-1]:
         del keys[index]
     for index in sorted(pending):
-        if index not in racy:
-            parts.append(ENTRY.pack(*pending[index]))  # type: ignore[misc]
-            keys.append(names[index])
+        entry = pending[index]
+        parts.append(ENTRY.pack(*(racy_kept(entry) if index in racy else entry)))  # type: ignore[arg-type, misc]
+        keys.append(names[index])
     return (sha, work.joined, join_names(keys), b"".join(parts))
 
 

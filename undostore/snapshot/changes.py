@@ -10,7 +10,7 @@ instance or a recrawl, another watch root, a changed ignore source (a `.gitignor
 folder, info/exclude, the global excludes file or the git config naming it, `.undostoreignore`),
 or watchman failing on the way.
 
-A record need not be complete to be patched: racy files left out at save time are stat'ed
+A record need not be complete to be patched: racy files (kept with their mode only) are stat'ed
 and hashed, and a folder whose tree id a restore dropped is rebuilt from its entries (the
 restore keeps the safety snapshot's clock, taken before its first write, so watchman reports
 every path it, or anyone, wrote; each is compared with the stat the restore recorded).
@@ -50,7 +50,9 @@ from undostore.store.statcache import (
     ENTRIES,
     ENTRY,
     ENTRY_NAMES,
+    MODE_ONLY_SIZE,
     NAMES,
+    SIZE,
     TREE_ID,
     Record,
     StatCache,
@@ -264,10 +266,17 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
     return _read(work, todo, carried, len(paths), patched)
 
 
+def _modes_only(record: Record, keys: list[str]) -> list[str]:
+    """Names whose entry keeps only a mode (statcache.racy_kept): hashed again, as the walk
+    would. Only a record listing its entries by name holds one."""
+    return [key for key, entry in zip(keys, ENTRY.iter_unpack(record[ENTRIES]), strict=False)
+            if entry[SIZE] == MODE_ONLY_SIZE]
+
+
 def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
     """`folder` as the walk would find it, from its cached record and a stat of each name that
-    may differ: those watchman reported, files the record holds no entry for (racy ones left
-    out at save time: hashed, as the walk would) and entries for names it does not list (files
+    may differ: those watchman reported, files the record holds no entry for or only a mode
+    (racy at save time: hashed, as the walk would) and entries for names it does not list (files
     a restore created: kept when not ignored, trusted when their stat matches). A record
     without a tree id is re-encoded from the result. None when only reading it whole is sure."""
     record = work.records.get(folder)
@@ -281,6 +290,7 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
     if record[ENTRY_NAMES] is not None:
         listed = set(files)
         names.update(name for name in listed.difference(keys))   # left out at save time
+        names.update(_modes_only(record, keys))                  # racy at save time
         names.update(name for name in keys if name not in listed)  # written by a restore
     else:
         listed = None

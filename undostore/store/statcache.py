@@ -99,10 +99,20 @@ def make_entry(st: os.stat_result, git_mode: int, sha: bytes) -> Entry:
     return (*fingerprint(st), git_mode, sha)
 
 
+MODE_ONLY_SIZE = -1   # the size of an entry that keeps only a mode: no stat has it
+
+
 def mode_only_entry(git_mode: int, sha: bytes) -> Entry:
     """An entry whose fingerprint matches no stat: only its mode counts (Windows, where the
     disk has no exec bit, takes the mode from here); the file itself is hashed again."""
-    return (0, 0, -1, 0, 0, git_mode, sha)
+    return (0, 0, MODE_ONLY_SIZE, 0, 0, git_mode, sha)
+
+
+def racy_kept(entry: Entry) -> Entry:
+    """What the cache keeps of a racy file's entry: its mode and blob id only, so the next
+    snapshot hashes the file again yet still knows the mode (on Windows the disk has no exec
+    bit, and a link written as a file stays one: hashing._git_mode)."""
+    return mode_only_entry(entry[GIT_MODE], entry[BLOB_ID])
 
 
 def racy_times(mtime_ns: int, ctime_ns: int, start_ns: int) -> bool:
@@ -313,7 +323,8 @@ class StatCache:
 
     def save(self, path: str, files: dict[str, Entry], folders: dict[str, FolderState],
              start_ns: int, fresh: set[str] | None = None) -> None:
-        """Write a cache from entries by path and folder states, leaving out racy entries.
+        """Write a cache from entries by path and folder states, racy entries with only their
+        mode (`racy_kept`).
 
         Folder states need no such care: a folder's cached tree id is reused only when every
         file in it was a cache hit, and a racy file never is."""
@@ -407,10 +418,12 @@ def _records_from(files: dict[str, Entry], folders: dict[str, FolderState],
                   racy: set[str] | None) -> dict[str, Record]:
     """Records from entries by path and folder states (the format's general case)."""
     by_folder: dict[str, dict[str, Entry]] = {}
+    apart: set[str] = set()   # folders with a racy file: entries listed by name (capture.py)
     for path, entry in files.items():
-        if racy and path in racy:
-            continue
         folder, _, name = path.rpartition("/")
+        if racy and path in racy:
+            entry = racy_kept(entry)
+            apart.add(folder)
         by_folder.setdefault(folder, {})[name] = entry
     records: dict[str, Record] = {}
     for folder in {*folders, *by_folder}:
@@ -418,7 +431,7 @@ def _records_from(files: dict[str, Entry], folders: dict[str, FolderState],
         mine = by_folder.get(folder, {})
         names = state[1] if state is not None else tuple(mine)
         leading = names[:len(mine)]
-        if set(leading) == mine.keys():
+        if folder not in apart and set(leading) == mine.keys():
             entry_names = None
             ordered = [mine[n] for n in leading]
         else:
