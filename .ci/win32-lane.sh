@@ -242,7 +242,7 @@ done
 status=0
 for i in "${!pids[@]}"; do
     wait "${pids[$i]}" && rc=0 || rc=$?
-    echo "---------------- shard $i of $SHARDS ($(( $(date +%s) - T0 ))s)"
+    echo "---------------- shard $i of $SHARDS (its own time: pytest's last line)"
     cat "$WORK/shard-$i.log"
     verdict "shard $i" "$rc" || status=1
 done

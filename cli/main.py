@@ -64,7 +64,7 @@ class _Group(click.Group):
 @click.option("--force", is_flag=True, help="Allow the home folder or / as root.")
 # The package's own version, not its installed metadata: a checkout on PYTHONPATH (the Windows
 # lane) has none.
-@click.version_option(version=__version__, package_name="undostore")
+@click.version_option(version=__version__)
 @click.pass_context
 def cli(click_ctx: click.Context, root: str | None, store: str | None, force: bool) -> None:
     """Undo and redo for the files under a folder, with git-compatible snapshots.

@@ -1,4 +1,5 @@
-"""Split the test files into shards of about equal time under Wine; print one shard's files.
+"""Split the test files into shards of about equal time under Wine; print one shard's files,
+as `tests/NAME` (the Windows Python runs in the repository).
 
     python shard.py TESTS_DIR WEIGHTS_FILE SHARDS INDEX
 
@@ -38,7 +39,7 @@ def main(argv: list[str]) -> int:
     tests_dir, weights_file, shards, index = argv[0], argv[1], int(argv[2]), int(argv[3])
     files = [n for n in os.listdir(tests_dir) if n.startswith("test_") and n.endswith(".py")]
     for name in split(files, load_weights(weights_file), shards)[index]:
-        print(f"tests/{name}")   # relative: the Windows Python runs in the repository
+        print(f"tests/{name}")
     return 0
 
 
