@@ -9,7 +9,13 @@ import time
 from pathlib import Path
 
 from undostore import Workspace
-from undostore.store.statcache import DELTA_SUFFIX, StatCache, mode_only_entry
+from undostore.store.statcache import (
+    DELTA_SUFFIX,
+    ENTRY,
+    StatCache,
+    mode_only_entry,
+    mode_only_indexes,
+)
 
 from .conftest import make_tree
 
@@ -46,6 +52,18 @@ def test_racy_entries_keep_only_their_mode_and_their_folder_state_is_kept(tmp_pa
     assert loaded.files == {"old": entry(0), "fresh": mode_only_entry(0o100755, b"f" * 20)}
     assert loaded.previous_mode("fresh") == 0o100755
     assert loaded.folders == {"": (b"r" * 20, ("old", "fresh"))}
+
+
+def test_mode_only_entries_are_found_where_entries_start_only():
+    """The byte search that finds racy entries in a big folder's record counts a match only
+    where an entry starts: the same bytes straddling two fields of a real entry are no entry."""
+    real = ENTRY.pack(*entry(0))
+    straddling = ENTRY.pack(5, 0, -(2**32), 0xFFFFFFFF, 0, 0, b"s" * 20)  # the pattern at byte 4
+    kept = ENTRY.pack(*mode_only_entry(0o100755, b"k" * 20))
+    blob = real + straddling + kept + real + kept
+    assert mode_only_indexes(blob) == [2, 4]
+    assert mode_only_indexes(real * 3) == []
+    assert mode_only_indexes(b"") == []
 
 
 def _big_tree(root: Path) -> Path:

@@ -50,13 +50,12 @@ from undostore.store.statcache import (
     ENTRIES,
     ENTRY,
     ENTRY_NAMES,
-    MODE_ONLY_SIZE,
     NAMES,
-    SIZE,
     TREE_ID,
     Record,
     StatCache,
     fingerprint,
+    mode_only_indexes,
     split_names,
 )
 
@@ -269,8 +268,7 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
 def _modes_only(record: Record, keys: list[str]) -> list[str]:
     """Names whose entry keeps only a mode (statcache.racy_kept): hashed again, as the walk
     would. Only a record listing its entries by name holds one."""
-    return [key for key, entry in zip(keys, ENTRY.iter_unpack(record[ENTRIES]), strict=False)
-            if entry[SIZE] == MODE_ONLY_SIZE]
+    return [keys[i] for i in mode_only_indexes(record[ENTRIES]) if i < len(keys)]
 
 
 def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
@@ -289,9 +287,10 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
     names = set(reported)
     if record[ENTRY_NAMES] is not None:
         listed = set(files)
-        names.update(name for name in listed.difference(keys))   # left out at save time
+        if keys != files:   # equal where the names are listed only for a racy file's sake
+            names.update(listed.difference(keys))                    # left out at save time
+            names.update(name for name in keys if name not in listed)  # written by a restore
         names.update(_modes_only(record, keys))                  # racy at save time
-        names.update(name for name in keys if name not in listed)  # written by a restore
     else:
         listed = None
         names.update(files[count:])
