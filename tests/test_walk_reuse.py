@@ -16,10 +16,11 @@ import pytest
 
 from undostore import Workspace
 from undostore.git.reader import ObjectReader
+from undostore.limits import Limits
 from undostore.restore.plan import flatten
 from undostore.snapshot.capture import known_for
 from undostore.snapshot.walk import UNTRUSTED, WalkOptions, iter_walk, trusted_stamp
-from undostore.store.statcache import StatCache, record_stamp
+from undostore.store.statcache import ENTRY_NAMES, StatCache, entries_follow_names, record_stamp
 
 from .conftest import IS_WINDOWS, Git, make_tree
 
@@ -222,16 +223,18 @@ def _mutate(root: Path, rng: random.Random) -> None:
                 f.write(os.urandom(3))
 
 
-def test_random_changes_keep_the_snapshot_equal_to_a_fresh_one(tmp_path: Path):
+def test_random_changes_keep_the_snapshot_equal_to_a_fresh_one(tmp_path: Path,
+                                                               limits: Limits) -> None:
     """Each snapshot through the cache equals one taken with a new store (which reads every
-    folder) and, where git is installed, git's tree (the Windows lane has no git)."""
+    folder) and, where git is installed, git's tree (the Windows lane has no git); with every
+    reused folder that changed spliced from its old tree too."""
     oracle = shutil.which("git")
     git = Git(oracle) if oracle else None
     rng = random.Random(23)
     root = make_tree(tmp_path / "t", {".gitignore": "*.log\n", "src": {"a.c": "a"}})
     store = tmp_path / "store"
     reused = 0
-    with Workspace(root, store=store) as ws:
+    with Workspace(root, store=store, limits=limits) as ws:
         for round_no in range(40):
             for _ in range(rng.randint(1, 3)):
                 _mutate(root, rng)
@@ -245,6 +248,30 @@ def test_random_changes_keep_the_snapshot_equal_to_a_fresh_one(tmp_path: Path):
             if git is not None:
                 assert got == git.write_tree(root)
     assert reused > 0
+
+
+def test_a_racy_file_leaves_a_big_folder_compared_in_order_and_spliced(tmp_path: Path) -> None:
+    """A file changed right before a snapshot keeps only its mode in the cache; its folder's
+    entries stay in the order of its names, so the next walk still compares them in place
+    (not name by name), and once the file is hashed again and settled the names are no longer
+    listed apart. Every id equals a fresh store's."""
+    root = make_tree(tmp_path / "t", {"big": {f"f{i:03}.txt": f"{i}" for i in range(60)}})
+    store = tmp_path / "store"
+    spliced = Limits(splice_min_files=0)
+    time.sleep(SETTLE)
+    with Workspace(root, store=store, limits=spliced) as ws:
+        ws.snapshot()
+        for round_no, name in enumerate(("f007.txt", "f031.txt", "f007.txt", "f059.txt")):
+            (root / "big" / name).write_text(f"changed {round_no}")
+            got = ws.snapshot().id   # at once: the changed file is racy
+            assert got == _snapshot(root, tmp_path / f"fresh{round_no}")
+            record = _cache(root, store).records["big"]
+            assert entries_follow_names(record) and record[ENTRY_NAMES] is not None
+            assert known_for(_cache(root, store))("big").entries is not None   # compared in order
+        time.sleep(SETTLE)
+        assert ws.snapshot().id == got
+    assert _cache(root, store).records["big"][ENTRY_NAMES] is None
+    assert _reused(root, store) == (2, 2)
 
 
 def test_folders_above_a_restores_changes_are_reused_by_the_next_walk(tmp_path: Path, git):  # noqa: ANN001

@@ -40,8 +40,10 @@ from undostore.store.statcache import (
     Entry,
     Record,
     StatCache,
+    entries_follow_names,
     entry_racy,
     join_names,
+    mode_only_indexes,
     pack_entries,
     racy_kept,
     racy_times,
@@ -189,7 +191,8 @@ def known_for(cache: StatCache) -> Callable[[str], Known | None]:
             return None
         files, subdirs = split_record(path, record, records)  # type: ignore[arg-type]
         blob = record[ENTRIES]  # type: ignore[index]
-        aligned = record[ENTRY_NAMES] is None and len(blob) == ENTRY.size * len(files)  # type: ignore[index]
+        # A racy file's mode-only entry in such a record matches no stat: it is hashed again.
+        aligned = entries_follow_names(record) and len(blob) == ENTRY.size * len(files)  # type: ignore[arg-type]
         return Known(stamp, files, subdirs, record[NAMES], blob if aligned else None)  # type: ignore[index]
 
     return known
@@ -199,10 +202,15 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
                  splice_min_files: int = DEFAULT_LIMITS.splice_min_files) -> Work:
     """A scanned folder as work: files the walk's matcher vouched for take their cached
     entries, the others go to `todo` for hashing. `delta`: how a patched folder's names follow
-    from its record's (one of `splice_min_files` or more is then built by splicing)."""
+    from its record's (one of `splice_min_files` or more is then built by splicing); a folder
+    the walk listed from its record has one of its own."""
     record = cache.records.get(folder.path)
     misses = folder.files
     names = folder.names if folder.names is not None else [e.name for e in misses]
+    if delta is None and folder.joined is not None:
+        # Listed from its record by the walk (walk._reuse): the record's own files, none gone,
+        # none added, so a big one with a few changed files is spliced as watchman's are.
+        delta = Delta(len(names), frozenset())
     work = Work(folder.path, "", len(names), folder.subdirs, None, record, stamp=folder.stamp,
                 reused=folder.joined is not None and not folder.relisted)
     joined = folder.joined if folder.joined is not None else join_names([*names, *folder.subdirs])
@@ -419,6 +427,17 @@ def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
     racy = {i for i in work.fresh if entry_racy(pending[i], start_ns)}  # type: ignore[arg-type]
     if record[ENTRY_NAMES] is None and not racy:
         return (sha, work.joined, None, _in_place(record, delta, pending))
+    if (not delta.gone and max(pending, default=-1) < delta.old_files
+            and entries_follow_names(record)
+            and len(record[ENTRIES]) == ENTRY.size * delta.old_files):
+        # The same files in the same order: entries replaced in place, and the names listed
+        # apart only while an entry keeps only its mode (the walk then still compares the
+        # folder's entries in order, not name by name).
+        blob = _in_place(record, delta, {
+            i: racy_kept(e) if i in racy else e for i, e in pending.items()})  # type: ignore[arg-type]
+        apart = (join_names(split_names(work.joined)[:delta.old_files])
+                 if mode_only_indexes(blob) else None)
+        return (sha, work.joined, apart, blob)
     size = ENTRY.size
     keys = list(split_names(record[ENTRY_NAMES]) if record[ENTRY_NAMES] is not None
                 else split_names(record[NAMES])[:delta.old_files])

@@ -154,6 +154,17 @@ def join_names(names: tuple[str, ...] | list[str]) -> str:
     return _SEP.join(names)
 
 
+def entries_follow_names(record: Record) -> bool:
+    """Whether a record's packed entries are those of its first names, in their order: its
+    names not listed apart, or listed apart only because some entries keep only a mode (the
+    same names, the same order: a prefix of its names)."""
+    apart, names = record[ENTRY_NAMES], record[NAMES]
+    if apart is None:
+        return True
+    end = len(apart)
+    return end > 0 and names.startswith(apart) and names[end:end + 1] in ("", _SEP)
+
+
 def pack_entries(entries: list[Entry]) -> bytes:
     pack = ENTRY.pack
     return b"".join([pack(*e) for e in entries])
