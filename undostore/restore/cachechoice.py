@@ -93,14 +93,12 @@ def uses_cache(plan: RestorePlan, windows: bool = IS_WINDOWS,
     return windows or touched > hash_at_most
 
 
-def cache_for(plan: RestorePlan, cache_path: str, identity: str, windows: bool = IS_WINDOWS,
-              hash_at_most: int = DEFAULT_LIMITS.restore_hash_at_most
-              ) -> tuple[StatCache, bool]:
-    """(the cache to check files with, whether to record the written files in it afterwards):
-    the loaded cache, or an empty one that makes every check hash the file."""
-    if uses_cache(plan, windows, hash_at_most):
-        return StatCache.load(cache_path, identity), True
-    return StatCache(identity=identity), False
+def cache_for(uses: bool, cache_path: str, identity: str) -> StatCache:
+    """The cache to check files with: the loaded one where the restore `uses` it
+    (`uses_cache`), else an empty one that makes every check hash the file."""
+    if uses:
+        return StatCache.load(cache_path, identity)
+    return StatCache(identity=identity)
 
 
 class FolderTrees(NamedTuple):

@@ -185,6 +185,7 @@ class _Prepared:
     wanted: FlatTree
     blobs: BlobSource
     case_insensitive: Callable[[], bool]
+    uses_cache: bool   # the stat cache checks the files and records the writes (cachechoice)
 
 
 class _CaseProbe:
@@ -235,7 +236,7 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
             plan = prepared.plan
             if expected_sha is not None:
                 _check_expected(plan, _flat(reader, expected_sha, bodies))
-            if uses_cache(plan, hash_at_most=wt.limits.restore_hash_at_most):
+            if prepared.uses_cache:
                 wanted.keep_canonical_trees(bodies)   # the ids it may leave (cachechoice)
             bodies.clear()   # the plan is made: the folders read for it are not needed again
             result = _result(plan, dry_run=dry_run)
@@ -437,7 +438,8 @@ def _prepare(wt: Worktree, reader: ObjectReader, current: FlatTree, wanted: Flat
             find_obstacles(wt.root, plan, current.files, case)
     except OSError as err:
         raise from_oserror(err, "inspect", cls=SnapshotError) from err
-    return _Prepared(plan, current, wanted, blobs, case)
+    return _Prepared(plan, current, wanted, blobs, case,
+                     uses_cache(plan, hash_at_most=wt.limits.restore_hash_at_most))
 
 
 def _leave_alone(root: str, *flats: FlatTree) -> None:
@@ -513,8 +515,8 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal, run: Ru
                              wt.cancel if run.cancellable else None)
     finishing = run is Run.FINISH
     cache_path = wt.store.stat_cache_path
-    cache, remember = cache_for(prepared.plan, cache_path, wt.store.identity,
-                                hash_at_most=wt.limits.restore_hash_at_most)
+    remember = prepared.uses_cache
+    cache = cache_for(remember, cache_path, wt.store.identity)
     target = Target(prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
                     prepared.wanted.dirs, prepared.case_insensitive,
                     Modes(moderecord.load(wt.store.path, prepared.plan.target)))
