@@ -207,10 +207,6 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
     record = cache.records.get(folder.path)
     misses = folder.files
     names = folder.names if folder.names is not None else [e.name for e in misses]
-    if delta is None and folder.joined is not None:
-        # Listed from its record by the walk (walk._reuse): the record's own files, none gone,
-        # none added, so a big one with a few changed files is spliced as watchman's are.
-        delta = Delta(len(names), frozenset())
     work = Work(folder.path, "", len(names), folder.subdirs, None, record, stamp=folder.stamp,
                 reused=folder.joined is not None and not folder.relisted)
     joined = folder.joined if folder.joined is not None else join_names([*names, *folder.subdirs])
@@ -218,6 +214,10 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
             and len(record[ENTRIES]) == ENTRY.size * len(names) and record[NAMES] == joined):
         work.joined = record[NAMES]    # the cache's own objects: nothing new held per file
         return work
+    if delta is None and folder.joined is not None:
+        # Listed from its record by the walk (walk._reuse): the record's own files, none gone,
+        # none added, so a big one with a few changed files is spliced as watchman's are.
+        delta = Delta(len(names), frozenset())
     if (delta is not None and record is not None and isinstance(record[TREE_ID], bytes)
             and len(names) >= splice_min_files and len(misses) <= DELTA_MAX_MISSES
             and (record[ENTRY_NAMES] is not None
