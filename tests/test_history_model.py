@@ -18,7 +18,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
@@ -241,7 +241,7 @@ class HistoryModel(RuleBasedStateMachine):
         for part in Path(store).glob("oplog*"):
             part.unlink()
         for op in ops:
-            oplog.append(store, replace(op, time=op.time - shift))
+            oplog.append(store, op._replace(time=op.time - shift))
         entries = [(when - shift, sha) for when, sha in recent._load(store)]
         write_framed(recent._path(store), recent._KIND, marshal.dumps(entries))
         old = time.time() - shift

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import time
@@ -166,7 +165,7 @@ def _age_everything(ws: Workspace, seconds: float) -> None:
     ops = list(reversed(oplog.read(ws.store.path)))
     os.unlink(oplog.log_path(ws.store.path))
     for op in ops:
-        oplog.append(ws.store.path, dataclasses.replace(op, time=op.time - seconds))
+        oplog.append(ws.store.path, op._replace(time=op.time - seconds))
 
 
 def test_an_id_handed_out_outside_sessions_survives_automatic_gc_for_a_day(tree_factory):

@@ -56,8 +56,7 @@ def _grid(root: Path, folders: int, files: int) -> Path:
 def _snap(ws: Workspace):
     warnings: list[tuple[str, str]] = []
     result = ws.snapshot(options=SnapshotOptions(on_warning=lambda p, m: warnings.append((p, m))))
-    result.warnings = warnings
-    return result
+    return result._replace(warnings=warnings)
 
 
 def _record(store: Path, identity: str, folder: str):

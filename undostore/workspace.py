@@ -13,7 +13,6 @@ restore plus a journal step, and which ids a prefix may name. No library module 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -112,8 +111,8 @@ class Workspace:
             self._log("snapshot", session=session_name(session) if session is not None else None,
                       id=result.id, label=label)
             if session is not None:
-                result.recorded = self._record_point(session_name(session), result.id, label,
-                                                     meta)
+                result = result._replace(recorded=self._record_point(
+                    session_name(session), result.id, label, meta))
         return result
 
     def _record_point(self, session: str, snapshot_id: str, label: str | None,
@@ -136,7 +135,7 @@ class Workspace:
             self._recover_if_needed()
             result = self._snapshot_locked(options)
             point = record_turn_end(self.store, name, result.id)
-            result.recorded = point is not None
+            result = result._replace(recorded=point is not None)
             self._log("end-turn", session=name, id=result.id,
                       label=point.label if point is not None else None)
         return result
@@ -148,7 +147,7 @@ class Workspace:
         if options is None:
             options = SnapshotOptions(force=self.force, limits=self.limits)
         elif options.limits is None:
-            options = dataclasses.replace(options, limits=self.limits)
+            options = options._replace(limits=self.limits)
         return take_snapshot(self.root, self.store, options)
 
     def resolve(self, snapshot_id: str) -> bytes:

@@ -19,7 +19,7 @@ import os
 import zlib
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from undostore.git.objects import CHUNK, object_header
 from undostore.git.packindex import PackIndexFile
@@ -39,8 +39,7 @@ class RecordDamaged(ValueError):
     """One record does not inflate, does not fit, or does not match its CRC."""
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     sha: bytes
     offset: int
     length: int

@@ -16,7 +16,6 @@ import struct
 import threading
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
 from queue import SimpleQueue
 
 from undostore.errors import store_write_error
@@ -26,11 +25,15 @@ from undostore.git.packfile import Pack, PackDamaged, Record, record_header
 from undostore.git.packindex import IndexEntries, write_pack_index
 
 
-@dataclass
 class PackStats:
-    objects: int = 0
-    raw_bytes: int = 0
-    pack_bytes: int = 0
+    """What a pack received so far: objects, their bytes, the pack's bytes."""
+
+    __slots__ = ("objects", "raw_bytes", "pack_bytes")
+
+    def __init__(self) -> None:
+        self.objects = 0
+        self.raw_bytes = 0
+        self.pack_bytes = 0
 
 
 class PackWriter:

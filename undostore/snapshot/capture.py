@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from undostore.errors import UndostoreError
 from undostore.git.objects import MODE_TREE, TREE, encode_tree, hash_object
@@ -56,8 +56,7 @@ from undostore.store.store import Store
 EMPTY_TREE = bytes.fromhex("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
 
 
-@dataclass(slots=True, frozen=True)
-class Delta:
+class Delta(NamedTuple):
     """How a patched folder's files follow from its record's: the record's first `old_files`
     names (its files) less `gone`, then the names added (changes.py)."""
 
@@ -112,23 +111,30 @@ class EntryList:
         return data
 
 
-@dataclass(slots=True)
 class Work:
     """A folder on its way to a tree: `entries` per file (None where a hash is pending), or
     None when the cached record's packed entries hold exactly as they are. With `delta`,
-    `entries` holds only the files to hash, by index, the others being the record's."""
+    `entries` holds only the files to hash, by index, the others being the record's.
+    (A plain class: see `walk.Folder`.)"""
 
-    path: str
-    joined: str                       # names, NUL-joined: files first, then sub-folders
-    nfiles: int
-    subdirs: list[str]
-    entries: EntryList | list[Entry | None] | dict[int, Entry | None] | None
-    record: Record | None             # the folder's record in the loaded cache
-    hashed: bool = False
-    fresh: list[int] = field(default_factory=list)   # entries hashed in this run
-    delta: Delta | None = None
-    stamp: bytes | None = None        # the folder's stamp, when its listing may be reused
-    reused: bool = False              # its listing came from the cache, its stamp held
+    __slots__ = ("path", "joined", "nfiles", "subdirs", "entries", "record", "hashed", "fresh",
+                 "delta", "stamp", "reused")
+
+    def __init__(self, path: str, joined: str, nfiles: int, subdirs: list[str],
+                 entries: EntryList | list[Entry | None] | dict[int, Entry | None] | None,
+                 record: Record | None, delta: Delta | None = None, stamp: bytes | None = None,
+                 reused: bool = False) -> None:
+        self.path = path
+        self.joined = joined          # names, NUL-joined: files first, then sub-folders
+        self.nfiles = nfiles
+        self.subdirs = subdirs
+        self.entries = entries
+        self.record = record          # the folder's record in the loaded cache
+        self.hashed = False
+        self.fresh: list[int] = []    # entries hashed in this run
+        self.delta = delta
+        self.stamp = stamp            # the folder's stamp, when its listing may be reused
+        self.reused = reused          # its listing came from the cache, its stamp held
 
 
 Todo = list[tuple[Work, int, FileEntry]]

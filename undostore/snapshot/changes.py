@@ -18,11 +18,11 @@ every path it, or anyone, wrote; each is compared with the stat the restore reco
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import stat
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import NamedTuple
 
 from undostore.fileio import TEMP_PREFIX
 from undostore.limits import DEFAULT_LIMITS
@@ -72,8 +72,10 @@ PATCH_SHARE = 0.5
 Warn = Callable[[str, str], None]
 
 
-@dataclass
-class Scan:
+_NONE: Mapping = MappingProxyType({})
+
+
+class Scan(NamedTuple):
     """What a snapshot works from.
 
     `scanned`: folders read from disk now (every folder for a full walk, yielded as the walk
@@ -83,11 +85,11 @@ class Scan:
 
     walk: str
     scanned: Iterable[Folder]
-    carried: list[str] = field(default_factory=list)
-    base: dict[str, Record] = field(default_factory=dict)
+    carried: Sequence[str] = ()
+    base: Mapping[str, Record] = _NONE
     monitor: tuple | None = None
     changed: int = 0              # paths watchman reported
-    deltas: dict[str, Delta] = field(default_factory=dict)   # patched folders' name changes
+    deltas: Mapping[str, Delta] = _NONE   # patched folders' name changes
     reason: str = ""              # why a full walk, when watchman was asked (for people)
 
 
@@ -97,7 +99,7 @@ def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn,
     what changed (see the module docstring). A walk reuses the listings of folders that did not
     change (walk.py)."""
     if options.known is None and options.threads <= 1:
-        options = dataclasses.replace(options, known=known_for(cache))
+        options = options._replace(known=known_for(cache))
     mode = fsmonitor_mode(on_warning)
     monitor = None if mode == "off" else Monitor.open(root, mode, options.skip_dirs, on_warning,
                                                       watchman_timeout)
@@ -121,8 +123,7 @@ def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn,
             if changes.paths is not None and new_token is not None:
                 partial = _partial(root, cache, changes.paths, options)
                 if isinstance(partial, Scan):
-                    partial.monitor = (new_token.to_tuple(), fingerprint)
-                    return partial
+                    return partial._replace(monitor=(new_token.to_tuple(), fingerprint))
                 reason = partial
         if new_token is None and not monitor.failed:
             new_token = monitor.clock()  # before the walk: a write during it shows next time

@@ -27,7 +27,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from undostore.platform import IGNORE_CASE_DEFAULT
 
@@ -55,8 +55,7 @@ BY_SUFFIX = "suffix"         # `*` then a literal: git's PATTERN_FLAG_ENDSWITH
 BY_PREFIX = "prefix"         # a literal then `*` (`.*`, `cscope.*`): one startswith
 
 
-@dataclass(frozen=True)
-class Pattern:
+class Pattern(NamedTuple):
     text: str          # the line as written (after trimming), for messages
     negated: bool      # a `!` pattern re-includes
     dir_only: bool     # a trailing `/`: matches folders only

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
 from undostore.git.packwriter import PackWriter
 from undostore.limits import DEFAULT_LIMITS, Limits
@@ -36,8 +36,7 @@ from undostore.store.store import Store, check_root
 Warn = Callable[[str, str], None]
 
 
-@dataclass
-class SnapshotOptions:
+class SnapshotOptions(NamedTuple):
     """How to take a snapshot. `hash_threads=0` chooses from the amount of work."""
 
     walk_threads: int = 1
@@ -50,15 +49,16 @@ class SnapshotOptions:
     limits: Limits | None = None        # batch and size limits (None: the Workspace's)
 
 
-@dataclass
-class SnapshotResult:
+class SnapshotResult(NamedTuple):
+    """What a snapshot made: its id, the files it holds and hashed, what it added to the store."""
+
     id: str
     files: int
     hashed: int
     new_objects: int
     new_bytes: int
     seconds: float
-    warnings: list[tuple[str, str]] = field(default_factory=list)
+    warnings: Sequence[tuple[str, str]] = ()   # (path, message)
     walk: str = WALK_FULL     # "full", or "watchman": only what watchman said changed was read
     walk_reason: str = ""     # why a full walk though watchman was asked ("" when it was not)
     recorded: bool = False  # an undo point was recorded (set by Workspace.snapshot)

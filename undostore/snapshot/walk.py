@@ -25,7 +25,6 @@ import os
 import stat
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from undostore.errors import SnapshotError, from_oserror
@@ -87,21 +86,32 @@ def file_entry(name: str, prefix: str, kind: str, st: os.stat_result | FileStat)
         st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_uid, st.st_gid))
 
 
-@dataclass(slots=True)
 class Folder:
     """One folder's kept entries; `subdirs` are names of sub-folders that were walked.
 
     With a matcher (`WalkOptions.matcher_for`), `names` lists every kept file in walk order and
     `files` only those the matcher did not vouch for: a file the stat cache already knows
-    leaves nothing behind (a 40,000-file folder then holds no stat result per file)."""
+    leaves nothing behind (a 40,000-file folder then holds no stat result per file).
 
-    path: str                 # relative to root, '' for the root itself
-    files: list[FileEntry] = field(default_factory=list)
-    subdirs: list[str] = field(default_factory=list)
-    names: list[str] | None = None
-    stamp: bytes | None = None    # see `folder_stamp`; None: the listing is not to be reused
-    joined: str | None = None     # a reused listing's names as recorded (files, then folders)
-    relisted: bool = False        # reused though its own stat moved (a chmod, say): see _visit
+    A plain class, not a dataclass: the snapshot path's records are made without generated
+    code (docs/design.md, "Start-up")."""
+
+    __slots__ = ("path", "files", "subdirs", "names", "stamp", "joined", "relisted")
+
+    def __init__(self, path: str, files: list[FileEntry] | None = None,
+                 subdirs: list[str] | None = None, names: list[str] | None = None,
+                 stamp: bytes | None = None, joined: str | None = None,
+                 relisted: bool = False) -> None:
+        self.path = path              # relative to root, '' for the root itself
+        self.files: list[FileEntry] = [] if files is None else files
+        self.subdirs: list[str] = [] if subdirs is None else subdirs
+        self.names = names
+        self.stamp = stamp            # see `folder_stamp`; None: the listing is not to be reused
+        self.joined = joined          # a reused listing's names as recorded (files, then folders)
+        self.relisted = relisted      # reused though its own stat moved (a chmod, say): _visit
+
+    def __repr__(self) -> str:
+        return f"Folder({self.path!r}, {self.count} files, {len(self.subdirs)} folders)"
 
     @property
     def count(self) -> int:
@@ -208,8 +218,7 @@ def ignore_warning(path: str, message: str) -> None:
     pass
 
 
-@dataclass
-class WalkOptions:
+class WalkOptions(NamedTuple):
     threads: int = 1
     max_files: int = 1_000_000
     skip_dirs: frozenset[str] = frozenset()   # paths relative to root never entered (the store)

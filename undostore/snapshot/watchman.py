@@ -16,7 +16,7 @@ import importlib.util
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from undostore.limits import DEFAULT_LIMITS
 from undostore.snapshot import watchsock
@@ -39,8 +39,7 @@ def fsmonitor_mode(on_warning: Warn | None = None) -> str:
     return value
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     """Where a clock is valid: the watched folder, root's path inside it, and how many times
     watchman had recrawled it (a recrawl may lose events: a new count means walk)."""
 
@@ -50,7 +49,7 @@ class Token:
     recrawls: int = 0
 
     def to_tuple(self) -> tuple[str, str, str, int]:
-        return (self.watch, self.relative, self.clock, self.recrawls)
+        return tuple(self)
 
     @classmethod
     def from_tuple(cls, value: object) -> Token | None:
@@ -60,8 +59,7 @@ class Token:
         return None
 
 
-@dataclass
-class Changes:
+class Changes(NamedTuple):
     """Paths changed since a token ('/'-separated, relative to root), or None: walk."""
 
     paths: list[str] | None

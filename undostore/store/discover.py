@@ -14,7 +14,7 @@ every prompt render.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from undostore.store.store import default_store_path, recorded_root
 
@@ -24,8 +24,7 @@ FOUND_CWD = "cwd"          # neither: the folder itself
 NAMED = "named"            # the caller named the root
 
 
-@dataclass(frozen=True)
-class Discovery:
+class Discovery(NamedTuple):
     """The root found, the store that goes with it, and how it was found."""
 
     root: str

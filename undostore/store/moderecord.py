@@ -15,7 +15,6 @@ import json
 import os
 import stat
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from undostore.platform import IS_WINDOWS
@@ -40,13 +39,19 @@ def current_umask() -> int:
     return old
 
 
-@dataclass
 class ModeRecord:
-    umask: int
-    uid: int
-    gid: int
-    files: dict[str, Meta] = field(default_factory=dict)
-    dirs: dict[str, Meta] = field(default_factory=dict)
+    """The umask and owner a snapshot's files were made under, and the files and folders whose
+    bits or owner differ from what those give (a plain class: see `snapshot.walk.Folder`)."""
+
+    __slots__ = ("umask", "uid", "gid", "files", "dirs")
+
+    def __init__(self, umask: int, uid: int, gid: int, files: dict[str, Meta] | None = None,
+                 dirs: dict[str, Meta] | None = None) -> None:
+        self.umask = umask
+        self.uid = uid
+        self.gid = gid
+        self.files: dict[str, Meta] = {} if files is None else files
+        self.dirs: dict[str, Meta] = {} if dirs is None else dirs
 
     def default_file(self, executable: bool) -> int:
         return (0o777 if executable else 0o666) & ~self.umask

@@ -16,8 +16,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import xxhash
 
@@ -32,8 +31,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d|w)?\s*$", re.IGN
 _UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-@dataclass(frozen=True)
-class Op:
+class Op(NamedTuple):
     """One operation: when, what, in which session, the id it produced or restored, its label,
     and the safety snapshot taken before it changed files (the way back)."""
 
