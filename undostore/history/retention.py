@@ -22,15 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from undostore.history import anchors, usage
+from undostore.history import anchors
 from undostore.history import journal as journals
-from undostore.history.gc import DEFAULT_GRACE_SECONDS, GcResult, collect
 from undostore.history.reflog import CAP_REASON, read_reflog
 from undostore.settings import env_number
 from undostore.store import oplog
 
 if TYPE_CHECKING:
+    from undostore.history.gc import GcResult
     from undostore.store.store import Store
+
+# gc.py and usage.py are imported where a limit needs them: every undo point calls `enforce`,
+# and with no limit set (the default) it pays none of their imports.
 
 MB = 1_000_000
 DAY = 86400.0
@@ -154,6 +157,9 @@ def _oldest_to_free(store: Store, excess: int, limit: int
     # What stays whatever is dropped: each session's newest point and redo stack, and gc's
     # standing roots (ids the operation log vouches for, the files now, a pending restore),
     # except the droppable points themselves: an eviction by the cap lets them go.
+    from undostore.history import usage
+    from undostore.history.gc import DEFAULT_GRACE_SECONDS
+
     since = time.time() - DEFAULT_GRACE_SECONDS
     standing = usage.standing_roots(store, since)
     vouchers = read_reflog(store, since).vouchers
@@ -218,6 +224,9 @@ def collect_explained(store: Store, grace_seconds: float | None = None) -> GcRes
     """gc (history/gc.py), and what holds the bytes it kept, largest first, in `kept`: each
     session's bytes alone, ids handed out outside sessions within the grace, the files now,
     a pending restore, and what several of them share."""
+    from undostore.history import usage
+    from undostore.history.gc import DEFAULT_GRACE_SECONDS, collect
+
     with store.lock:
         result = collect(store, grace_seconds)
         grace = DEFAULT_GRACE_SECONDS if grace_seconds is None else float(grace_seconds)
@@ -232,6 +241,8 @@ def collect_explained(store: Store, grace_seconds: float | None = None) -> GcRes
 
 
 def _gc(store: Store, report: RetentionReport) -> GcResult:
+    from undostore.history.gc import collect
+
     result = collect(store)
     report.gc_runs += 1
     report.freed_bytes += result.freed_bytes
