@@ -84,6 +84,21 @@ def test_the_hook_records_a_point_without_loading_the_restore_machinery(tree_fac
                          "undostore.restore.plan", "undostore.restore.diskstate"}
     assert restore_machinery & set(modules) == set()
     assert [m for m in modules if m.startswith("undostore.diff")] == []
+    # No retention limit is set: enforcing none needs neither gc nor the usage accounting.
+    assert {"undostore.history.gc", "undostore.history.usage"} & set(modules) == set()
+
+
+def test_a_snapshot_builds_no_dataclass(tree_factory):
+    """The snapshot path's records are NamedTuples and slotted classes: `@dataclass` compiles
+    its methods at import, ~0.55 ms a class (docs/design.md, "Start-up")."""
+    root = tree_factory({"a.txt": "A", "d": {"b.txt": "B"}})
+    assert _run_loaded(["snapshot"], root)[0] == 0   # the store's first run looks for orphans
+    for change in ("", "B2"):   # no change, then one file changed
+        if change:
+            (root / "d" / "b.txt").write_text(change)
+        code, out, modules = _run_loaded(["snapshot", "--json"], root)
+        assert code == 0 and json.loads(out)["hashed"] == (1 if change else 0)
+        assert "dataclasses" not in modules
 
 
 def test_progress_is_handed_to_the_library_only_when_it_is_drawn():
