@@ -147,6 +147,9 @@ def _oldest_to_free(store: Store, excess: int, limit: int
     that frees with the garbage). When dropping every droppable point would not make the store
     fit (the files now alone are too large), only points holding a share of the limit go:
     dropping history that frees next to nothing would lose it for no gain."""
+    from undostore.history import usage
+    from undostore.history.gc import DEFAULT_GRACE_SECONDS
+
     droppable = _droppable(store)
     when: dict[bytes, float] = {}
     sessions_of: dict[bytes, set[str | None]] = {}
@@ -157,9 +160,6 @@ def _oldest_to_free(store: Store, excess: int, limit: int
     # What stays whatever is dropped: each session's newest point and redo stack, and gc's
     # standing roots (ids the operation log vouches for, the files now, a pending restore),
     # except the droppable points themselves: an eviction by the cap lets them go.
-    from undostore.history import usage
-    from undostore.history.gc import DEFAULT_GRACE_SECONDS
-
     since = time.time() - DEFAULT_GRACE_SECONDS
     standing = usage.standing_roots(store, since)
     vouchers = read_reflog(store, since).vouchers

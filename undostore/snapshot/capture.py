@@ -438,11 +438,14 @@ def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
             and len(record[ENTRIES]) == ENTRY.size * delta.old_files):
         # The same files in the same order: entries replaced in place, and the names listed
         # apart only while an entry keeps only its mode (the walk then still compares the
-        # folder's entries in order, not name by name).
+        # folder's entries in order, not name by name). Names the record lists apart already
+        # are those (one per entry, a prefix of its names): kept, not split and joined again.
         blob = _in_place(record, delta, {
             i: racy_kept(e) if i in racy else e for i, e in pending.items()})  # type: ignore[arg-type]
-        apart = (join_names(split_names(work.joined)[:delta.old_files])
-                 if mode_only_indexes(blob) else None)
+        apart = None
+        if mode_only_indexes(blob):
+            apart = (record[ENTRY_NAMES] if record[ENTRY_NAMES] is not None
+                     else join_names(split_names(work.joined)[:delta.old_files]))
         return (sha, work.joined, apart, blob)
     size = ENTRY.size
     keys = list(split_names(record[ENTRY_NAMES]) if record[ENTRY_NAMES] is not None

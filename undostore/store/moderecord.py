@@ -41,7 +41,8 @@ def current_umask() -> int:
 
 class ModeRecord:
     """The umask and owner a snapshot's files were made under, and the files and folders whose
-    bits or owner differ from what those give (a plain class: see `snapshot.walk.Folder`)."""
+    bits or owner differ from what those give (a plain class, not a dataclass: docs/design.md,
+    "Start-up")."""
 
     __slots__ = ("umask", "uid", "gid", "files", "dirs")
 
