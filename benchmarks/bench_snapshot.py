@@ -420,10 +420,32 @@ def _kept_files(tree: str) -> list[str]:
             if rel.rpartition("/")[2] != ".gitignore"]
 
 
+class Rebuilder:
+    """A build run again: every ignored file (a build output) unlinked and written anew with
+    the same bytes, so each folder holding one moves its stat while no kept file changes."""
+
+    def __init__(self, tree: str, kept: list[str]) -> None:
+        keep = set(kept)
+        self.outputs: list[str] = []
+        for folder, dirs, names in os.walk(tree):
+            if ".git" in dirs:
+                dirs.remove(".git")
+            self.outputs += [os.path.join(folder, name) for name in names
+                             if name != ".gitignore" and os.path.join(folder, name) not in keep]
+
+    def rebuild(self) -> None:
+        for path in self.outputs:
+            with open(path, "rb") as f:
+                data = f.read()
+            os.unlink(path)
+            with open(path, "wb") as f:
+                f.write(data)
+
+
 def case_walk_tree(bench: Bench, name: str) -> None:
     """The generated C-like tree (`c-project`) or `--real-tree DIR` (`real-tree`), walked with
-    no watchman: first, no-change and one-change snapshots against git in the same run, each
-    with its peak RSS."""
+    no watchman: first, no-change, one-change and rebuild (every ignored output written anew,
+    no kept file changed) snapshots against git in the same run, each with its peak RSS."""
     if name == "real-tree":
         if not bench.real_tree:
             bench.notes.append("real-tree skipped: no --real-tree given")
@@ -439,9 +461,10 @@ def case_walk_tree(bench: Bench, name: str) -> None:
     command = list(common.undostore_commands(bench.python).values())[0]
     subjects = [UndostoreCli("undostore", command, path, bench.state(name, "undostore"), env),
                 GitCli(path, bench.state(name, "git"), env)]
-    steps = ("first", "no-change", "one-change")
+    steps = ("first", "no-change", "one-change", "rebuild")
     rewriter = Rewriter(path)
     rewriter.files = _kept_files(path)
+    rebuilder = Rebuilder(path, rewriter.files)
     results: dict[str, dict[str, list[Step]]] = {s.label: {} for s in subjects}
     try:
         for step in steps:
@@ -453,6 +476,8 @@ def case_walk_tree(bench: Bench, name: str) -> None:
             for round_no in range(rounds):
                 if step == "one-change":
                     rewriter.rewrite(round_no)
+                if step == "rebuild":
+                    rebuilder.rebuild()
                 for subject in subjects:
                     if step == "first":
                         subject.reset()
@@ -464,7 +489,8 @@ def case_walk_tree(bench: Bench, name: str) -> None:
                     bench.mismatches.append(f"{name} {step} round {round_no}: {ids}")
     finally:
         rewriter.undo()
-    add_rows(bench, title, results, {"first": 0.7, "no-change": 1.5, "one-change": 1.5})
+    add_rows(bench, title, results, {"first": 0.7, "no-change": 1.5, "one-change": 1.5,
+                                     "rebuild": 1.5})
     for step in steps:
         mine = [r.peak_rss for r in results["undostore"][step] if r.peak_rss]
         theirs = [r.peak_rss for r in results["git"][step] if r.peak_rss]

@@ -19,6 +19,7 @@ from undostore.git.reader import ObjectReader
 from undostore.limits import Limits
 from undostore.restore.plan import flatten
 from undostore.snapshot.capture import known_for
+from undostore.snapshot.ignore import IgnoreRules
 from undostore.snapshot.walk import UNTRUSTED, WalkOptions, iter_walk, trusted_stamp
 from undostore.store.statcache import ENTRY_NAMES, StatCache, entries_follow_names, record_stamp
 
@@ -175,6 +176,66 @@ def test_a_folder_whose_stat_moved_keeps_its_listing_while_its_names_do(
     assert reused == walked if still_reused else reused < walked
     assert _snapshot(root, store) == git.write_tree(root)
 
+
+def _matched(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths `IgnoreRules.is_ignored` is asked about from now on."""
+    asked: list[str] = []
+    original = IgnoreRules.is_ignored
+
+    def counted(self: IgnoreRules, path: str, is_dir: bool) -> bool:
+        asked.append(path)
+        return original(self, path, is_dir)
+
+    monkeypatch.setattr(IgnoreRules, "is_ignored", counted)
+    return asked
+
+
+def test_a_rebuild_of_ignored_outputs_matches_no_name_seen_ignored_before(
+        tmp_path: Path, git, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """A build that writes its ignored outputs again moves every folder's stat: each is listed
+    again by name, and the names its last listing found ignored are taken as ignored without
+    matching (git's untracked cache); a name not seen before is matched."""
+    spec = {".gitignore": "*.o\nout/\n"}
+    spec.update({f"d{i}": {"m.c": f"{i}", "m.o": "o", "out": {"x": "x"}} for i in range(12)})
+    root = make_tree(tmp_path / "t", spec)
+    store = tmp_path / "store"
+    time.sleep(SETTLE)
+    _snapshot(root, store)
+    time.sleep(SETTLE)
+    for i in range(12):   # as `make` does: the old output removed, a new one written
+        (root / f"d{i}" / "m.o").unlink()
+        (root / f"d{i}" / "m.o").write_text("rebuilt")
+        shutil.rmtree(root / f"d{i}" / "out")
+        (root / f"d{i}" / "out").mkdir()
+    (root / "d3" / "n.o").write_text("a new output")
+    time.sleep(SETTLE)
+    asked = _matched(monkeypatch)
+    reused, walked = _reused(root, store)
+    if not IS_WINDOWS:   # there a folder whose stat moved is read again (walk._RELIST)
+        assert (reused, walked, asked) == (13, 13, ["d3/n.o"])
+    assert _snapshot(root, store) == git.write_tree(root)
+    asked.clear()
+    _reused(root, store)
+    assert asked == []
+
+
+def test_a_name_found_ignored_as_a_folder_is_matched_again_as_a_file(tmp_path: Path, git):  # noqa: ANN001
+    """What a listing found ignored is remembered with its type: `logs/` ignores the folder
+    `logs`, and a file `logs` that replaces it is matched (and kept)."""
+    root = make_tree(tmp_path / "t", {".gitignore": "logs/\n", "m.c": "c",
+                                      "logs": {"a.txt": "a"}})
+    store = tmp_path / "store"
+    time.sleep(SETTLE)
+    first = _snapshot(root, store)
+    time.sleep(SETTLE)
+    shutil.rmtree(root / "logs")
+    (root / "logs").write_text("a file now")
+    time.sleep(SETTLE)
+    got = _snapshot(root, store)
+    assert got == git.write_tree(root) != first
+    assert "logs" in _cache(root, store).records[""][1].split("\0")
+
+
 # --- a random run of changes, each snapshot checked against git -------------------------------
 
 NAMES = ("a.c", "b.log", "keep.log", "c.o", "gen", "d.txt")
@@ -183,9 +244,30 @@ PATTERNS = ("*.log", "!keep.log", "*.o", "build/", "/gen", "gen", "deep/", "!*.c
             "x*")
 
 
+def _swap_type(path: Path) -> None:
+    """A file becomes a folder of that name, or a folder a file (a name keeps no type)."""
+    if path.is_dir():
+        shutil.rmtree(path)
+        path.write_bytes(os.urandom(4))
+    else:
+        path.unlink(missing_ok=True)
+        path.mkdir()
+        (path / "inner.c").write_bytes(b"inside")
+
+
 def _mutate(root: Path, rng: random.Random) -> None:
     folder = root / rng.choice(FOLDERS)
-    op = rng.randrange(8)
+    if any(p.is_file() for p in (folder, *folder.parents)):
+        return   # a file stands where the folder or one above it was (a swap made it)
+    op = rng.randrange(11)
+    if op >= 8 and folder.is_dir():
+        if op <= 9:   # most often a name that `deep/` (a folder-only pattern) ignores
+            _swap_type(folder / rng.choice(("deep", "deep", "gen", "c.o")))
+        else:   # a build's outputs written again: the folder's stat moves, its names stay
+            for path in [p for p in folder.iterdir() if p.is_file() and rng.random() < 0.5]:
+                path.unlink()
+                path.write_bytes(os.urandom(4))
+        return
     if op <= 1:
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / rng.choice(NAMES)
@@ -231,23 +313,25 @@ def test_random_changes_keep_the_snapshot_equal_to_a_fresh_one(tmp_path: Path,
     oracle = shutil.which("git")
     git = Git(oracle) if oracle else None
     rng = random.Random(23)
-    root = make_tree(tmp_path / "t", {".gitignore": "*.log\n", "src": {"a.c": "a"}})
+    root = make_tree(tmp_path / "t", {".gitignore": "*.log\ndeep/\n", "src": {"a.c": "a"}})
     store = tmp_path / "store"
-    reused = 0
+    reused = relisted = 0
     with Workspace(root, store=store, limits=limits) as ws:
-        for round_no in range(40):
+        for round_no in range(60):
             for _ in range(rng.randint(1, 3)):
                 _mutate(root, rng)
             if rng.random() < 0.5:
                 time.sleep(SETTLE)    # old enough: the next snapshot saves trusted stamps
             cache = StatCache.load(ws.store.stat_cache_path, ws.store.identity)
-            reused += sum(f.joined is not None
-                          for f in iter_walk(str(root), WalkOptions(known=known_for(cache))))
+            folders = list(iter_walk(str(root), WalkOptions(known=known_for(cache))))
+            reused += sum(f.joined is not None for f in folders)
+            relisted += sum(f.relisted for f in folders)
             got = ws.snapshot().id
             assert got == _snapshot(root, tmp_path / f"fresh{round_no}")
             if git is not None:
                 assert got == git.write_tree(root)
     assert reused > 0
+    assert IS_WINDOWS or relisted > 0
 
 
 def test_a_racy_file_leaves_a_big_folder_compared_in_order_and_spliced(tmp_path: Path) -> None:
@@ -274,14 +358,16 @@ def test_a_racy_file_leaves_a_big_folder_compared_in_order_and_spliced(tmp_path:
     assert _reused(root, store) == (2, 2)
 
 
-def test_folders_above_a_restores_changes_are_reused_by_the_next_walk(tmp_path: Path, git):  # noqa: ANN001
+def test_folders_above_a_restores_changes_are_reused_by_the_next_walk(
+        tmp_path: Path, git, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     """A restore that rewrites the 300 files of src/deep (enough to update the stat cache)
     changes only src/deep's listing: the root and src keep their stamps (src and src/deep with
     the target's tree ids, the root with none, so only its tree is encoded again), and the next
-    walk lists src/deep again by name alone (its names are those it kept: the listing serves);
-    ids stay git's."""
+    walk lists src/deep again by name alone (its names are those it kept: the listing serves;
+    the ignored ones it held are not matched again); ids stay git's."""
     spec = _spec()
     spec["src"]["deep"].update({f"f{i:03}.c": f"{i}" for i in range(300)})
+    spec["src"]["deep"].update({f"trace{i}.log": "ignored" for i in range(5)})
     root = make_tree(tmp_path / "t", spec)
     store = tmp_path / "store"
     time.sleep(SETTLE)
@@ -302,7 +388,9 @@ def test_folders_above_a_restores_changes_are_reused_by_the_next_walk(tmp_path: 
     # src/deep is listed again (its listing untrusted); its `.gitignore` part still vouches
     # for the rules of the folders below it.
     assert record_stamp(cache.records["src/deep"])[:len(UNTRUSTED)] == UNTRUSTED
+    asked = _matched(monkeypatch)
     assert _reused(root, store) == (2 if IS_WINDOWS else 3, 3)
+    assert IS_WINDOWS or asked == []
     assert _snapshot(root, store) == first == git.write_tree(root)
     (root / "src" / "deep" / "f007.c").write_text("changed 7")
     assert _snapshot(root, store) == git.write_tree(root) != second

@@ -49,7 +49,9 @@ from undostore.store.statcache import (
     mode_only_entry,
     packed_entries,
     racy_times,
+    record_ignored,
     record_stamp,
+    stamp_tail,
 )
 
 if TYPE_CHECKING:
@@ -166,10 +168,13 @@ def record_written(cache: StatCache, plan: RestorePlan,
                 # reuses it and only its tree is encoded again. One the restore changed
                 # keeps only the part of its `.gitignore` (`untrusted_listing`): its listing is
                 # read again, and the folders below it still reuse theirs while that file's
-                # stat is unchanged (a rewrite by the restore gives it a new inode).
+                # stat is unchanged (a rewrite by the restore gives it a new inode). It keeps
+                # the names its listing found ignored, too: a restore writes no ignored file.
                 if folder in edits and folder not in made:
-                    old = record_stamp(cache.records.get(folder) or ())
-                    kept = (untrusted_listing(old),) if old is not None else ()
+                    before = cache.records.get(folder) or ()
+                    old = record_stamp(before)   # type: ignore[arg-type]
+                    kept = (stamp_tail(untrusted_listing(old), record_ignored(before))  # type: ignore[arg-type]
+                            if old is not None else ())
                 else:
                     kept = record[4:] if folder not in made else ()
                 tree = trees.after[folder] if trees and folder in claimable else False

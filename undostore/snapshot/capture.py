@@ -48,8 +48,10 @@ from undostore.store.statcache import (
     racy_kept,
     racy_times,
     record_entries,
+    record_ignored,
     record_stamp,
     split_names,
+    stamp_tail,
 )
 from undostore.store.store import Store
 
@@ -118,12 +120,12 @@ class Work:
     (A plain class: see `walk.Folder`.)"""
 
     __slots__ = ("path", "joined", "nfiles", "subdirs", "entries", "record", "hashed", "fresh",
-                 "delta", "stamp", "reused")
+                 "delta", "stamp", "reused", "ignored")
 
     def __init__(self, path: str, joined: str, nfiles: int, subdirs: list[str],
                  entries: EntryList | list[Entry | None] | dict[int, Entry | None] | None,
                  record: Record | None, delta: Delta | None = None, stamp: bytes | None = None,
-                 reused: bool = False) -> None:
+                 reused: bool = False, ignored: str | None = None) -> None:
         self.path = path
         self.joined = joined          # names, NUL-joined: files first, then sub-folders
         self.nfiles = nfiles
@@ -135,6 +137,7 @@ class Work:
         self.delta = delta
         self.stamp = stamp            # the folder's stamp, when its listing may be reused
         self.reused = reused          # its listing came from the cache, its stamp held
+        self.ignored = ignored        # the names its listing found ignored (walk.Known)
 
 
 Todo = list[tuple[Work, int, FileEntry]]
@@ -199,7 +202,8 @@ def known_for(cache: StatCache) -> Callable[[str], Known | None]:
         blob = record[ENTRIES]  # type: ignore[index]
         # A racy file's mode-only entry in such a record matches no stat: it is hashed again.
         aligned = entries_follow_names(record) and len(blob) == ENTRY.size * len(files)  # type: ignore[arg-type]
-        return Known(stamp, files, subdirs, record[NAMES], blob if aligned else None)  # type: ignore[index]
+        return Known(stamp, files, subdirs, record[NAMES], blob if aligned else None,  # type: ignore[index]
+                     record_ignored(record))  # type: ignore[arg-type]
 
     return known
 
@@ -214,7 +218,7 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
     misses = folder.files
     names = folder.names if folder.names is not None else [e.name for e in misses]
     work = Work(folder.path, "", len(names), folder.subdirs, None, record, stamp=folder.stamp,
-                reused=folder.joined is not None and not folder.relisted)
+                reused=folder.joined is not None and not folder.relisted, ignored=folder.ignored)
     joined = folder.joined if folder.joined is not None else join_names([*names, *folder.subdirs])
     if (not misses and record is not None and record[ENTRY_NAMES] is None
             and len(record[ENTRIES]) == ENTRY.size * len(names) and record[NAMES] == joined):
@@ -258,7 +262,7 @@ def carried_work(path: str, record: Record, records: dict[str, Record]) -> Work:
     names = split_names(record[NAMES])
     nfiles = len(record[ENTRIES]) // ENTRY.size
     return Work(path, record[NAMES], nfiles, [n for n in names[nfiles:] if prefix + n in records],
-                None, record, stamp=record_stamp(record))
+                None, record, stamp=record_stamp(record), ignored=record_ignored(record))
 
 
 def is_complete(path: str, records: dict[str, Record]) -> bool:
@@ -304,28 +308,25 @@ def _new_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
     stamp = None
     if work.stamp is not None:
         stamp = trusted_stamp(work.stamp, lambda mtime, ctime: racy_times(mtime, ctime, start_ns))
+    tail = stamp_tail(stamp, work.ignored)
     record = work.record
     if work.delta is not None:
-        return _stamped(_delta_record(work, sha, start_ns), stamp)
+        return (*_delta_record(work, sha, start_ns), *tail)  # type: ignore[return-value]
     if work.entries is None and record is not None:
-        if record[TREE_ID] == sha and (record[STAMP] if len(record) > 4 else None) == stamp:
+        if record[TREE_ID] == sha and record[STAMP:] == tail:
             return record
-        return _stamped((sha, record[NAMES], None, record[ENTRIES]), stamp)
+        return (sha, record[NAMES], None, record[ENTRIES], *tail)  # type: ignore[return-value]
     entries: list[Entry] = work.entries  # type: ignore[assignment]
     racy = {i for i in work.fresh if entry_racy(entries[i], start_ns)}  # type: ignore[arg-type]
     if not racy:
         packed = (entries.packed() if isinstance(entries, EntryList)
                   else pack_entries(entries))
-        return _stamped((sha, work.joined, None, packed), stamp)
+        return (sha, work.joined, None, packed, *tail)  # type: ignore[return-value]
     names = split_names(work.joined)[:work.nfiles]
     kept = [racy_kept(entries[i]) if i in racy else entries[i]  # type: ignore[arg-type]
             for i in range(work.nfiles)]
-    return _stamped((sha, work.joined, join_names(names), pack_entries(kept)), stamp)
-
-
-def _stamped(record: Record, stamp: bytes | None) -> Record:
-    """`record` (four items) with the folder's stamp, when it has one to keep."""
-    return record if stamp is None else (*record, stamp)  # type: ignore[return-value]
+    return (sha, work.joined, join_names(names), pack_entries(kept),  # type: ignore[return-value]
+            *tail)
 
 
 def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, store: Store,

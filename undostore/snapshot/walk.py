@@ -36,7 +36,7 @@ from undostore.snapshot.ignore import (
     read_ignore_file,
     root_rules,
 )
-from undostore.store.statcache import ENTRY, FINGERPRINT, fingerprint
+from undostore.store.statcache import ENTRY, FINGERPRINT, fingerprint, join_names, split_names
 
 S_ISREG = stat.S_ISREG
 S_ISLNK = stat.S_ISLNK
@@ -96,12 +96,12 @@ class Folder:
     A plain class, not a dataclass: the snapshot path's records are made without generated
     code (docs/design.md, "Start-up")."""
 
-    __slots__ = ("path", "files", "subdirs", "names", "stamp", "joined", "relisted")
+    __slots__ = ("path", "files", "subdirs", "names", "stamp", "joined", "relisted", "ignored")
 
     def __init__(self, path: str, files: list[FileEntry] | None = None,
                  subdirs: list[str] | None = None, names: list[str] | None = None,
                  stamp: bytes | None = None, joined: str | None = None,
-                 relisted: bool = False) -> None:
+                 relisted: bool = False, ignored: str | None = None) -> None:
         self.path = path              # relative to root, '' for the root itself
         self.files: list[FileEntry] = [] if files is None else files
         self.subdirs: list[str] = [] if subdirs is None else subdirs
@@ -109,6 +109,7 @@ class Folder:
         self.stamp = stamp            # see `folder_stamp`; None: the listing is not to be reused
         self.joined = joined          # a reused listing's names as recorded (files, then folders)
         self.relisted = relisted      # reused though its own stat moved (a chmod, say): _visit
+        self.ignored = ignored        # with a stamp: the names found ignored (`Known.ignored`)
 
     def __repr__(self) -> str:
         return f"Folder({self.path!r}, {self.count} files, {len(self.subdirs)} folders)"
@@ -127,13 +128,16 @@ Matcher = Callable[[str, os.stat_result], bool]
 class Known(NamedTuple):
     """A folder's listing as last read: its stamp then, its kept files and walked folders
     (`joined`: both, NUL-joined, as recorded), and when the cache holds an entry for each file
-    in that order, those entries (statcache.ENTRY each, the stat fingerprint first)."""
+    in that order, those entries (statcache.ENTRY each, the stat fingerprint first); `ignored`:
+    the names that listing found ignored, NUL-joined, a folder's ending in '/' (None: not
+    recorded), taken as ignored again while the rules the stamp vouches for hold."""
 
     stamp: bytes
     files: Sequence[str]
     subdirs: list[str]
     joined: str
     entries: bytes | None = None
+    ignored: str | None = None
 
 
 
@@ -252,8 +256,9 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
 
 
 def _read_listing(disk: str, rel: str, rules: IgnoreRules, passed: object, folder: Folder,
-                  todo: list, options: WalkOptions) -> None:
-    """List `folder` from disk; sub-folders go to `todo` with `passed` (their parent's rules)."""
+                  todo: list, options: WalkOptions, ignored: list[str] | None = None) -> None:
+    """List `folder` from disk; sub-folders go to `todo` with `passed` (their parent's rules),
+    the names found ignored to `ignored` (a folder's with a trailing '/'), when given."""
     match = options.matcher_for(rel) if options.matcher_for is not None else None
     if match is not None:
         folder.names = []
@@ -264,7 +269,7 @@ def _read_listing(disk: str, rel: str, rules: IgnoreRules, passed: object, folde
     with listing:
         _scan_entries(listing, disk, rel + "/" if rel else "",
                       rules.is_ignored if rules else None,  # most folders have no rules at all
-                      folder, todo, passed, match, options)
+                      folder, todo, passed, match, options, ignored)
 
 
 def _visit(root: str, rel: str, node: _Rules, same: bool, options: WalkOptions,
@@ -301,15 +306,20 @@ def _visit(root: str, rel: str, node: _Rules, same: bool, options: WalkOptions,
     # The rules below are those of last time if the rules here are and `.gitignore` is too.
     below = same and stamp[_PART:2 * _PART] == old_ignore
     prefix = rel + "/" if rel else ""
-    if below and known is not None and _RELIST and _same_names(disk, prefix, known, own, options):
-        folder = _reuse(disk, rel, known, options)
+    ignored = (_same_names(disk, prefix, known, own, options)
+               if below and known is not None and _RELIST else None)
+    if ignored is not None:
+        folder = _reuse(disk, rel, known, options)   # type: ignore[arg-type]
         if folder is not None:
             folder.stamp = stamp
             folder.relisted = True
+            folder.ignored = ignored
             return folder, [(prefix + name, own, True) for name in folder.subdirs]
     folder = Folder(rel, stamp=stamp)
     todo: list[tuple[str, _Rules]] = []
-    _read_listing(disk, rel, own.get(), own, folder, todo, options)
+    found: list[str] = []
+    _read_listing(disk, rel, own.get(), own, folder, todo, options, found)
+    folder.ignored = join_names(found)
     return folder, [(path, rules, below) for path, rules in todo]
 
 
@@ -317,14 +327,19 @@ _RELIST = not IS_WINDOWS   # there a junction may look like a folder in a bare l
 
 
 def _same_names(disk: str, prefix: str, known: Known, rules: _Rules, options: WalkOptions
-                ) -> bool:
+                ) -> str | None:
     """Whether a folder whose own stat moved (files renamed over, an ignored file written:
-    a restore edits every folder it writes in) still keeps what `known` kept, with the rules
-    unchanged: listed again by name and type only (no stat, no file entries), each kept file
-    still there and no folder, each walked folder still a folder, every other name ignored.
-    Its known listing then serves, each file lstat-ed as in `_reuse`; on any doubt (a temp
-    name, an error) the folder is read the usual way, which says why."""
+    a restore edits every folder it writes in, a build rewrites its outputs) still keeps what
+    `known` kept, with the rules unchanged: listed again by name and type only (no stat, no
+    file entries), each kept file still there and no folder, each walked folder still a
+    folder, every other name ignored: one `known` found ignored is so again (the rules are
+    those it was matched under), any other is matched. Returns the names found ignored
+    (NUL-joined, as `Known.ignored`): its known listing then serves, each file lstat-ed as in
+    `_reuse`; None on any doubt (a temp name, an error): the folder is read the usual way,
+    which says why."""
     files, subdirs = set(known.files), set(known.subdirs)
+    memo = frozenset(split_names(known.ignored)) if known.ignored else frozenset()
+    ignored: list[str] = []
     seen = 0
     try:
         with os.scandir(disk) as listing:
@@ -336,20 +351,24 @@ def _same_names(disk: str, prefix: str, known: Known, rules: _Rules, options: Wa
                     continue
                 if name == ".git" or (is_dir and prefix + name in options.skip_dirs):
                     continue
-                if name.startswith(TEMP_PREFIX):
-                    return False
-                compiled = rules.get()
-                if not (compiled and compiled.is_ignored(prefix + name, is_dir)):
-                    return False
+                key = name + "/" if is_dir else name
+                if key not in memo:
+                    if name.startswith(TEMP_PREFIX):
+                        return None
+                    compiled = rules.get()
+                    if not (compiled and compiled.is_ignored(prefix + name, is_dir)):
+                        return None
+                ignored.append(key)
     except OSError:
-        return False
-    return seen == len(files) + len(subdirs)
+        return None
+    return join_names(ignored) if seen == len(files) + len(subdirs) else None
 
 
 def _reuse(disk: str, rel: str, known: Known, options: WalkOptions) -> Folder | None:
     """The folder from its cached listing, each file lstat-ed (None: a file is gone or changed
     type after the folder's stat was taken; the folder is then read)."""
-    folder = Folder(rel, subdirs=list(known.subdirs), names=list(known.files), joined=known.joined)
+    folder = Folder(rel, subdirs=list(known.subdirs), names=list(known.files), joined=known.joined,
+                    ignored=known.ignored)
     entries = known.entries
     match = (options.matcher_for(rel) if options.matcher_for is not None and entries is None
              else None)
@@ -408,8 +427,8 @@ def _reused_files(folder: Folder, known: Known, base: str, fd: int | None,
 
 def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
                   is_ignored: Callable[[str, bool], bool] | None, folder: Folder,
-                  todo: list, rules: object, match: Matcher | None, options: WalkOptions
-                  ) -> None:
+                  todo: list, rules: object, match: Matcher | None, options: WalkOptions,
+                  ignored: list[str] | None = None) -> None:
     """The loop of `_scan_folder` over one listing, read as it comes."""
     skip_dirs = options.skip_dirs
     files = folder.files
@@ -433,7 +452,11 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
         except OSError as err:
             raise from_oserror(err, "inspect", os.path.join(disk, name)) from err
         if is_dir:
-            if path in skip_dirs or (is_ignored and is_ignored(path, True)):
+            if path in skip_dirs:
+                continue
+            if is_ignored and is_ignored(path, True):
+                if ignored is not None:
+                    ignored.append(name + "/")
                 continue
             if name.startswith(TEMP_PREFIX):   # a new folder a restore stages whole
                 options.on_warning(path, "skipped: an undostore temp folder")
@@ -447,6 +470,8 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
             todo.append((path, rules))
             continue
         if is_ignored and is_ignored(path, False):
+            if ignored is not None:
+                ignored.append(name)
             continue
         if name.startswith(TEMP_PREFIX):   # undostore's own: never part of a state
             options.on_warning(path, "skipped: an undostore temp file")

@@ -20,7 +20,11 @@ snapshot finds it and its ignore rules keep it); `entries` packs each as `ENTRY`
 Entries are decoded one folder at a time, when that folder is looked at. A fifth item, when
 there, is the folder's stamp (`walk.folder_stamp`) from when its listing was read: a walk keeps
 the listing of a folder whose stamp still holds (git's untracked cache). Records made without
-one (a restore's) have four items, and their folders are read again.
+one (a restore's) have four items, and their folders are read again. A sixth item, only beside
+a stamp, is the names that listing found ignored (NUL-joined, a folder's with a trailing '/'),
+read under the rules the stamp vouches for: while those rules hold, a folder listed again after
+its stat moved (a build rewrote its ignored outputs, a restore wrote in it) takes them as ignored
+without matching them again (git's untracked cache keeps the same).
 
 A restore that records its writes leaves the root with no tree id, so no snapshot's mode record
 (store/moderecord.py) describes the files: it saves the one that does, encoded, as `modes`
@@ -60,7 +64,7 @@ _DELTA_KIND = b"STAD"
 DELTA_SUFFIX = ".delta"
 DELTA_MIN = 64          # folders a delta may hold, at least ...
 DELTA_SHARE = 16        # ... or this share of all folders
-_VERSION = (8, marshal.version, sys.implementation.cache_tag)
+_VERSION = (9, marshal.version, sys.implementation.cache_tag)
 _LENGTH = struct.Struct("<I")
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
@@ -71,10 +75,11 @@ Entry = tuple[int, int, int, int, int, int, bytes]
 Fingerprint = tuple[int, int, int, int, int]
 # A folder's tree id (None: no kept file below it) and the names it held, in walk order.
 FolderState = tuple["bytes | None", tuple[str, ...]]
-# (tree id | None | False, names, entry names | None, packed entries[, folder stamp]); see the
-# module docstring. Records made elsewhere (a restore's) have no stamp.
+# (tree id | None | False, names, entry names | None, packed entries[, folder stamp[, ignored
+# names]]); see the module docstring. Records made elsewhere (a restore's) have no stamp.
 Record = (tuple["bytes | None | bool", str, "str | None", bytes]
-          | tuple["bytes | None | bool", str, "str | None", bytes, bytes])
+          | tuple["bytes | None | bool", str, "str | None", bytes, bytes]
+          | tuple["bytes | None | bool", str, "str | None", bytes, bytes, str])
 
 # A file's `fingerprint` packed (mtime, ctime, size, inode, st_mode): the first bytes of each
 # ENTRY, and each part of a folder stamp (walk.py compares them in place).
@@ -82,7 +87,7 @@ FINGERPRINT = struct.Struct("<qqqQI")
 ENTRY_TAIL = struct.Struct("<I20s")   # what follows it in an ENTRY: git mode, blob id
 ENTRY = struct.Struct(FINGERPRINT.format + ENTRY_TAIL.format[1:])
 # Positions in a Record (a plain tuple, so marshal saves it as it is; see the docstring) ...
-TREE_ID, NAMES, ENTRY_NAMES, ENTRIES, STAMP = range(5)
+TREE_ID, NAMES, ENTRY_NAMES, ENTRIES, STAMP, IGNORED = range(6)
 # ... and in an Entry: the fingerprint (mtime, ctime, size, inode, st_mode), git mode, blob id.
 MTIME, CTIME, SIZE, INODE, ST_MODE, GIT_MODE, BLOB_ID = range(7)
 _SEP = "\0"
@@ -174,6 +179,19 @@ def record_stamp(record: Record) -> bytes | None:
     """The folder stamp a record keeps, if any (never for a folder whose own entries a restore
     changed; a folder above them keeps it, with no tree id)."""
     return record[STAMP] if len(record) > 4 else None
+
+
+def record_ignored(record: Record) -> str | None:
+    """The names a record's listing found ignored (module docstring), None where it keeps none."""
+    return record[IGNORED] if len(record) > 5 else None  # type: ignore[misc]
+
+
+def stamp_tail(stamp: bytes | None, ignored: str | None) -> tuple:
+    """What follows a record's first four items: its stamp and, beside one, its ignored names
+    when it has any."""
+    if stamp is None:
+        return ()
+    return (stamp, ignored) if ignored else (stamp,)
 
 
 def record_entries(record: Record) -> dict[str, Entry]:
