@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import click
 
-from .common import Context, pass_context, stdin_is_terminal
+from .common import Context, adoption_line, pass_context, stdin_is_terminal
 from .hosts import BLOCK_CONTINUE, BLOCK_DENY, BLOCK_EXIT_2, BLOCK_NONE, HOSTS, Host, detect, pick
 from .hosts_undo import parse_command, perform
 
@@ -99,7 +99,15 @@ def _workspace(ctx: Context, turn: Turn):  # noqa: ANN202 (undostore.Workspace, 
 
     store = ctx.store or os.environ.get("UNDOSTORE_STORE") or None
     root = ctx.root or discover(turn.cwd, store, force=ctx.force).root
-    return Workspace(root, store, force=ctx.force)
+    workspace = Workspace(root, store, force=ctx.force)
+    # A restore a crash left half-done is finished first: never silently (the `/undo` answer
+    # says so too).
+    workspace.on_recovery = lambda pending: print(f"undostore: {pending.finishing_notice()}",
+                                                  file=sys.stderr)
+    adopted = workspace.adopted
+    if adopted is not None and (adopted.rebound or adopted.candidates):
+        print(adoption_line(adopted), file=sys.stderr)   # said once: the store is here now
+    return workspace
 
 
 def handle(ctx: Context, host: Host, name: str | None, event: dict[str, Any]) -> Answer:

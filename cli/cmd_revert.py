@@ -7,6 +7,7 @@ Output as `restore`'s, plus the conflicting paths (`conflicts` in `--json`). Con
 from __future__ import annotations
 
 import functools
+import sys
 
 import click
 
@@ -41,7 +42,7 @@ def revert_command(ctx: Context, from_id: str, to_id: str | None, session: str |
     as the host recorded them, else the next undo point, else the files now), so `revert ID`
     takes back one turn. A safety snapshot is taken first, as for restore, and the files before
     become an undo point of the session ("before revert FROM"). Conflicting paths are refused
-    (exit 3) unless --merge.
+    (exit 3) unless --merge, which writes conflict markers and exits 3 while they remain.
     """
     result = run_restore(functools.partial(ctx.workspace().revert, from_id, to_id,
                                            session=session, merge=merge),
@@ -50,6 +51,8 @@ def revert_command(ctx: Context, from_id: str, to_id: str | None, session: str |
         for path in result.conflicts:
             note(f"conflict: {path}" + ("" if dry_run else " (merged with conflict markers)"))
     render_restore(result, as_json, verb="reverted; files now at")
+    if result.conflicts and not result.dry_run:
+        sys.exit(3)   # markers remain: not done until the user resolves them
 
 
 COMMANDS = [revert_command]

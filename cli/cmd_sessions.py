@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from undostore.history.direction import Direction
+
 from .common import (
     Context,
     dry_run_option,
@@ -45,9 +47,9 @@ def _when(seconds: float) -> str:
 
 
 def _point_line(kind: str, number: int, point: Any) -> str:
-    # A redo entry is the state an undo left, not the undo point it took away: say which.
+    # A redo entry is a turn an undo took back (its undo point's id): say so.
     if point.label:
-        label = f"  (undid: {point.label})" if kind == "redo" else f"  {point.label}"
+        label = f"  (undone: {point.label})" if kind == "redo" else f"  {point.label}"
     else:
         label = ""
     return f"{kind} {number:>3}  {point.id[:12]}  {_when(point.time)}{label}"
@@ -126,38 +128,48 @@ def _stat_text(workspace: Any, changes: list[Any], colored: bool, width: int) ->
     return text.decode("utf-8", "replace")
 
 
-def _undo_or_redo(ctx: Context, which: str, session: str | None, yes: bool, dry_run: bool,
-                  as_json: bool, **how: Any) -> None:
+def _undo_or_redo(ctx: Context, direction: Direction, session: str | None, yes: bool,
+                  dry_run: bool, as_json: bool, **how: Any) -> None:
     from .cmd_restore import note_warnings, run_restore
 
     workspace = ctx.workspace()
+    which = direction.value
     session = history_session(ctx, session, doing=f"nothing to {which}: ")
-    action = workspace.undo if which == "undo" else workspace.redo
+    action = workspace.undo if direction is Direction.UNDO else workspace.redo
     result = run_restore(functools.partial(action, session, **how), yes=yes, dry_run=dry_run,
                          action=which)
     note_warnings(result.warnings)
     emit(as_json, result.to_json(), lambda: step_summary(result))
+    if result.conflicts and not result.dry_run:
+        sys.exit(3)   # markers remain: not done until the user resolves them
 
 
 def step_summary(result: Any) -> str:
-    """`undo: back to before "fix the lexer" (2 turns; 3 files)`, and the way back."""
+    """`undo: took back "fix the lexer" (1 turn; 3 files)`, the conflicts left with markers,
+    and the way back."""
     import json
 
-    which, last = result.step, result.turns[-1]
-    if last.label:
-        where = ("back to before " if which == "undo" else "forward to after ") + json.dumps(
-            last.label, ensure_ascii=False)
-    else:
-        where = ("back to " if which == "undo" else "forward to ") + last.id[:12]
+    direction = Direction(result.step)
+    which = direction.value
+    named = "; ".join(json.dumps(p.label, ensure_ascii=False) if p.label else p.id[:12]
+                      for p in result.turns[:3]) + ("; ..." if len(result.turns) > 3 else "")
+    done, would = (("put the whole folder back to before ", "put the whole folder back to "
+                    "before ") if result.whole else
+                   ("took back ", "take back ") if direction is Direction.UNDO else
+                   ("applied again ", "apply again "))
     files = len(result.created) + len(result.modified) + len(result.deleted)
     counts = f"{_plural(len(result.turns), 'turn')}; {_plural(files, 'file')}"
     if result.dry_run:
         lines = result.plan.lines() if result.plan is not None else []
-        return "\n".join([*lines, f"dry run: {which} would go {where} ({counts}); nothing was "
-                                  "changed"])
-    back = "redo" if which == "undo" else "undo"
-    return (f"{which}: {where} ({counts})\n"
-            f"safety snapshot {result.safety} (`undostore {back}` takes this back)")
+        return "\n".join([*lines, f"dry run: {which} would {would}{named} ({counts}); "
+                                  "nothing was changed"])
+    back = direction.back.value
+    lines = [f"{which}: {done}{named} ({counts})"]
+    lines += [f"conflict: {path} (conflict markers written: resolve them)"
+              for path in result.conflicts]
+    lines.append(f"safety snapshot {result.safety} (`undostore restore {result.safety[:12]}` "
+                 f"puts the files back as they were; `undostore {back}` takes the turns back)")
+    return "\n".join(lines)
 
 
 def _plural(n: int, word: str) -> str:
@@ -166,41 +178,55 @@ def _plural(n: int, word: str) -> str:
 
 _STEPS = click.argument("steps", metavar="[N]", type=click.IntRange(min=1), default=1,
                         required=False)
+_MERGE = click.option("--merge", is_flag=True,
+                      help="Where a turn overlaps a later change, write git-style conflict "
+                           "markers (exit 3 while they remain) instead of refusing.")
 
 
 @click.command("undo")
 @_STEPS
 @click.option("--to", "to", metavar="ID", default=None, shell_complete=complete_ids,
-              help="Go back to undo point ID (as `log` lists it) instead of N points.")
+              help="Take back every turn back to undo point ID (as `log` lists it) instead of "
+                   "N turns.")
+@_MERGE
+@click.option("--whole", is_flag=True,
+              help="Put the whole folder back to the undo point (every later change too, the "
+                   "user's and other sessions'), instead of the turns' own changes.")
 @session_option
 @yes_option
 @dry_run_option
 @json_option
 @pass_context
-def undo_command(ctx: Context, steps: int, to: str | None, session: str | None, yes: bool,
-                 dry_run: bool, as_json: bool) -> None:
-    """Go back N undo points of the session (default 1: the last turn), in one restore.
+def undo_command(ctx: Context, steps: int, to: str | None, merge: bool, whole: bool,
+                 session: str | None, yes: bool, dry_run: bool, as_json: bool) -> None:
+    """Take back the session's last N turns (default 1), each turn's own change.
 
-    The files as they are now are saved first (a safety snapshot). The undone turns go to the
-    redo stack: `redo` then steps forward one turn at a time, the last one back to the files
-    as they were before this undo. With --to ID, go back to that undo point instead.
+    Each file the turns changed is merged 3-way against the files now, as `git revert` does:
+    every other change since stays (yours, other sessions'). A later change that overlaps a
+    turn's is a conflict: nothing changes (exit 3, each path named) unless --merge (conflict
+    markers) or --whole (the whole folder back to the undo point). A safety snapshot of the
+    files is taken first. The undone turns go to the redo stack; `redo` applies them again.
     """
     if to is not None and steps != 1:
         raise click.UsageError("give N or --to ID, not both")
-    _undo_or_redo(ctx, "undo", session, yes, dry_run, as_json, steps=steps, to=to)
+    if merge and whole:
+        raise click.UsageError("give --merge or --whole, not both")
+    _undo_or_redo(ctx, Direction.UNDO, session, yes, dry_run, as_json, steps=steps, to=to,
+                  merge=merge, whole=whole)
 
 
 @click.command("redo")
 @_STEPS
+@_MERGE
 @session_option
 @yes_option
 @dry_run_option
 @json_option
 @pass_context
-def redo_command(ctx: Context, steps: int, session: str | None, yes: bool, dry_run: bool,
-                 as_json: bool) -> None:
-    """Take back the last undo of the session, N turns forward (default 1), in one restore."""
-    _undo_or_redo(ctx, "redo", session, yes, dry_run, as_json, steps=steps)
+def redo_command(ctx: Context, steps: int, merge: bool, session: str | None, yes: bool,
+                 dry_run: bool, as_json: bool) -> None:
+    """Apply the session's last N undone turns again (default 1), 3-way as undo takes them back."""
+    _undo_or_redo(ctx, Direction.REDO, session, yes, dry_run, as_json, steps=steps, merge=merge)
 
 
 @click.command("sessions")

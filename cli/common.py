@@ -42,11 +42,26 @@ class Context:
             if not self.quiet:
                 self._workspace.on_evict = _note_eviction
             discovery = self._workspace.discovery
+            adopted = self._workspace.adopted
+            if adopted is not None and (adopted.rebound or adopted.candidates):
+                note(adoption_line(adopted))
+                return self._workspace
             if discovery.worth_saying and not self.quiet:
                 note(discovery.describe())
             if not discovery.existed:
                 _note_orphans(self._workspace.store.path)
         return self._workspace
+
+
+def adoption_line(adopted: Any) -> str:
+    """The one stderr line for a moved project: the store taken along, or the candidates."""
+    rebound = adopted.rebound
+    if rebound is not None:
+        return (f"undostore: this project moved here: took its store along from "
+                f"{rebound.moved_from or rebound.store} (its history keeps every session)")
+    listing = "; ".join(adopted.candidates)
+    return (f"undostore: several stores of moved projects match the files here ({listing}); "
+            "none was taken: `undostore --store PATH rebind` takes one along")
 
 
 def _note_orphans(new_store: str) -> None:

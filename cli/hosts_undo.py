@@ -1,4 +1,5 @@
-"""`/undo`, `/undo N`, `/redo`, `/redo N` typed in an agent host: the user's command, not a turn.
+"""`/undo`, `/undo N`, `/redo`, `/redo N` typed in an agent host: the user's command, not a turn
+(`--merge` or, for undo, `--whole` after it: the ways out of a conflict).
 
 The hook performs it in the event's session (no question: the user asked), records no point, and
 answers with one line saying what came back, or why nothing did. A plugin command arrives with its
@@ -10,12 +11,17 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-_COMMAND = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s+(\d{1,4}))?\s*", re.IGNORECASE)
+from undostore.history.direction import Direction
+
+_COMMAND = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s+(\d{1,4}))?"
+                      r"(?:\s+--(merge|whole))?\s*", re.IGNORECASE)
 
 
 class HostCommand(NamedTuple):
-    step: str    # "undo" or "redo"
-    count: int   # how many steps (1 for a bare `/undo`)
+    direction: Direction
+    count: int            # how many steps (1 for a bare `/undo`)
+    merge: bool = False   # on a conflict: markers instead of refusing
+    whole: bool = False   # undo only: the whole folder back to the point
 
 
 def parse_command(prompt: object) -> HostCommand | None:
@@ -26,39 +32,54 @@ def parse_command(prompt: object) -> HostCommand | None:
     if match is None:
         return None
     count = int(match.group(2)) if match.group(2) else 1
-    return HostCommand(match.group(1).lower(), max(count, 1))
-
-
-def steps(workspace: Any, step: str, session: str, count: int) -> list[Any]:
-    """`count` undos or redos of `session` in one restore (one safety snapshot); the result
-    in a list."""
-    confirm = lambda plan: True  # noqa: E731 (the user typed the command: that is the yes)
-    do = workspace.undo if step == "undo" else workspace.redo
-    return [do(session, steps=count, confirm=confirm)]
+    how = (match.group(3) or "").lower()
+    return HostCommand(Direction(match.group(1).lower()), max(count, 1), how == "merge",
+                       how == "whole")
 
 
 def perform(workspace: Any, session: str | None, command: HostCommand) -> str:
     """Do `command` in `session`; the one line for the host to show."""
-    from undostore.errors import UndostoreError
+    from undostore.errors import ConflictError, UndostoreError
 
+    verb = command.direction.value
+    if command.whole and command.direction is Direction.REDO:
+        return "undostore: redo: --whole is for /undo; /redo applies the undone turns again"
     name = workspace.history_session(session or None)[0]
+    how: dict[str, Any] = {"steps": command.count, "merge": command.merge,
+                           "confirm": lambda plan: True}   # the user typed it: that is the yes
+    if command.direction is Direction.UNDO:
+        how["whole"] = command.whole
     try:
-        results = steps(workspace, command.step, name, command.count)
+        result = (workspace.undo if command.direction is Direction.UNDO
+                  else workspace.redo)(name, **how)
+    except ConflictError as err:
+        paths = getattr(err, "conflicts", None) or []
+        shown = ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")
+        return (f"undostore: {verb}: nothing changed: the turn overlaps later changes in "
+                f"{shown}; `/{verb} --merge` writes conflict markers"
+                + (", `/undo --whole` puts the whole folder back"
+                   if command.direction is Direction.UNDO else ""))
     except UndostoreError as err:
-        return f"undostore: {command.step}: {' '.join(str(err).split())}"
-    labels = [p.label or p.id[:12] for r in results for p in r.turns]
-    return _summary(command, name, labels, results)
+        return f"undostore: {verb}: {' '.join(str(err).split())}"
+    return summary(command, name, result)
 
 
-def _summary(command: HostCommand, session: str, labels: list[str], results: list[Any]) -> str:
-    touched = {path for r in results for path in (*r.created, *r.modified, *r.deleted)}
-    count = sum(len(r.turns) for r in results)
+def summary(command: HostCommand, session: str, result: Any) -> str:
+    """The one line: which turns came back or went, how many files, what stays to resolve."""
+    labels = [p.label or p.id[:12] for p in result.turns]
+    touched = {*result.created, *result.modified, *result.deleted}
+    count = len(result.turns)
     turns = f"{count} turns" if count > 1 else "the last turn"
     what = "; ".join(repr(label) for label in labels[:3]) + ("; ..." if len(labels) > 3 else "")
-    verb = "undid" if command.step == "undo" else "redid"
-    back = "/redo takes it back" if command.step == "undo" else "/undo takes it back"
-    warnings = [w for r in results for w in r.warnings]
+    undo = command.direction is Direction.UNDO
+    verb = ("undid" if undo else "redid") + (" (whole folder)" if result.whole else "")
+    back = f"/{command.direction.back.value} takes it back"
+    first = (f"undostore: finished {result.recovered} first; "
+             if result.recovered else "undostore: ")
+    conflicts = (f"; {len(result.conflicts)} file(s) left with conflict markers: "
+                 f"{', '.join(result.conflicts[:3])}" if result.conflicts else "")
+    warnings = result.warnings
     kept = (f"; {len(warnings)} warning(s), the first: {warnings[0].path!r}: "
             f"{' '.join(warnings[0].message.split())}" if warnings else "")  # one line
-    return (f"undostore: {verb} {turns} of session {session!r} ({what}): {len(touched)} "
-            f"file(s) changed, safety snapshot {results[0].safety[:12]}; {back}{kept}")
+    return (f"{first}{verb} {turns} of session {session!r} ({what}): {len(touched)} "
+            f"file(s) changed, safety snapshot {result.safety[:12]}; {back}{conflicts}{kept}")

@@ -140,17 +140,36 @@ def _diff(args: Args) -> list[str]:
     return ["diff", *_id(args, "from"), *_id(args, "to"), *(["--", *paths] if paths else [])]
 
 
-@tool("undo", "Put the files back as they were at the session's newest undo point "
-      "(takes back the last turn; `redo` takes the undo back).", kind=RESTORES,
-      session=SESSION, dry_run=DRY_RUN)
-def _undo(args: Args) -> list[str]:
-    return ["undo", "--yes", *_opt("--session", args.get("session")), *_dry(args)]
+MERGE = {"type": "boolean",
+         "description": "Where a turn overlaps a later change, write git-style conflict markers "
+                        "(the result is then an error listing `conflicts` to resolve) instead "
+                        "of refusing with nothing changed."}
 
 
-@tool("redo", "Take back the session's last undo.", kind=RESTORES, session=SESSION,
+@tool("undo", "Take back the session's last turn: each file it changed, merged 3-way against the "
+      "files now, so the user's and other sessions' later changes stay (`redo` applies it "
+      "again). A later change overlapping the turn's is refused with nothing changed, unless "
+      "`merge` or `whole`.", kind=RESTORES, session=SESSION, merge=MERGE,
+      whole={"type": "boolean",
+             "description": "Put the whole folder back to the turn's undo point instead (later "
+                            "changes too; a safety snapshot keeps them)."},
       dry_run=DRY_RUN)
+def _undo(args: Args) -> list[str]:
+    if args.get("merge") and args.get("whole"):
+        raise ToolInputError("undo takes `merge` or `whole`, not both")
+    return ["undo", "--yes", *_opt("--session", args.get("session")), *_dry(args),
+            *_flags(args, "merge", "whole")]
+
+
+@tool("redo", "Apply the session's last undone turn again, 3-way as undo takes it back.",
+      kind=RESTORES, session=SESSION, merge=MERGE, dry_run=DRY_RUN)
 def _redo(args: Args) -> list[str]:
-    return ["redo", "--yes", *_opt("--session", args.get("session")), *_dry(args)]
+    return ["redo", "--yes", *_opt("--session", args.get("session")), *_dry(args),
+            *_flags(args, "merge")]
+
+
+def _flags(args: Args, *names: str) -> list[str]:
+    return [f"--{name}" for name in names if args.get(name)]
 
 
 @tool("restore", "Make the project's files equal to one snapshot (any id from snapshot, log or "
@@ -247,7 +266,10 @@ def _restoring(call: Call, name: str, args: Args) -> dict[str, Any]:
                    on_progress=call.on_progress)
         if name in ("undo", "redo"):
             session = ws.history_session(args.get("session") or None)[0]
-            result = getattr(ws, name)(session, **run)
+            how = {"merge": bool(args.get("merge"))}
+            if name == "undo":
+                how["whole"] = bool(args.get("whole"))
+            result = getattr(ws, name)(session, **run, **how)
         elif name == "restore":
             result = ws.restore(_id(args, "id")[0], **run)
         else:
@@ -345,6 +367,13 @@ def call(global_args: list[str], name: str, args: Args,
                 code, payload = 0, _restoring(run, name, args)
             except UndostoreError as err:
                 code, payload = _failure(err)
+            if code == 0 and payload.get("conflicts") and not payload.get("dry_run"):
+                code = 3   # markers remain: not done until they are resolved (as the CLI)
+                payload["error"] = {
+                    "type": "ConflictMarkers", "path": None,
+                    "message": f"done, with conflict markers left in "
+                               f"{len(payload['conflicts'])} file(s) to resolve: "
+                               f"{', '.join(payload['conflicts'])}"}
         else:
             code, payload = run_command(run, spec.argv(args))
         if code == 0 and name == "diff" and args.get("format"):

@@ -142,8 +142,9 @@ def edit_lines(data: bytes, *changes: tuple[int, bytes | None]) -> bytes:
 def write_objects(store, objects: list[tuple[int, bytes]]) -> list[str]:  # noqa: ANN001
     """Put hand-made objects, (type number, body) each, into one new pack of `store` (a Store):
     their ids, for snapshots that name what was never stored. Not fsynced (a test's store)."""
-    from undostore.git.objects import hash_object
+    from undostore.git.objects import TREE, hash_object
     from undostore.git.packwriter import PackWriter
+    from undostore.store.recent import remember
 
     writer = PackWriter(store.pack_dir, durable=False)
     ids = []
@@ -152,6 +153,9 @@ def write_objects(store, objects: list[tuple[int, bytes]]) -> list[str]:  # noqa
         writer.add(type_num, sha, body)
         ids.append(sha.hex())
     writer.commit()
+    for (type_num, _body), sha in zip(objects, ids, strict=True):
+        if type_num == TREE:   # a hand-made tree stands for a snapshot handed out
+            remember(store.path, bytes.fromhex(sha))
     store.refresh()
     return ids
 

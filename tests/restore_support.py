@@ -17,6 +17,7 @@ from pathlib import Path
 
 from undostore.git.objects import BLOB, MODE_BYTES, TREE, hash_object, tree_sort_key
 from undostore.git.packwriter import PackWriter
+from undostore.store.recent import remember
 from undostore.store.store import Store
 
 IS_WINDOWS = sys.platform == "win32"
@@ -114,6 +115,7 @@ def craft_snapshot(store: Store, spec: Spec, *, sort: bool = True) -> str:
     root = build(spec)
     writer.commit()
     store.refresh()
+    remember(store.path, root)   # a crafted snapshot stands for one the store handed out
     return root.hex()
 
 

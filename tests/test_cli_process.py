@@ -56,9 +56,12 @@ def test_undo_loads_no_other_commands_module_nor_what_recording_a_point_needs(tr
     cli_modules = {m for m in modules if m.startswith("undostore_cli.cmd_")}
     # undo and redo live with the session commands; they show plans as restore does.
     assert cli_modules == {"undostore_cli.cmd_sessions", "undostore_cli.cmd_restore"}
+    # An undo merges its turn's files 3-way (diff.merge, and dulwich's tree parser where a
+    # folder changes), but makes no whole-tree diff, and reads packs itself.
     unneeded = [m for m in modules if m.startswith((
-        "dulwich", "mcp", "undostore.diff", "undostore.history.retention",
-        "undostore.history.gc", "undostore.history.usage", "undostore_cli.mcp_server"))]
+        "dulwich.pack", "dulwich.repo", "mcp", "undostore.diff.trees", "undostore.diff.patch",
+        "undostore.diff.renames", "undostore.history.retention", "undostore.history.gc",
+        "undostore.history.usage", "undostore_cli.mcp_server"))]
     assert unneeded == []
 
 

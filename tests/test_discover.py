@@ -85,7 +85,7 @@ def test_stderr_says_which_store_was_found_or_that_none_was(tree_factory, repo):
     assert quiet.stderr == "", "nothing to say when the root is the current folder"
 
 
-def test_a_moved_project_is_told_that_no_store_was_found(tmp_path):
+def test_a_moved_project_is_told_that_its_store_came_along(tmp_path):
     project = tmp_path / "old" / "proj"
     project.mkdir(parents=True)
     (project / "a.txt").write_text("a")
@@ -94,7 +94,7 @@ def test_a_moved_project_is_told_that_no_store_was_found(tmp_path):
     moved.parent.mkdir()
     project.rename(moved)
     result = run("snapshot", cwd=moved)
-    assert "no store found" in result.stderr and "new store" in result.stderr
+    assert "took its store along" in result.stderr and "new store" not in result.stderr
 
 
 def test_workspace_without_a_root_finds_it_the_same_way(repo, monkeypatch):

@@ -48,10 +48,12 @@ def test_a_safety_id_outlives_its_redo_entry_a_new_point_and_gc(tree_factory):
     (root / "a.txt").write_text("2")
     safety = js("undo", "-s", "a", "--yes", cwd=root)["safety"]
     assert files(root) == {"a.txt": "1"}
+    ok("snapshot", "-s", "a", cwd=root)            # a prompt: the redo chain stays
+    assert js("log", "-s", "a", cwd=root)["redo"]
     (root / "a.txt").write_text("3")
-    ok("snapshot", "-s", "a", cwd=root)            # clears the redo stack that listed it
+    ok("snapshot", "-s", "a", cwd=root)            # that turn changed a file: redo cleared
     cleared = [o for o in js("ops", cwd=root)["ops"] if o["op"] == "clear-redo"]
-    assert [o["id"] for o in cleared] == [safety]
+    assert [o.get("ids") for o in cleared] == [[safety]]   # the turn's after: the safety id
     ok("gc", cwd=root)
     ok("gc", "--grace", "3600", cwd=root)          # an hour's grace is no day: it still stays
     ok("restore", safety[:12], "--yes", cwd=root)  # the 12-hex form ops and log show
@@ -163,27 +165,61 @@ def test_status_tells_a_live_restore_from_one_a_dead_process_left(tree_factory):
 
 
 def test_a_moved_project_takes_its_history_along(tmp_path):
+    """No command needed: the first command in the new place (here the hook, as a host runs it
+    on the first prompt there) takes along the one store whose root is gone and whose files are
+    here, says so once, and every later command, the hook and the status line find it."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "a.txt").write_text("1")
+    (project / "src").mkdir()
+    (project / "src" / "m.py").write_text("m")
     ok("snapshot", "-s", "s", "--label", "first", cwd=project)
     (project / "a.txt").write_text("2")
     moved = tmp_path / "moved"
     shutil.move(str(project), str(moved))
-    first_look = run("snapshot", "-s", "s", cwd=moved)     # a new, empty store: it says so
-    assert first_look.returncode == 0
-    assert "no longer exists" in first_look.stderr and "undostore rebind" in first_look.stderr
-    listed = js("stores", cwd=moved)["stores"]
-    assert {(Path(s["root"]).name, s["root_exists"]) for s in listed} == {("project", False),
-                                                                          ("moved", True)}
-    ok("rebind", cwd=moved)
+    event = {"session_id": "s", "cwd": str(moved), "hook_event_name": "UserPromptSubmit",
+             "prompt": "second"}
+    first_look = run("hook", cwd=tmp_path, stdin=json.dumps(event))
+    assert first_look.returncode == 0, first_look.stderr
+    assert "this project moved here: took its store along" in first_look.stderr
+    again = run("log", "-s", "s", cwd=moved)
+    assert "moved here" not in again.stderr            # said once
     log = js("log", "-s", "s", cwd=moved)
-    assert [p["label"] for p in log["undo"]] == ["first"]
-    ok("undo", "-s", "s", "--yes", cwd=moved)
-    assert files(moved) == {"a.txt": "1"}
-    # The hook and the status line look where plain commands do.
+    assert [p["label"] for p in log["undo"]] == ["second", "first"]
+    ok("undo", "-s", "s", "--yes", cwd=moved)   # "first" changed a.txt; "second" nothing
+    assert files(moved) == {"a.txt": "1", "src/m.py": "m"}
     line = json.dumps({"session_id": "s", "cwd": str(moved)})
     assert ok("status", cwd=tmp_path, stdin=line).stdout == "undo:0 redo:1\n"
     stores = js("stores", cwd=moved)["stores"]
-    assert [Path(s["root"]).name for s in stores if s["root_exists"]].count("moved") == 2
-    assert not [s for s in stores if not s["root_exists"]]   # the old one moved, set aside
+    assert [(Path(s["root"]).name, s["root_exists"]) for s in stores] == [("moved", True)]
+
+
+def test_two_moved_projects_that_both_match_are_named_not_guessed(tmp_path):
+    """Two copies of one project, both gone: the files here match both, so neither is taken;
+    a project of the same names but other contents matches neither."""
+    for name in ("one", "two"):
+        project = tmp_path / name
+        (project / "src").mkdir(parents=True)
+        (project / "a.txt").write_text("the same project\n")
+        (project / "src" / "m.py").write_text("print()\n")
+        ok("snapshot", cwd=project)
+    for name in ("one", "two"):
+        shutil.rmtree(tmp_path / name)
+    other = tmp_path / "other"
+    (other / "src").mkdir(parents=True)
+    (other / "a.txt").write_text("another project\n")
+    (other / "src" / "m.py").write_text("pass\n")
+    alone = run("snapshot", cwd=other)
+    assert alone.returncode == 0 and "took its store along" not in alone.stderr
+    assert "several stores" not in alone.stderr
+    here = tmp_path / "here"
+    (here / "src").mkdir(parents=True)
+    (here / "a.txt").write_text("the same project\n")
+    (here / "src" / "m.py").write_text("print()\n")
+    first = run("snapshot", cwd=here)
+    assert first.returncode == 0
+    assert "several stores of moved projects match" in first.stderr
+    assert "`undostore --store PATH rebind`" in first.stderr
+    stores = js("stores", cwd=here)["stores"]
+    assert sorted((Path(s["root"]).name, s["root_exists"]) for s in stores) == [
+        ("here", True), ("one", False), ("other", True), ("two", False)]

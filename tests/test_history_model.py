@@ -1,11 +1,14 @@
-"""The history against a reference model, through the real CLI (hypothesis stateful testing, as
-jj tests its working copy): sessions, undo points, redo stacks and the day-long rule.
+"""The history against the reference model (tests/history_reference.py), through real CLI and
+hook processes (hypothesis stateful testing, as jj tests its working copy): the user and three
+conversations in one folder, each owning some files and sharing others.
 
-Random sequences of edits, host prompts (a point per prompt, `/undo` and `/redo` prompts too),
-undo, redo, restore of any id handed out, revert of a turn, gc, a size cap, and a day passing,
-each a real `undostore` process on a temp store. After every step: the files are what the model
-says, each session's log is the model's (labels and the files each entry stands for), and every
-id handed out within the day (or listed by a journal) still holds exactly the files it named, by
+Random sequences of user edits, host turns (the prompt's hook, the agent's edits, the after-turn
+hook), `/undo`, `/undo 2` and `/redo` typed in the host, CLI `undo N`, `undo --to` and `redo`,
+restore of any id handed out, revert of a turn, gc, a size cap, and a day passing, each a real
+`undostore` process on a temp store. After every step: the files are the model's (an undo or
+redo changed only its own turns' changes; an overlap refused with every file as it was), each
+session's journal is the model's turn by turn (label, the files before and after), and every id
+handed out within the day (or listed by a journal) still holds exactly the files it named, by
 its full id and its 12-hex form; only an `evict` op of the size cap may take one earlier.
 """
 
@@ -18,10 +21,9 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, currently_in_test_context, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -30,28 +32,23 @@ from undostore.store import oplog, recent
 from undostore.store.framing import write_framed
 
 from .conftest import Cli
+from .history_reference import Files, History, Refused, revert
 
 DAY = 86400.0
-Files = dict[str, str]
 
 
-@dataclass
-class Entry:
-    files: Files
-    label: str
-
-
-@dataclass
-class Session:
-    undo: list[Entry] = field(default_factory=list)     # oldest first
-    redo: list[Entry] = field(default_factory=list)     # next redo last
-    landed: Files | None = None                         # what the last undo or redo left
+def _event(text: str) -> None:
+    """A statistic of the random runs (`--hypothesis-show-statistics`); the spelled-out test
+    below runs the same rules outside hypothesis."""
+    if currently_in_test_context():
+        event(text)
+OWN = {"one": ("a.txt", "shared.txt"), "two": ("d/b.txt", "shared.txt"), "three": ("c.txt",)}
 
 
 class HistoryModel(RuleBasedStateMachine):
     LIMIT = 5
-    PATHS = ("a.txt", "d/b.txt")
-    SESSIONS = ("one", "two")
+    PATHS = ("a.txt", "d/b.txt", "c.txt", "shared.txt")
+    SESSIONS = ("one", "two", "three")
 
     def __init__(self) -> None:
         super().__init__()
@@ -63,23 +60,37 @@ class HistoryModel(RuleBasedStateMachine):
                     "UNDOSTORE_FSMONITOR": "off"}
         self.env.pop("UNDOSTORE_SESSION", None)
         self.env.pop("UNDOSTORE_STORE", None)
-        self.disk: Files = {}
-        self.sessions = {name: Session() for name in self.SESSIONS}
+        self.model = History(self.LIMIT)
+        self.running: set[str] = set()          # conversations in a turn (no after-turn yet)
         self.named: dict[str, Files] = {}       # every id handed out: the files it stands for
         self.due: dict[str, float] = {}         # ... and until when it must stay (model clock)
         self.clock = 0.0                        # model time: real time plus the days passed
         self.prompts = 0
         self.capped: set[str] = set()           # ids an eviction by the size cap let go
 
+    @property
+    def disk(self) -> Files:
+        return self.model.disk
+
     def teardown(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    # --- running the CLI -----
+    # --- running the CLI and the hook -----
 
-    def cli(self, *args: str, code: int = 0) -> dict:
+    def cli(self, *args: str, code: int | None = 0) -> dict:
         done = Cli().run(*args, "--json", cwd=self.root, env=self.env)
-        assert done.returncode == code, (args, done.stdout, done.stderr)
+        assert code is None or done.returncode == code, (args, done.stdout, done.stderr)
         return json.loads(done.stdout)
+
+    def hook(self, session: str, event: str, prompt: str | None = None) -> str:
+        """A Claude Code hook event; the `/undo` answer's line, if any."""
+        doc = {"session_id": session, "cwd": str(self.root), "hook_event_name": event,
+               "transcript_path": str(self.root / "t.jsonl")}
+        if prompt is not None:
+            doc["prompt"] = prompt
+        done = Cli().run("hook", cwd=self.root, env=self.env, input=json.dumps(doc))
+        assert done.returncode == 0, (session, event, prompt, done.stdout, done.stderr)
+        return json.loads(done.stdout)["reason"] if done.stdout.strip() else ""
 
     def hand_out(self, sha: str | None, files: Files) -> None:
         if sha:
@@ -89,10 +100,11 @@ class HistoryModel(RuleBasedStateMachine):
     def now(self) -> float:
         return time.time() + self.clock
 
-    def let_go(self, entries: list[Entry]) -> None:
-        """Entries that left a journal must stay a day from now."""
-        for entry in entries:
-            self.hand_out(self.id_of(entry.files), entry.files)
+    def let_go_now(self) -> None:
+        """States that left a journal must stay a day from now."""
+        for files in self.model.let_go:
+            self.hand_out(self.id_of(files), files)
+        self.model.let_go.clear()
 
     def id_of(self, files: Files) -> str | None:
         for sha, named in self.named.items():
@@ -100,23 +112,14 @@ class HistoryModel(RuleBasedStateMachine):
                 return sha
         return None
 
-    # --- the model's rules (history/journal.py) -----
-
-    def record(self, session: Session, label: str) -> bool:
-        if session.undo and session.undo[-1].files == self.disk:
-            return False
-        if self.disk != session.landed:
-            self.let_go(session.redo)
-            session.redo, session.landed = [], None
-        session.undo.append(Entry(dict(self.disk), label))
-        self.let_go(session.undo[:-self.LIMIT])
-        del session.undo[:-self.LIMIT]
-        return True
-
     # --- rules -----
 
     @rule(path=st.sampled_from(PATHS), content=st.sampled_from(["x", "y", "zz", None]))
     def edit(self, path: str, content: str | None) -> None:
+        """The user edits any file, at any time."""
+        self.write(path, content)
+
+    def write(self, path: str, content: str | None) -> None:
         disk = self.root / path
         if content is None:
             disk.unlink(missing_ok=True)
@@ -126,48 +129,85 @@ class HistoryModel(RuleBasedStateMachine):
             disk.write_text(content)
             self.disk[path] = content
 
-    @rule(name=st.sampled_from(SESSIONS), text=st.sampled_from(["task", "/undo", "/redo"]))
-    def prompt(self, name: str, text: str) -> None:
-        """A host records a point for every prompt, the user's `/undo` and `/redo` too."""
+    @rule(name=st.sampled_from(SESSIONS), edits=st.lists(
+        st.tuples(st.integers(0, 1), st.sampled_from(["x", "y", "zz", None])), max_size=2),
+        ends=st.sampled_from([True, True, False]))
+    def host_turn(self, name: str, edits: list[tuple[int, str | None]], ends: bool) -> None:
+        """A prompt (the hook records a point), the agent's edits to its own files, and mostly
+        the after-turn hook."""
         self.prompts += 1
-        label = f"{text} {self.prompts}"
-        done = self.cli("snapshot", "--session", name, "--label", label)
-        self.hand_out(done["id"], self.disk)
-        assert done["recorded"] == self.record(self.sessions[name], label)
+        label = f"task {self.prompts}"
+        self.hook(name, "UserPromptSubmit", label)
+        self.model.point(name, label)
+        self.running.add(name)
+        for which, content in edits:
+            own = OWN[name]
+            self.write(own[which % len(own)], content)
+        if ends:
+            self.hook(name, "Stop")
+            self.model.end_turn(name)
+            self.running.discard(name)
+        self.let_go_now()
 
-    @rule(name=st.sampled_from(SESSIONS))
-    def undo(self, name: str) -> None:
-        session = self.sessions[name]
-        skip = 0
-        while skip < len(session.undo) and session.undo[-1 - skip].files == self.disk:
-            skip += 1
-        if skip == len(session.undo):
-            self.cli("undo", "--session", name, "--yes", code=2)
+    @rule(name=st.sampled_from(SESSIONS), command=st.sampled_from(["/undo", "/undo 2", "/redo"]))
+    def typed_in_the_host(self, name: str, command: str) -> None:
+        """The user's `/undo` in the host: done by the hook, no point recorded."""
+        count = int(command.split()[1]) if " " in command else 1
+        before = dict(self.disk)
+        try:
+            self.model.step(name, command.startswith("/undo"), count)
+        except Refused as refused:
+            _event(f"{command} in the host refused ({refused.code})")
+            line = self.hook(name, "UserPromptSubmit", command)
+            assert line.startswith(f"undostore: {command[1:5]}: ")
+            if refused.code == 3:
+                assert "nothing changed" in line
             return
-        done = self.cli("undo", "--session", name, "--yes")
-        self.hand_out(done["safety"], self.disk)
-        del session.undo[len(session.undo) - skip:]
-        undone = session.undo.pop()
-        session.redo.append(Entry(dict(self.disk), undone.label))
-        self.disk = dict(undone.files)
-        session.landed = dict(undone.files)
-        self.let_go([undone])
+        _event(f"{command} in the host done")
+        line = self.hook(name, "UserPromptSubmit", command)
+        assert "safety snapshot" in line, line
+        (op, *_) = [o for o in self.cli("ops", "--session", name)["ops"]
+                    if o["op"] in ("undo", "redo")]
+        self.hand_out(op["safety"], before)
+        self.running.discard(name)
+        self.let_go_now()
 
-    @rule(name=st.sampled_from(SESSIONS))
-    def redo(self, name: str) -> None:
-        session = self.sessions[name]
-        if not session.redo:
-            self.cli("redo", "--session", name, "--yes", code=2)
+    @rule(name=st.sampled_from(SESSIONS), undo=st.booleans(), count=st.sampled_from([1, 1, 2]))
+    def cli_step(self, name: str, undo: bool, count: int) -> None:
+        command = "undo" if undo else "redo"
+        before = dict(self.disk)
+        try:
+            self.model.step(name, undo, count)
+        except Refused as refused:
+            _event(f"cli {command} refused ({refused.code})")
+            self.cli(command, str(count), "--session", name, "--yes", code=refused.code)
             return
-        done = self.cli("redo", "--session", name, "--yes")
-        self.hand_out(done["safety"], self.disk)
-        entry = session.redo.pop()
-        if session.undo and session.undo[-1].files == self.disk:
-            self.let_go([session.undo.pop()])
-        session.undo.append(Entry(dict(self.disk), entry.label))
-        self.disk = dict(entry.files)
-        session.landed = dict(entry.files)
-        self.let_go([entry])
+        _event(f"cli {command} done")
+        done = self.cli(command, str(count), "--session", name, "--yes")
+        if done["safety"]:
+            self.hand_out(done["safety"], before)
+        self.running.discard(name)
+        self.let_go_now()
+
+    @rule(name=st.sampled_from(SESSIONS), data=st.data())
+    def cli_undo_to(self, name: str, data: st.DataObject) -> None:
+        turns = self.model.session(name).undo
+        if not turns:
+            return
+        turn = data.draw(st.sampled_from(turns))
+        sha = self.id_of(turn.before)
+        if sha is None:
+            return
+        before = dict(self.disk)
+        try:
+            self.model.step(name, True, to=turn.before)
+        except Refused as refused:
+            self.cli("undo", "--to", sha[:12], "--session", name, "--yes", code=refused.code)
+            return
+        done = self.cli("undo", "--to", sha[:12], "--session", name, "--yes")
+        self.hand_out(done["safety"], before)
+        self.running.discard(name)
+        self.let_go_now()
 
     @precondition(lambda self: self.named)
     @rule(data=st.data(), name=st.sampled_from(SESSIONS))
@@ -177,29 +217,33 @@ class HistoryModel(RuleBasedStateMachine):
         if self.named[sha] == self.disk:
             return   # nothing to change: no safety snapshot, no point
         self.hand_out(done["safety"], self.disk)
-        self.record(self.sessions[name], f"before restore {sha[:12]}")
-        self.disk = dict(self.named[sha])
+        self.model.restored(name, f"before restore {sha[:12]}", self.named[sha])
+        self.let_go_now()
 
-    @precondition(lambda self: any(s.undo for s in self.sessions.values()))
     @rule(name=st.sampled_from(SESSIONS))
     def revert_the_last_turn_then_undo_it(self, name: str) -> None:
-        """A revert is recorded as a point of its own: the next undo takes back exactly it."""
-        session = self.sessions[name]
+        """A revert is recorded as a turn of its own: the next undo takes back exactly it."""
+        session = self.model.session(name)
         if not session.undo:
             return
-        point = self.id_of(session.undo[-1].files)
-        assert point is not None
+        turn = session.undo[-1]
+        point = self.id_of(turn.before)
+        if point is None:
+            return
+        end = turn.after if turn.after is not None else self.disk
+        target, conflicts = revert(turn.before, end, self.disk)
+        if conflicts:
+            self.cli("revert", point, "--session", name, "--yes", code=3)
+            return
         before = dict(self.disk)
-        done = self.cli("revert", point, "--session", name, "--merge", "--yes")
-        after = {p.relative_to(self.root).as_posix(): p.read_text()
-                 for p in self.root.rglob("*") if p.is_file()}
-        if after == before:
+        done = self.cli("revert", point, "--session", name, "--yes")
+        if target == before:
             return
         self.hand_out(done["safety"], before)
-        self.record(session, f"before revert {point[:12]}")
-        self.disk = after
-        self.hand_out(done["target"], after)
-        self.undo(name)
+        self.model.restored(name, f"before revert {point[:12]}", target)
+        self.hand_out(done["target"], target)
+        self.let_go_now()
+        self.cli_step(name, True, 1)
         assert self.disk == before
 
     @precondition(lambda self: self.named)
@@ -215,16 +259,18 @@ class HistoryModel(RuleBasedStateMachine):
         finally:
             del self.env["UNDOSTORE_MAX_STORE_MB"]
         self.hand_out(done["id"], self.disk)
-        assert done["recorded"] == self.record(self.sessions[name], label)
+        assert done["recorded"] == self.model.point(name, label)
+        self.running.discard(name)
+        self.let_go_now()
         for op in self.cli("ops")["ops"]:
             if op["op"] != "evict" or (op["time"], op["id"]) in seen:
                 continue
             assert op["reason"] == "max_store_mb"
-            session = self.sessions[op["session"]]
-            (gone,) = [e for e in session.undo if e.label == op["label"].rsplit(" (", 1)[0]]
+            session = self.model.session(op["session"])
+            (gone,) = [t for t in session.undo if t.label == op["label"].rsplit(" (", 1)[0]]
             assert gone is not session.undo[-1]      # the newest point of a session stays
             session.undo.remove(gone)
-            self.capped.add(op["id"])
+            self.capped.update(op.get("ids") or [op["id"]])
 
     @rule()
     def collect_garbage(self) -> None:
@@ -262,13 +308,7 @@ class HistoryModel(RuleBasedStateMachine):
         return sha not in self.capped and self.due.get(sha, 0.0) > self.now()
 
     def listed(self) -> set[str]:
-        out = set()
-        for session in self.sessions.values():
-            for entry in (*session.undo, *session.redo):
-                sha = self.id_of(entry.files)
-                if sha:
-                    out.add(sha)
-        return out
+        return {sha for files in self.model.listed() if (sha := self.id_of(files))}
 
     @invariant()
     def files_are_the_models(self) -> None:
@@ -278,18 +318,26 @@ class HistoryModel(RuleBasedStateMachine):
 
     @invariant()
     def logs_are_the_models(self) -> None:
-        if not self.named:
+        if not Path(self.env["UNDOSTORE_HOME"], "stores").exists():
             return
         with Workspace(self.root, self.store_path()) as ws:
-            for name, session in self.sessions.items():
+            for name, session in self.model.sessions.items():
                 log = ws.log(name)
-                assert [p.label for p in log.undo] == [e.label for e in reversed(session.undo)]
-                assert [p.label for p in log.redo] == [e.label for e in reversed(session.redo)]
-                for point, entry in zip(log.undo + log.redo,
-                                        [*reversed(session.undo), *reversed(session.redo)],
-                                        strict=True):
-                    assert self.named.get(point.id, entry.files) == entry.files
-                    self.named.setdefault(point.id, dict(entry.files))
+                for points, turns in ((log.undo, list(reversed(session.undo))),
+                                      (log.redo, list(reversed(session.redo)))):
+                    assert [p.label for p in points] == [t.label for t in turns]
+                    for point, turn in zip(points, turns, strict=True):
+                        self.know(ws, point.id, turn.before)
+                        assert (point.after is None) == (turn.after is None)
+                        if point.after is not None and turn.after is not None:
+                            self.know(ws, point.after, turn.after)
+
+    def know(self, ws: Workspace, sha: str, files: Files) -> None:
+        """A listed id: the model's files, the store's too."""
+        assert self.named.setdefault(sha, dict(files)) == files, sha
+        stored = {path: ws.store.read_blob(blob).decode()
+                  for path, _mode, blob in ws.store.iter_tree_files(bytes.fromhex(sha))}
+        assert stored == files, sha
 
     @invariant()
     def every_id_handed_out_within_the_day_holds_its_files(self) -> None:
@@ -318,13 +366,12 @@ def test_an_entry_a_journal_lets_go_a_day_later_stays_a_day_from_then():
     model = HistoryModel()
     try:
         model.edit("a.txt", "x")
-        model.prompt("one", "task")
-        model.edit("a.txt", "y")
-        model.undo("one")
+        model.host_turn("one", [(0, "y")], ends=True)
+        model.cli_step("one", True, 1)
         model.a_day_passes()
         model.every_id_handed_out_within_the_day_holds_its_files()
         model.edit("a.txt", "zz")
-        model.prompt("one", "task")          # clears the day-old redo entry
+        model.host_turn("one", [(1, "x")], ends=True)   # changed a file: clears the redo
         model.collect_garbage()
         model.every_id_handed_out_within_the_day_holds_its_files()
         model.a_day_passes()                 # a day after it was let go: gc may take it now

@@ -1,5 +1,5 @@
-"""The per-session journal: names safe as file names everywhere, the cap, redo clearing, and
-damaged journals set aside (salvaged, never a raw warning) instead of a crash."""
+"""The per-session journal: names safe as file names everywhere, the cap, turn ends, redo
+clearing, and damaged journals set aside (salvaged, never a raw warning) instead of a crash."""
 
 from __future__ import annotations
 
@@ -70,40 +70,71 @@ def test_foreign_file_names_are_not_sessions():
         assert decode_name(foreign) is None
 
 
-def test_recording_clears_redo_and_cap_drops_oldest():
+def test_a_turn_that_changed_files_clears_redo_once_its_end_is_known_and_cap_drops_oldest():
     journal = Journal("s")
     for i, sha in enumerate((SHA_A, SHA_B, SHA_C)):
+        journal.close_turn(sha, final=True)
         journal.record(Point(sha, float(i), f"p{i}"), limit=2)
     assert [p.id for p in journal.undo] == [SHA_B, SHA_C]
-    undone = journal.take_undo()
-    journal.push_redo(undone, SHA_A, now=10.0)
-    assert journal.redo[-1].id == SHA_A and journal.redo[-1].label == "p2"
-    journal.record(Point(SHA_A, 11.0), limit=2)
+    assert journal.undo[0].after == SHA_C and journal.undo[0].ended
+    journal.redo.append(journal.undo.pop())
+    journal.record(Point(SHA_A, 11.0), limit=2)           # a prompt: the chain stays
+    assert [p.id for p in journal.redo] == [SHA_C]
+    assert journal.close_turn(SHA_A, final=False) == []   # a turn that changed nothing
+    assert journal.redo and journal.undo[-1].after == SHA_A and not journal.undo[-1].ended
+    journal.undo[-1] = Point(SHA_A, 11.0)                 # open again
+    journal.close_turn(SHA_B, final=False)                # another session's point ends it
     assert journal.redo == []
+    assert journal.close_turn(SHA_C, final=True) == []    # the host's own end replaces it
+    assert (journal.undo[-1].after, journal.undo[-1].ended) == (SHA_C, True)
+    journal.close_turn(SHA_A, final=True)                 # nothing replaces a final end
+    assert journal.undo[-1].after == SHA_C
     assert journal.recorded == 4
 
 
-def test_redo_brings_back_label_meta_and_first_time():
+def test_a_turn_keeps_label_meta_time_and_ends_on_the_redo_stack_and_back():
     journal = Journal("s")
     journal.record(Point(SHA_A, 5.0, "turn", {"messages": 7}), limit=50)
-    undone = journal.take_undo()
-    journal.push_redo(undone, SHA_B, now=9.0)
-    journal.push_back(journal.take_redo(), SHA_C)
+    journal.close_turn(SHA_B, final=True)
+    journal.redo.append(journal.undo.pop())
+    journal.undo.append(journal.redo.pop())
     point = journal.undo[-1]
-    assert (point.id, point.time, point.label, dict(point.meta)) == (SHA_C, 5.0, "turn",
-                                                                      {"messages": 7})
+    assert (point.id, point.after, point.time, point.label, dict(point.meta)) == (
+        SHA_A, SHA_B, 5.0, "turn", {"messages": 7})
 
 
 def test_journal_survives_a_save_and_load(tmp_path):
     store = Store(str(tmp_path / "store"))
     journal = Journal("agent")
     journal.record(Point(SHA_A, 1.5, "first", {"n": 1, "nested": {"x": [1, 2]}}), limit=50)
+    journal.close_turn(SHA_C, final=False)
     journal.record(Point(SHA_B, 2.5, None), limit=50)
-    journal.push_redo(journal.take_undo(), SHA_C, now=3.0)
+    journal.close_turn(SHA_C, final=True)
+    journal.redo.append(journal.undo.pop())
     save(store, journal)
     again = load(store, "agent")
     assert again == journal
     assert session_names(store) == ["agent"]
+
+
+def test_a_journal_of_format_1_keeps_its_turns_and_names_its_redo_states_in_ops(tmp_path):
+    """Before turns were kept whole, a redo entry was the state an undo left: such entries go
+    to the operation log (restorable for a day) the first time the journal is written."""
+    import json
+
+    from undostore.store import oplog
+
+    store = Store(str(tmp_path / "store"))
+    old = {"format": 1, "session": "s", "recorded": 1, "last_step": "", "landed": "",
+           "undo": [{"id": SHA_A, "time": 1.0, "label": "one", "meta": {}, "after": SHA_B}],
+           "redo": [{"id": SHA_C, "time": 2.0, "label": "two", "meta": {}, "recorded": 1.5}]}
+    write_framed(journal_path(store, "s"), b"JRNL", json.dumps(old).encode())
+    journal = load(store, "s")
+    assert [(p.id, p.after) for p in journal.undo] == [(SHA_A, SHA_B)] and journal.redo == []
+    assert SHA_C in journal.ids()
+    save(store, journal)
+    assert [(o.op, o.id) for o in oplog.read(store.path)] == [("clear-redo", SHA_C)]
+    assert SHA_C not in load(store, "s").ids()
 
 
 def test_metadata_that_is_not_json_is_refused():

@@ -202,13 +202,14 @@ def test_an_undo_killed_at_any_step_still_moves_its_point_to_redo(tree_factory, 
         proc = spawn(UNDO, str(root), stall_at=k, marker=marker)
         if not run_until_stall(proc, marker):
             log = Workspace(root).log("s")
-            assert [p.id for p in log.redo] == [snap_b] and not log.undo
+            assert [(p.id, p.after) for p in log.redo] == [(snap_a, snap_b)] and not log.undo
             break
         if k % 2:   # the next command finishes the undo, files and history
             ws = Workspace(root)
             assert ws.snapshot().id == snap_a, f"step {k}"
             log = ws.log("s")
-            assert [p.id for p in log.redo] == [snap_b], f"step {k}: redo lost the state"
+            assert [(p.id, p.after) for p in log.redo] == [(snap_a, snap_b)], \
+                f"step {k}: redo lost the turn"
             assert not log.undo, f"step {k}"
             assert ws.redo("s").target == snap_b
             assert ws.snapshot().id == snap_b

@@ -1,6 +1,7 @@
 """The MCP `revert` tool, driven by the official SDK's stdio client in a real server process:
-one turn taken back with later edits kept, conflicts a tool error unless `merge`, and the
-revert listed by the `ops` tool. Skipped without the `undostore[mcp]` extra."""
+one turn taken back with later edits kept, conflicts a tool error (refused, or with `merge`
+markers left to resolve), and the revert listed by the `ops` tool. Skipped without the
+`undostore[mcp]` extra."""
 
 from __future__ import annotations
 
@@ -36,8 +37,8 @@ def test_revert_tool_takes_back_one_turn_and_names_conflicts(tree_factory):
         clean = (root / "a.txt").read_bytes().decode()
         write(_edit(LINES, 3, "user"))   # the same line the turn changed
         refused = await client.call_tool("revert", {"from": first["id"], "to": second["id"]})
-        merged = payload(await client.call_tool("revert", {"from": first["id"],
-                                                           "to": second["id"], "merge": True}))
+        merged = await client.call_tool("revert", {"from": first["id"], "to": second["id"],
+                                                   "merge": True})
         ops = payload(await client.call_tool("ops", {}))
         return reverted, clean, refused, merged, ops
 
@@ -45,6 +46,9 @@ def test_revert_tool_takes_back_one_turn_and_names_conflicts(tree_factory):
     assert reverted["conflicts"] == [] and reverted["modified"] == ["a.txt"]
     assert clean == _edit(LINES, 25, "turn 2")
     assert refused.is_error and "a.txt" in refused.content[0].text
+    # Done, with markers left: a tool error (never "done") whose result lists them.
+    assert merged.is_error and "conflict markers" in merged.content[0].text
+    merged = merged.structured_content
     assert merged["conflicts"] == ["a.txt"]
     assert "<<<<<<< files now\nuser\n=======\nline 3\n>>>>>>>" in (root / "a.txt").read_text()
     reverts = [o for o in ops["ops"] if o["op"] == "revert"]

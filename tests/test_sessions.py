@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
-from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from undostore import Workspace
-from undostore.errors import ConfirmationNeeded, IncompleteSnapshotError, UsageError
+from undostore.errors import ConfirmationNeeded, ConflictError, IncompleteSnapshotError, UsageError
 from undostore.history.anchors import anchored_sessions, held, session_dir
-from undostore.history.verify import verify
 
 
 def _write(root: Path, name: str, text: str) -> None:
@@ -224,16 +218,16 @@ def test_undo_restores_the_newest_point_and_redo_takes_it_back(tree_factory):
     assert sorted(undone.modified + undone.deleted) == ["a.txt", "new.txt"]
     log = ws.log("s")
     assert log.undo == [] and [p.label for p in log.redo] == ["turn 1"]
-    assert log.redo[0].id == undone.safety
-    assert held(ws.store, "s") == {undone.safety}
+    (turn,) = log.redo
+    assert (turn.after, undone.target) == (undone.safety, turn.id)   # the turn, before -> after
+    assert held(ws.store, "s") == {turn.id, undone.safety}
 
     redone = ws.redo("s")
 
     assert _files(root) == {"a.txt": "after turn 1", "new.txt": "made by the agent"}
     assert redone.target == undone.safety
     log = ws.log("s")
-    assert [p.label for p in log.undo] == ["turn 1"] and log.redo == []
-    assert log.undo[0].id == redone.safety   # the files at "turn 1", unchanged in between
+    assert log.undo == [turn] and log.redo == []   # the same turn, back on the undo stack
 
 
 def test_dry_run_and_declined_confirmation_change_nothing(tree_factory):
@@ -250,17 +244,23 @@ def test_dry_run_and_declined_confirmation_change_nothing(tree_factory):
     assert _files(root) == {"a.txt": "2"}
 
 
-def test_redo_after_editing_keeps_the_edits_one_undo_away(tree_factory):
-    root = tree_factory({"a.txt": "1"})
+def test_redo_keeps_a_later_edit_elsewhere_and_refuses_one_that_overlaps(tree_factory):
+    root = tree_factory({"a.txt": "1", "b.txt": "b"})
     ws = Workspace(root)
     ws.snapshot(session="s", label="p")
     _write(root, "a.txt", "2")
     ws.undo("s")
-    _write(root, "a.txt", "edited after the undo")
+    _write(root, "b.txt", "the user's edit after the undo")
     ws.redo("s")
-    assert _files(root) == {"a.txt": "2"}
+    assert _files(root) == {"a.txt": "2", "b.txt": "the user's edit after the undo"}
     ws.undo("s")
-    assert _files(root) == {"a.txt": "edited after the undo"}
+    _write(root, "a.txt", "edited after the undo")
+    before = (ws.log("s"), _files(root))
+    with pytest.raises(ConflictError, match=r"a\.txt \(turn 'p'; changed since by someone"):
+        ws.redo("s")
+    assert (ws.log("s"), _files(root)) == before
+    merged = ws.redo("s", merge=True)
+    assert merged.conflicts == ["a.txt"] and "<<<<<<<" in (root / "a.txt").read_text()
 
 
 def test_gc_keeps_what_redo_needs(tree_factory):
@@ -289,129 +289,8 @@ def test_cli_undo_and_redo_need_yes_without_a_terminal(tree_factory, cli):
                                                "deleted"}
     assert _files(root) == {"a.txt": "1"}
     redone = cli.run("redo", "--session", "s", "--yes", root=root)
-    assert redone.returncode == 0 and redone.stdout.startswith("redo: forward to ")
+    assert redone.returncode == 0 and redone.stdout.startswith("redo: applied again ")
     assert _files(root) == {"a.txt": "2"}
     assert cli.run("redo", "--session", "s", "--yes", root=root).returncode == 2
 
 
-class UndoRedoModel(RuleBasedStateMachine):
-    """The library against a reference model: the files on disk, the undo list (oldest first)
-    and the redo stack, each entry the files it stands for and its label."""
-
-    LIMIT = 4
-    PATHS = ("a.txt", "d/b.txt")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tmp = tempfile.mkdtemp(prefix="undostore-model-")
-        self.root = Path(self.tmp) / "root"
-        self.root.mkdir()
-        os.environ["UNDOSTORE_UNDO_LIMIT"] = str(self.LIMIT)
-        os.environ["UNDOSTORE_GC_EVERY"] = "0"
-        self.ws = Workspace(self.root, Path(self.tmp) / "store")
-        self.disk: dict[str, str] = {}
-        self.undo_list: list[tuple[dict[str, str], str]] = []
-        self.redo_list: list[tuple[dict[str, str], str]] = []
-        self.landed: dict[str, str] | None = None   # the files the last undo or redo left
-        self.labels = 0
-
-    def teardown(self) -> None:
-        self.ws.close()
-        os.environ.pop("UNDOSTORE_UNDO_LIMIT", None)
-        os.environ.pop("UNDOSTORE_GC_EVERY", None)
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    @rule(path=st.sampled_from(PATHS), content=st.sampled_from(["x", "y", "zz", None]))
-    def edit(self, path: str, content: str | None) -> None:
-        disk = self.root / path
-        if content is None:
-            if disk.exists():
-                disk.unlink()
-            self.disk.pop(path, None)
-        else:
-            disk.parent.mkdir(parents=True, exist_ok=True)
-            disk.write_text(content)
-            self.disk[path] = content
-
-    @rule()
-    def record(self) -> None:
-        self.labels += 1
-        label = f"point {self.labels}"
-        result = self.ws.snapshot(session="s", label=label)
-        if self.undo_list and self.undo_list[-1][0] == self.disk:
-            assert not result.recorded  # equal to the newest point: nothing recorded
-            return
-        assert result.recorded
-        self.undo_list.append((dict(self.disk), label))
-        del self.undo_list[:-self.LIMIT]
-        if self.disk != self.landed:   # files the last undo or redo left keep the redo stack
-            self.redo_list.clear()
-            self.landed = None
-
-    @precondition(lambda self: self.undo_list)
-    @rule()
-    def undo(self) -> None:
-        skip = 0  # points equal to the files now are passed over: undo always changes files
-        while skip < len(self.undo_list) and self.undo_list[-1 - skip][0] == self.disk:
-            skip += 1
-        if skip == len(self.undo_list):
-            with pytest.raises(UsageError, match="already equal"):
-                self.ws.undo("s")
-            return
-        result = self.ws.undo("s")
-        assert result.changed
-        del self.undo_list[len(self.undo_list) - skip:]
-        files, label = self.undo_list.pop()
-        self.redo_list.append((dict(self.disk), label))
-        self.disk = dict(files)
-        self.landed = dict(files)
-
-    @precondition(lambda self: self.redo_list)
-    @rule()
-    def redo(self) -> None:
-        self.ws.redo("s")
-        files, label = self.redo_list.pop()
-        if self.undo_list and self.undo_list[-1][0] == self.disk:
-            self.undo_list.pop()   # a point recorded for these same files gives way
-        self.undo_list.append((dict(self.disk), label))
-        self.disk = dict(files)
-        self.landed = dict(files)
-
-    @precondition(lambda self: not self.undo_list)
-    @rule()
-    def undo_with_nothing_to_undo(self) -> None:
-        with pytest.raises(UsageError):
-            self.ws.undo("s")
-
-    @precondition(lambda self: not self.redo_list)
-    @rule()
-    def redo_with_nothing_to_redo(self) -> None:
-        with pytest.raises(UsageError):
-            self.ws.redo("s")
-
-    @rule()
-    def collect_garbage(self) -> None:
-        self.ws.gc(grace_seconds=0)
-        assert verify(self.ws.store).ok
-
-    @invariant()
-    def disk_matches(self) -> None:
-        assert _files(self.root) == self.disk
-
-    @invariant()
-    def journal_matches(self) -> None:
-        log = self.ws.log("s")
-        assert [p.label for p in log.undo] == [label for _, label in reversed(self.undo_list)]
-        assert [p.label for p in log.redo] == [label for _, label in reversed(self.redo_list)]
-        for point, (files, _) in zip(log.undo + log.redo,
-                                     [*reversed(self.undo_list), *reversed(self.redo_list)],
-                                     strict=True):
-            stored = {path: self.ws.store.read_blob(sha).decode()
-                      for path, _mode, sha in self.ws.store.iter_tree_files(
-                          bytes.fromhex(point.id))}
-            assert stored == files
-        assert held(self.ws.store, "s") == {p.id for p in log.undo + log.redo}
-
-
-TestUndoRedoModel = UndoRedoModel.TestCase
-TestUndoRedoModel.settings = settings(max_examples=25, stateful_step_count=20, deadline=None)

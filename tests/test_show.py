@@ -86,9 +86,9 @@ def test_show_prints_the_turn_as_git_prints_its_two_trees(history, cli):
     assert f"To:    {h.after} (the files after the turn)" in second
     assert second.endswith(h.git_diff(h.ids[1], h.after, "--stat"))
     assert "notes.txt" not in second
-    # Turn 3 had no after-turn record: it ran to the next point.
+    # Turn 3 had no after-turn record: it ended at the next point.
     third = _ok(cli.run("show", "3", "-s", "s", "--patch", "--color=never", root=h.root))
-    assert f"To:    {h.ids[1]} (the next undo point)" in third
+    assert f"To:    {h.ids[1]} (the files after the turn)" in third
     assert third.endswith(h.git_diff(h.ids[0], h.ids[1], "-p"))
     by_id = _ok(cli.run("show", h.ids[0][:8], "-s", "s", root=h.root))
     assert by_id.splitlines()[0] == f"point {h.ids[0]} (turn 3 of session 's')"

@@ -17,8 +17,9 @@ import pytest
 from undostore import Workspace
 from undostore.errors import UsageError
 from undostore.history import journal as journals
+from undostore.history.direction import Direction
 from undostore.history.sessions import finish_step
-from undostore.history.steps import plan_undo
+from undostore.history.steps import plan
 
 from .crash_support import run_until_stall, spawn
 from .restore_support import disk_state
@@ -107,9 +108,9 @@ def test_too_many_steps_or_a_stranger_id_change_nothing(tree_factory):
     with Workspace(root) as ws:
         _history(root, ws)
         before, files = ws.log("s"), disk_state(root)
-        with pytest.raises(UsageError, match="cannot undo 5 turns.*4 undo points"):
+        with pytest.raises(UsageError, match="cannot undo 5 turns.*4 turns that changed files"):
             ws.undo("s", steps=5)
-        with pytest.raises(UsageError, match="the files already equal it"):
+        with pytest.raises(UsageError, match="not one of its undo points"):
             ws.undo("s", to=ws.snapshot().id)     # the files now: no undo point
         (root / "keep.txt").write_bytes(b"elsewhere\n")
         stranger = ws.snapshot().id               # a snapshot, but no undo point
@@ -118,10 +119,12 @@ def test_too_many_steps_or_a_stranger_id_change_nothing(tree_factory):
             ws.undo("s", to=stranger)
         assert disk_state(root) == files and ws.log("s") == before
         ws.undo("s")
-        with pytest.raises(UsageError, match="cannot redo 2 turns.*1 redo entry"):
+        with pytest.raises(UsageError, match="cannot redo 2 turns.*1 undone turn"):
             ws.redo("s", steps=2)
         ws.redo("s")
-        assert disk_state(root) == files and ws.log("s").undo == before.undo
+        assert disk_state(root) == files
+        assert [(p.id, p.label) for p in ws.log("s").undo] == \
+            [(p.id, p.label) for p in before.undo]   # the newest turn now ended at the undo
 
 
 def test_a_step_finished_twice_moves_its_points_once(tree_factory):
@@ -131,13 +134,13 @@ def test_a_step_finished_twice_moves_its_points_once(tree_factory):
     with Workspace(root) as ws:
         _history(root, ws)
         now = ws.snapshot().id
-        move = plan_undo(journals.load(ws.store, "s"), now, steps=2)
-        context = move.context("s", "token-1")
-        finish_step(ws.store, context, move.target, now)
-        finish_step(ws.store, context, move.target, now)
+        request = plan(journals.load(ws.store, "s"), Direction.UNDO, now, steps=2)
+        context = request.context("token-1")
+        finish_step(ws.store, context, request.turns[-1].id, now)
+        finish_step(ws.store, context, request.turns[-1].id, now)
         journal = journals.load(ws.store, "s")
         assert [p.label for p in journal.redo] == ["turn 3", "turn 2"]   # next redo last
-        assert len(journal.undo) == 2 and journal.landed == move.target
+        assert len(journal.undo) == 2 and journal.last_step == "token-1"
 
 
 def _undo_killed_at(root: Path, k: int, marker: Path) -> bool:
@@ -177,19 +180,19 @@ def test_cli_undo_n_and_redo_name_the_turns(tree_factory, cli):
     undone = cli.run("undo", "2", "--session", "s", "--yes", root=root)
     assert undone.returncode == 0, undone.stderr
     lines = undone.stdout.splitlines()
-    assert lines[0] == 'undo: back to before "turn 2" (2 turns; 4 files)'
+    assert lines[0] == 'undo: took back "turn 3"; "turn 2" (2 turns; 4 files)'
     assert lines[1].startswith("safety snapshot ") and "`undostore redo`" in lines[1]
     redone = cli.run("redo", "--session", "s", "--yes", "--json", root=root)
     doc = json.loads(redone.stdout)
     assert {"target", "safety", "created", "modified", "deleted"} <= set(doc)
     assert doc["step"] == "redo" and [t["label"] for t in doc["turns"]] == ["turn 2"]
     again = cli.run("redo", "1", "--session", "s", "--yes", root=root)
-    assert again.stdout.splitlines()[0] == 'redo: forward to after "turn 3" (1 turn; 2 files)'
+    assert again.stdout.splitlines()[0] == 'redo: applied again "turn 3" (1 turn; 2 files)'
     turn_2 = json.loads(cli.run("log", "-s", "s", "--json", root=root).stdout)["undo"][1]
     assert turn_2["label"] == "turn 2"
     dry = cli.run("undo", "--to", turn_2["id"][:10], "-s", "s", "--dry-run", root=root)
     assert dry.returncode == 0 and dry.stdout.splitlines()[-1] == \
-        'dry run: undo would go back to before "turn 2" (2 turns; 4 files); nothing was changed'
+        'dry run: undo would take back "turn 3"; "turn 2" (2 turns; 4 files); nothing was changed'
     both = cli.run("undo", "2", "--to", turn_2["id"], "-s", "s", "--yes", root=root)
     assert both.returncode == 2 and "not both" in both.stderr
 

@@ -27,11 +27,13 @@ from undostore.store.store import Store, check_root, default_store_path
 if TYPE_CHECKING:
     from undostore.diff.change import Change
     from undostore.diff.trees import DiffResult
+    from undostore.history.direction import Direction
     from undostore.history.gc import GcResult
     from undostore.history.retention import Eviction
     from undostore.history.sessions import Log, SessionInfo
     from undostore.history.status import Status
     from undostore.history.steps import StepResult
+    from undostore.history.stores import Adoption
     from undostore.history.turns import Turn, TurnSpan
     from undostore.history.verify import VerifyResult
     from undostore.progress import OnProgress
@@ -68,6 +70,13 @@ class Workspace:
         self.root = check_root(self.discovery.root if root is None else os.fspath(root), force)
         self.force = force
         self.limits = limits
+        # A moved project: the store its old place left, taken along (history/stores.py).
+        self.adopted: Adoption | None = None
+        if store_path is None and not rebind and not os.path.isfile(
+                os.path.join(default_store_path(self.root), "FORMAT")):
+            from undostore.history.stores import adopt_moved
+
+            self.adopted = adopt_moved(self.root)
         self.store = Store(store_path or default_store_path(self.root), root=self.root,
                            rebind=rebind)
         self.store.listed_snapshots = self._listed_snapshots
@@ -224,11 +233,11 @@ class Workspace:
         from undostore.history.sessions import before_step
         from undostore.restore.revert import revert
 
+        name = self.history_session(session)[0]
         if to_id is None:
             from undostore.history.sessions import next_point
 
-            to_id = next_point(self.store, from_id)
-        name = self.history_session(session)[0]
+            to_id = next_point(self.store, from_id, name)
         context = before_step(name, "revert", f"before revert {from_id.strip()[:12]}")
         try:
             result = revert(self._worktree(), from_id, to_id, merge=merge, dry_run=dry_run,
@@ -310,32 +319,42 @@ class Workspace:
         require_session(self.store, session, doing)
 
     def undo(self, session: str | None = None, *, steps: int = 1, to: str | None = None,
-             dry_run: bool = False, confirm: Confirm | None = None,
-             on_progress: OnProgress | None = None) -> StepResult:
-        """Go back `steps` undo points of the session (or to its point `to`) in one restore;
-        they move to the redo stack, and `redo` steps forward one turn at a time."""
-        return self._step("undo", session, dry_run, confirm, on_progress, steps=steps, to=to)
-
-    def redo(self, session: str | None = None, *, steps: int = 1, dry_run: bool = False,
+             whole: bool = False, merge: bool = False, dry_run: bool = False,
              confirm: Confirm | None = None, on_progress: OnProgress | None = None
              ) -> StepResult:
-        """Take back the session's last undo, `steps` turns forward in one restore."""
-        return self._step("redo", session, dry_run, confirm, on_progress, steps=steps)
+        """Take back the session's last `steps` turns (or every turn back to its point `to`):
+        each turn's own change, 3-way against the files now, so other changes stay; they move
+        to the redo stack. Overlaps: StepConflict (exit 3) with nothing changed, or with
+        `merge` conflict markers; `whole`: the whole folder back to the point."""
+        from undostore.history.direction import Direction
 
-    def _step(self, step: str, session: str | None, dry_run: bool,
-              confirm: Confirm | None, on_progress: OnProgress | None = None, *,
-              steps: int = 1, to: str | None = None) -> StepResult:
+        return self._step(Direction.UNDO, session, steps=steps, to=to, whole=whole,
+                          merge=merge, dry_run=dry_run, confirm=confirm, on_progress=on_progress)
+
+    def redo(self, session: str | None = None, *, steps: int = 1, merge: bool = False,
+             dry_run: bool = False, confirm: Confirm | None = None,
+             on_progress: OnProgress | None = None) -> StepResult:
+        """Apply the session's last `steps` undone turns again, 3-way, as `undo` takes them
+        back."""
+        from undostore.history.direction import Direction
+
+        return self._step(Direction.REDO, session, steps=steps, merge=merge, dry_run=dry_run,
+                          confirm=confirm, on_progress=on_progress)
+
+    def _step(self, direction: Direction, session: str | None, **how: Any) -> StepResult:
         from undostore.history import sessions
+        from undostore.history.direction import Direction
 
         name = self.history_session(session)[0]
-        extra = {"to": to} if step == "undo" else {}
+        step = sessions.undo if direction is Direction.UNDO else sessions.redo
         try:
-            result = getattr(sessions, step)(self._worktree(), name, steps=steps,
-                                             dry_run=dry_run, confirm=confirm,
-                                             on_progress=on_progress, **extra)
+            result = step(self._worktree(), name, **how)
         finally:
             self._recovered = False
-        self._log_restore(step, result, session=name)
+        if not result.dry_run and result.target:
+            labels = "; ".join(p.label or p.id[:12] for p in result.turns)
+            self._log(direction.value, session=name, id=result.target, label=labels,
+                      safety=result.safety)
         return result
 
     # --- turns -----
@@ -404,14 +423,7 @@ class Workspace:
     def _log_restore(self, op: str, result: RestoreResult, session: str | None = None) -> None:
         if result.dry_run or not result.target:
             return
-        label = None
-        if session is not None and op in ("undo", "redo"):
-            from undostore.history.journal import load
-
-            moved = load(self.store, session)
-            entries = moved.redo if op == "undo" else moved.undo
-            label = entries[-1].label if entries else None
-        self._log(op, session=session, id=result.target, label=label, safety=result.safety)
+        self._log(op, session=session, id=result.target, safety=result.safety)
 
     def _evicted(self, eviction: Eviction) -> None:
         """Retention dropped an undo point (the operation log has it already): to `on_evict`."""

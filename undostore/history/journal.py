@@ -22,11 +22,13 @@ from typing import Any, NamedTuple
 
 from undostore.errors import StoreError, UsageError, from_oserror
 from undostore.settings import env_number
+from undostore.store import oplog
 from undostore.store.framing import CorruptFrame, quarantine, read_framed, write_framed
 from undostore.store.store import Store
 
 _KIND = b"JRNL"
-_FORMAT = 1
+_LEGACY_FORMAT = 1   # redo entries were the states undos left (read, then migrated: `load`)
+_FORMAT = 2
 SUFFIX = ".journal"
 DEFAULT_LIMIT = 50
 MAX_NAME_CHARS = 100
@@ -96,17 +98,27 @@ def decode_name(encoded: str) -> str | None:
 
 @dataclass(frozen=True)
 class Point:
-    """An undo point (or redo entry): a snapshot id and what the host said about it."""
+    """A turn of a session: its undo point (the files as the turn began) and what the host said
+    about it. On the undo stack it is a turn that `undo` may take back; on the redo stack the
+    same record, a turn `redo` may apply again (undo and redo move it, never change it)."""
 
     id: str
     time: float
     label: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
-    # Redo entries only: when the undo point that the undo took away was first recorded.
-    recorded: float | None = None
-    # The files after the turn this point began, when the host said the turn ended (`Stop`):
-    # what `show`, `diff --turn` and `revert` of the turn compare with.
+    # The files after the turn (`show`, `diff --turn`, `revert`, `undo` compare with it): set
+    # by the host's after-turn event (`Stop`), else by the next snapshot any session of the
+    # store records or any restore takes (`Journal.close_turn`); None while the turn is open.
     after: str | None = None
+    # Whether `after` is final: the host's after-turn event said so, or the session moved on
+    # (a point of its own, an undo or redo). A provisional `after` (another session's point)
+    # gives way to the host's after-turn event.
+    ended: bool = False
+
+    @property
+    def changed(self) -> bool:
+        """Whether the turn changed files (an open turn may have: it counts)."""
+        return self.after != self.id
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "time": self.time, "label": self.label, "meta": dict(self.meta),
@@ -114,7 +126,7 @@ class Point:
 
 
 class Dropped(NamedTuple):
-    """What recording a point took out of a journal: redo entries it cleared, the oldest undo
+    """What left a journal: redo entries a turn that changed files cleared, the oldest undo
     points past the cap. Both stay restorable for a day through the operation log."""
 
     cleared: list[Point]
@@ -128,66 +140,53 @@ class Journal:
     redo: list[Point] = field(default_factory=list)    # bottom first; last = next redo
     recorded: int = 0                                  # points ever recorded (drives auto gc)
     # The token of the last undo/redo applied: a restore that finishes after a crash applies
-    # its step through sessions.complete_step, and this keeps that from happening twice.
+    # its step through sessions.finish_step, and this keeps that from happening twice.
     last_step: str = ""
-    # The id the last undo or redo left the files at ("" once a new point changed them): a
-    # point equal to it keeps the redo stack (see `record`).
-    landed: str = ""
+    # Redo entries of a journal written before turns were kept whole (format 1): they name
+    # states, not turns, and leave through the operation log on the next write (`load`).
+    legacy_redo: list[Point] = field(default_factory=list)
 
     def ids(self) -> set[str]:
         """Every snapshot id this journal lists (what its anchors must keep)."""
-        points = (*self.undo, *self.redo)
+        points = (*self.undo, *self.redo, *self.legacy_redo)
         return {p.id for p in points} | {p.after for p in points if p.after}
 
     def record(self, point: Point, limit: int) -> Dropped:
-        """Add an undo point; the oldest points beyond `limit` go. The redo stack is cleared
-        unless the files are what the last undo or redo left (`landed`): a host that records a
-        point on every prompt, `/redo` included, must not lose the redo it is about to use.
-        Returns what left the journal."""
-        cleared: list[Point] = []
-        if point.id != self.landed:
-            cleared, self.redo[:] = list(self.redo), []
-            self.landed = ""
+        """Add an undo point (the newest turn must be closed first: `close_turn`); the oldest
+        points beyond `limit` go. The redo stack stays: only a turn that changes files ends it,
+        once its files are known. Returns what left the journal."""
         self.undo.append(point)
         expired = self.undo[:max(0, len(self.undo) - limit)]
         del self.undo[:len(expired)]
         self.recorded += 1
-        return Dropped(cleared, expired)
+        return Dropped([], expired)
 
-    def take_undo(self) -> Point:
-        return self.undo.pop()
+    def close_turn(self, after_id: str, *, final: bool) -> list[Point]:
+        """Record the files after the newest turn. `final`: the host's after-turn event, or
+        the session moving on; it replaces a provisional end (another session's point) and
+        nothing replaces it. Not final: only an open turn takes it. A turn found to have
+        changed files ends the redo chain: the cleared entries are returned (for `ops`)."""
+        if not self.undo or self.undo[-1].ended:
+            return []
+        newest = self.undo[-1]
+        if not final and newest.after is not None:
+            return []
+        self.undo[-1] = newest = replace(newest, after=after_id, ended=final)
+        if not newest.changed or not self.redo:
+            return []
+        cleared, self.redo = self.redo, []
+        return cleared
 
-    def push_redo(self, undone: Point, safety_id: str, now: float) -> None:
-        """After an undo of `undone`: the safety snapshot (the files before the undo) is what
-        redo goes back to."""
-        self.redo.append(Point(safety_id, now, undone.label, undone.meta, recorded=undone.time))
-
-    def take_redo(self) -> Point:
-        return self.redo.pop()
-
-    def push_back(self, redone: Point, safety_id: str) -> None:
-        """After a redo: the undo point comes back. Its id is the redo's safety snapshot, which
-        is the undone point itself when the files were not touched in between (ids are content
-        hashes), and otherwise keeps the edits made in between reachable by undo. A point the
-        host recorded for those same files meanwhile (a `/redo` prompt) gives way to it."""
-        back = replace(redone, id=safety_id, time=redone.recorded or redone.time, recorded=None)
-        if self.undo and self.undo[-1].id == safety_id:
-            self.undo[-1] = back
-        else:
-            self.undo.append(back)
-
-    def end_turn(self, after_id: str) -> Point | None:
-        """Record the files after the newest point's turn; None when there is no point."""
-        if not self.undo:
-            return None
-        self.undo[-1] = replace(self.undo[-1], after=after_id)
-        return self.undo[-1]
+    @property
+    def undoable(self) -> int:
+        """How many turns `undo N` may take back: the turns that changed files."""
+        return sum(p.changed for p in self.undo)
 
     # --- serialisation -----
 
     def to_bytes(self) -> bytes:
         doc = {"format": _FORMAT, "session": self.name, "recorded": self.recorded,
-               "last_step": self.last_step, "landed": self.landed,
+               "last_step": self.last_step,
                "undo": [_point_doc(p) for p in self.undo],
                "redo": [_point_doc(p) for p in self.redo]}
         return json.dumps(doc, ensure_ascii=False, separators=(",", ":"),
@@ -197,7 +196,7 @@ class Journal:
     def from_bytes(cls, name: str, payload: bytes) -> Journal:
         """Parse a journal; ValueError when it is not a well-formed journal of `name`."""
         doc = json.loads(payload.decode("utf-8"))
-        if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
+        if not isinstance(doc, dict) or doc.get("format") not in (_LEGACY_FORMAT, _FORMAT):
             raise ValueError("unknown journal format")
         if doc.get("session") != name:
             raise ValueError("journal belongs to another session")
@@ -207,19 +206,22 @@ class Journal:
         undo, redo = doc.get("undo"), doc.get("redo")
         if not isinstance(undo, list) or not isinstance(redo, list):
             raise ValueError("bad lists")
-        last_step, landed = doc.get("last_step", ""), doc.get("landed", "")
-        if not isinstance(last_step, str) or not isinstance(landed, str):
+        last_step = doc.get("last_step", "")
+        if not isinstance(last_step, str):
             raise ValueError("bad step token")
+        if doc["format"] == _LEGACY_FORMAT:   # its redo entries name states, not turns
+            return cls(name, [_point_from(d) for d in undo], [], recorded, last_step,
+                       [_point_from(d) for d in redo])
         return cls(name, [_point_from(d) for d in undo], [_point_from(d) for d in redo], recorded,
-                   last_step, landed)
+                   last_step)
 
 
 def _point_doc(p: Point) -> dict[str, Any]:
     doc = p.to_json()
-    if p.recorded is not None:
-        doc["recorded"] = p.recorded
     if p.after is None:
         del doc["after"]
+    if p.ended:
+        doc["ended"] = True
     return doc
 
 
@@ -227,19 +229,20 @@ def _point_from(doc: Any) -> Point:
     if not isinstance(doc, dict):
         raise ValueError("entry is not an object")
     sha, when, label, meta = doc.get("id"), doc.get("time"), doc.get("label"), doc.get("meta", {})
-    recorded, after = doc.get("recorded"), doc.get("after")
+    after, ended = doc.get("after"), doc.get("ended", False)
     if not isinstance(sha, str) or not _HEX40.match(sha):
         raise ValueError("bad id")
     if after is not None and not (isinstance(after, str) and _HEX40.match(after)):
         raise ValueError("bad after-turn id")
-    if not _is_time(when) or (recorded is not None and not _is_time(recorded)):
+    if not _is_time(when):
         raise ValueError("bad time")
+    if not isinstance(ended, bool):
+        raise ValueError("bad turn end")
     if label is not None and not isinstance(label, str):
         raise ValueError("bad label")
     if not isinstance(meta, dict):
         raise ValueError("bad meta")
-    return Point(sha, float(when), label, meta, float(recorded) if recorded is not None else None,
-                 after)
+    return Point(sha, float(when), label, meta, after, ended)
 
 
 def _is_time(value: Any) -> bool:
@@ -315,8 +318,16 @@ def _read(path: str, name: str) -> Journal | None:
 
 
 def save(store: Store, journal: Journal) -> None:
-    """Write the journal atomically (the caller holds the store lock)."""
+    """Write the journal atomically (the caller holds the store lock). Redo entries of a
+    format-1 journal are named in the operation log first (`clear-redo`: restorable for a day)
+    and leave it: they name states, and redo now applies turns."""
     path = journal_path(store, journal.name)
+    if journal.legacy_redo:
+        now = time.time()
+        for point in journal.legacy_redo:
+            oplog.append(store.path, oplog.Op(now, "clear-redo", session=journal.name,
+                                              id=point.id, label=point.label))
+        journal.legacy_redo = []
     try:
         os.makedirs(store.sessions_dir, exist_ok=True)
         write_framed(path, _KIND, journal.to_bytes())

@@ -4,11 +4,11 @@ Every change follows the same order, under the store lock: anchor the snapshots 
 about to list, write the journal, release the anchors it no longer lists. A crash between two
 steps leaves at most an extra anchor, which the next gc's sweep releases.
 
-Undo restores the newest undo point through the safe restore (`restore.restore`); the restore's
-safety snapshot (the files as they were just before the undo) becomes the redo entry. Redo
-restores that safety snapshot, and the undo point comes back, with the id of the redo's own safety
-snapshot: that is the undone point itself when nothing was touched in between (snapshot ids are
-content hashes), and otherwise keeps the edits made between the undo and the redo one undo away.
+A turn is an undo point and the files after it (journal.Point): the host's after-turn event
+ends it, else the next snapshot any session records or any restore takes (`close_turns`). Undo
+takes back the turns' own changes, 3-way against the files now, and redo applies them again
+(history/steps.py): one restore each, whose safety snapshot keeps the files before it. A turn
+that changed files ends its session's redo chain once its end is known; prompts do not.
 
 Settings (environment): `UNDOSTORE_UNDO_LIMIT` (undo points kept per session, default 50) and
 `UNDOSTORE_GC_EVERY` (run gc after every N undo points recorded in a session, default 20;
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from undostore.errors import StoreError, UndostoreError, UsageError
 from undostore.history import anchors
 from undostore.history import journal as journals
+from undostore.history.direction import Direction
 from undostore.history.journal import Point, SessionWarning
 from undostore.settings import env_number
 from undostore.store import oplog
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
     from undostore.history.retention import OnEvict
     from undostore.history.steps import StepResult
     from undostore.progress import OnProgress
+    from undostore.restore.pending import PendingRestore
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
-    from undostore.snapshot.snapshot import SnapshotResult
     from undostore.store.store import Store
 
 DEFAULT_GC_EVERY = 20
@@ -74,23 +75,22 @@ def gc_every() -> int:
 def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: str | None,
                       meta: Mapping[str, Any] | None,
                       on_evict: OnEvict | None = None) -> bool:
-    """Record `snapshot_id_hex` as the newest undo point of `session` (clearing its redo stack
-    unless the files are what the last undo or redo left: `Journal.record`), then apply
-    retention (history/retention.py; `on_evict` hears of each point it drops). Called with the
-    store lock held, right after the snapshot. A point equal to the session's newest one
-    records nothing (False): undoing to it would change no file. If the newest point's turn
-    ended having changed nothing (its files after are its own), the new turn takes it over
-    (label, meta, time; no files after yet), so `log`, `show` and `/undo` name the turn that
-    does change them. What leaves the journal is named in the operation log, which keeps it
-    restorable for a day (history/reflog.py)."""
+    """Record `snapshot_id_hex` as the newest undo point of `session`, then apply retention
+    (history/retention.py; `on_evict` hears of each point it drops). Called with the store lock
+    held, right after the snapshot, which ends every open turn (`close_turns`). A point equal
+    to the session's newest one records nothing (False): undoing to it would change no file.
+    If the newest point's turn changed nothing, a new turn with a label takes it over (label,
+    meta, time), so `log`, `show` and `/undo` name the turn that does change them. What leaves the
+    journal is named in the operation log, which keeps it restorable for a day
+    (history/reflog.py)."""
     from undostore.history import retention  # recording only: undo and redo skip its imports
 
     point = journals.make_point(snapshot_id_hex, label, meta)
     retention.keep_days(), retention.max_store_bytes()   # a bad setting fails before recording
     with store.lock:
-        journal = journals.load(store, session)
+        journal = close_turns(store, snapshot_id_hex, session)
         if journal.undo and journal.undo[-1].id == point.id:
-            if journal.undo[-1].after == point.id:
+            if not journal.undo[-1].changed and point.label is not None:
                 journal.undo[-1] = point
                 _commit(store, journal, new_ids=[point.id])
             return False
@@ -104,24 +104,47 @@ def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: s
     return True
 
 
+def close_turns(store: Store, files_id: str, session: str | None) -> journals.Journal:
+    """The files are at `files_id` as a point is recorded or a restore begins: every session's
+    open turn ends there (a provisional end the host's after-turn event may replace), and
+    `session`'s turn ends for good (it moves on). A turn that changed files ends its
+    session's redo chain (`Journal.close_turn`). Returns `session`'s journal (None: an empty
+    one named ''). The store lock is held."""
+    own = journals.Journal("")
+    for name in journals.session_names(store):
+        journal = journals.load(store, name)
+        if name == session:
+            own = journal
+        if journal.undo and not journal.undo[-1].ended:
+            cleared = journal.close_turn(files_id, final=name == session)
+            _commit(store, journal, new_ids=[files_id])
+            _log_dropped(store, name, journals.Dropped(cleared, []))
+    return own if session is None or own.name else journals.load(store, session)
+
+
 def _log_dropped(store: Store, session: str, dropped: journals.Dropped) -> None:
     """Name in the operation log what left a journal: the log keeps it for a day."""
     now = time.time()
     for kind, points in (("clear-redo", dropped.cleared), ("expire", dropped.expired)):
         for point in points:
             oplog.append(store.path, oplog.Op(now, kind, session=session, id=point.id,
-                                              label=point.label))
+                                              label=point.label,
+                                              ids=(point.after,) if point.after else ()))
 
 
 def record_turn_end(store: Store, session: str, snapshot_id_hex: str) -> journals.Point | None:
     """Record the files after the turn of `session`'s newest undo point (the host's after-turn
-    event); None when the session has no point. The store lock is held."""
+    event); a turn that changed files ends the session's redo chain. None when the session has
+    no point, or its newest turn ended already (the event of an `/undo` prompt, say). The
+    store lock is held."""
     with store.lock:
         journal = journals.load(store, session)
-        point = journal.end_turn(snapshot_id_hex)
-        if point is not None:
-            _commit(store, journal, new_ids=[snapshot_id_hex])
-    return point
+        if not journal.undo or journal.undo[-1].ended:
+            return None
+        cleared = journal.close_turn(snapshot_id_hex, final=True)
+        _commit(store, journal, new_ids=[snapshot_id_hex])
+        _log_dropped(store, session, journals.Dropped(cleared, []))
+    return journal.undo[-1]
 
 
 def _apply_retention(store: Store, on_evict: OnEvict | None) -> bool:
@@ -159,116 +182,94 @@ def read_log(store: Store, session: str) -> Log:
 
 
 def undo(wt: Worktree, session: str, *, steps: int = 1, to: str | None = None,
+         whole: bool = False, merge: bool = False, dry_run: bool = False,
+         confirm: Confirm | None = None, on_progress: OnProgress | None = None) -> StepResult:
+    """Take back the session's last `steps` turns that changed files (or every turn back to
+    point `to`: an id or prefix), each turn's own change 3-way against the files now, in one
+    restore; `whole`: the whole folder back to the oldest undone point. The turns move to
+    the redo stack (history/steps.py)."""
+    return _step(wt, session, Direction.UNDO, steps=steps, to=to, whole=whole, merge=merge,
+                 dry_run=dry_run, confirm=confirm, on_progress=on_progress)
+
+
+def redo(wt: Worktree, session: str, *, steps: int = 1, merge: bool = False,
          dry_run: bool = False, confirm: Confirm | None = None,
          on_progress: OnProgress | None = None) -> StepResult:
-    """Go back `steps` undo points (or to the point `to`: an id or prefix) in one restore; the
-    undone points move to the redo stack so that `redo` steps forward one turn at a time
-    (history/steps.py)."""
-    return _step(wt, session, "undo", dry_run, confirm, on_progress, steps=steps, to=to)
+    """Apply the session's last `steps` undone turns again, 3-way, in one restore."""
+    return _step(wt, session, Direction.REDO, steps=steps, merge=merge, dry_run=dry_run,
+                 confirm=confirm, on_progress=on_progress)
 
 
-def redo(wt: Worktree, session: str, *, steps: int = 1, dry_run: bool = False,
-         confirm: Confirm | None = None, on_progress: OnProgress | None = None
-         ) -> StepResult:
-    """Take back the last undo, `steps` turns forward in one restore."""
-    return _step(wt, session, "redo", dry_run, confirm, on_progress, steps=steps)
-
-
-def _step(wt: Worktree, session: str, step: str, dry_run: bool,
-          confirm: Confirm | None, on_progress: OnProgress | None = None, *, steps: int = 1,
-          to: str | None = None) -> StepResult:
+def _step(wt: Worktree, session: str, direction: Direction, *, steps: int, to: str | None = None,
+          whole: bool = False, merge: bool = False, dry_run: bool, confirm: Confirm | None,
+          on_progress: OnProgress | None) -> StepResult:
     # Here, not at the top: recording an undo point (the hook, on every prompt) needs none of
     # the restore machinery.
     from undostore.history import steps as multi
-    from undostore.restore.restore import restore
+    from undostore.history.blame import name_changes
+    from undostore.restore.restore import recover_pending, restore
 
     store = wt.store
+    recovered: list[str] = []
+    told = wt.on_recovery
+
+    def on_recovery(pending: PendingRestore) -> None:
+        recovered.append(f"an interrupted restore to {pending.target[:12]} "
+                         f"({pending.files} file(s))")
+        if told is not None:
+            told(pending)
+
+    wt = replace(wt, on_recovery=on_recovery)
     with store.lock:
+        recover_pending(wt)
+        now = wt.snapshot()
+        wanted = resolve_point(store, to) if to is not None else None
         journal = journals.load(store, session)
-        wanted = store.resolve(to).hex() if to is not None else None
-        if step == "undo":
-            if not journal.undo:
-                raise UsageError(f"nothing to undo in session {session!r}")
-            wt, now = _with_files_now(wt)
-            move = multi.plan_undo(journal, now, steps, wanted)
-        else:
-            move = multi.plan_redo(journal, steps)
-        context = move.context(session, os.urandom(8).hex())
-        if len(move.moved) == 1:    # one step: complete_step's own context, as it always was
-            context = {k: context[k] for k in ("session", "step", "token", "skipped")}
-        result = restore(wt, move.target, dry_run=dry_run, confirm=confirm, context=context,
-                         on_progress=on_progress)
+        journal.close_turn(now.id, final=True)   # as finish_step will, for good, once done
+        request = multi.plan(journal, direction, now.id, steps=steps, to=wanted, whole=whole,
+                             merge=merge)
+        composed = multi.compose(store, request)
+        if composed.conflicts and not merge:
+            raise multi.StepConflict(request, name_changes(store, composed.conflicts))
+        context = request.context(os.urandom(8).hex())
+        result = restore(wt, composed.target, expected=None if whole else now.id,
+                         dry_run=dry_run, confirm=confirm, context=context,
+                         on_progress=on_progress, now=now)
         if not dry_run:  # usually done already, inside the restore; a no-op restore is not
-            finish_step(store, context, move.target, _safety_of(result))
-    # In the order taken back or brought back (both stacks hold the next one last).
-    return multi.StepResult.of(result, step, list(reversed(move.moved)))
+            finish_step(store, context, composed.target, _safety_of(result))
+    conflicts = sorted({c.path for c in composed.conflicts})
+    return multi.StepResult.of(result, request, conflicts, recovered[0] if recovered else None)
+
+
+def resolve_point(store: Store, ref: str) -> str:
+    """The full id of `ref` (an id or prefix), which `undo --to` takes back to."""
+    return store.resolve(ref).hex()
 
 
 def finish_step(store: Store, context: dict, target: str, safety: str) -> None:
-    """What a restore runs once the files are at `target` (Worktree.step_done): one step goes
-    through `complete_step`; several (undo N, redo N: the context lists the ids it moves)
-    through history/steps.py, under the same step-token rule (applied once, even when recovery
-    after a crash finishes the restore)."""
-    if "moved" not in context:
-        complete_step(store, context, target, safety)
-        return
-    from undostore.history import steps as multi
-
-    session, token = context.get("session"), context.get("token")
-    if not isinstance(session, str) or context.get("step") not in ("undo", "redo") \
-            or not isinstance(token, str):
-        return
-    journal = journals.load(store, session)
-    if journal.last_step == token or not multi.matches(journal, context):
-        return  # applied already, or the session changed since: nothing left to move
-    multi.apply(journal, context, safety)
-    journal.last_step = token
-    journal.landed = target
-    _commit(store, journal, new_ids=[safety])
-
-
-def _with_files_now(wt: Worktree) -> tuple[Worktree, str]:
-    """The id of the files now, and a worktree whose next snapshot reuses it (the restore's
-    safety snapshot, taken moments later under the same lock), so undo walks the tree once."""
-    first = wt.snapshot()
-    pending = [first]
-
-    def snapshot() -> SnapshotResult:
-        return pending.pop() if pending else wt.snapshot()
-
-    return replace(wt, snapshot=snapshot), first.id
-
-
-def complete_step(store: Store, context: dict, target: str, safety: str) -> None:
-    """Move an undo point to the redo stack (undo) or back (redo) once its restore to `target`
-    is done; `safety` is the restore's safety snapshot. Runs inside the restore, before its
-    journal is removed, so recovery after a crash runs it too; the step token makes it run
-    once only. The store lock is held."""
+    """What a restore runs once the files are at `target` (Worktree.step_done), even when
+    recovery after a crash finishes it: an undo or redo moves its turns (history/steps.py), a
+    restore or revert records the files before it as a point; each once (its token)."""
     session, step, token = context.get("session"), context.get("step"), context.get("token")
     if not isinstance(session, str) or not isinstance(token, str):
         return
     if step in BEFORE_STEPS:
-        _record_before(store, session, token, safety, context.get("label"))
+        _record_before(store, session, token, safety, target, context.get("label"))
         return
-    if step not in ("undo", "redo"):
+    if step not in (Direction.UNDO.value, Direction.REDO.value):
         return
+    from undostore.history import steps as multi
+
     journal = journals.load(store, session)
     if journal.last_step == token:
-        return
-    stack = journal.undo if step == "undo" else journal.redo
-    skipped = context.get("skipped") if step == "undo" else None
-    skip = len(skipped) if isinstance(skipped, list) else 0
-    if skip and [p.id for p in stack[len(stack) - skip:]] != list(reversed(skipped)):
-        return  # the session changed since
-    if len(stack) <= skip or stack[-1 - skip].id != target:
-        return  # the session changed since (dropped, or a new point): nothing left to move
-    del stack[len(stack) - skip:]  # points equal to the files the undo started from
-    if step == "undo":
-        journal.push_redo(journal.take_undo(), safety, time.time())
-    else:
-        journal.push_back(journal.take_redo(), safety)
+        return  # applied already
+    now = context.get("now")
+    if isinstance(now, str):
+        journal = close_turns(store, now, session)   # the files before the step end them
+    if not multi.matches(journal, context):
+        return  # the session changed since: nothing left to move
+    multi.apply(journal, context)
     journal.last_step = token
-    journal.landed = target
     _commit(store, journal, new_ids=[safety])
 
 
@@ -282,16 +283,24 @@ def before_step(session: str, step: str, label: str) -> dict[str, Any]:
     return {"session": session, "step": step, "token": os.urandom(8).hex(), "label": label}
 
 
-def _record_before(store: Store, session: str, token: str, safety: str, label: object) -> None:
+def _record_before(store: Store, session: str, token: str, safety: str, target: str,
+                   label: object) -> None:
+    """The files before a restore or revert (`safety`) become an undo point whose turn is the
+    restore (it ended at `target`): the next undo takes back exactly that change."""
     journal = journals.load(store, session)
     if journal.last_step == token:
         return
+    journal = close_turns(store, safety, session)
+    point = journals.make_point(safety, label if isinstance(label, str) else None, None)
     dropped = journals.Dropped([], [])
-    if not (journal.undo and journal.undo[-1].id == safety):
-        point = journals.make_point(safety, label if isinstance(label, str) else None, None)
+    if journal.undo and journal.undo[-1].id == safety and not journal.undo[-1].changed:
+        journal.undo[-1] = point   # a turn that changed nothing gives way, as to a prompt
+    else:
         dropped = journal.record(point, journals.undo_limit())
+    cleared = journal.close_turn(target, final=True)   # a restore that changed files ends redo
+    dropped = dropped._replace(cleared=cleared)
     journal.last_step = token
-    _commit(store, journal, new_ids=[safety])
+    _commit(store, journal, new_ids=[safety, target])
     _log_dropped(store, session, dropped)
 
 
@@ -343,13 +352,17 @@ def drop_session(store: Store, name: str) -> bool:
     return existed or released > 0
 
 
-def next_point(store: Store, point: str) -> str | None:
-    """Where the turn of undo point `point` ended: the files after it where the host said so
+def next_point(store: Store, point: str, session: str | None = None) -> str | None:
+    """Where the turn of undo point `point` ended: the files after it where known
     (`Point.after`), else the undo point after it in the session listing it (its last listing,
     so a turn that changed nothing is skipped); None when it is the newest (the files now).
-    Not an undo point: UsageError."""
+    `session`'s turns are looked at first (another session may hold a point with the same id:
+    the same files). Not an undo point: UsageError."""
     wanted = store.resolve(point).hex()
-    for name in journals.session_names(store):
+    names = journals.session_names(store)
+    if session in names:
+        names = [session, *(n for n in names if n != session)]
+    for name in names:
         points = journals.load(store, name).undo
         ids = [p.id for p in points]
         if wanted in ids:

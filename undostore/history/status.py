@@ -105,7 +105,7 @@ def read_status(store: Store | None, session: str | None) -> Status:
     journal = journals.load(store, name)
     age = round(time.time() - journal.undo[-1].time, 3) if journal.undo else None
     state = restore_state(store)
-    return Status(name, len(journal.undo), len(journal.redo), state.pending, age,
+    return Status(name, journal.undoable, len(journal.redo), state.pending, age,
                   chosen, tuple(journals.damage_notes(store)), state.restoring)
 
 

@@ -1,141 +1,242 @@
-"""Undo and redo of several turns at once: which points move, and what the redo stack gets.
+"""Undo and redo as one request: which turns move, the tree that takes them back or applies them
+again, and what the journal becomes.
 
-`undo N` (or `undo --to ID`) is one restore to the point N turns back. Its redo entries are the
-ones N single undos would have left: the newest undone point's entry is the files before the
-undo (the restore's safety snapshot), and each older one's is the state the next point began
-with. So `redo` then steps forward one turn at a time, through each undone turn's state, and
-the last redo lands on the files from before the undo. `redo N` is the mirror: one restore to
-the N-th redo entry, the redone points coming back with the ids N single redos would give.
+A turn is an undo point and the files after it (`journal.Point`). `undo N` takes back the change
+of each of the session's last N turns that changed files, newest first, 3-way against the files
+now (restore/revert.py's rules: what `git revert` of each turn gives), so every other change since
+stays: the user's, another session's. `redo N` applies the undone turns' changes again, the next
+first, the same way. Either is one restore to the tree those merges give, and the turns move
+between the undo and redo stacks unchanged (their before and after ids are the turn's), so undos
+and redos in any order end on the files the same turns give. `whole` (undo only) restores the
+whole folder to the oldest undone point instead.
 
-Pure functions over a journal; sessions.py runs the restore and commits the journal.
+`plan` makes the one request from one journal read; `compose` the tree; sessions.py runs the
+restore and, through `apply` once the files are there (also after a crash), moves the turns.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, fields
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from undostore.errors import UsageError
+from undostore.errors import ConflictError, UsageError
+from undostore.history.direction import Direction
 from undostore.history.journal import Journal, Point
 from undostore.restore.restore import RestoreResult
 
+if TYPE_CHECKING:
+    from undostore.store.store import Store
 
-class Move(NamedTuple):
-    """The entries a step moves, oldest first, and the id the step restores."""
 
-    step: str                 # "undo" or "redo"
-    skipped: list[str]        # undo only: the newest points equal to the files now, dropped
-    moved: list[Point]        # undo: points, oldest first; redo: entries, next redo last
-    target: str
+class StepRequest(NamedTuple):
+    """One undo or redo, decided once from one journal read: the turns it moves in the order it
+    applies them (undo: newest first; redo: the next first), the newest turns that changed
+    nothing (dropped by either), the files before it, and how."""
 
-    def context(self, session: str, token: str) -> dict[str, Any]:
-        """The restore journal's context: what `apply` needs, even after a crash."""
-        return {"session": session, "step": self.step, "token": token, "skipped": self.skipped,
-                "count": len(self.moved), "moved": [p.id for p in self.moved]}
+    session: str
+    direction: Direction
+    turns: list[Point]
+    dropped: list[Point]      # the newest turns that changed nothing, newest first
+    now: str
+    whole: bool = False
+    merge: bool = False
+
+    def context(self, token: str) -> dict[str, Any]:
+        """The restore journal's context: what `apply` needs, even after a crash. Ids in stack
+        order (the top last)."""
+        return {"session": self.session, "step": self.direction.value, "token": token,
+                "now": self.now,
+                "dropped": [p.id for p in reversed(self.dropped)],
+                "moved": [p.id for p in reversed(self.turns)]}
+
+
+class TurnConflict(NamedTuple):
+    """A path where a turn's change overlaps a later one, and who made the later one, when a
+    recorded turn did (None: not a recorded turn: the user, or a program)."""
+
+    path: str
+    turn: Point
+    by: str | None = None
 
 
 @dataclass
 class StepResult(RestoreResult):
-    """A restore done as an undo or redo, with the turns it took back or brought back in the
-    order it did (undo: the undo points, newest first; redo: the redo entries, next first,
-    whose labels are the turns'): the last one names the turn the files are now before (undo)
-    or after (redo)."""
+    """A restore done as an undo or redo: the turns it took back or applied again in the order
+    it did, the paths left with conflict markers (`merge`), and the notice of a crashed
+    restore finished first (None: there was none)."""
 
-    step: str = "undo"
+    step: str = Direction.UNDO.value
     turns: list[Point] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    whole: bool = False
+    recovered: str | None = None
 
     @classmethod
-    def of(cls, result: RestoreResult, step: str, turns: list[Point]) -> StepResult:
+    def of(cls, result: RestoreResult, request: StepRequest, conflicts: list[str],
+           recovered: str | None) -> StepResult:
         values = {f.name: getattr(result, f.name) for f in fields(RestoreResult)}
-        return cls(**values, step=step, turns=turns)
+        return cls(**values, step=request.direction.value, turns=list(request.turns),
+                   conflicts=conflicts, whole=request.whole, recovered=recovered)
 
     def to_json(self) -> dict[str, Any]:
         doc = super().to_json()
-        doc.update(step=self.step, turns=[p.to_json() for p in self.turns])
+        doc.update(step=self.step, turns=[p.to_json() for p in self.turns],
+                   conflicts=self.conflicts, whole=self.whole, recovered=self.recovered)
         return doc
 
 
-def plan_undo(journal: Journal, now: str, steps: int = 1, to: str | None = None) -> Move:
-    """Undo `steps` points (or back to the newest point with id `to`, a full id), after leaving
-    out the newest points equal to the files `now` (undoing to them would change nothing).
-    UsageError when there are not that many points or `to` is not one of them."""
-    undo = journal.undo
-    skip = 0
-    while skip < len(undo) and undo[-1 - skip].id == now:
-        skip += 1
-    left = undo[:len(undo) - skip]
-    if to is not None and to == now:
-        raise UsageError(f"cannot undo session {journal.name!r} to {to[:12]}: the files "
-                         "already equal it")
-    if not left:
+class StepConflict(ConflictError):
+    """The turns to take back (or apply again) overlap later changes: nothing was changed.
+    `conflicts` names each path and who changed it since, where known."""
+
+    def __init__(self, request: StepRequest, conflicts: list[TurnConflict]) -> None:
+        self.conflicts = sorted({c.path for c in conflicts})   # what `--json` lists
+        self.named = conflicts
+        verb = request.direction.value
+        lines = [f"{c.path} ({_turn_name(c.turn)}; changed since by {c.by or 'someone else'})"
+                 for c in conflicts]
+        ways = (f"`undostore {verb} --merge` writes them with conflict markers"
+                + (f", `undostore undo --whole` puts the whole folder back to "
+                   f"{request.turns[-1].id[:12]} (a safety snapshot keeps the files now)"
+                   if request.direction is Direction.UNDO else ""))
+        shown = "\n  ".join(lines)
+        super().__init__(
+            f"{verb} of session {request.session!r} conflicts with later changes in "
+            f"{len(conflicts)} path(s); nothing was changed ({ways}):\n  {shown}",
+            None)
+
+
+def _turn_name(point: Point) -> str:
+    return f"turn {point.label!r}" if point.label else f"turn {point.id[:12]}"
+
+
+# --- deciding ------------------------------------------------------------------------------------
+
+
+def plan(journal: Journal, direction: Direction, now: str, *, steps: int = 1,
+         to: str | None = None, whole: bool = False, merge: bool = False) -> StepRequest:
+    """The request for `steps` turns (undo: or every turn back to and including the one of
+    point `to`, a full id) of `journal`, whose newest turn is closed. UsageError when there is
+    nothing to move or not that many turns."""
+    if steps < 1:
+        raise UsageError(f"{direction.value} takes a number of steps of 1 or more")
+    if whole and direction is Direction.REDO:
+        raise UsageError("--whole is for undo: redo applies the undone turns again")
+    dropped = _unchanged_on_top(journal)
+    if direction is Direction.UNDO:
+        turns = _undo_turns(journal, journal.undo[:len(journal.undo) - len(dropped)], steps, to)
+    else:
+        turns = _redo_turns(journal, steps)
+    return StepRequest(journal.name, direction, turns, dropped, now, whole, merge)
+
+
+def _unchanged_on_top(journal: Journal) -> list[Point]:
+    """The newest turns that changed no file (a prompt that did nothing, a point recorded as
+    the user typed `/undo`): a step drops them, newest first."""
+    top = 0
+    while top < len(journal.undo) and not journal.undo[-1 - top].changed:
+        top += 1
+    return list(reversed(journal.undo[len(journal.undo) - top:]))
+
+
+def _undo_turns(journal: Journal, left: list[Point], steps: int, to: str | None
+                ) -> list[Point]:
+    changed = sum(p.changed for p in left)
+    if not changed:
         raise UsageError(f"nothing to undo in session {journal.name!r}"
-                         + (": the files already equal its undo points" if undo else ""))
+                         + (": its turns changed no file" if journal.undo else ""))
     if to is not None:
         ids = [p.id for p in left]
         if to not in ids:
             raise UsageError(f"cannot undo session {journal.name!r} to {to[:12]}: it is not "
-                             "one of its undo points (see `undostore log`)")
-        steps = len(ids) - (len(ids) - 1 - ids[::-1].index(to))
-    if steps < 1:
-        raise UsageError("undo takes a number of steps of 1 or more")
-    if steps > len(left):
+                             "one of its undo points with a turn to take back (see "
+                             "`undostore log`)")
+        at = len(ids) - 1 - ids[::-1].index(to)
+        return list(reversed(left[at:]))
+    if steps > changed:
         raise UsageError(f"cannot undo {steps} turns in session {journal.name!r}: it has "
-                         f"{_points(len(left))} to go back to")
-    moved = left[len(left) - steps:]
-    return Move("undo", [p.id for p in undo[len(undo) - skip:]], moved, moved[0].id)
+                         f"{changed} turn{'s' if changed != 1 else ''} that changed files")
+    turns: list[Point] = []
+    for point in reversed(left):
+        if steps == 0:
+            break
+        turns.append(point)
+        steps -= point.changed
+    return turns
 
 
-def plan_redo(journal: Journal, steps: int = 1) -> Move:
-    """Redo `steps` entries of the redo stack; UsageError when there are not that many."""
+def _redo_turns(journal: Journal, steps: int) -> list[Point]:
     redo = journal.redo
     if not redo:
         raise UsageError(f"nothing to redo in session {journal.name!r}")
-    if steps < 1:
-        raise UsageError("redo takes a number of steps of 1 or more")
     if steps > len(redo):
         raise UsageError(f"cannot redo {steps} turns in session {journal.name!r}: it has "
-                         f"{len(redo)} redo {'entry' if len(redo) == 1 else 'entries'}")
-    moved = redo[len(redo) - steps:]
-    return Move("redo", [], moved, moved[0].id)
+                         f"{len(redo)} undone turn{'s' if len(redo) != 1 else ''}")
+    return list(reversed(redo[len(redo) - steps:]))
+
+
+# --- the tree ------------------------------------------------------------------------------------
+
+
+class Composed(NamedTuple):
+    """The tree the step restores to, and the paths where a turn overlapped a later change
+    (with markers in the tree where they are text: what `merge` writes)."""
+
+    target: str
+    conflicts: list[TurnConflict]
+
+
+def compose(store: Store, request: StepRequest) -> Composed:
+    """Each turn's change taken back (undo) or applied again (redo) on the files now, one turn
+    after another in the request's order; `whole`: the oldest undone point itself."""
+    from undostore.restore.revert import build_revert_tree
+
+    if request.whole:
+        return Composed(request.turns[-1].id, [])
+    ours = request.now
+    conflicts: list[TurnConflict] = []
+    for turn in request.turns:
+        after = turn.after or turn.id
+        # revert(FROM, TO) takes back FROM -> TO: undo takes back the turn, redo its reverse.
+        start, end = (turn.id, after) if request.direction is Direction.UNDO else (after, turn.id)
+        tree = build_revert_tree(store, bytes.fromhex(start), bytes.fromhex(end),
+                                 bytes.fromhex(ours),
+                                 theirs_label=f"{request.direction.value} of "
+                                              f"{_turn_name(turn)}")
+        conflicts += [TurnConflict(path, turn) for path in tree.conflicts]
+        ours = tree.target
+    return Composed(ours, conflicts)
+
+
+# --- the journal ---------------------------------------------------------------------------------
 
 
 def matches(journal: Journal, context: dict[str, Any]) -> bool:
-    """Whether the journal is still as the step found it (its context): the skipped points,
-    then the moved ones, on top of the stack. False when the session changed since."""
-    step, skipped, moved = context.get("step"), context.get("skipped"), context.get("moved")
-    if not isinstance(moved, list) or not moved or not isinstance(skipped, list):
+    """Whether the journal is still as the step found it (its context): the dropped turns on
+    top of the undo stack, the moved ones below them (undo) or on top of the redo stack.
+    False when the session changed since."""
+    step, dropped, moved = context.get("step"), context.get("dropped"), context.get("moved")
+    if not isinstance(moved, list) or not moved or not isinstance(dropped, list):
         return False
-    stack = journal.undo if step == "undo" else journal.redo
-    top = [p.id for p in stack[max(0, len(stack) - len(moved) - len(skipped)):]]
-    return top == [*moved, *skipped]
+    undo = [p.id for p in journal.undo]
+    if step == Direction.UNDO.value:
+        return undo[max(0, len(undo) - len(moved) - len(dropped)):] == [*moved, *dropped]
+    redo = [p.id for p in journal.redo]
+    return (undo[len(undo) - len(dropped):] == dropped
+            and redo[max(0, len(redo) - len(moved)):] == moved)
 
 
-def apply(journal: Journal, context: dict[str, Any], safety: str) -> None:
-    """Move the entries of a step that `matches` the journal; `safety` is its restore's safety
-    snapshot (the files before the step)."""
-    skipped, count = len(context["skipped"]), len(context["moved"])
-    if context["step"] == "undo":
-        del journal.undo[len(journal.undo) - skipped:]
+def apply(journal: Journal, context: dict[str, Any]) -> None:
+    """Move the turns of a step that `matches` the journal, once the dropped ones are gone:
+    undo puts them on the redo stack (the oldest undone one on top: the next redo), redo back
+    on the undo stack."""
+    dropped, count = len(context["dropped"]), len(context["moved"])
+    del journal.undo[len(journal.undo) - dropped:]
+    if context["step"] == Direction.UNDO.value:
         moved = journal.undo[len(journal.undo) - count:]
         del journal.undo[len(journal.undo) - count:]
-        now = time.time()
-        # Newest first: the newest undone point's redo entry is the files before the undo;
-        # each older one's is the state the point after it began with.
-        after = safety
-        for point in reversed(moved):
-            journal.push_redo(point, after, now)
-            after = point.id
+        journal.redo.extend(reversed(moved))
     else:
-        entries = journal.redo[len(journal.redo) - count:]
+        moved = journal.redo[len(journal.redo) - count:]
         del journal.redo[len(journal.redo) - count:]
-        # Next redo first: it comes back with the id of the files before the redo; each later
-        # one with the state the entry before it stood for.
-        before = safety
-        for entry in reversed(entries):
-            journal.push_back(entry, before)
-            before = entry.id
-
-
-def _points(n: int) -> str:
-    return f"{n} undo point" + ("" if n == 1 else "s")
+        journal.undo.extend(reversed(moved))

@@ -16,7 +16,8 @@ import shutil
 import time
 from typing import Any, NamedTuple
 
-from undostore.errors import StoreError, UsageError, from_oserror
+from undostore.errors import StoreError, UndostoreError, UsageError, from_oserror
+from undostore.git.objects import BLOB, MODE_EXEC, MODE_FILE, MODE_TREE, hash_object
 from undostore.history import journal as journals
 from undostore.store import oplog
 from undostore.store.store import Store, default_home, default_store_path, recorded_root
@@ -151,6 +152,81 @@ def _the_orphan(target: str, home: str | None) -> str:
     listing = "; ".join(f"{p} (was {recorded_root(p)})" for p in left)
     raise UsageError(f"several stores lost their root: {listing}; name one with "
                      "`undostore --store PATH rebind`")
+
+
+class Adoption(NamedTuple):
+    """What the first command in a folder with no store found: the stores a moved project left
+    whose files are here (`candidates`), and the one it took along (`rebound`; None when none
+    or several matched)."""
+
+    rebound: Rebound | None
+    candidates: list[str]
+
+
+# A moved project: of the top-level entries its store's newest snapshot holds, this share is here
+# (each still a folder or a file), and of the files sampled from it, this share holds the very
+# content (a project of the same layout is not the same project).
+MATCH_SHARE = 0.9
+CONTENT_SHARE = 0.5
+SAMPLE_FILES = 64
+SAMPLE_MAX_BYTES = 1 << 20
+
+
+def adopt_moved(root: str, home: str | None = None) -> Adoption:
+    """For a root with no store at its default place: take along the one store whose root is
+    gone and whose files are here (a moved project keeps its history with no command). Several
+    such stores: none is taken (`candidates` names them; `rebind` picks one)."""
+    real = os.path.realpath(root)
+    target = default_store_path(real)
+    matching = [p for p in orphans(home)
+                if not _same_path(p, target) and files_match(p, real)]
+    if len(matching) != 1:
+        return Adoption(None, matching)
+    try:
+        return Adoption(rebind(real, matching[0], home), matching)
+    except (UsageError, StoreError):
+        if os.path.isfile(os.path.join(target, "FORMAT")):
+            return Adoption(None, [])   # another process took it along meanwhile
+        raise
+
+
+def files_match(store_path: str, root: str) -> bool:
+    """Whether the files at `root` are those of the store's newest snapshot: its top-level
+    entries are there (`MATCH_SHARE`, each of the same kind), and most of its first
+    `SAMPLE_FILES` files hold the same bytes (`CONTENT_SHARE`)."""
+    newest = next((op.id for op in oplog.read(store_path) if op.id and op.op in _CAPTURES), None)
+    if newest is None:
+        return False
+    try:
+        with Store(store_path, create=False) as store:
+            tree = bytes.fromhex(newest)
+            entries = store.read_tree(tree)
+            sample = [(path, sha) for path, mode, sha in store.iter_tree_files(tree)
+                      if mode in (MODE_FILE, MODE_EXEC)][:SAMPLE_FILES]
+    except (UndostoreError, ValueError, OSError):
+        return False
+    if not entries or not sample:
+        return False
+    here = sum(os.path.isdir(os.path.join(root, os.fsdecode(name))) if mode == MODE_TREE
+               else os.path.lexists(os.path.join(root, os.fsdecode(name)))
+               for mode, name, _sha in entries)
+    same = sum(_holds(os.path.join(root, path), sha) for path, sha in sample)
+    return here >= MATCH_SHARE * len(entries) and same >= CONTENT_SHARE * len(sample)
+
+
+def _holds(path: str, blob: bytes) -> bool:
+    """Whether the file at `path` holds the blob `blob` (a file past SAMPLE_MAX_BYTES: its
+    presence is enough)."""
+    try:
+        if os.lstat(path).st_size > SAMPLE_MAX_BYTES:
+            return True
+        with open(path, "rb") as f:
+            return hash_object(BLOB, f.read()) == blob
+    except OSError:
+        return False
+
+
+_CAPTURES = ("snapshot", "end-turn", "restore", "undo", "redo", "revert")
 
 
 def _holds_nothing(path: str) -> bool:

@@ -306,12 +306,17 @@ class Store:
         text = text.lower()
         if len(text) == 40:
             sha = bytes.fromhex(text)
+            known = sha in self.known_snapshots() or sha in self._logged_ids()
             if self.has(sha):
-                if self._type_of(sha) == TREE:
-                    return sha  # a full id is explicit: any tree the store holds
-                raise UnknownSnapshotError(f"{text} is not a snapshot (not a tree)")
+                if known and self._type_of(sha) == TREE:
+                    return sha
+                # A folder's tree is a tree too: restoring it would make the root that folder.
+                raise UnknownSnapshotError(
+                    f"{text} is not a snapshot of {self.root or 'this root'}: the store holds "
+                    "it as part of one (a sub-folder's tree) or as another object; pass an "
+                    "id that `snapshot`, `log` or `ops` printed")
             # Only to tell "listed but gone" (exit 3) from "never heard of" (exit 2).
-            candidates = [sha] if sha in self.known_snapshots() else []
+            candidates = [sha] if known else []
         else:
             candidates = sorted(sha for sha in self.known_snapshots()
                                 if sha.hex().startswith(text))
@@ -331,6 +336,20 @@ class Store:
                 "history keeps) and is no longer in the store; `undostore verify` checks what "
                 "is still held", missing=[sha.hex()])
         return sha
+
+    def _logged_ids(self) -> set[bytes]:
+        """Every id the operation log names, whatever its age (`known_snapshots` holds the
+        recent ones): asked only of a full id that is not otherwise known."""
+        from undostore.store.oplog import read
+
+        out = set()
+        for op in read(self.path):
+            for sha in op.named_ids():
+                try:
+                    out.add(bytes.fromhex(sha))
+                except ValueError:
+                    continue
+        return out
 
     def _type_of(self, sha: bytes) -> int | None:
         try:

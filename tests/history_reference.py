@@ -1,0 +1,214 @@
+"""The history rules as a plain model over file contents, for the model-based tests.
+
+Files are `{path: content}` with one-line contents, so git's line merge of a path is a merge of
+whole values: a path both sides changed, differently, conflicts. A turn is an undo point (the
+files as it began) and the files after it; the rules are those of the contract's "History":
+
+- the snapshot a point or a restore takes ends every session's open turn there (a provisional
+  end the host's after-turn event replaces; its own session's turn for good);
+- a turn found to have changed files ends its session's redo chain;
+- undo takes back each turn's own change 3-way against the files now, redo applies it again,
+  both refusing (nothing changed) where a later change overlaps;
+- the newest turns that changed nothing are dropped by a step.
+
+`History` mirrors history/sessions.py and history/steps.py; the tests hold the real program to
+it through its CLI, hook and library.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+Files = dict[str, str]
+
+
+@dataclass
+class Turn:
+    before: Files
+    label: str | None
+    after: Files | None = None
+    ended: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self.after != self.before
+
+
+@dataclass
+class Session:
+    undo: list[Turn] = field(default_factory=list)    # oldest first
+    redo: list[Turn] = field(default_factory=list)    # the next redo last
+
+
+class Refused(Exception):
+    """What the program refuses: `code` 2 (nothing to move) or 3 (a conflict)."""
+
+    def __init__(self, code: int, paths: list[str] | None = None) -> None:
+        super().__init__(code, paths)
+        self.code = code
+        self.paths = paths or []
+
+
+def revert(start: Files, end: Files, ours: Files) -> tuple[Files, list[str]]:
+    """Take back the change `start` -> `end` on `ours`, path by path (restore/revert.py)."""
+    result = dict(ours)
+    conflicts = []
+    for path in sorted(start.keys() | end.keys()):
+        base, theirs, mine = end.get(path), start.get(path), ours.get(path)
+        if base == theirs or mine == theirs:
+            continue
+        if mine == base:
+            if theirs is None:
+                result.pop(path, None)
+            else:
+                result[path] = theirs
+        else:
+            conflicts.append(path)
+    return result, conflicts
+
+
+class History:
+    """The files and every session's turns, changed only through the rules above."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.disk: Files = {}
+        self.sessions: dict[str, Session] = {}
+        self.let_go: list[Files] = []      # states that left a journal (restorable a day more)
+
+    def session(self, name: str) -> Session:
+        return self.sessions.setdefault(name, Session())
+
+    # --- turn ends -----
+
+    def _close(self, session: Session, after: Files, final: bool) -> None:
+        if not session.undo or session.undo[-1].ended:
+            return
+        newest = session.undo[-1]
+        if not final and newest.after is not None:
+            return
+        newest.after, newest.ended = dict(after), final
+        if newest.changed and session.redo:
+            self._drop(session.redo)
+            session.redo.clear()
+
+    def close_turns(self, files: Files, own: str | None) -> None:
+        for name, session in self.sessions.items():
+            self._close(session, files, final=name == own)
+
+    def _drop(self, turns: list[Turn]) -> None:
+        for turn in turns:
+            self.let_go += [turn.before] + ([turn.after] if turn.after is not None else [])
+
+    # --- what users and hosts do -----
+
+    def point(self, name: str, label: str | None) -> bool:
+        """A snapshot with a session (a prompt): whether a point was recorded."""
+        self.close_turns(self.disk, name)
+        session = self.session(name)
+        if session.undo and session.undo[-1].before == self.disk:
+            if not session.undo[-1].changed and label is not None:
+                session.undo[-1] = Turn(dict(self.disk), label)
+            return False
+        session.undo.append(Turn(dict(self.disk), label))
+        self._expire(session)
+        return True
+
+    def _expire(self, session: Session) -> None:
+        gone = session.undo[:max(0, len(session.undo) - self.limit)]
+        self._drop(gone)
+        del session.undo[:len(gone)]
+
+    def end_turn(self, name: str) -> None:
+        """The host's after-turn event."""
+        self._close(self.session(name), self.disk, final=True)
+
+    def restored(self, name: str, label: str, target: Files) -> None:
+        """A restore or revert with a session that changed the files to `target`."""
+        safety = dict(self.disk)
+        self.close_turns(safety, name)
+        session = self.session(name)
+        if session.undo and session.undo[-1].before == safety and not session.undo[-1].changed:
+            session.undo[-1] = Turn(safety, label)
+        else:
+            session.undo.append(Turn(safety, label))
+            self._expire(session)
+        self._close(session, target, final=True)
+        self.disk = dict(target)
+
+    def step(self, name: str, undo: bool, count: int = 1, to: Files | None = None,
+             whole: bool = False, merge: bool = False) -> tuple[list[Turn], list[str]]:
+        """An undo or redo: the turns moved (in the order applied) and the paths left with
+        conflict markers (`merge`: their contents are not modelled; the caller reads them).
+        Refused: nothing changes."""
+        session = copy.deepcopy(self.session(name))
+        probe = History(self.limit)
+        probe.sessions = {name: session}
+        probe._close(session, self.disk, final=True)
+        top = 0
+        while top < len(session.undo) and not session.undo[-1 - top].changed:
+            top += 1
+        left = session.undo[:len(session.undo) - top]
+        if undo:
+            turns = self._undo_turns(left, count, to)
+        else:
+            if not session.redo or count > len(session.redo):
+                raise Refused(2)
+            turns = list(reversed(session.redo[len(session.redo) - count:]))
+        files = dict(self.disk)
+        conflicts: list[str] = []
+        if whole:
+            files = dict(turns[-1].before)
+        else:
+            for turn in turns:
+                after = turn.after if turn.after is not None else turn.before
+                start, end = (turn.before, after) if undo else (after, turn.before)
+                files, found = revert(start, end, files)
+                conflicts += found
+        if conflicts and not merge:
+            raise Refused(3, sorted(set(conflicts)))
+        # Done: what finish_step commits.
+        self.close_turns(self.disk, name)
+        real = self.session(name)
+        del real.undo[len(real.undo) - top:]
+        if undo:
+            moved = real.undo[len(real.undo) - len(turns):]
+            del real.undo[len(real.undo) - len(turns):]
+            real.redo.extend(reversed(moved))
+        else:
+            moved = real.redo[len(real.redo) - len(turns):]
+            del real.redo[len(real.redo) - len(turns):]
+            real.undo.extend(reversed(moved))
+        self.disk = files
+        return turns, sorted(set(conflicts))
+
+    @staticmethod
+    def _undo_turns(left: list[Turn], count: int, to: Files | None) -> list[Turn]:
+        changed = sum(t.changed for t in left)
+        if not changed:
+            raise Refused(2)
+        if to is not None:
+            at = [i for i, t in enumerate(left) if t.before == to]
+            if not at:
+                raise Refused(2)
+            return list(reversed(left[at[-1]:]))
+        if count > changed:
+            raise Refused(2)
+        turns = []
+        for turn in reversed(left):
+            if count == 0:
+                break
+            turns.append(turn)
+            count -= turn.changed
+        return turns
+
+    def listed(self) -> list[Files]:
+        """Every state a journal lists."""
+        out = []
+        for session in self.sessions.values():
+            for turn in (*session.undo, *session.redo):
+                out.append(turn.before)
+                if turn.after is not None:
+                    out.append(turn.after)
+        return out
