@@ -38,6 +38,11 @@ class StoreError(UndostoreError):
     """The store cannot be used (cannot be created, locked by a live process, damaged)."""
 
 
+class UntrustedStoreError(StoreError):
+    """A store, or a folder or file on the way to it, that another user could have written
+    (store/trust.py): never used, not even locked."""
+
+
 class StoreWriteError(StoreError):
     """The store's disk refused a write (full, over quota, read-only, no permission); the path
     is the store, not the file being captured."""

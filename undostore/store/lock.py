@@ -17,6 +17,8 @@ from types import TracebackType
 from undostore.errors import StoreError, store_write_error
 from undostore.platform import IS_WINDOWS
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)   # never a lock through a planted link (trust.py)
+
 if IS_WINDOWS:
     import msvcrt
 
@@ -66,7 +68,8 @@ class StoreLock:
             self._depth += 1
             return
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | getattr(os, "O_BINARY", 0),
+                         0o600)
         except OSError as err:   # a read-only or full disk: the store's, said as such
             raise store_write_error(err, os.path.dirname(self.path)) from err
         deadline = time.monotonic() + self.timeout

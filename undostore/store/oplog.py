@@ -73,7 +73,8 @@ def append(store_path: str, op: Op, max_bytes: int = MAX_BYTES) -> None:
     path = log_path(store_path)
     try:
         _rotate_if_full(path, max_bytes)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0),
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_BINARY", 0),
                      0o600)
         try:
             data = _line(op)

@@ -35,6 +35,7 @@ from undostore.git.treewalk import walk
 from undostore.store import damage
 from undostore.store.lock import StoreLock
 from undostore.store.recent import all_ids
+from undostore.store.trust import check_store
 
 FORMAT_LINE = "undostore 1"
 _LAYOUT_NAMES = {"FORMAT", "lock", "objects", "sessions", "cache", "restore", "tmp", "refs",
@@ -83,6 +84,10 @@ def same_root(a: str, b: str) -> bool:
     return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
 
 
+def _same_folder(a: str, b: str) -> bool:
+    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+
+
 def _make_private_dirs(path: str) -> None:
     """Create `path` and any missing parents with mode 0700 (`os.makedirs` applies the mode to
     the last folder only), each durable before anything is made in it (`make_durable_dirs`)."""
@@ -108,6 +113,9 @@ class Store:
         self.root = root
         self.identity = ""
         self.recorded_root = ""
+        home = default_home()
+        check_store(self.path, home if _same_folder(os.path.dirname(self.path),
+                                                    os.path.join(home, "stores")) else None)
         if create:
             self._ensure_layout()
         elif not os.path.isfile(os.path.join(self.path, "FORMAT")):
