@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .common import Context, json_option, pass_context, session_option
+from .common import Context, json_option, pass_context, read_only, session_option
 from .complete import complete_ids
 from .pager import no_pager_option, paged
 
@@ -56,6 +56,7 @@ class _DiffCommand(click.Command):
 @no_pager_option
 @json_option
 @pass_context
+@read_only(None)
 @click.pass_context
 def diff_command(click_ctx: click.Context, ctx: Context, from_id: str | None, to_id: str | None,
                  name_only: bool, name_status: bool, numstat: bool, stat: bool, patch: bool,

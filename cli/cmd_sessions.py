@@ -22,6 +22,7 @@ from .common import (
     note,
     note_damage,
     pass_context,
+    read_only,
     session_option,
     yes_option,
 )
@@ -40,6 +41,15 @@ def history_session(ctx: Context, session: str | None, doing: str = "") -> str:
     if chosen:
         note(f"undostore: session {name!r} (newest undo point)")
     return name
+
+
+def _no_session_yet(session: str | None, body: dict[str, Any]) -> dict[str, Any]:
+    """What a listing shows where no store is: nothing; a named session is still exit 2."""
+    from undostore.errors import UsageError
+
+    if session is not None:
+        raise UsageError(f"no session named {session!r} (sessions: none yet)")
+    return {"session": os.environ.get("UNDOSTORE_SESSION") or "default", **body}
 
 
 def _when(seconds: float) -> str:
@@ -75,6 +85,8 @@ def _emit_listing(ctx: Context, body: dict[str, Any], as_json: bool,
 @no_pager_option
 @json_option
 @pass_context
+@read_only(lambda options: _no_session_yet(options.get("session"),
+                                           {"undo": [], "redo": []}))
 def log_command(ctx: Context, session: str | None, count: int | None, stat: bool,
                 no_pager: bool, as_json: bool) -> None:
     """Show the undo points of a session, newest first, and its redo stack.
@@ -232,6 +244,7 @@ def redo_command(ctx: Context, steps: int, merge: bool, session: str | None, yes
 @click.command("sessions")
 @json_option
 @pass_context
+@read_only(lambda options: {"sessions": []})
 def sessions_command(ctx: Context, as_json: bool) -> None:
     """List the sessions of this store with their numbers of undo and redo entries."""
     infos = ctx.workspace().sessions()
@@ -320,6 +333,7 @@ def _kept_line(kept: list[dict[str, Any]], grace: float | None) -> str:
                    "keep salvaged journals; then report what is lost.")
 @json_option
 @pass_context
+@read_only(lambda options: {"ok": True, "missing": [], "corrupt": []})
 def verify_command(ctx: Context, snapshot_id: str | None, repair: bool, as_json: bool) -> None:
     """Check that every object the journals (or snapshot ID) need is present and intact.
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .common import Context, emit, json_option, pass_context, session_option
+from .common import Context, emit, json_option, pass_context, read_only, session_option
 from .complete import complete_ids
 from .pager import no_pager_option, paged
 
@@ -50,6 +50,7 @@ def _which(ref: str | None) -> tuple[int | None, str | None]:
 @no_pager_option
 @json_option
 @pass_context
+@read_only(None)
 def show_command(ctx: Context, ref: str | None, session: str | None, patch: bool, color: str,
                  no_pager: bool, as_json: bool) -> None:
     """Show one turn of the session: its label, when it began and what it changed.

@@ -18,6 +18,7 @@ from .common import (
     json_option,
     note,
     pass_context,
+    read_only,
     session_option,
     stdin_is_terminal,
 )
@@ -111,6 +112,7 @@ def status_command(ctx: Context, session: str | None, as_json: bool) -> None:
               help="Only operations newer than this: 90s, 30m, 2h, 1d, 1w.")
 @json_option
 @pass_context
+@read_only(lambda options: {"ops": []})
 def ops_command(ctx: Context, session: str | None, since: str | None, as_json: bool) -> None:
     """The operation log, newest first: every snapshot, restore, undo, redo, drop and gc.
 

@@ -25,6 +25,7 @@ class Context:
         self.store = store
         self.force = force
         self.quiet = False  # `hook` and `mcp` keep stderr for failures only
+        self.read_only = False  # a command that only reads makes no store (`read_only`)
         self._workspace = None
 
     def workspace(self):  # noqa: ANN201 (undostore.Workspace; imported lazily for start-up time)
@@ -33,7 +34,8 @@ class Context:
 
             from .signals import process_cancel
 
-            self._workspace = Workspace(self.root, self.store, force=self.force)
+            self._workspace = Workspace(self.root, self.store, force=self.force,
+                                        create=not self.read_only)
             self._workspace.cancel = process_cancel()   # set by SIGINT, SIGTERM (signals.py)
             # A restore a crash left half-done is finished by whatever command comes next:
             # say so, and how to roll it back instead.
@@ -85,6 +87,33 @@ def _note_eviction(eviction: Any) -> None:
 
 
 pass_context = click.make_pass_decorator(Context)
+
+
+def read_only(empty: Callable[[dict[str, Any]], dict[str, Any]] | None) -> Callable[[F], F]:
+    """For a command that only reads (log, show, diff, ops, sessions, verify): in a folder no
+    store protects it makes none; it says so on stderr and prints what `empty(options)` gives
+    (nothing recorded: an empty list; it may raise, as for a named session), or, with `empty`
+    None, the error (exit 2: no id to look up)."""
+
+    def wrap(command: F) -> F:
+        import functools
+
+        @functools.wraps(command)
+        def run(ctx: Context, *args: Any, **kwargs: Any) -> Any:
+            from undostore.errors import NoStoreError
+
+            ctx.read_only = True
+            try:
+                return command(ctx, *args, **kwargs)
+            except NoStoreError as err:
+                if empty is None:
+                    raise
+                payload = empty(kwargs)
+                note(f"undostore: {err.message}")
+                emit(bool(kwargs.get("as_json")), payload, None)
+                return None
+        return run  # type: ignore[return-value]
+    return wrap
 
 
 def json_option(f: F) -> F:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -128,6 +129,36 @@ def _interrupted(as_json: bool, err: BaseException) -> None:
 
 
 _GLOBAL_WITH_VALUE = ("--root", "--store")
+# What hosts and clients run unattended: a bad setting is said and the default used (never a
+# hook that records nothing); any command a person types refuses it first (exit 2).
+UNATTENDED = ("hook", "mcp", "status")
+
+
+def _settings_checked(args: list[str]) -> contextlib.AbstractContextManager[None]:
+    """Check every setting before the command runs: a bad one is exit 2, or, for what runs
+    unattended, said once and the default used for the command's length."""
+    from undostore import settings
+
+    command = command_name(args)
+    if command is None:
+        return contextlib.nullcontext()   # help, --version: nothing to act on
+    if command not in UNATTENDED:
+        settings.check_all()
+        return contextlib.nullcontext()
+    lenient = settings.defaults_for_bad_values(
+        lambda line: click.echo(f"undostore: warning: {line}", err=True))
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(lenient)
+        settings.check_all()   # each bad one said now, whether or not the command reads it
+        return stack.pop_all()
+
+
+def command_name(args: list[str]) -> str | None:
+    """The command `args` name (after the global options), or None."""
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        i += 2 if args[i] in _GLOBAL_WITH_VALUE else 1
+    return args[i] if i < len(args) and not args[i].startswith("-") else None
 
 
 def json_after_command(args: list[str]) -> list[str]:
@@ -181,7 +212,8 @@ def _main(argv: list[str] | None) -> None:
     # SIGINT and SIGTERM become a cancel request a restore answers itself (signals.py).
     with signals.cancel_on_signals():
         try:
-            cli.main(args=args, prog_name="undostore", standalone_mode=False)
+            with _settings_checked(args):
+                cli.main(args=args, prog_name="undostore", standalone_mode=False)
         except click.exceptions.Abort:
             click.echo("undostore: aborted", err=True)
             _fail(as_json, 1, "Aborted", "aborted")

@@ -68,7 +68,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_running(tree_factory):
         return bad_id, nothing, unknown, status
 
     bad_id, nothing, unknown, status = session(root, script)
-    assert bad_id.is_error and "unknown snapshot beef" in bad_id.content[0].text
+    assert bad_id.is_error and "nothing was recorded here" in bad_id.content[0].text
     assert nothing.is_error and "nothing to undo" in nothing.content[0].text
     assert unknown.is_error
     assert not status.is_error

@@ -131,14 +131,20 @@ def test_off_never_connects(tmp_path, watchman_env):
     assert Monitor.open(str(tmp_path), "off") is None
 
 
-@pytest.mark.parametrize(("value", "mode", "warned"), [
-    ("", "auto", False), ("auto", "auto", False), ("WATCHMAN", "watchman", False),
-    ("off", "off", False), ("fsevents", "auto", True)])
-def test_mode_from_the_environment(monkeypatch, value, mode, warned):
+@pytest.mark.parametrize(("value", "mode"), [
+    ("", "auto"), ("auto", "auto"), ("WATCHMAN", "watchman"), ("off", "off")])
+def test_mode_from_the_environment(monkeypatch, value, mode):
     monkeypatch.setenv("UNDOSTORE_FSMONITOR", value)
-    warnings: list = []
-    assert fsmonitor_mode(lambda p, m: warnings.append(m)) == mode
-    assert bool(warnings) == warned
+    assert fsmonitor_mode() == mode
+
+
+def test_an_unknown_mode_is_refused(monkeypatch):
+    """Refused where a person types it; the hook's lenient reading is tests/test_settings.py's."""
+    from undostore.errors import UsageError
+
+    monkeypatch.setenv("UNDOSTORE_FSMONITOR", "fsevents")
+    with pytest.raises(UsageError, match="auto, watchman or off"):
+        fsmonitor_mode()
 
 
 def test_token_round_trips_through_a_tuple():

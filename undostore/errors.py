@@ -34,6 +34,17 @@ class SnapshotError(UndostoreError):
     """A file could not be captured (unreadable, vanished, changed while read, too many files)."""
 
 
+class TreeMovedError(SnapshotError):
+    """Something under the root vanished, or a folder changed, while a snapshot read it: the
+    state it saw may never have existed. `take_snapshot` takes it again; only a tree that never
+    holds still fails."""
+
+    def __init__(self, message: str, path: str | os.PathLike[str] | None = None,
+                 folders: tuple[str, ...] = ()) -> None:
+        super().__init__(message, path)
+        self.folders = folders
+
+
 class StoreError(UndostoreError):
     """The store cannot be used (cannot be created, locked by a live process, damaged)."""
 
@@ -59,6 +70,11 @@ class UsageError(UndostoreError):
 
 class UnknownSnapshotError(UsageError):
     """An id or prefix that names no snapshot, or more than one."""
+
+
+class NoStoreError(UsageError):
+    """A read-only command in a folder that no store protects: nothing was recorded there, and
+    nothing is made to say so."""
 
 
 class ConfirmationNeeded(UsageError):

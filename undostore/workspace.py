@@ -56,11 +56,13 @@ class Workspace:
 
     def __init__(self, root: str | os.PathLike[str] | None = None,
                  store: str | os.PathLike[str] | None = None, *, force: bool = False,
-                 rebind: bool = False, limits: Limits = DEFAULT_LIMITS) -> None:
+                 rebind: bool = False, limits: Limits = DEFAULT_LIMITS,
+                 create: bool = True) -> None:
         """`root` None: found from the current folder as the contract's "root" says
         (`self.discovery` tells how); `store` None: `UNDOSTORE_STORE`, else the default. A store
         refuses another root unless `rebind` re-points it here (a moved project). `limits`: the
-        batch and size limits of its snapshots and restores (limits.py)."""
+        batch and size limits of its snapshots and restores (limits.py). `create` False: a
+        root with no store is NoStoreError (read-only callers make nothing)."""
         store_path = os.fspath(store) if store is not None else os.environ.get("UNDOSTORE_STORE")
         store_path = store_path or None
         if root is None:
@@ -78,7 +80,7 @@ class Workspace:
 
             self.adopted = adopt_moved(self.root)
         self.store = Store(store_path or default_store_path(self.root), root=self.root,
-                           rebind=rebind)
+                           rebind=rebind, create=create)
         self.store.listed_snapshots = self._listed_snapshots
         self._recovered = False
         # Called before a command finishes a restore a crash left half-done (see
@@ -110,6 +112,9 @@ class Workspace:
                  meta: dict[str, Any] | None = None,
                  options: SnapshotOptions | None = None) -> SnapshotResult:
         """Capture the files now; with `session`, also record an undo point."""
+        from undostore.store.oplog import cut_label
+
+        label = cut_label(label)
         if session is not None:
             from undostore.history.journal import validate_name
 

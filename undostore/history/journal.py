@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from undostore import settings
 from undostore.errors import StoreError, UsageError, from_oserror
-from undostore.settings import env_number
 from undostore.store import oplog
 from undostore.store.framing import CorruptFrame, quarantine, read_framed, write_framed
 from undostore.store.store import Store
@@ -30,7 +30,6 @@ _KIND = b"JRNL"
 _LEGACY_FORMAT = 1   # redo entries were the states undos left (read, then migrated: `load`)
 _FORMAT = 2
 SUFFIX = ".journal"
-DEFAULT_LIMIT = 50
 MAX_NAME_CHARS = 100
 MAX_ENCODED_BYTES = 180
 _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -261,7 +260,7 @@ def make_point(snapshot_id: str, label: str | None, meta: Mapping[str, Any] | No
         json.dumps(meta, allow_nan=False)
     except (TypeError, ValueError) as err:
         raise UsageError(f"undo point metadata must be plain JSON data: {err}") from None
-    return Point(snapshot_id, time.time() if now is None else now, label, meta)
+    return Point(snapshot_id, time.time() if now is None else now, oplog.cut_label(label), meta)
 
 
 # --- files ---------------------------------------------------------------------------------------
@@ -444,4 +443,4 @@ def session_names(store: Store) -> list[str]:
 
 def undo_limit() -> int:
     """The cap on undo points: `UNDOSTORE_UNDO_LIMIT`, else 50."""
-    return int(env_number("UNDOSTORE_UNDO_LIMIT", DEFAULT_LIMIT, minimum=1, whole=True))
+    return int(settings.value("UNDOSTORE_UNDO_LIMIT"))

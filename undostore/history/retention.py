@@ -22,10 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from undostore import settings
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.history.reflog import CAP_REASON, read_reflog
-from undostore.settings import env_number
 from undostore.store import oplog
 
 if TYPE_CHECKING:
@@ -78,12 +78,12 @@ OnEvict = Callable[[Eviction], None]
 
 def keep_days() -> float | None:
     """`UNDOSTORE_KEEP_DAYS` (a positive number of days), else None: no age limit."""
-    return env_number("UNDOSTORE_KEEP_DAYS", above_minimum=True)
+    return settings.value("UNDOSTORE_KEEP_DAYS")
 
 
 def max_store_bytes() -> int | None:
     """`UNDOSTORE_MAX_STORE_MB` in bytes (MB = 10^6), else None: no size limit."""
-    mb = env_number("UNDOSTORE_MAX_STORE_MB", above_minimum=True)
+    mb = settings.value("UNDOSTORE_MAX_STORE_MB")
     return None if mb is None else int(mb * MB)
 
 

@@ -24,12 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from undostore import settings
 from undostore.errors import StoreError, UndostoreError, UsageError
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.history.direction import Direction
 from undostore.history.journal import Point, SessionWarning
-from undostore.settings import env_number
 from undostore.store import oplog
 
 if TYPE_CHECKING:
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.store.store import Store
 
-DEFAULT_GC_EVERY = 20
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,7 @@ class SessionInfo:
 
 def gc_every() -> int:
     """`UNDOSTORE_GC_EVERY`, else 20; 0 means never."""
-    return int(env_number("UNDOSTORE_GC_EVERY", DEFAULT_GC_EVERY, minimum=0, whole=True))
+    return int(settings.value("UNDOSTORE_GC_EVERY"))
 
 
 def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: str | None,

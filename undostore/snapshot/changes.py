@@ -100,7 +100,7 @@ def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn,
     change (walk.py)."""
     if options.known is None and options.threads <= 1:
         options = options._replace(known=known_for(cache))
-    mode = fsmonitor_mode(on_warning)
+    mode = fsmonitor_mode()
     monitor = None if mode == "off" else Monitor.open(root, mode, options.skip_dirs, on_warning,
                                                       watchman_timeout)
     if monitor is None:

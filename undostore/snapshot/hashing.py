@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from undostore.errors import SnapshotError, from_oserror
+from undostore.errors import SnapshotError, TreeMovedError, from_oserror
 from undostore.git.objects import (
     BLOB,
     MODE_EXEC,
@@ -76,7 +76,7 @@ class _Hasher:
             except ChangedWhileReading:
                 last_error = "file changed while being read"
             except FileNotFoundError as err:
-                raise SnapshotError("file vanished while being captured", disk) from err
+                raise TreeMovedError("file vanished while being captured", disk) from err
             except OSError as err:
                 raise from_oserror(err, "read file", disk) from err
         raise SnapshotError(f"{last_error} ({READ_ATTEMPTS} attempts); try again when it is idle, "
@@ -88,7 +88,7 @@ class _Hasher:
             target = os.fsencode(os.readlink(disk))
             st = os.lstat(disk)
         except FileNotFoundError as err:
-            raise SnapshotError("symlink vanished while being captured", disk) from err
+            raise TreeMovedError("symlink vanished while being captured", disk) from err
         except OSError as err:
             raise from_oserror(err, "read symlink", disk) from err
         sha = hash_object(BLOB, target)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
+from undostore.errors import SnapshotError, TreeMovedError
 from undostore.git.packwriter import PackWriter
 from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.progress import OnProgress, no_progress
@@ -26,7 +27,7 @@ from undostore.snapshot.capture import (
 )
 from undostore.snapshot.changes import WALK_FULL, Scan, scan
 from undostore.snapshot.hashing import HashRun
-from undostore.snapshot.walk import WalkOptions, ignore_warning
+from undostore.snapshot.walk import WalkOptions, ignore_warning, unsettled
 from undostore.store.moderecord import ModeRecorder
 from undostore.store.moderecord import save as save_modes
 from undostore.store.recent import remember
@@ -73,10 +74,29 @@ def store_exclusion(root: str, store: Store) -> frozenset[str]:
     return frozenset({rel.replace(os.sep, "/")})
 
 
+# How many times a snapshot is taken when the tree moves while it is read (every id printed is
+# a state that existed: a tree that never holds still fails instead).
+SETTLE_ATTEMPTS = 3
+
+
 def take_snapshot(root: str, store: Store, options: SnapshotOptions | None = None
                   ) -> SnapshotResult:
-    """Capture `root` into `store`; the store lock must be held by the caller."""
-    return _take_snapshot(root, store, options)
+    """Capture `root` into `store`; the store lock must be held by the caller. When something
+    vanished or a folder read changed while the walk ran (`TreeMovedError`), what it saw may
+    be a state that never existed (a folder moved from one place to another, seen in both or
+    in neither): it is taken again, and after `SETTLE_ATTEMPTS` fails naming the folders,
+    nothing recorded."""
+    for attempt in range(1, SETTLE_ATTEMPTS + 1):
+        try:
+            return _take_snapshot(root, store, options)
+        except TreeMovedError as err:
+            if attempt == SETTLE_ATTEMPTS:
+                where = ", ".join(err.folders[:5]) + (", ..." if len(err.folders) > 5 else "")
+                raise SnapshotError(
+                    f"the tree kept changing while it was read ({attempt} tries; the last: "
+                    f"{err.message}{': ' + where if where else ''}); nothing was recorded, the "
+                    "next snapshot tries again", err.path) from err
+    raise AssertionError("unreachable")
 
 
 def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> SnapshotResult:
@@ -116,11 +136,18 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                      on_hashed=modes.file_read, on_progress=options.on_progress,
                      limits=limits) as run:
             works = []
+            seen = []
             for folder in found.scanned:
                 works.append(match_folder(folder, cache, run.todo, found.deltas.get(folder.path),
                                           limits.splice_min_files))
+                seen.append((folder.path, folder.seen))
                 run.counted(folder.count)
             run.finish()
+        moved = unsettled(real_root, seen)
+        if moved:
+            raise TreeMovedError("folders changed while they were read",
+                                 os.path.join(real_root, moved[0]) if moved[0] else real_root,
+                                 tuple(p or "." for p in moved))
         # Modes read now; a folder whose stamp held kept its ctime, so no chmod or chown.
         read = [w for w in works if not w.reused]
         looked = [w.path for w in read] + [f"{w.path}/{d}" if w.path else d

@@ -27,7 +27,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from undostore.errors import SnapshotError, from_oserror
+from undostore.errors import SnapshotError, TreeMovedError, from_oserror
 from undostore.fileio import TEMP_PREFIX
 from undostore.platform import IS_WINDOWS, is_junction
 from undostore.snapshot.ignore import (
@@ -96,7 +96,8 @@ class Folder:
     A plain class, not a dataclass: the snapshot path's records are made without generated
     code (docs/design.md, "Start-up")."""
 
-    __slots__ = ("path", "files", "subdirs", "names", "stamp", "joined", "relisted", "ignored")
+    __slots__ = ("path", "files", "subdirs", "names", "stamp", "joined", "relisted", "ignored",
+                 "seen")
 
     def __init__(self, path: str, files: list[FileEntry] | None = None,
                  subdirs: list[str] | None = None, names: list[str] | None = None,
@@ -110,6 +111,7 @@ class Folder:
         self.joined = joined          # a reused listing's names as recorded (files, then folders)
         self.relisted = relisted      # reused though its own stat moved (a chmod, say): _visit
         self.ignored = ignored        # with a stamp: the names found ignored (`Known.ignored`)
+        self.seen = b""               # its stat before it was read (`unsettled`); b"": none
 
     def __repr__(self) -> str:
         return f"Folder({self.path!r}, {self.count} files, {len(self.subdirs)} folders)"
@@ -242,6 +244,10 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
                  ) -> tuple[Folder, list[tuple[str, IgnoreRules]]]:
     """Read one folder: its kept files, and the sub-folders to walk with their rules."""
     disk = disk_path(root, rel)
+    try:
+        seen = _stat_part(os.lstat(disk))   # before the listing: `unsettled` looks again
+    except OSError as err:
+        raise _read_error(err, "read folder", disk) from err
     # Ask for .gitignore by name (one lstat) rather than listing the folder first: the listing
     # is then read as it comes, so a huge folder's entries (each holding its stat result once
     # asked) are never all held at once. git reads a regular file only, never through a link.
@@ -250,6 +256,7 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
         own = read_ignore_file(os.path.join(disk, ".gitignore"), base=rel, follow_symlinks=False)
         rules = rules.with_folder_file(own)
     folder = Folder(rel)
+    folder.seen = seen
     todo: list[tuple[str, IgnoreRules]] = []
     _read_listing(disk, rel, rules, rules, folder, todo, options)
     return folder, todo
@@ -265,7 +272,7 @@ def _read_listing(disk: str, rel: str, rules: IgnoreRules, passed: object, folde
     try:
         listing = os.scandir(disk)
     except OSError as err:
-        raise from_oserror(err, "read folder", disk) from err
+        raise _read_error(err, "read folder", disk) from err
     with listing:
         _scan_entries(listing, disk, rel + "/" if rel else "",
                       rules.is_ignored if rules else None,  # most folders have no rules at all
@@ -281,9 +288,18 @@ def _visit(root: str, rel: str, node: _Rules, same: bool, options: WalkOptions,
     try:
         folder_st = os.lstat(disk)   # before the listing: a change after it shows next time
     except OSError as err:
-        raise from_oserror(err, "read folder", disk) from err
+        raise _read_error(err, "read folder", disk) from err
     if not stat.S_ISDIR(folder_st.st_mode):
-        raise SnapshotError("a folder was replaced while being captured; try again", disk)
+        raise TreeMovedError("a folder was replaced while being captured", disk, (rel,))
+    folder, todo = _visit_listed(root, rel, node, same, options, digest, disk, folder_st)
+    folder.seen = _stat_part(folder_st)
+    return folder, todo
+
+
+def _visit_listed(root: str, rel: str, node: _Rules, same: bool, options: WalkOptions,
+                  digest: bytes, disk: str, folder_st: os.stat_result
+                  ) -> tuple[Folder, list[tuple[str, _Rules, bool]]]:
+    """`_visit` once the folder's own lstat is taken."""
     known = options.known(rel) if options.known is not None else None   # type: ignore[misc]
     old_ignore = known.stamp[_PART:2 * _PART] if known is not None else UNKNOWN
     ignore_path = os.path.join(disk, ".gitignore")
@@ -321,6 +337,32 @@ def _visit(root: str, rel: str, node: _Rules, same: bool, options: WalkOptions,
     _read_listing(disk, rel, own.get(), own, folder, todo, options, found)
     folder.ignored = join_names(found)
     return folder, [(path, rules, below) for path, rules in todo]
+
+
+def _read_error(err: OSError, action: str, path: str) -> SnapshotError:
+    """The error for a folder that could not be read: one that vanished (or became a file)
+    while the walk ran is TreeMovedError, which the snapshot takes again."""
+    if isinstance(err, (FileNotFoundError, NotADirectoryError)):
+        return TreeMovedError(f"{'folder' if action == 'read folder' else 'entry'} vanished "
+                              "while being captured", path)
+    return from_oserror(err, action, path)  # type: ignore[return-value]
+
+
+def unsettled(root: str, seen: list[tuple[str, bytes]]) -> list[str]:
+    """The folders (relative paths) whose stat moved since the walk read them (`Folder.seen`):
+    an entry added, removed or renamed meanwhile, so what the walk saw may be a state that
+    never existed. One lstat each."""
+    moved = []
+    for rel, before in seen:
+        if not before:
+            continue
+        try:
+            now = _stat_part(os.lstat(disk_path(root, rel)))
+        except OSError:
+            now = b""
+        if now != before:
+            moved.append(rel)
+    return moved
 
 
 _RELIST = not IS_WINDOWS   # there a junction may look like a folder in a bare listing
@@ -441,7 +483,7 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
         except StopIteration:
             return
         except OSError as err:
-            raise from_oserror(err, "read folder", disk) from err
+            raise _read_error(err, "read folder", disk) from err
         name = entry.name
         if name == ".git":
             continue  # never capture any repository's own database
@@ -450,7 +492,7 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
             # d_type answers this without a system call; a symlink to a folder is not a folder.
             is_dir = entry.is_dir(follow_symlinks=False)
         except OSError as err:
-            raise from_oserror(err, "inspect", os.path.join(disk, name)) from err
+            raise _read_error(err, "inspect", os.path.join(disk, name)) from err
         if is_dir:
             if path in skip_dirs:
                 continue

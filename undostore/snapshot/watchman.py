@@ -28,15 +28,12 @@ _RECRAWLED = re.compile(r"Recrawled this watch (\d+) time")
 Warn = Callable[[str, str], None]
 
 
-def fsmonitor_mode(on_warning: Warn | None = None) -> str:
-    """The mode from `UNDOSTORE_FSMONITOR`; an unknown value warns and means `auto`."""
-    value = os.environ.get("UNDOSTORE_FSMONITOR", "").strip().lower() or "auto"
-    if value not in MODES:
-        if on_warning:
-            on_warning("UNDOSTORE_FSMONITOR",
-                       f"unknown value {value!r} (expected auto, watchman or off); using auto")
-        return "auto"
-    return value
+def fsmonitor_mode() -> str:
+    """The mode from `UNDOSTORE_FSMONITOR` (undostore/settings.py: a bad value is refused, or
+    where nobody types it, `auto` with a line saying so)."""
+    from undostore import settings
+
+    return str(settings.value("UNDOSTORE_FSMONITOR"))
 
 
 class Token(NamedTuple):

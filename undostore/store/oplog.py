@@ -58,6 +58,18 @@ class Op(NamedTuple):
         return [i for i in (self.id, self.safety, *self.ids) if i]
 
 
+MAX_LABEL_CHARS = 2000
+
+
+def cut_label(label: str | None) -> str | None:
+    """`label`, cut to `MAX_LABEL_CHARS` and marked so where it was longer: a label names a
+    turn for people, and a 50 MB one would be stored whole in the journal and the ops log."""
+    if label is None or len(label) <= MAX_LABEL_CHARS:
+        return label
+    mark = f"… (cut: {len(label):,} characters)"
+    return label[:MAX_LABEL_CHARS - len(mark)] + mark   # within the limit: cut once
+
+
 def log_path(store_path: str) -> str:
     return os.path.join(store_path, _NAME)
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 
 from undostore.errors import (
     IncompleteSnapshotError,
+    NoStoreError,
     SnapshotError,
     StoreError,
     UnknownSnapshotError,
@@ -119,7 +120,8 @@ class Store:
         if create:
             self._ensure_layout()
         elif not os.path.isfile(os.path.join(self.path, "FORMAT")):
-            raise StoreError("no undostore store here", self.path)
+            raise NoStoreError(f"no undostore store for {root or 'this folder'} yet: nothing "
+                               "was recorded here (`undostore snapshot` makes one)", self.path)
         else:
             self._ensure_layout()
         # Whoever takes the lock sees the packs as they are now: another process's gc may have
