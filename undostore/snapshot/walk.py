@@ -36,7 +36,14 @@ from undostore.snapshot.ignore import (
     read_ignore_file,
     root_rules,
 )
-from undostore.store.statcache import ENTRY, FINGERPRINT, fingerprint, join_names, split_names
+from undostore.store.statcache import (
+    ENTRY,
+    FINGERPRINT,
+    coarse_times,
+    fingerprint,
+    join_names,
+    split_names,
+)
 
 S_ISREG = stat.S_ISREG
 S_ISLNK = stat.S_ISLNK
@@ -165,11 +172,11 @@ def folder_stamp(folder_st: os.stat_result, gitignore_st: os.stat_result | None)
 
 def trusted_stamp(stamp: bytes, is_racy: Callable[[int, int], bool]) -> bytes:
     """`stamp` as it may be saved: a folder part taken too close to the save (`is_racy(mtime,
-    ctime)`: a change in the same clock tick would not show) or with whole-second times (FAT
-    and others may not move a folder's time at all) cannot vouch for the listing; a racy
-    `.gitignore` part is UNKNOWN (the folders below are read again)."""
+    ctime)`: a change in the same clock tick would not show) or with whole-second times
+    (`coarse_times`: FAT and others may not move a folder's time at all) cannot vouch for the
+    listing; a racy `.gitignore` part is UNKNOWN (the folders below are read again)."""
     mtime, ctime = struct.unpack_from("<qq", stamp)
-    if mtime % 1_000_000_000 == 0 or is_racy(mtime, ctime):
+    if coarse_times(mtime, ctime) or is_racy(mtime, ctime):
         stamp = UNTRUSTED + stamp[_PART:]
     ignore_part = stamp[_PART:2 * _PART]
     if ignore_part not in (NO_FILE, UNKNOWN):

@@ -141,9 +141,19 @@ def racy_times(mtime_ns: int, ctime_ns: int, start_ns: int) -> bool:
     return _racy(mtime_ns, ctime_ns, start_ns)
 
 
+def coarse_times(mtime_ns: int, ctime_ns: int) -> bool:
+    """Whether these times come from a file system that keeps whole seconds (FAT: 2 s), whose
+    times may not move at all within a second. On POSIX the change time decides: every write,
+    add, remove or rename sets it to the clock's time, while an mtime on a whole second is as
+    likely set by `tar` or `cp -p` on a fine-grained file system. On Windows the change time is
+    the creation time: the mtime decides."""
+    if mtime_ns % 1_000_000_000:
+        return False
+    return IS_WINDOWS or ctime_ns % 1_000_000_000 == 0
+
+
 def _racy(mtime_ns: int, ctime_ns: int, start_ns: int) -> bool:
-    coarse = mtime_ns % 1_000_000_000 == 0   # whole seconds: a coarse file system (FAT: 2 s)
-    margin = COARSE_MARGIN_NS if coarse else FINE_MARGIN_NS
+    margin = COARSE_MARGIN_NS if coarse_times(mtime_ns, ctime_ns) else FINE_MARGIN_NS
     return max(mtime_ns, ctime_ns) >= start_ns - margin
 
 
