@@ -50,6 +50,13 @@ def store_of(home: Path) -> Path:
     return store
 
 
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    return root
+
+
 def run(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "UNDOSTORE_HOME": str(home), "UNDOSTORE_FSMONITOR": "off"}
     env.pop("UNDOSTORE_STORE", None)
@@ -59,9 +66,7 @@ def run(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
 @needs_root
 def test_root_never_writes_through_a_store_another_user_planted(tmp_path: Path):
     uid = other_uid()
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
+    root = project(tmp_path)
     home = tmp_path / "shared-home"
     assert run(root, home, "snapshot", "-s", "s").returncode == 0   # root's own store, first
     victim = tmp_path / "rootonly"
@@ -92,9 +97,7 @@ def test_root_never_writes_through_a_store_another_user_planted(tmp_path: Path):
 @needs_root
 def test_a_forged_store_in_a_folder_another_user_owns_is_refused(tmp_path: Path):
     uid = other_uid()
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
+    root = project(tmp_path)
     store = tmp_path / "forged"
     store.mkdir()
     (store / "FORMAT").write_text("undostore store 1\nid: 00\nroot: \n")
@@ -108,9 +111,7 @@ def test_a_forged_store_in_a_folder_another_user_owns_is_refused(tmp_path: Path)
 
 @posix_only
 def test_a_symlinked_or_group_writable_store_is_refused(tmp_path: Path):
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
+    root = project(tmp_path)
     home = tmp_path / "home"
     assert run(root, home, "snapshot").returncode == 0
     store = store_of(home)

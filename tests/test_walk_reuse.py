@@ -413,3 +413,19 @@ def test_folders_above_a_restores_changes_are_reused_by_the_next_walk(
     assert _snapshot(root, store) == first == git.write_tree(root)
     (root / "src" / "deep" / "f007.c").write_text("changed 7")
     assert _snapshot(root, store) == git.write_tree(root) != second
+
+
+def test_a_gitignore_of_bytes_that_are_not_utf8_is_read_everywhere(tmp_path: Path):
+    """A build that rewrote `.gitignore` with arbitrary bytes (the random run above does): its
+    patterns match as git's bytes do; on Windows, reading it raised UnicodeDecodeError."""
+    root = make_tree(tmp_path / "t", {"a.c": "a", "b.log": "b"})
+    (root / ".gitignore").write_bytes(b"\xc9\xcd1S\n*.log\n/\x04\x0c\x92\n")
+    store = tmp_path / "store"
+    got = _snapshot(root, store)
+    assert got == _snapshot(root, tmp_path / "again")
+    oracle = shutil.which("git")   # the Windows lane has none
+    if oracle is not None:
+        assert got == Git(oracle).write_tree(root)
+    with Workspace(root, store=store) as ws:
+        assert sorted(p for p, _m, _s in ws.store.iter_tree_files(bytes.fromhex(got))) == [
+            ".gitignore", "a.c"]

@@ -44,7 +44,11 @@ def _byte_chars(text: str) -> str:
 
 
 def _readable(byte_chars: str) -> str:
-    return byte_chars if byte_chars.isascii() else os.fsdecode(byte_chars.encode("latin-1"))
+    """A pattern's bytes as text for people; bytes that are not UTF-8 stay as surrogates (on
+    Windows too, where `os.fsdecode` would raise on them)."""
+    if byte_chars.isascii():
+        return byte_chars
+    return byte_chars.encode("latin-1").decode("utf-8", "surrogateescape")
 
 
 # How a pattern is tested (git's dir.c): against the base name or the whole relative path, and
