@@ -105,7 +105,7 @@ def _workspace(ctx: Context, turn: Turn):  # noqa: ANN202 (undostore.Workspace, 
     workspace.on_recovery = lambda pending: print(f"undostore: {pending.finishing_notice()}",
                                                   file=sys.stderr)
     adopted = workspace.adopted
-    if adopted is not None and (adopted.rebound or adopted.candidates):
+    if adopted is not None:
         print(adoption_line(adopted), file=sys.stderr)   # said once: the store is here now
     return workspace
 

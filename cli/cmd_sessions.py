@@ -147,9 +147,8 @@ def _undo_or_redo(ctx: Context, direction: Direction, session: str | None, yes: 
     workspace = ctx.workspace()
     which = direction.value
     session = history_session(ctx, session, doing=f"nothing to {which}: ")
-    action = workspace.undo if direction is Direction.UNDO else workspace.redo
-    result = run_restore(functools.partial(action, session, **how), yes=yes, dry_run=dry_run,
-                         action=which)
+    result = run_restore(functools.partial(workspace.step, direction, session, **how), yes=yes,
+                         dry_run=dry_run, action=which)
     note_warnings(result.warnings)
     emit(as_json, result.to_json(), lambda: step_summary(result))
     if result.conflicts and not result.dry_run:

@@ -45,7 +45,7 @@ class Context:
                 self._workspace.on_evict = _note_eviction
             discovery = self._workspace.discovery
             adopted = self._workspace.adopted
-            if adopted is not None and (adopted.rebound or adopted.candidates):
+            if adopted is not None:
                 note(adoption_line(adopted))
                 return self._workspace
             if discovery.worth_saying and not self.quiet:

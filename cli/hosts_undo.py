@@ -42,16 +42,11 @@ def perform(workspace: Any, session: str | None, command: HostCommand) -> str:
     from undostore.errors import ConflictError, UndostoreError
 
     verb = command.direction.value
-    if command.whole and command.direction is Direction.REDO:
-        return "undostore: redo: --whole is for /undo; /redo applies the undone turns again"
     name = workspace.history_session(session or None)[0]
-    how: dict[str, Any] = {"steps": command.count, "merge": command.merge,
-                           "confirm": lambda plan: True}   # the user typed it: that is the yes
-    if command.direction is Direction.UNDO:
-        how["whole"] = command.whole
     try:
-        result = (workspace.undo if command.direction is Direction.UNDO
-                  else workspace.redo)(name, **how)
+        result = workspace.step(command.direction, name, steps=command.count,
+                                merge=command.merge, whole=command.whole,
+                                confirm=lambda plan: True)   # the user typed it: the yes
     except ConflictError as err:
         paths = getattr(err, "conflicts", None) or []
         shown = ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")

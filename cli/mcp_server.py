@@ -265,11 +265,11 @@ def _restoring(call: Call, name: str, args: Args) -> dict[str, Any]:
         run = dict(dry_run=dry_run, confirm=None if dry_run else _yes,
                    on_progress=call.on_progress)
         if name in ("undo", "redo"):
+            from undostore.history.direction import Direction
+
             session = ws.history_session(args.get("session") or None)[0]
-            how = {"merge": bool(args.get("merge"))}
-            if name == "undo":
-                how["whole"] = bool(args.get("whole"))
-            result = getattr(ws, name)(session, **run, **how)
+            result = ws.step(Direction(name), session, merge=bool(args.get("merge")),
+                             whole=bool(args.get("whole")), **run)
         elif name == "restore":
             result = ws.restore(_id(args, "id")[0], **run)
         else:

@@ -72,7 +72,8 @@ class Workspace:
         self.root = check_root(self.discovery.root if root is None else os.fspath(root), force)
         self.force = force
         self.limits = limits
-        # A moved project: the store its old place left, taken along (history/stores.py).
+        # A moved project: the store its old place left, taken along, or the candidates
+        # (history/stores.py); None: nothing of the kind.
         self.adopted: Adoption | None = None
         if store_path is None and not rebind and not os.path.isfile(
                 os.path.join(default_store_path(self.root), "FORMAT")):
@@ -333,8 +334,8 @@ class Workspace:
         `merge` conflict markers; `whole`: the whole folder back to the point."""
         from undostore.history.direction import Direction
 
-        return self._step(Direction.UNDO, session, steps=steps, to=to, whole=whole,
-                          merge=merge, dry_run=dry_run, confirm=confirm, on_progress=on_progress)
+        return self.step(Direction.UNDO, session, steps=steps, to=to, whole=whole,
+                         merge=merge, dry_run=dry_run, confirm=confirm, on_progress=on_progress)
 
     def redo(self, session: str | None = None, *, steps: int = 1, merge: bool = False,
              dry_run: bool = False, confirm: Confirm | None = None,
@@ -343,17 +344,17 @@ class Workspace:
         back."""
         from undostore.history.direction import Direction
 
-        return self._step(Direction.REDO, session, steps=steps, merge=merge, dry_run=dry_run,
-                          confirm=confirm, on_progress=on_progress)
+        return self.step(Direction.REDO, session, steps=steps, merge=merge, dry_run=dry_run,
+                         confirm=confirm, on_progress=on_progress)
 
-    def _step(self, direction: Direction, session: str | None, **how: Any) -> StepResult:
+    def step(self, direction: Direction, session: str | None = None, **how: Any) -> StepResult:
+        """`undo` or `redo` by `direction`, with the same options (`whole` for undo only):
+        what the CLI, the hook and the MCP server call with the direction they were asked."""
         from undostore.history import sessions
-        from undostore.history.direction import Direction
 
         name = self.history_session(session)[0]
-        step = sessions.undo if direction is Direction.UNDO else sessions.redo
         try:
-            result = step(self._worktree(), name, **how)
+            result = sessions.step(self._worktree(), name, direction, **how)
         finally:
             self._recovered = False
         if not result.dry_run and result.target:

@@ -2,15 +2,13 @@
 
 A conflict names the later change it met (`steps.TurnConflict.by`): another session's turn, a
 turn of the same session, or none (the user, or a program no host reported). Read only when a
-step conflicts, so it may read each later turn's trees down the one path.
+step conflicts: each later turn is compared on that one path (`diff_trees` with a path).
 """
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
-from undostore.git.objects import MODE_TREE, decode_tree
 from undostore.history import journal as journals
 from undostore.history.journal import Point
 
@@ -19,25 +17,11 @@ if TYPE_CHECKING:
     from undostore.store.store import Store
 
 
-def entry_at(store: Store, tree: str, path: str) -> tuple[int, bytes] | None:
-    """(mode, id) of `path` in snapshot `tree`, None where it holds no such file."""
-    sha = bytes.fromhex(tree)
-    parts = path.split("/")
-    for depth, part in enumerate(parts):
-        name = os.fsencode(part)
-        found = [(mode, entry) for mode, entry_name, entry in decode_tree(store.read(sha)[1])
-                 if entry_name == name]
-        if not found:
-            return None
-        mode, sha = found[0]
-        if (mode == MODE_TREE) != (depth < len(parts) - 1):
-            return None
-    return mode, sha
-
-
 def changed_by(store: Store, path: str, turn: Point) -> str | None:
     """The newest recorded turn after `turn` that changed `path`, named for people; None if no
     recorded turn did."""
+    from undostore.diff.trees import diff_trees
+
     later: list[tuple[float, str, Point]] = []
     for name in journals.session_names(store):
         journal = journals.load(store, name)
@@ -45,7 +29,7 @@ def changed_by(store: Store, path: str, turn: Point) -> str | None:
                   if p.time > turn.time and p.after and p.changed]
     for _when, session, point in sorted(later, key=lambda t: t[0], reverse=True):
         assert point.after is not None
-        if entry_at(store, point.id, path) != entry_at(store, point.after, path):
+        if diff_trees(store, bytes.fromhex(point.id), bytes.fromhex(point.after), paths=[path]):
             label = repr(point.label) if point.label else point.id[:12]
             return f"session {session!r}, turn {label}"
     return None

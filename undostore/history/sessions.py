@@ -103,13 +103,13 @@ def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: s
     return True
 
 
-def close_turns(store: Store, files_id: str, session: str | None) -> journals.Journal:
+def close_turns(store: Store, files_id: str, session: str) -> journals.Journal:
     """The files are at `files_id` as a point is recorded or a restore begins: every session's
     open turn ends there (a provisional end the host's after-turn event may replace), and
     `session`'s turn ends for good (it moves on). A turn that changed files ends its
-    session's redo chain (`Journal.close_turn`). Returns `session`'s journal (None: an empty
-    one named ''). The store lock is held."""
-    own = journals.Journal("")
+    session's redo chain (`Journal.close_turn`). Returns `session`'s journal. The store lock
+    is held."""
+    own = None
     for name in journals.session_names(store):
         journal = journals.load(store, name)
         if name == session:
@@ -118,7 +118,7 @@ def close_turns(store: Store, files_id: str, session: str | None) -> journals.Jo
             cleared = journal.close_turn(files_id, final=name == session)
             _commit(store, journal, new_ids=[files_id])
             _log_dropped(store, name, journals.Dropped(cleared, []))
-    return own if session is None or own.name else journals.load(store, session)
+    return own if own is not None else journals.load(store, session)
 
 
 def _log_dropped(store: Store, session: str, dropped: journals.Dropped) -> None:
@@ -187,7 +187,7 @@ def undo(wt: Worktree, session: str, *, steps: int = 1, to: str | None = None,
     point `to`: an id or prefix), each turn's own change 3-way against the files now, in one
     restore; `whole`: the whole folder back to the oldest undone point. The turns move to
     the redo stack (history/steps.py)."""
-    return _step(wt, session, Direction.UNDO, steps=steps, to=to, whole=whole, merge=merge,
+    return step(wt, session, Direction.UNDO, steps=steps, to=to, whole=whole, merge=merge,
                  dry_run=dry_run, confirm=confirm, on_progress=on_progress)
 
 
@@ -195,13 +195,17 @@ def redo(wt: Worktree, session: str, *, steps: int = 1, merge: bool = False,
          dry_run: bool = False, confirm: Confirm | None = None,
          on_progress: OnProgress | None = None) -> StepResult:
     """Apply the session's last `steps` undone turns again, 3-way, in one restore."""
-    return _step(wt, session, Direction.REDO, steps=steps, merge=merge, dry_run=dry_run,
+    return step(wt, session, Direction.REDO, steps=steps, merge=merge, dry_run=dry_run,
                  confirm=confirm, on_progress=on_progress)
 
 
-def _step(wt: Worktree, session: str, direction: Direction, *, steps: int, to: str | None = None,
-          whole: bool = False, merge: bool = False, dry_run: bool, confirm: Confirm | None,
-          on_progress: OnProgress | None) -> StepResult:
+def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to: str | None = None,
+         whole: bool = False, merge: bool = False, dry_run: bool = False,
+         confirm: Confirm | None = None, on_progress: OnProgress | None = None) -> StepResult:
+    """An undo or redo of `session` (`undo`, `redo`): the one entry every caller's request
+    goes through. `whole` is for undo alone (UsageError before any work otherwise)."""
+    if whole and direction is Direction.REDO:
+        raise UsageError("--whole is for undo: redo applies the undone turns again")
     # Here, not at the top: recording an undo point (the hook, on every prompt) needs none of
     # the restore machinery.
     from undostore.history import steps as multi

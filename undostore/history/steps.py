@@ -91,7 +91,6 @@ class StepConflict(ConflictError):
 
     def __init__(self, request: StepRequest, conflicts: list[TurnConflict]) -> None:
         self.conflicts = sorted({c.path for c in conflicts})   # what `--json` lists
-        self.named = conflicts
         verb = request.direction.value
         lines = [f"{c.path} ({_turn_name(c.turn)}; changed since by {c.by or 'someone else'})"
                  for c in conflicts]
@@ -120,8 +119,6 @@ def plan(journal: Journal, direction: Direction, now: str, *, steps: int = 1,
     nothing to move or not that many turns."""
     if steps < 1:
         raise UsageError(f"{direction.value} takes a number of steps of 1 or more")
-    if whole and direction is Direction.REDO:
-        raise UsageError("--whole is for undo: redo applies the undone turns again")
     dropped = _unchanged_on_top(journal)
     if direction is Direction.UNDO:
         turns = _undo_turns(journal, journal.undo[:len(journal.undo) - len(dropped)], steps, to)

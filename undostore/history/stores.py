@@ -156,8 +156,8 @@ def _the_orphan(target: str, home: str | None) -> str:
 
 class Adoption(NamedTuple):
     """What the first command in a folder with no store found: the stores a moved project left
-    whose files are here (`candidates`), and the one it took along (`rebound`; None when none
-    or several matched)."""
+    whose files are here (`candidates`, at least one), and the one it took along (`rebound`;
+    None when several matched)."""
 
     rebound: Rebound | None
     candidates: list[str]
@@ -172,21 +172,24 @@ SAMPLE_FILES = 64
 SAMPLE_MAX_BYTES = 1 << 20
 
 
-def adopt_moved(root: str, home: str | None = None) -> Adoption:
+def adopt_moved(root: str, home: str | None = None) -> Adoption | None:
     """For a root with no store at its default place: take along the one store whose root is
     gone and whose files are here (a moved project keeps its history with no command). Several
-    such stores: none is taken (`candidates` names them; `rebind` picks one)."""
+    such stores: none is taken (`candidates` names them; `rebind` picks one). None: no store
+    matched (or another process took it along meanwhile)."""
     real = os.path.realpath(root)
     target = default_store_path(real)
     matching = [p for p in orphans(home)
                 if not _same_path(p, target) and files_match(p, real)]
-    if len(matching) != 1:
+    if not matching:
+        return None
+    if len(matching) > 1:
         return Adoption(None, matching)
     try:
         return Adoption(rebind(real, matching[0], home), matching)
     except (UsageError, StoreError):
         if os.path.isfile(os.path.join(target, "FORMAT")):
-            return Adoption(None, [])   # another process took it along meanwhile
+            return None   # another process took it along meanwhile
         raise
 
 
