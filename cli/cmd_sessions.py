@@ -45,10 +45,10 @@ def history_session(ctx: Context, session: str | None, doing: str = "") -> str:
 
 def _no_session_yet(session: str | None, body: dict[str, Any]) -> dict[str, Any]:
     """What a listing shows where no store is: nothing; a named session is still exit 2."""
-    from undostore.errors import UsageError
+    from undostore.history.sessions import no_session
 
     if session is not None:
-        raise UsageError(f"no session named {session!r} (sessions: none yet)")
+        raise no_session(session, [])
     return {"session": os.environ.get("UNDOSTORE_SESSION") or "default", **body}
 
 

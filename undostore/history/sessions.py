@@ -229,8 +229,7 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
         wanted = resolve_point(store, to) if to is not None else None
         journal = journals.load(store, session)
         journal.close_turn(now.id, final=True)   # as finish_step will, for good, once done
-        request = multi.plan(journal, direction, now.id, steps=steps, to=wanted, whole=whole,
-                             merge=merge)
+        request = multi.plan(journal, direction, now.id, steps=steps, to=wanted, whole=whole)
         composed = multi.compose(store, request)
         if composed.conflicts and not merge:
             raise multi.StepConflict(request, name_changes(store, composed.conflicts))
@@ -337,8 +336,13 @@ def require_session(store: Store, name: str, doing: str = "") -> None:
     journals.validate_name(name)
     names = journals.session_names(store)
     if name not in names:
-        there = ", ".join(repr(n) for n in names) if names else "none yet"
-        raise UsageError(f"{doing}no session named {name!r} (sessions: {there})")
+        raise no_session(name, names, doing)
+
+
+def no_session(name: str, names: list[str], doing: str = "") -> UsageError:
+    """The error for a `--session` naming none of `names` (the sessions there are)."""
+    there = ", ".join(repr(n) for n in names) if names else "none yet"
+    return UsageError(f"{doing}no session named {name!r} (sessions: {there})")
 
 
 def drop_session(store: Store, name: str) -> bool:

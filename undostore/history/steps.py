@@ -39,7 +39,6 @@ class StepRequest(NamedTuple):
     dropped: list[Point]      # the newest turns that changed nothing, newest first
     now: str
     whole: bool = False
-    merge: bool = False
 
     def context(self, token: str) -> dict[str, Any]:
         """The restore journal's context: what `apply` needs, even after a crash. Ids in stack
@@ -113,7 +112,7 @@ def _turn_name(point: Point) -> str:
 
 
 def plan(journal: Journal, direction: Direction, now: str, *, steps: int = 1,
-         to: str | None = None, whole: bool = False, merge: bool = False) -> StepRequest:
+         to: str | None = None, whole: bool = False) -> StepRequest:
     """The request for `steps` turns (undo: or every turn back to and including the one of
     point `to`, a full id) of `journal`, whose newest turn is closed. UsageError when there is
     nothing to move or not that many turns."""
@@ -124,7 +123,7 @@ def plan(journal: Journal, direction: Direction, now: str, *, steps: int = 1,
         turns = _undo_turns(journal, journal.undo[:len(journal.undo) - len(dropped)], steps, to)
     else:
         turns = _redo_turns(journal, steps)
-    return StepRequest(journal.name, direction, turns, dropped, now, whole, merge)
+    return StepRequest(journal.name, direction, turns, dropped, now, whole)
 
 
 def _unchanged_on_top(journal: Journal) -> list[Point]:
