@@ -122,16 +122,30 @@ def handle(ctx: Context, host: Host, name: str | None, event: dict[str, Any]) ->
         with _workspace(ctx, turn) as workspace:
             if command is not None:
                 return _blocked(host, perform(workspace, turn.session, command))
-            workspace.snapshot(session=turn.session or "", label=label_of(prompt))
+            _say_left_out(workspace.snapshot(session=turn.session or "",
+                                             label=label_of(prompt)))
     elif name in host.after_events:
         turn = _turn(host, event)
         with _workspace(ctx, turn) as workspace:
             workspace.end_turn(turn.session or "")
             if host.after_records_point:  # the next turn's undo point: notify has no other
                 done = label_of(pick(event, host.prompt))
-                workspace.snapshot(session=turn.session or "",
-                                   label=f"after: {done}" if done else None)
+                _say_left_out(workspace.snapshot(session=turn.session or "",
+                                                 label=f"after: {done}" if done else None))
     return quiet
+
+
+LEFT_OUT = "skipped: cannot read"
+
+
+def _say_left_out(result) -> None:  # noqa: ANN001 (undostore.SnapshotResult, imported lazily)
+    """One stderr line naming what the undo point left out because it could not be read (no
+    permission, a path too long): an undo cannot bring those back, so the user is told."""
+    paths = [path for path, message in result.warnings if message.startswith(LEFT_OUT)]
+    if paths:
+        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        print(f"undostore: warning: left out of the undo point (cannot be read): {shown}",
+              file=sys.stderr)
 
 
 def _blocked(host: Host, line: str) -> Answer:

@@ -4,6 +4,7 @@ record keeps what differs, and the next snapshot reads nothing again."""
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from pathlib import Path
@@ -65,13 +66,14 @@ def test_tiny_batches_and_parts_give_gits_id_and_a_complete_cache(tmp_path, git,
 def test_a_file_failing_in_a_later_batch_fails_the_snapshot_and_leaves_no_pack(tmp_path,
                                                                               monkeypatch):
     """The walk and the hashing interleave: a file that cannot be read in the third batch
-    still fails the whole snapshot, with no pack and no cache left from the batches before."""
+    (an I/O error: unlike a file it may not read, which is left out) still fails the whole
+    snapshot, with no pack and no cache left from the batches before."""
     root = _tree(tmp_path / "root")
     file_blob = hashing._Hasher._file_blob
 
-    def refusing(self, disk: str):  # noqa: ANN001, ANN202 (EACCES as for root, who reads all)
+    def refusing(self, disk: str):  # noqa: ANN001, ANN202 (a failing disk: EIO)
         if disk.endswith("f3.c") and "d9" in disk:
-            raise PermissionError(13, "Permission denied", disk)
+            raise OSError(errno.EIO, "Input/output error", disk)
         return file_blob(self, disk)
 
     monkeypatch.setattr(hashing._Hasher, "_file_blob", refusing)

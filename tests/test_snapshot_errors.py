@@ -9,6 +9,7 @@ runs, real fifos, sockets and devices.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -100,10 +101,19 @@ _UNPRIVILEGED_CHILD = textwrap.dedent("""
 """)
 
 
+def _tree_id(root: Path, store: Path) -> str:
+    with Workspace(root, store=store) as ws:
+        return ws.snapshot().id
+
+
 @posix_only
 @pytest.mark.parametrize("what", ["file", "folder"])
 @pytest.mark.parametrize("mode", ["library", "cli"])
-def test_unreadable_file_or_folder_fails_naming_the_path(mode: str, what: str, tmp_path: Path):
+def test_unreadable_file_or_folder_is_left_out_with_a_warning(mode: str, what: str,
+                                                              tmp_path: Path):
+    """A file or folder this user cannot read skips itself, not the tree: the snapshot records
+    everything else (the id is that of the tree without it), the command's warning names it and
+    the cause, and the next snapshot warns again (its listing is never reused)."""
     # A folder outside pytest's 0700 temp root, so `nobody` can reach it.
     work = Path(tempfile.mkdtemp(prefix="undostore-unreadable-"))
     try:
@@ -111,13 +121,20 @@ def test_unreadable_file_or_folder_fails_naming_the_path(mode: str, what: str, t
         root = work / "tree"
         (root / "sub").mkdir(parents=True)
         (root / "ok.txt").write_text("fine")
+        (root / "sub" / "other.txt").write_text("readable")
         secret = root / "sub" / "secret.txt"
         secret.write_text("no one may read this")
         store = work / "store"
-        with Workspace(root, store=store) as ws:
-            ws.snapshot()
+        _tree_id(root, store)
         secret.write_text("changed, so the stat cache cannot answer for it")
         locked = secret if what == "file" else secret.parent
+        without = tmp_path / "without"
+        shutil.copytree(root, without)
+        if what == "folder":
+            shutil.rmtree(without / "sub")
+        else:
+            (without / "sub" / "secret.txt").unlink()
+        expected = _tree_id(without, tmp_path / "other-store")
         warm = tmp_path / "warm"
         warm.mkdir()
         (warm / "f").write_text("warm-up")
@@ -125,19 +142,104 @@ def test_unreadable_file_or_folder_fails_naming_the_path(mode: str, what: str, t
             for path in [work, *work.rglob("*")]:
                 os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
         locked.chmod(0)
-        packs_before, _ = store_files(store)
-        result = subprocess.run(
-            [sys.executable, "-c", _UNPRIVILEGED_CHILD, mode, str(warm), str(tmp_path / "ws"),
-             str(root), str(store), str(NOBODY)],
-            capture_output=True, text=True, timeout=CHILD_TIMEOUT)
-        assert_failed_cleanly(result, store, packs_before, locked, "Permission denied")
-        if mode == "library":
-            assert result.stderr.startswith("SnapshotError: ")
+        for _ in range(2):   # the second run warns again: nothing about it was cached
+            result = subprocess.run(
+                [sys.executable, "-c", _UNPRIVILEGED_CHILD, mode, str(warm), str(tmp_path / "ws"),
+                 str(root), str(store), str(NOBODY)],
+                capture_output=True, text=True, timeout=CHILD_TIMEOUT)
+            assert result.returncode == 0, result.stderr
+            assert result.stdout.split()[-1] == expected
+            if mode == "cli":
+                assert ("sub/secret.txt" if what == "file" else "sub") in result.stderr
+                assert "skipped: cannot read this" in result.stderr, result.stderr
+                assert "Permission denied" in result.stderr, result.stderr
+        assert store_files(store)[1] == []
     finally:
         for path in (secret, secret.parent):
             if path.exists():
                 path.chmod(0o755)
         shutil.rmtree(work, ignore_errors=True)
+
+
+DROP_READ_RIGHTS = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"]
+
+
+@pytest.mark.skipif(IS_WINDOWS or not IS_ROOT or shutil.which("setpriv") is None,
+                    reason="root, dropping its right to read every file (setpriv)")
+def test_an_undo_never_overwrites_a_file_it_could_not_read(tmp_path: Path, cli):
+    """A file left out as unreadable is never written over: an undo that would bring back the
+    content it had refuses (exit 3, naming it) with nothing changed, --whole too. The commands
+    run as root without the rights to read every file (as any user is)."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    secret = root / "secret.txt"
+    secret.write_text("first\n")
+    env = {**os.environ, "UNDOSTORE_HOME": str(tmp_path / "home")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*DROP_READ_RIGHTS, *cli.argv(*args)], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=CHILD_TIMEOUT)
+
+    assert run("snapshot", "-s", "s", "--label", "one").returncode == 0
+    secret.write_text("second, unreadable\n")
+    secret.chmod(0)
+    (root / "a.txt").write_text("b\n")
+    second = run("snapshot", "-s", "s", "--label", "two")
+    assert second.returncode == 0, second.stderr
+    assert "secret.txt: skipped: cannot read this file (Permission denied)" in second.stderr
+    event = {"session_id": "s", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
+             "prompt": "go on"}
+    hooked = subprocess.run([*DROP_READ_RIGHTS, *cli.argv("hook")], cwd=root, env=env,
+                            input=json.dumps(event), capture_output=True, text=True,
+                            timeout=CHILD_TIMEOUT)
+    assert hooked.returncode == 0 and hooked.stdout == "", hooked.stderr
+    assert hooked.stderr == ("undostore: warning: left out of the undo point (cannot be read): "
+                             "secret.txt\n")
+    for how in ([], ["--whole"]):
+        undo = run("undo", "-s", "s", "--yes", *how)
+        assert undo.returncode == 3, undo.stderr
+        assert "secret.txt: exists but is not in the safety snapshot" in undo.stderr
+        assert "unreadable" in undo.stderr
+        assert secret.read_text() == "second, unreadable\n"
+        assert stat.S_IMODE(secret.stat().st_mode) == 0
+        assert (root / "a.txt").read_text() == "b\n"
+
+
+@posix_only
+def test_a_path_longer_than_the_system_takes_is_left_out(tmp_path: Path, cli):
+    """Folders nested past PATH_MAX (4,096 bytes on Linux): the part that cannot be reached by
+    its path is left out with a warning naming where it starts; the rest is recorded."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "kept.txt").write_text("kept")
+    name = "d" * 200
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(30):   # 30 x 201 bytes: past 4,096 from any root
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        made = os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(made, b"deep")
+        os.close(made)
+    finally:
+        os.close(fd)
+    store = tmp_path / "store"
+    try:
+        result = snapshot_cli(cli, root, store)
+        assert result.returncode == 0, result.stderr
+        assert "skipped: cannot read this folder (File name too long)" in result.stderr
+        alone = tmp_path / "alone"
+        alone.mkdir()
+        (alone / "kept.txt").write_text("kept")
+        assert result.stdout.strip() == _tree_id(alone, tmp_path / "other-store")
+        again = snapshot_cli(cli, root, store)
+        assert again.returncode == 0 and again.stdout == result.stdout, again.stderr
+        assert "File name too long" in again.stderr
+    finally:
+        subprocess.run(["rm", "-rf", str(root)], check=False)
 
 
 # --- a file that vanishes between the walk and the read ----------------------------------------

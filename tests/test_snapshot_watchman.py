@@ -452,3 +452,37 @@ def test_a_big_folder_is_spliced_from_its_old_tree_to_gits_id(tmp_path, git, wat
     expect_watchman(result)
     assert result.id == git.write_tree(root)
     assert result.files == _indexed(git, root)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0
+                    or shutil.which("setpriv") is None,
+                    reason="root, dropping its right to read every file (setpriv)")
+def test_a_file_it_cannot_read_is_left_out_through_watchman_too(snapper, cli):
+    """A file watchman reports that this user cannot read is left out with a warning (the
+    snapshot as root without the right to read every file, as any user is): the id is the
+    tree's without it, on the watchman path as on a walk."""
+    import json
+    import subprocess
+
+    def run() -> subprocess.CompletedProcess[str]:
+        argv = cli.argv("--store", str(snapper.store), "snapshot", "--json", root=snapper.root)
+        return subprocess.run(["setpriv", "--bounding-set", "-dac_override,-dac_read_search",
+                               "--", *argv], capture_output=True, text=True, timeout=120)
+
+    assert run().returncode == 0
+    assert expect_watchman(json.loads(run().stdout))["walk"] == "watchman"
+    secret = snapper.root / "src" / "deep" / "c.py"
+    secret.write_text("c, changed and unreadable\n")
+    secret.chmod(0)
+    try:
+        result = run()
+        assert result.returncode == 0, result.stderr
+        assert "src/deep/c.py: skipped: cannot read this file (Permission denied)" in result.stderr
+        saved = secret.read_bytes()
+        secret.unlink()
+        expected = snapper().id
+        secret.write_bytes(saved)
+        assert json.loads(result.stdout)["id"] == expected
+    finally:
+        if secret.exists():
+            secret.chmod(0o644)

@@ -45,6 +45,24 @@ class TreeMovedError(SnapshotError):
         self.folders = folders
 
 
+class UnreadableFilesError(SnapshotError):
+    """Files the walk listed could not be opened (no permission, a path too long for the
+    system): `take_snapshot` takes the tree again leaving them out, each named in a warning.
+    `unreadable` maps each one's path (relative to root) to the system's reason."""
+
+    def __init__(self, unreadable: dict[str, str], path: str | os.PathLike[str] | None = None
+                 ) -> None:
+        super().__init__(f"{len(unreadable)} file(s) could not be read", path)
+        self.unreadable = unreadable
+
+
+def is_unreadable(err: OSError) -> bool:
+    """Whether `err` says an entry cannot be read by this user at all (no permission, a path
+    longer than the system takes), not that the tree moved or the disk failed: such an entry is
+    left out of a snapshot with a warning instead of failing the whole tree."""
+    return isinstance(err, PermissionError) or err.errno == errno.ENAMETOOLONG
+
+
 class StoreError(UndostoreError):
     """The store cannot be used (cannot be created, locked by a live process, damaged)."""
 

@@ -181,8 +181,8 @@ def find_obstacles(root: str, plan: RestorePlan, current: dict[str, Entry],
                 folded_deletes = {p.casefold() for p in deleted}
             if path.casefold() in folded_deletes:
                 continue  # the same file under its old case, deleted first
-        raise ConflictError("exists but is not in the safety snapshot (an ignored or untracked "
-                            "file); it was not overwritten", path)
+        raise ConflictError("exists but is not in the safety snapshot (an ignored, untracked "
+                            "or unreadable file); it was not overwritten", path)
     check_writable(root, plan)
 
 

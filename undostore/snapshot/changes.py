@@ -279,8 +279,8 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
     a restore created: kept when not ignored, trusted when their stat matches). A record
     without a tree id is re-encoded from the result. None when only reading it whole is sure."""
     record = work.records.get(folder)
-    if record is None or not work.real_dir(folder):
-        return None
+    if record is None or folder in work.options.unreadable or not work.real_dir(folder):
+        return None   # (a file left out as unreadable: the folder is read whole, which warns)
     files, subdirs = split_record(folder, record, work.records)
     count = len(record[ENTRIES]) // ENTRY.size
     old_files = len(files)

@@ -17,7 +17,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from undostore.errors import SnapshotError, TreeMovedError, from_oserror
+from undostore.errors import (
+    SnapshotError,
+    TreeMovedError,
+    UnreadableFilesError,
+    from_oserror,
+    is_unreadable,
+)
 from undostore.git.objects import (
     BLOB,
     MODE_EXEC,
@@ -78,6 +84,8 @@ class _Hasher:
             except FileNotFoundError as err:
                 raise TreeMovedError("file vanished while being captured", disk) from err
             except OSError as err:
+                if is_unreadable(err):
+                    raise _Unreadable(err.strerror or str(err)) from err
                 raise from_oserror(err, "read file", disk) from err
         raise SnapshotError(f"{last_error} ({READ_ATTEMPTS} attempts); try again when it is idle, "
                             f"or list {entry.path!r} in {UNDOSTORE_IGNORE} at the root if undo "
@@ -90,6 +98,8 @@ class _Hasher:
         except FileNotFoundError as err:
             raise TreeMovedError("symlink vanished while being captured", disk) from err
         except OSError as err:
+            if is_unreadable(err):
+                raise _Unreadable(err.strerror or str(err)) from err
             raise from_oserror(err, "read symlink", disk) from err
         sha = hash_object(BLOB, target)
         self._store_small(sha, target)
@@ -133,6 +143,10 @@ class _Hasher:
             return
         with self.lock:
             self.writer.add(BLOB, sha, data)
+
+
+class _Unreadable(Exception):
+    """A file this user cannot read (errors.is_unreadable); its argument is the reason."""
 
 
 def _changed(before: os.stat_result, after: os.stat_result) -> bool:
@@ -180,6 +194,7 @@ class HashRun:
         self._on_hashed = on_hashed
         self._on_progress = on_progress
         self.todo: Todo = []
+        self.unreadable: dict[str, str] = {}   # path -> reason: files that could not be read
         self.hashed = 0
         self.found = 0                 # files the walk handed over so far, hashed or not
 
@@ -198,12 +213,27 @@ class HashRun:
             self._hash_batch()
 
     def finish(self) -> None:
-        """Hash what is still queued."""
+        """Hash what is still queued. Files that could not be read are all named at the end
+        (`UnreadableFilesError`), so the snapshot is taken again once, leaving them all out."""
         if self.todo:
             self._hash_batch()
+        if self.unreadable:
+            raise UnreadableFilesError(dict(self.unreadable), self._hasher.root)
         self._on_progress(Progress(HASH_STEP, self.found, self.found))
 
-    def _record(self, item: tuple[Work, int, FileEntry], sha: bytes, st: os.stat_result) -> None:
+    def _blob(self, item: tuple[Work, int, FileEntry]) -> tuple[bytes, os.stat_result] | None:
+        """The file's blob id and stat; None for a file this user cannot read (noted)."""
+        try:
+            return self._hasher.blob_of(item[2])
+        except _Unreadable as err:
+            self.unreadable[item[2].path] = str(err)
+            return None
+
+    def _record(self, item: tuple[Work, int, FileEntry],
+                result: tuple[bytes, os.stat_result] | None) -> None:
+        if result is None:
+            return
+        sha, st = result
         work, index, entry = item
         work.entries[index] = make_entry(st, _git_mode(entry, st, self._cache), sha)  # type: ignore[index]
         work.fresh.append(index)
@@ -223,7 +253,7 @@ class HashRun:
             probe = todo[:PROBE_FILES]
             began = time.perf_counter()
             for item in probe:
-                self._record(item, *self._hasher.blob_of(item[2]))
+                self._record(item, self._blob(item))
             start = len(probe)
             slow = probe and (time.perf_counter() - began) / len(probe) > SLOW_FILE_SECONDS
             if slow and len(todo) - start >= 2 * PROBE_FILES:
@@ -231,20 +261,20 @@ class HashRun:
         rest = todo[start:]
         if self._threads <= 1:
             for item in rest:
-                self._record(item, *self._hasher.blob_of(item[2]))
+                self._record(item, self._blob(item))
             return
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor  # only here: 5 ms of start-up
 
             self._pool = ThreadPoolExecutor(max_workers=self._threads)
-        blob_of = self._hasher.blob_of
+        blob = self._blob
 
-        def hash_batch(batch: Todo) -> list[tuple[bytes, os.stat_result]]:
-            return [blob_of(item[2]) for item in batch]
+        def hash_batch(batch: Todo) -> list[tuple[bytes, os.stat_result] | None]:
+            return [blob(item) for item in batch]
 
         # Batches: one future per file costs more in hand-offs than a small file's work.
         size = self._task_files
         batches = [rest[i:i + size] for i in range(0, len(rest), size)]
         for batch, results in zip(batches, self._pool.map(hash_batch, batches), strict=True):
             for item, result in zip(batch, results, strict=True):
-                self._record(item, *result)
+                self._record(item, result)

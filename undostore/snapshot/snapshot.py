@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
-from undostore.errors import SnapshotError, TreeMovedError
+from undostore.errors import SnapshotError, TreeMovedError, UnreadableFilesError
 from undostore.git.packwriter import PackWriter
 from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.progress import OnProgress, no_progress
@@ -81,33 +81,65 @@ SETTLE_ATTEMPTS = 3
 
 def take_snapshot(root: str, store: Store, options: SnapshotOptions | None = None
                   ) -> SnapshotResult:
-    """Capture `root` into `store`; the store lock must be held by the caller. When something
-    vanished or a folder read changed while the walk ran (`TreeMovedError`), what it saw may
-    be a state that never existed (a folder moved from one place to another, seen in both or
-    in neither): it is taken again, and after `SETTLE_ATTEMPTS` fails naming the folders,
-    nothing recorded."""
-    for attempt in range(1, SETTLE_ATTEMPTS + 1):
+    """Capture `root` into `store`; the store lock must be held by the caller.
+
+    When something vanished or a folder read changed while the walk ran (`TreeMovedError`),
+    what it saw may be a state that never existed (a folder moved from one place to another,
+    seen in both or in neither): it is taken again, and after `SETTLE_ATTEMPTS` fails naming
+    the folders, nothing recorded. Files this user cannot read (`UnreadableFilesError`) are
+    left out of the next try, each named in a warning. Only the last try's warnings are
+    reported, so none is said twice."""
+    options = options or SnapshotOptions()
+    unreadable: dict[str, dict[str, str]] = {}
+    moved = 0
+    while True:
+        warnings: list[tuple[str, str]] = []
         try:
-            return _take_snapshot(root, store, options)
+            result = _take_snapshot(root, store, options, unreadable, warnings)
         except TreeMovedError as err:
-            if attempt == SETTLE_ATTEMPTS:
+            moved += 1
+            if moved == SETTLE_ATTEMPTS:
+                _report(warnings, options)
                 where = ", ".join(err.folders[:5]) + (", ..." if len(err.folders) > 5 else "")
                 raise SnapshotError(
-                    f"the tree kept changing while it was read ({attempt} tries; the last: "
+                    f"the tree kept changing while it was read ({moved} tries; the last: "
                     f"{err.message}{': ' + where if where else ''}); nothing was recorded, the "
                     "next snapshot tries again", err.path) from err
-    raise AssertionError("unreachable")
+            continue
+        except UnreadableFilesError as err:
+            new = [path for path in err.unreadable
+                   if path.rpartition("/")[2] not in unreadable.get(path.rpartition("/")[0], ())]
+            if not new:   # left out already, yet read: never loop on it
+                _report(warnings, options)
+                path = next(iter(err.unreadable))
+                raise SnapshotError(f"cannot read this file ({err.unreadable[path]})",
+                                    os.path.join(root, path)) from err
+            for path in new:
+                folder, _, name = path.rpartition("/")
+                unreadable.setdefault(folder, {})[name] = err.unreadable[path]
+            continue
+        except BaseException:
+            _report(warnings, options)
+            raise
+        _report(warnings, options)
+        return result
 
 
-def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> SnapshotResult:
-    options = options or SnapshotOptions()
+def _report(warnings: list[tuple[str, str]], options: SnapshotOptions) -> None:
+    for path, message in warnings:
+        options.on_warning(path, message)
+
+
+def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
+                   unreadable: dict[str, dict[str, str]], warnings: list[tuple[str, str]]
+                   ) -> SnapshotResult:
+    """One try of `take_snapshot`: `unreadable` names the files to leave out (by folder), and
+    `warnings` collects what it finds to warn of."""
     started = time.perf_counter()
     start_ns = time.time_ns()
-    warnings: list[tuple[str, str]] = []
 
     def warn(path: str, message: str) -> None:
         warnings.append((path, message))
-        options.on_warning(path, message)
 
     limits = options.limits or DEFAULT_LIMITS
     real_root = check_root(root, options.force)
@@ -123,7 +155,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions | None) -> 
                                                max_files=options.max_files,
                                                skip_dirs=store_exclusion(real_root, store),
                                                on_warning=warn,
-                                               matcher_for=matcher_for(cache)), warn,
+                                               matcher_for=matcher_for(cache),
+                                               unreadable=unreadable), warn,
                  limits.watchman_timeout_s)
 
     writer = PackWriter(store.pack_dir, durable=options.durable)

@@ -24,10 +24,10 @@ from __future__ import annotations
 import os
 import stat
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
-from undostore.errors import SnapshotError, TreeMovedError, from_oserror
+from undostore.errors import SnapshotError, TreeMovedError, from_oserror, is_unreadable
 from undostore.fileio import TEMP_PREFIX
 from undostore.platform import IS_WINDOWS, is_junction
 from undostore.snapshot.ignore import (
@@ -238,6 +238,9 @@ class WalkOptions(NamedTuple):
     on_warning: Warn = ignore_warning
     matcher_for: Callable[[str], Matcher | None] | None = None   # per folder path (see Folder)
     known: Callable[[str], Known | None] | None = None   # listings last read (module docstring)
+    # Files left out because hashing could not read them: folder -> {name: the system's reason}
+    # (snapshot.take_snapshot fills it in when it takes the tree again).
+    unreadable: Mapping[str, Mapping[str, str]] = {}
 
 
 def disk_path(root: str, rel: str) -> str:
@@ -254,6 +257,8 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
     try:
         seen = _stat_part(os.lstat(disk))   # before the listing: `unsettled` looks again
     except OSError as err:
+        if is_unreadable(err):
+            return _left_out(rel, err, options), []
         raise _read_error(err, "read folder", disk) from err
     # Ask for .gitignore by name (one lstat) rather than listing the folder first: the listing
     # is then read as it comes, so a huge folder's entries (each holding its stat result once
@@ -279,6 +284,9 @@ def _read_listing(disk: str, rel: str, rules: IgnoreRules, passed: object, folde
     try:
         listing = os.scandir(disk)
     except OSError as err:
+        if is_unreadable(err):
+            _left_out(rel, err, options, folder)
+            return
         raise _read_error(err, "read folder", disk) from err
     with listing:
         _scan_entries(listing, disk, rel + "/" if rel else "",
@@ -295,6 +303,8 @@ def _visit(root: str, rel: str, node: _Rules, same: bool, options: WalkOptions,
     try:
         folder_st = os.lstat(disk)   # before the listing: a change after it shows next time
     except OSError as err:
+        if is_unreadable(err):
+            return _left_out(rel, err, options), []
         raise _read_error(err, "read folder", disk) from err
     if not stat.S_ISDIR(folder_st.st_mode):
         raise TreeMovedError("a folder was replaced while being captured", disk, (rel,))
@@ -308,6 +318,8 @@ def _visit_listed(root: str, rel: str, node: _Rules, same: bool, options: WalkOp
                   ) -> tuple[Folder, list[tuple[str, _Rules, bool]]]:
     """`_visit` once the folder's own lstat is taken."""
     known = options.known(rel) if options.known is not None else None   # type: ignore[misc]
+    if known is not None and rel in options.unreadable:
+        known = None   # listed again, so the files that could not be read are left out
     old_ignore = known.stamp[_PART:2 * _PART] if known is not None else UNKNOWN
     ignore_path = os.path.join(disk, ".gitignore")
     if (same and known is not None and old_ignore != UNKNOWN
@@ -344,6 +356,21 @@ def _visit_listed(root: str, rel: str, node: _Rules, same: bool, options: WalkOp
     _read_listing(disk, rel, own.get(), own, folder, todo, options, found)
     folder.ignored = join_names(found)
     return folder, [(path, rules, below) for path, rules in todo]
+
+
+def _left_out(rel: str, err: OSError, options: WalkOptions, folder: Folder | None = None
+              ) -> Folder:
+    """A folder this user cannot read (no permission, a path too long for the system), left
+    out with a warning naming it: the rest of the tree is still captured. Its listing is never
+    reused, so the next walk tries it again (and warns again)."""
+    options.on_warning(rel or ".", f"skipped: cannot read this folder ({err.strerror or err})")
+    folder = folder if folder is not None else Folder(rel)
+    folder.files.clear()
+    folder.subdirs.clear()
+    if folder.names is not None:
+        folder.names.clear()
+    folder.stamp = None
+    return folder
 
 
 def _read_error(err: OSError, action: str, path: str) -> SnapshotError:
@@ -482,6 +509,7 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
     skip_dirs = options.skip_dirs
     files = folder.files
     names = folder.names
+    unreadable = options.unreadable.get(folder.path) if options.unreadable else None
     entries = iter(listing)
     # This loop runs once per file of the tree: it is kept free of calls that are not needed.
     while True:
@@ -526,11 +554,19 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
             options.on_warning(path, "skipped: an undostore temp file")
             folder.stamp = None
             continue
+        if unreadable and name in unreadable:
+            options.on_warning(path, f"skipped: cannot read this file ({unreadable[name]})")
+            folder.stamp = None
+            continue
         try:
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
             continue  # vanished between listing and stat: it is not part of this state
         except OSError as err:
+            if is_unreadable(err):
+                options.on_warning(path, f"skipped: cannot read this file ({err.strerror})")
+                folder.stamp = None
+                continue
             raise from_oserror(err, "stat", os.path.join(disk, name)) from err
         if S_ISREG(st.st_mode):
             kind = KIND_FILE
