@@ -17,7 +17,9 @@ the full counts, and how to narrow the call): a client's stdio reader drops a me
 A tool call runs in a worker thread, so a long snapshot or undo does not hold up pings, the
 tool list or a cancellation; tool calls run one at a time (they share this process's stdout
 capture and the store). A call the client cancels still runs to its end: a restore is never
-cut short from here.
+cut short from here. Its progress never waits on the client (`ProgressBridge`), so a client that
+stops reading holds no store lock; a client that closes stdin still gets every reply it is owed
+(mcp_relay.py).
 
 Adding a tool is one function under `@tool(...)` that turns the arguments into a command line.
 """
@@ -38,6 +40,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from .mcp_relay import Relay
 from .signals import process_cancel
 
 Args = dict[str, Any]
@@ -487,11 +490,17 @@ _STEPS = ("safety", "plan", "write", "sync")
 class ProgressBridge:
     """MCP progress for one tool call whose client sent a progress token.
 
-    The restore's `on_progress` (called in the worker thread) becomes notifications sent on the
-    server's event loop: `progress` out of `len(_STEPS)` steps, at most every PROGRESS_EVERY
-    seconds within a step. Meanwhile `heartbeat` repeats the last state every HEARTBEAT seconds
-    (a client may reset its request timeout on each), so a long snapshot or safety snapshot is
-    heard of too. Values only ever increase, as MCP requires."""
+    The restore's `on_progress` (called in the worker thread, which may hold the store lock)
+    never waits on the client: it only queues the notification (`QUEUED` at most; past that,
+    the client is not keeping up and notifications are dropped) and returns. `pump`, a task on
+    the server's event loop, sends them in order: `progress` out of `len(_STEPS)` steps, at
+    most every PROGRESS_EVERY seconds within a step. A client that stops reading then stalls
+    the pump alone, and the call still finishes and lets the store go. When nothing new comes
+    for HEARTBEAT seconds, the pump repeats the last state a little further (a client may reset
+    its request timeout on each), so a long snapshot or safety snapshot is heard of too. Values
+    only ever increase, as MCP requires."""
+
+    QUEUED = 64
 
     def __init__(self, send: Callable[[float, float | None, str], Any],
                  total: float | None) -> None:
@@ -499,10 +508,11 @@ class ProgressBridge:
 
         self.send = send
         self.total = total
-        self.last = -1.0        # nothing sent yet
+        self.last = -1.0        # nothing claimed yet
         self.message = "working"
         self.sent_at = 0.0
         self._lock = threading.Lock()
+        self._out, self._in = anyio.create_memory_object_stream[tuple[float, str]](self.QUEUED)
 
     def _claim(self, value: float | None, message: str, force: bool) -> float | None:
         """The value to send now (None: nothing); `value` None: a heartbeat."""
@@ -529,17 +539,29 @@ class ProgressBridge:
                               force=step > int(self.last))
         if claimed is None:
             return
-        try:
-            anyio.from_thread.run(self.send, claimed, self.total, self.message)
+        try:   # hands it to the event loop, which does not wait on the client either
+            anyio.from_thread.run_sync(self._queue, (claimed, self.message))
         except Exception:  # noqa: BLE001 (a client gone away must not stop the restore)
             pass
 
-    async def heartbeat(self, every: float) -> None:
+    def _queue(self, item: tuple[float, str]) -> None:
+        try:
+            self._out.send_nowait(item)
+        except anyio.WouldBlock:
+            pass   # the client is not reading: a later notification says more anyway
+
+    async def pump(self, heartbeat: float) -> None:
+        """Send what `__call__` queued, in order; a heartbeat when nothing came for a while."""
         while True:
-            await anyio.sleep(every)
-            claimed = self._claim(None, "", force=True)
-            if claimed is not None:
-                await self.send(claimed, self.total, self.message)
+            item = None
+            with anyio.move_on_after(heartbeat):
+                item = await self._in.receive()
+            if item is None:
+                claimed = self._claim(None, "", force=True)
+                if claimed is None:
+                    continue
+                item = (claimed, self.message)
+            await self.send(item[0], self.total, item[1])
 
 
 # --- the server -------------------------------------------------------------------------------
@@ -566,7 +588,7 @@ def build_server(global_args: list[str], heartbeat: float = HEARTBEAT) -> Server
                                                         params.arguments or {}, None)
             else:
                 async with anyio.create_task_group() as group:
-                    group.start_soon(bridge.heartbeat, heartbeat)
+                    group.start_soon(bridge.pump, heartbeat)
                     listener = bridge if TOOLS[params.name].kind == RESTORES else None
                     result = await anyio.to_thread.run_sync(call, global_args, params.name,
                                                             params.arguments or {}, listener)
@@ -605,6 +627,10 @@ def serve(global_args: list[str]) -> None:
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            relay = Relay(read_stream, write_stream)   # replies owed outlive stdin's end
+            async with anyio.create_task_group() as group:
+                group.start_soon(relay.run)
+                await server.run(relay.read, relay.write,
+                                 server.create_initialization_options())
 
     anyio.run(run)

@@ -15,7 +15,9 @@ from mcp.client.stdio import StdioServerParameters
 
 
 def server(root: Path) -> StdioServerParameters:
-    env = {k: v for k, v in os.environ.items() if k.startswith(("UNDOSTORE_", "XDG_"))}
+    # WATCHMAN_SOCK too: the test's own (or no) daemon, never the tester's.
+    env = {k: v for k, v in os.environ.items()
+           if k.startswith(("UNDOSTORE_", "XDG_")) or k == "WATCHMAN_SOCK"}
     env.update(HOME=os.environ["HOME"], USERPROFILE=os.environ.get("USERPROFILE", ""),
                GIT_CONFIG_NOSYSTEM="1")
     return StdioServerParameters(command=sys.executable, args=["-m", "undostore", "mcp"],

@@ -185,6 +185,28 @@ def test_the_raw_protocol_answers_initialize_on_stdin(tree_factory):
         assert snapshot["id"] == ws.snapshot().id
 
 
+def test_a_call_whose_client_closed_stdin_at_once_is_still_answered(tree_factory):
+    """A script pipes its requests in and closes stdin before any reply: the snapshot is
+    taken and its reply written; the server then ends."""
+    root = tree_factory({"a.txt": "1"})
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "snapshot", "arguments": {"session": "s"}}},
+    ]
+    done = subprocess.run([sys.executable, "-m", "undostore", "mcp"], cwd=root,
+                          input=b"".join(json.dumps(m).encode() + b"\n" for m in messages),
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines()) if "id" in a}
+    snapshot = json.loads(answers[2]["result"]["content"][0]["text"])
+    with Workspace(root) as ws:
+        assert [p.id for p in ws.log("s").undo] == [snapshot["id"]]
+
+
 def test_without_the_extra_the_command_says_what_to_install(tree_factory):
     script = ("import sys\nsys.modules['mcp'] = None  # as if `undostore[mcp]` were not installed\n"
               "from undostore_cli.main import main\nmain(['mcp'])\n")

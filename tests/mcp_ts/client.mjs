@@ -9,7 +9,10 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 const [root, python] = process.argv.slice(2);
 const env = {};
 for (const [key, value] of Object.entries(process.env)) {
-  if (key.startsWith("UNDOSTORE_") || key === "XDG_CONFIG_HOME") env[key] = value;
+  // WATCHMAN_SOCK too: the test's own (or no) watchman daemon, never the tester's.
+  if (key.startsWith("UNDOSTORE_") || key === "XDG_CONFIG_HOME" || key === "WATCHMAN_SOCK") {
+    env[key] = value;
+  }
 }
 // A host passes only HOME, LOGNAME, PATH, SHELL, TERM, USER unless its config has `env`:
 // this is that `env`, merged over the SDK's defaults as hosts do.
