@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32",
 pytest.importorskip("mcp")
 
 PIPE_FULL = 50_000   # bytes waiting in the server's stdout pipe: 64 KiB holds no more answers
-FILES = 3000
+FILES = 1000
 
 
 def _message(proc: subprocess.Popen, **fields: object) -> None:
