@@ -177,3 +177,36 @@ def test_gc_says_what_holds_what_it_kept(tree_factory, cli):
     as_json = json.loads(cli.run("gc", "--json", root=root).stdout)
     whats = {k["what"]: k["bytes"] for k in as_json["kept"]}
     assert whats["shared"] > 190_000 and 90_000 < whats["outside_sessions"] < 110_000
+
+
+def test_a_limit_below_one_snapshot_is_said_once_and_not_tried_on_every_point(tree_factory,
+                                                                              cli):
+    """UNDOSTORE_MAX_STORE_MB below what one snapshot holds: the first point says so (one
+    stderr line, one `over-cap` op), later points neither say it again nor try again (each try
+    reads every tree), until the store grew by a tenth; a new limit is said anew."""
+    root = tree_factory({"big.bin": os.urandom(3 * MB), "a.txt": "0"})
+    env = {**os.environ, "UNDOSTORE_MAX_STORE_MB": "1"}
+
+    def point(i: int, **extra: str) -> str:
+        (root / "a.txt").write_text(f"edit {i}")
+        done = cli.run("snapshot", "--session", "s", root=root, env={**env, **extra})
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    said = [point(i) for i in range(4)]
+    assert said[0].count("cannot fit UNDOSTORE_MAX_STORE_MB=1") == 1, said[0]
+    assert "raise the limit" in said[0] and said[1:] == ["", "", ""], said
+    ws = Workspace(root)
+    before = ws.store.cache_dir
+    state = json.loads((Path(before) / "cap").read_text())
+    assert state["limit"] == MB and state["size"] > 3 * MB
+    ops = json.loads(cli.run("ops", "--json", root=root).stdout)["ops"]
+    assert [op["reason"] for op in ops if op["op"] == "over-cap"] == ["max_store_mb"]
+    plain = cli.run("ops", root=root)
+    assert plain.returncode == 0 and "over-cap" in plain.stdout, plain.stderr
+    assert point(5, UNDOSTORE_MAX_STORE_MB="2").count("UNDOSTORE_MAX_STORE_MB=2") == 1
+    assert point(6, UNDOSTORE_MAX_STORE_MB="2") == ""
+    (root / "more.bin").write_bytes(os.urandom(MB))     # the store grows by a tenth: tried again
+    assert point(7, UNDOSTORE_MAX_STORE_MB="2") == ""   # (said once per limit all the same)
+    assert json.loads((Path(before) / "cap").read_text())["size"] > state["size"] + MB // 2
+    assert len(ws.log("s").undo) == 7                   # nothing that frees a share was dropped

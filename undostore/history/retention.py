@@ -11,10 +11,17 @@ keeps (ids the operation log vouches for, the files now, a pending restore; an e
 own id is let go by its `evict` op): when only those are left the store stays over the limit,
 and the report says so. Each drop goes to
 `on_evict` (the operation log records it) and into the report.
+
+A limit below what must stay (one snapshot of the tree is larger) is said once: an `over-cap`
+op in the operation log and `RetentionReport.over_cap` (the caller's one stderr line), with the
+size given up at kept in `cache/cap`. Later points do not try again (each try reads every tree
+and runs gc: seconds per point on a big store) until the store grew by a tenth or the limit
+changed.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -23,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from undostore import settings
+from undostore.fileio import atomic_write
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.history.reflog import CAP_REASON, read_reflog
@@ -62,6 +70,7 @@ class RetentionReport:
     freed_bytes: int = 0
     store_bytes: int | None = None     # after, when a size limit is set
     limit_bytes: int | None = None
+    over_cap: str | None = None        # the limit cannot be met: said once (module docstring)
 
     @property
     def fits(self) -> bool:
@@ -70,7 +79,7 @@ class RetentionReport:
     def to_json(self) -> dict[str, Any]:
         return {"evicted": [e.to_json() for e in self.evicted], "gc_runs": self.gc_runs,
                 "freed_bytes": self.freed_bytes, "store_bytes": self.store_bytes,
-                "limit_bytes": self.limit_bytes, "fits": self.fits}
+                "limit_bytes": self.limit_bytes, "fits": self.fits, "over_cap": self.over_cap}
 
 
 OnEvict = Callable[[Eviction], None]
@@ -114,8 +123,65 @@ def enforce(store: Store, on_evict: OnEvict | None = None,
             if old and limit is None:
                 _gc(store, report)
         if limit is not None:
-            _fit(store, limit, report, on_evict)
+            _fit_once(store, limit, report, on_evict)
     return report
+
+
+CAP_STATE = "cap"    # in the store's cache folder: {"limit": bytes, "size": bytes given up at}
+RETRY_GROWTH = 10    # a store over an unmeetable limit is tried again when it grew by 1/10
+
+
+def _fit_once(store: Store, limit: int, report: RetentionReport,
+              on_evict: OnEvict | None) -> None:
+    """`_fit`, unless this limit was found unmeetable and the store has not grown much since."""
+    path = os.path.join(store.cache_dir, CAP_STATE)
+    given_up = _read_cap_state(path)
+    size = store_bytes(store)
+    if size <= limit:
+        report.store_bytes = size
+        if given_up is not None:
+            _forget(path)
+        return
+    same_limit = given_up is not None and given_up["limit"] == limit
+    if same_limit and size < given_up["size"] + given_up["size"] // RETRY_GROWTH:
+        report.store_bytes = size
+        return
+    _fit(store, limit, report, on_evict)
+    if report.fits:
+        if given_up is not None:
+            _forget(path)
+        return
+    atomic_write(path, json.dumps({"limit": limit, "size": report.store_bytes}).encode(),
+                 durable=False)
+    if same_limit:
+        return   # said when it was first found
+    report.over_cap = (
+        f"the store ({(report.store_bytes or 0) / MB:,.1f} MB) cannot fit "
+        f"UNDOSTORE_MAX_STORE_MB={limit / MB:g}: what must stay (each session's newest undo "
+        "point and the files now) is larger; raise the limit, or leave big files out with "
+        ".undostoreignore (tried again when the store grows by a tenth)")
+    oplog.append(store.path, oplog.Op(time.time(), "over-cap", label=report.over_cap,
+                                      reason=CAP_REASON))
+
+
+def _read_cap_state(path: str) -> dict[str, int] | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            state = json.loads(f.read(4096))
+        return {"limit": int(state["limit"]), "size": int(state["size"])}
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def _forget(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _fit(store: Store, limit: int, report: RetentionReport, on_evict: OnEvict | None) -> None:

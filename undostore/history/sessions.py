@@ -151,7 +151,10 @@ def _apply_retention(store: Store, on_evict: OnEvict | None) -> bool:
     from undostore.history import retention
 
     try:
-        return retention.enforce(store, on_evict).gc_runs > 0
+        report = retention.enforce(store, on_evict)
+        if report.over_cap is not None:   # said once, when first found (retention.py)
+            warnings.warn(SessionWarning(report.over_cap), stacklevel=3)
+        return report.gc_runs > 0
     except (UndostoreError, OSError) as err:
         warnings.warn(SessionWarning(f"retention failed: {err}"), stacklevel=3)
         return False
