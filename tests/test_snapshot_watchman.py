@@ -486,3 +486,26 @@ def test_a_file_it_cannot_read_is_left_out_through_watchman_too(snapper, cli):
     finally:
         if secret.exists():
             secret.chmod(0o644)
+
+
+def test_a_watch_that_lost_its_cookie_folder_is_watched_again_once(tmp_path, watchman_env,
+                                                                   limits):
+    """watchman puts its sync cookies in the VCS folder it found when the watch began (`.svn`
+    here); once that folder is removed every sync fails. The snapshot that meets it watches the
+    root again (one warning saying so) and walks; the next ones use watchman again."""
+    root = make_tree(tmp_path / "root", {".svn": {"wc.db": "x"}, "a.txt": "a\n"})
+    snap = Snapper(root, tmp_path / "store", limits)
+    snap()
+    expect_watchman(snap())
+    shutil.rmtree(root / ".svn")
+    (root / "a.txt").write_text("b\n")
+    snap.warnings.clear()
+    healed = snap()
+    assert healed.id == _full_id(root, tmp_path)
+    [(_, message)] = snap.warnings
+    assert "cookie folder" in message and "watched again" in message, message
+    snap.warnings.clear()
+    for text in ("c\n", "d\n"):
+        (root / "a.txt").write_text(text)
+        again = expect_watchman(snap(), snap.warnings)
+        assert again.id == _full_id(root, tmp_path) and snap.warnings == []

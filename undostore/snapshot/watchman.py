@@ -93,6 +93,7 @@ class Monitor:
         self._skip = skip
         self._warn = on_warning
         self.failed = False
+        self._rewatched = False
 
     @classmethod
     def open(cls, root: str, mode: str, skip: frozenset[str] = frozenset(),
@@ -177,10 +178,34 @@ class Monitor:
         try:
             reply = self._client.query(*args)  # type: ignore[attr-defined]
         except Exception as err:
-            self.failed = True
-            self._warn(self.root, f"watchman failed ({_short(err)}); walking the whole tree")
-            return None
+            if not (_lost_cookie_folder(err) and self._watch_again()):
+                self.failed = True
+                self._warn(self.root, f"watchman failed ({_short(err)}); walking the whole tree")
+                return None
+            return self._query(args[0], self.watch, *args[2:])
         return reply if isinstance(reply, dict) else None
+
+    def _watch_again(self) -> bool:
+        """Heal a watch whose sync cookies cannot be written: watchman puts them in the VCS
+        folder (`.git`, `.hg`, `.svn`) it found when the watch began, and once that folder is
+        removed every sync fails, for good. The watch is dropped and made again (once per
+        snapshot, said in one warning); its clock starts anew, so this snapshot walks and
+        the next ones use watchman again."""
+        if self._rewatched:
+            return False
+        self._rewatched = True
+        try:
+            self._client.query("watch-del", self.watch)  # type: ignore[attr-defined]
+            reply = self._client.query("watch-project", self.root)  # type: ignore[attr-defined]
+        except Exception:
+            return False
+        if not isinstance(reply, dict) or not isinstance(reply.get("watch"), str):
+            return False
+        self.watch = reply["watch"]
+        self.relative = (reply.get("relative_path") or "").replace(os.sep, "/")
+        self._warn(self.root, "watchman's watch had lost its cookie folder (a VCS folder "
+                   "removed after the watch began); watched again, walking this once")
+        return True
 
     def _params(self) -> dict:
         params: dict = {"sync_timeout": SYNC_TIMEOUT_MS}
@@ -241,6 +266,12 @@ def _connect(pywatchman: object, sock: str, root: str, timeout: float) -> tuple[
     except BaseException:
         client.close()
         raise
+
+
+def _lost_cookie_folder(err: BaseException) -> bool:
+    """Whether watchman refused a sync because its cookie file could not be created."""
+    text = str(err)
+    return "cookie" in text and ("No such file" in text or "ENOENT" in text)
 
 
 def _short(err: BaseException) -> str:
