@@ -44,6 +44,7 @@ from undostore.snapshot.walk import (
     disk_path,
     file_entry,
     iter_walk,
+    seen_now,
 )
 from undostore.snapshot.watchman import Changes, Monitor, Token, fsmonitor_mode
 from undostore.store.statcache import (
@@ -281,6 +282,9 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
     record = work.records.get(folder)
     if record is None or folder in work.options.unreadable or not work.real_dir(folder):
         return None   # (a file left out as unreadable: the folder is read whole, which warns)
+    # Taken before any name is looked at: a rename in the folder meanwhile (a file seen under
+    # both names) moves it, and the snapshot takes the tree again (walk.unsettled).
+    seen = seen_now(work.root, folder)
     files, subdirs = split_record(folder, record, work.records)
     count = len(record[ENTRIES]) // ENTRY.size
     old_files = len(files)
@@ -297,7 +301,7 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
         names.update(files[count:])
     if not names:
         work.deltas[folder] = Delta(old_files, frozenset())
-        return Folder(folder, [], subdirs, files)
+        return _seen(Folder(folder, [], subdirs, files), seen)
     known = listed if listed is not None else set(files)
     folders = set(subdirs)
     at: dict[str, int] | _Index | None = None
@@ -351,7 +355,12 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
         position = {name: i for i, name in enumerate(files)} if len(changed) > _FEW else None
         changed.sort(key=lambda entry: position[entry.name] if position is not None
                      else files.index(entry.name))
-    return Folder(folder, changed, subdirs, files)
+    return _seen(Folder(folder, changed, subdirs, files), seen)
+
+
+def _seen(folder: Folder, seen: bytes) -> Folder:
+    folder.seen = seen
+    return folder
 
 
 _FEW = 32

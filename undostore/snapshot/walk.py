@@ -382,6 +382,14 @@ def _read_error(err: OSError, action: str, path: str) -> SnapshotError:
     return from_oserror(err, action, path)  # type: ignore[return-value]
 
 
+def seen_now(root: str, rel: str) -> bytes:
+    """A folder's stat as `Folder.seen` keeps it, taken now (b"": it could not be taken)."""
+    try:
+        return _stat_part(os.lstat(disk_path(root, rel)))
+    except OSError:
+        return b""
+
+
 def unsettled(root: str, seen: list[tuple[str, bytes]]) -> list[str]:
     """The folders (relative paths) whose stat moved since the walk read them (`Folder.seen`):
     an entry added, removed or renamed meanwhile, so what the walk saw may be a state that
