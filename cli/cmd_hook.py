@@ -15,11 +15,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from typing import Any, NamedTuple
 
 import click
 
 from .common import Context, adoption_line, pass_context, stdin_is_terminal
+from .hook_once import event_key
 from .hosts import BLOCK_CONTINUE, BLOCK_DENY, BLOCK_EXIT_2, BLOCK_NONE, HOSTS, Host, detect, pick
 from .hosts_undo import parse_command, perform
 
@@ -110,29 +112,62 @@ def _workspace(ctx: Context, turn: Turn):  # noqa: ANN202 (undostore.Workspace, 
     return workspace
 
 
-def handle(ctx: Context, host: Host, name: str | None, event: dict[str, Any]) -> Answer:
-    """Do what event `name` of `host` asks; the answer for the host."""
+def handle(ctx: Context, host: Host, name: str | None, event: dict[str, Any],
+           arrived: float) -> Answer:
+    """Do what event `name` of `host` asks, once (a duplicate of it, `arrived` when its hook
+    started, gets the first's answer: hook_once.py); the answer for the host."""
+    from undostore.store import once
+
     quiet = Answer(host.quiet_answer(name))
+    if name in host.prompt_events:
+        if name == "input" and parse_command(pick(event, host.prompt)) is None:
+            return quiet  # Pi's `input` event is asked only about commands
+    elif name not in host.after_events:
+        return quiet
+    turn = _turn(host, event)
+    with _workspace(ctx, turn) as workspace, workspace.store.lock:
+        known = event_key(host, name, event)   # type: ignore[arg-type]
+        if known is None:
+            return _act(host, name, event, turn, workspace, quiet)
+        earlier = once.recall(workspace.store.cache_dir, known.key, known.window, arrived)
+        if isinstance(earlier, list) and len(earlier) == len(Answer._fields):
+            return Answer(*earlier)
+        answer = _act(host, name, event, turn, workspace, quiet)
+        once.remember(workspace.store.cache_dir, known.key, list(answer))
+        return answer
+
+
+def _act(host: Host, name: str | None, event: dict[str, Any], turn: Turn, workspace: Any,
+         quiet: Answer) -> Answer:
+    """`handle`'s work, the store lock held."""
+    session = turn.session or ""
     if name in host.prompt_events:
         prompt = pick(event, host.prompt)
         command = parse_command(prompt)
-        if command is None and name == "input":
-            return quiet  # Pi's `input` event is asked only about commands
-        turn = _turn(host, event)
-        with _workspace(ctx, turn) as workspace:
-            if command is not None:
-                return _blocked(host, perform(workspace, turn.session, command))
-            _say_left_out(workspace.snapshot(session=turn.session or "",
-                                             label=label_of(prompt)))
-    elif name in host.after_events:
-        turn = _turn(host, event)
-        with _workspace(ctx, turn) as workspace:
-            workspace.end_turn(turn.session or "")
-            if host.after_records_point:  # the next turn's undo point: notify has no other
-                done = label_of(pick(event, host.prompt))
-                _say_left_out(workspace.snapshot(session=turn.session or "",
-                                                 label=f"after: {done}" if done else None))
+        if command is not None:
+            return _blocked(host, perform(workspace, turn.session, command))
+        _say_left_out(workspace.snapshot(session=session, label=label_of(prompt)))
+        return _with_notes(host, workspace, session, quiet)
+    workspace.end_turn(session)
+    if host.after_records_point:  # the next turn's undo point: notify has no other
+        done = label_of(pick(event, host.prompt))
+        _say_left_out(workspace.snapshot(session=session,
+                                         label=f"after: {done}" if done else None))
     return quiet
+
+
+def _with_notes(host: Host, workspace: Any, session: str, quiet: Answer) -> Answer:
+    """The prompt's answer, carrying to the model what it must know since its last prompt
+    (the turns an undo or redo took back or applied again: history/notes.py), where the host
+    takes context from this hook; elsewhere the notes wait."""
+    if host.context is None:
+        return quiet
+    lines = workspace.notes_for_model(session)
+    if not lines:
+        return quiet
+    note = "undostore: " + " ".join(lines)
+    return Answer(json.dumps({"hookSpecificOutput": {"hookEventName": host.context,
+                                                     "additionalContext": note}}))
 
 
 LEFT_OUT = "skipped: cannot read"
@@ -198,6 +233,7 @@ def hook_command(click_ctx: click.Context, ctx: Context, host_name: str | None,
     files after the turn. stdout holds only what the host accepts; a failure is one line on
     stderr and exit 1 (never 2, which would drop the prompt).
     """
+    arrived = time.time()   # before waiting for anything: a duplicate arrives with the first
     ctx.quiet = True
     host: Host | None = HOSTS.get(host_name or "")
     name: str | None = None
@@ -216,7 +252,7 @@ def hook_command(click_ctx: click.Context, ctx: Context, host_name: str | None,
         if name is None:
             key = host.event_key or "event name"
             raise HookFailure(f"the hook event has no {key}")
-        answer = handle(ctx, host, name, event)
+        answer = handle(ctx, host, name, event, arrived)
     except BaseException as err:  # noqa: BLE001 (a hook must end with exit 0 or 1, whatever)
         if isinstance(err, SystemExit) and not err.code:
             answer = Answer(host.quiet_answer(name) if host else "")

@@ -65,6 +65,9 @@ class Host:
     stdout: str = SILENT
     block: str = BLOCK_DECISION
     after_records_point: bool = False  # codex-notify: the only event is the turn's end
+    event_id: Path | None = None       # the id the host gives an event (hook_once.py)
+    context: str | None = None         # the prompt event's name in `hookSpecificOutput`, where
+    #                                    the host adds a hook's `additionalContext` to the prompt
 
     def event_name(self, event: dict[str, Any], named: str | None) -> str | None:
         if named:
@@ -105,23 +108,26 @@ def pick(event: dict[str, Any], path: Path) -> Any:
 
 HOSTS: dict[str, Host] = {h.name: h for h in (
     Host("claude-code", frozenset({"UserPromptSubmit"}), frozenset({"Stop"}),
-         "hook_event_name", ("session_id",), ("cwd",), ("prompt",)),
+         "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("prompt_id",),
+         context="UserPromptSubmit"),
     Host("codex", frozenset({"UserPromptSubmit"}), frozenset({"Stop"}),
-         "hook_event_name", ("session_id",), ("cwd",), ("prompt",)),
+         "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("turn_id",),
+         context="UserPromptSubmit"),
     Host("codex-notify", frozenset(), frozenset({"agent-turn-complete"}),
          "type", ("thread-id",), ("cwd",), ("input-messages", 0),
-         block=BLOCK_NONE, after_records_point=True),
+         block=BLOCK_NONE, after_records_point=True, event_id=("turn-id",)),
     Host("cursor", frozenset({"beforeSubmitPrompt"}), frozenset({"stop"}),
          "hook_event_name", ("conversation_id",), ("workspace_roots", 0), ("prompt",),
-         stdout=ALWAYS_JSON, block=BLOCK_CONTINUE),
+         stdout=ALWAYS_JSON, block=BLOCK_CONTINUE, event_id=("generation_id",)),
     Host("gemini", frozenset({"BeforeAgent"}), frozenset({"AfterAgent"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",),
-         stdout=JSON_ONLY, block=BLOCK_DENY),
+         stdout=JSON_ONLY, block=BLOCK_DENY, event_id=("timestamp",), context="BeforeAgent"),
     Host("copilot", frozenset({"userPromptSubmitted"}), frozenset({"agentStop"}),
-         None, ("sessionId",), ("cwd",), ("prompt",), block=BLOCK_NONE),
+         None, ("sessionId",), ("cwd",), ("prompt",), block=BLOCK_NONE,
+         event_id=("timestamp",)),
     Host("windsurf", frozenset({"pre_user_prompt"}), frozenset({"post_cascade_response"}),
          "agent_action_name", ("trajectory_id",), None, ("tool_info", "user_prompt"),
-         block=BLOCK_EXIT_2),
+         block=BLOCK_EXIT_2, event_id=("execution_id",)),
     Host("opencode", frozenset({"chat.message"}), frozenset({"session.idle"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",), block=BLOCK_NONE),
     Host("pi", frozenset({"before_agent_start", "input"}), frozenset({"agent_end"}),

@@ -12,11 +12,14 @@ _CLAUDE_COMMAND = """\
 ---
 description: {what}{more} (undostore)
 argument-hint: "[N]"
+disable-model-invocation: true
 ---
-The undostore hook answers `/{step}` itself, before it reaches you, so you should not see this.
-If you do, the hook is not installed or `undostore` is not on the PATH Claude Code uses: tell the
-user to run `undostore init claude-code`, or `undostore {step} --yes` in a terminal. Change no
-files.
+The user typed `/{step}`. undostore's UserPromptSubmit hook does that before the prompt reaches
+you; since you read this, the hook did not run here (it is not wired in this project, or
+`undostore` is not on the PATH Claude Code runs hooks with). Change no files and do not try to
+{step} by hand: tell the user to run `undostore init claude-code` in this project with
+`undostore` on the PATH Claude Code uses, and that `undostore {step} --yes` in a terminal does
+it now.
 """
 
 CLAUDE_UNDO = _CLAUDE_COMMAND.format(what="Put the files back as they were before the last turn",

@@ -90,7 +90,8 @@ class HistoryModel(RuleBasedStateMachine):
             doc["prompt"] = prompt
         done = Cli().run("hook", cwd=self.root, env=self.env, input=json.dumps(doc))
         assert done.returncode == 0, (session, event, prompt, done.stdout, done.stderr)
-        return json.loads(done.stdout)["reason"] if done.stdout.strip() else ""
+        # A prompt after an undo or redo carries the model's note instead (hookSpecificOutput).
+        return json.loads(done.stdout).get("reason", "") if done.stdout.strip() else ""
 
     def hand_out(self, sha: str | None, files: Files) -> None:
         if sha:

@@ -5,6 +5,7 @@ then `/undo` and `/redo` typed in the host, answered the way that host stops a p
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -40,6 +41,14 @@ class Shape:
     block: str = "decision"       # how the /undo answer comes back
 
 
+_EVENTS = itertools.count(1)
+
+
+def _fresh(prefix: str) -> str:
+    """A new event id, as each host gives each event its own (turn_id, generation_id, ...)."""
+    return f"{prefix}{next(_EVENTS)}"
+
+
 def _claude(event: str) -> Callable[..., dict]:
     def make(root: Path, prompt: str | None = None) -> dict:
         body = {"session_id": SESSION, "transcript_path": str(root / "t.jsonl"),
@@ -52,7 +61,7 @@ def _claude(event: str) -> Callable[..., dict]:
 
 def _codex(event: str) -> Callable[..., dict]:
     def make(root: Path, prompt: str | None = None) -> dict:
-        body = {"session_id": SESSION, "turn_id": "t-1", "transcript_path": None,
+        body = {"session_id": SESSION, "turn_id": _fresh("t-"), "transcript_path": None,
                 "cwd": str(root), "hook_event_name": event, "model": "gpt-5",
                 "permission_mode": "default"}
         if prompt is not None:
@@ -63,7 +72,7 @@ def _codex(event: str) -> Callable[..., dict]:
 
 def _cursor(event: str) -> Callable[..., dict]:
     def make(root: Path, prompt: str | None = None) -> dict:
-        body = {"conversation_id": SESSION, "generation_id": "g-1", "hook_event_name": event,
+        body = {"conversation_id": SESSION, "generation_id": _fresh("g-"), "hook_event_name": event,
                 "workspace_roots": [str(root)], "model": "gpt-5", "cursor_version": "1.7.2",
                 "user_email": None}
         if prompt is not None:
@@ -75,7 +84,7 @@ def _cursor(event: str) -> Callable[..., dict]:
 def _gemini(event: str) -> Callable[..., dict]:
     def make(root: Path, prompt: str | None = None) -> dict:
         body = {"session_id": SESSION, "transcript_path": str(root / "t.json"), "cwd": str(root),
-                "hook_event_name": event, "timestamp": "2026-12-01T22:00:00.000Z"}
+                "hook_event_name": event, "timestamp": f"2026-12-01T22:00:{_fresh('')}.000Z"}
         if prompt is not None:
             return {**body, "prompt": prompt}
         return {**body, "prompt": "p", "prompt_response": "done", "stop_hook_active": False}
@@ -83,7 +92,7 @@ def _gemini(event: str) -> Callable[..., dict]:
 
 
 def _copilot(root: Path, prompt: str | None = None) -> dict:
-    body = {"sessionId": SESSION, "timestamp": 1764626400000, "cwd": str(root)}
+    body = {"sessionId": SESSION, "timestamp": 1764626400000 + int(_fresh("")), "cwd": str(root)}
     if prompt is not None:
         return {**body, "prompt": prompt}
     return {**body, "transcriptPath": str(root / "t.jsonl"), "stopReason": "end_turn"}
@@ -91,7 +100,7 @@ def _copilot(root: Path, prompt: str | None = None) -> dict:
 
 def _windsurf(event: str) -> Callable[..., dict]:
     def make(root: Path, prompt: str | None = None) -> dict:
-        body = {"agent_action_name": event, "trajectory_id": SESSION, "execution_id": "e-1",
+        body = {"agent_action_name": event, "trajectory_id": SESSION, "execution_id": _fresh("e-"),
                 "timestamp": "2026-12-01T22:00:00Z"}
         if prompt is not None:
             return {**body, "tool_info": {"user_prompt": prompt}}

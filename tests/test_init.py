@@ -64,6 +64,9 @@ def test_claude_code_merge_keeps_every_other_key_hook_and_the_users_status_line(
     assert doc["hooks"]["UserPromptSubmit"] == [{"hooks": [theirs]}, ours]  # replaced, not doubled
     assert doc["hooks"]["Stop"] == [ours]
     assert (root / ".claude" / "commands" / "undo.md").read_text().startswith("---\n")
+    for name in ("undo.md", "redo.md"):   # never a skill the model may invoke itself
+        front = (root / ".claude" / "commands" / name).read_text().split("---")[1]
+        assert "\ndisable-model-invocation: true\n" in front, front
     assert "/redo" not in (root / ".claude" / "commands" / "redo.md").read_text().split("---")[1]
 
 

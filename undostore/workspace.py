@@ -155,6 +155,14 @@ class Workspace:
                       label=point.label if point is not None else None)
         return result
 
+    def notes_for_model(self, session: str | None = None) -> list[str]:
+        """What the session's model is to be told with its next prompt (the turns an undo or
+        redo took back or applied again, and their files), oldest first; gone once taken."""
+        from undostore.history import notes
+
+        with self.store.lock:
+            return notes.take(self.store, session_name(session))
+
     def _snapshot_locked(self, options: SnapshotOptions | None = None) -> SnapshotResult:
         """A snapshot with the lock already held (also the safety snapshot of a restore)."""
         from undostore.snapshot.snapshot import SnapshotOptions, take_snapshot

@@ -242,8 +242,21 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
                          on_progress=on_progress, now=now)
         if not dry_run:  # usually done already, inside the restore; a no-op restore is not
             finish_step(store, context, composed.target, _safety_of(result))
+            _tell_the_model(store, session, request, result)
     conflicts = sorted({c.path for c in composed.conflicts})
     return multi.StepResult.of(result, request, conflicts, recovered[0] if recovered else None)
+
+
+def _tell_the_model(store: Store, session: str, request: Any, result: Any) -> None:
+    """Leave the session's model a note of the turns this step moved and their files (given
+    with its next prompt: history/notes.py)."""
+    from undostore.history import notes
+
+    if not (result.created or result.modified or result.deleted):
+        return
+    labels = [p.label or p.id[:12] for p in request.turns]
+    notes.add(store, session, notes.step_note(request.direction.value, labels, result.created,
+                                              result.modified, result.deleted))
 
 
 def resolve_point(store: Store, ref: str) -> str:

@@ -1,0 +1,68 @@
+"""One host event, performed once: the answers given to recent events, by key.
+
+A host may deliver one event twice: Codex runs a project's hooks and the user-wide ones at the
+same time, and a host may retry a hook that timed out. Performing `/undo` twice would take back
+two turns. The caller (the hook) holds the store lock, asks `recall` whether this event's key
+was answered before it arrived or within a window after, and if not acts and `remember`s its
+answer; a duplicate that waited for the lock then gives the same answer without acting.
+
+The answers live in `cache/events` (JSON, this user's, never followed through a link), the
+newest `KEEP` of the last `MAX_AGE` seconds: a cache, so a lost file only forgets duplicates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from undostore.fileio import atomic_write
+
+FILE = "events"
+KEEP = 256
+MAX_AGE = 3600.0
+
+
+def _path(cache_dir: str) -> str:
+    return os.path.join(cache_dir, FILE)
+
+
+def _load(cache_dir: str) -> dict[str, list[Any]]:
+    """{key: [time, answer]}; empty when missing or unreadable."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(_path(cache_dir), flags)
+    except OSError:
+        return {}
+    try:
+        with os.fdopen(fd, "rb") as f:
+            data = json.loads(f.read(1 << 20))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items()
+            if isinstance(v, list) and len(v) == 2 and isinstance(v[0], (int, float))}
+
+
+def recall(cache_dir: str, key: str, window: float, arrived: float) -> Any | None:
+    """The answer remembered for `key` if this event `arrived` (its hook started) before that
+    answer was given or at most `window` seconds after it, else None."""
+    entry = _load(cache_dir).get(key)
+    if entry is None or arrived - entry[0] > window or entry[0] - arrived > MAX_AGE:
+        return None
+    return entry[1]
+
+
+def remember(cache_dir: str, key: str, answer: Any, now: float | None = None) -> None:
+    """Keep `answer` (JSON-able) for `key`; best effort (a cache)."""
+    now = time.time() if now is None else now
+    entries = {k: v for k, v in _load(cache_dir).items() if now - v[0] <= MAX_AGE}
+    entries[key] = [now, answer]
+    newest = sorted(entries.items(), key=lambda item: item[1][0])[-KEEP:]
+    try:
+        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+        atomic_write(_path(cache_dir), json.dumps(dict(newest)).encode(), durable=False)
+    except OSError:
+        pass
