@@ -126,14 +126,14 @@ def handle(ctx: Context, host: Host, name: str | None, event: dict[str, Any],
         return quiet
     turn = _turn(host, event)
     with _workspace(ctx, turn) as workspace, workspace.store.lock:
+        cache = workspace.store.cache_dir
         known = event_key(host, name, event)   # type: ignore[arg-type]
-        if known is None:
-            return _act(host, name, event, turn, workspace, quiet)
-        earlier = once.recall(workspace.store.cache_dir, known.key, known.window, arrived)
-        if isinstance(earlier, list) and len(earlier) == len(Answer._fields):
-            return Answer(*earlier)
+        if known is not None:
+            earlier = once.recall(cache, known.key, known.window, arrived)
+            if isinstance(earlier, list) and len(earlier) == len(Answer._fields):
+                return Answer(*earlier)
         answer = _act(host, name, event, turn, workspace, quiet)
-        once.remember(workspace.store.cache_dir, known.key, list(answer))
+        once.remember(cache, host.name, known.key if known else None, list(answer))
         return answer
 
 

@@ -1,5 +1,7 @@
 """`undostore init HOST`: wire undostore into an agent host's config (cli/hosts_init.py knows
-each host's files); merged into what is there, idempotent, `--dry-run` to see it first."""
+each host's files); merged into what is there, idempotent, `--dry-run` to see it first. Then it
+takes the folder's first snapshot (so the host's first prompt does not wait for it) and runs
+`doctor HOST`, printing what the host still needs (its exit code stays init's own)."""
 
 from __future__ import annotations
 
@@ -56,7 +58,9 @@ def init_command(ctx: Context, host: str, user_wide: bool, dry_run: bool, as_jso
     The project's config is found from the root (see `undostore --help`); --global writes the
     user's. Every other setting and hook in the file is kept, and running it again changes
     nothing. A file it cannot parse is left untouched (exit 1). Hosts run `undostore` from
-    their PATH: install it with `pipx install .` or `uv tool install .`.
+    their PATH: install it with `pipx install .` or `uv tool install .`. Then it takes the
+    folder's first snapshot and prints `undostore doctor HOST`'s checks: the steps the host
+    still needs (trusting the folder, reviewing hooks).
     """
     root = _root(ctx) if not user_wide else ""
     changes: list[dict[str, Any]] = []
@@ -81,7 +85,36 @@ def init_command(ctx: Context, host: str, user_wide: bool, dry_run: bool, as_jso
     if dry_run:
         payload["would_write"] = [{"path": c["path"], "content": c["new"]} for c in changes
                                   if c["new"] != c["old"]]
+        emit(as_json, payload, lambda: _plain(changes, dry_run))
+        return
+    if user_wide:   # no folder to snapshot or check: `doctor` does it in each project
+        emit(as_json, payload, lambda: _plain(changes, dry_run) + "\n"
+             f"run `undostore doctor {host}` in a project to check it there")
+        return
+    payload["first_snapshot"] = _first_snapshot(ctx, as_json)
+    from .cmd_doctor import print_checks, run_checks
+
+    checks = run_checks(ctx, [host])
+    payload["checks"] = [c.to_json() for c in checks]
     emit(as_json, payload, lambda: _plain(changes, dry_run))
+    if not as_json:
+        print_checks(checks, False)
+
+
+def _first_snapshot(ctx: Context, as_json: bool) -> dict[str, Any] | None:
+    """The folder's first snapshot (None: it has one), with progress on a terminal."""
+    from undostore.progress import no_progress
+    from undostore.snapshot.snapshot import SnapshotOptions
+
+    from .progress import TerminalProgress
+
+    workspace = ctx.workspace()
+    if os.path.exists(workspace.store.stat_cache_path):
+        return None
+    with TerminalProgress.for_stderr() if not as_json else TerminalProgress(None) as progress:
+        options = SnapshotOptions(force=ctx.force, on_progress=progress.listener or no_progress)
+        result = workspace.snapshot(options=options)
+    return {"id": result.id, "files": result.files, "seconds": round(result.seconds, 3)}
 
 
 def _plain(changes: list[dict[str, Any]], dry_run: bool) -> str:

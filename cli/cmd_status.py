@@ -81,7 +81,8 @@ def _read_all_stdin(limit: int = 1 << 20) -> bytes:
 @pass_context
 def status_command(ctx: Context, session: str | None, as_json: bool) -> None:
     """One line for a host's footer: `undo:N redo:M`, plus ` restoring` while a restore runs,
-    or ` recovery_required` while one a dead process left waits to be finished or rolled back.
+    or ` recovery_required` while one a dead process left waits to be finished or rolled back,
+    and ` no-hook` while the host's conversation has not reached undostore's hook here.
 
     With a host's statusLine JSON on stdin (Claude Code sends `session_id` and `cwd`), the
     session and the root are the ones it names (`--session` and `--root` still win). Reads only
@@ -96,7 +97,8 @@ def status_command(ctx: Context, session: str | None, as_json: bool) -> None:
     if root is None and host.cwd is not None and os.path.isdir(host.cwd):
         root = discover(host.cwd, ctx.store or os.environ.get("UNDOSTORE_STORE") or None,
                         force=ctx.force).root
-    status = status_at(root, ctx.store, session or host.session, force=ctx.force)
+    status = status_at(root, ctx.store, session or host.session, force=ctx.force,
+                       host_session=session is None and host.session is not None)
     if status.chosen:
         note(f"undostore: session {status.session!r} (newest undo point)")
     for line in status.damage:

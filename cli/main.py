@@ -34,7 +34,7 @@ COMMAND_MODULES = {
     "gc": "cmd_sessions", "verify": "cmd_sessions", "rebind": "cmd_stores",
     "stores": "cmd_stores",
     "hook": "cmd_hook", "status": "cmd_status", "ops": "cmd_status", "mcp": "cmd_mcp",
-    "init": "cmd_init",
+    "init": "cmd_init", "doctor": "cmd_doctor",
     "show": "cmd_show", "pick": "cmd_pick",
 }
 

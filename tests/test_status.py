@@ -25,7 +25,7 @@ def test_status_line_and_json_keys(tree_factory, cli):
     assert (result.returncode, result.stdout, result.stderr) == (0, "undo:2 redo:1\n", "")
     doc = json.loads(cli.run("status", "--session", "s", "--json", cwd=root).stdout)
     assert set(doc) == {"session", "undo", "redo", "restoring", "pending",
-                        "last_point_age_seconds"}
+                        "last_point_age_seconds", "no_hook"}
     assert (doc["session"], doc["undo"], doc["redo"], doc["pending"]) == ("s", 2, 1, None)
     assert 0 <= doc["last_point_age_seconds"] < 60
 
@@ -52,8 +52,28 @@ def test_status_never_creates_a_store(tmp_path, cli):
     assert result.returncode == 0
     assert json.loads(result.stdout) == {"session": "default", "undo": 0, "redo": 0,
                                          "restoring": False, "pending": None,
-                                         "last_point_age_seconds": None}
+                                         "last_point_age_seconds": None, "no_hook": False}
     assert not (Path(os.environ["UNDOSTORE_HOME"]) / "stores").exists()
+
+
+def test_status_says_no_hook_until_the_hosts_conversation_reached_the_hook(tree_factory, cli):
+    """A host's footer (its statusLine JSON names the conversation) says ` no-hook` while that
+    conversation never reached undostore's hook here: a host that does not call it (not wired,
+    not trusted) is never silent. Once a prompt went through the hook, it is gone."""
+    root = tree_factory({"a.txt": "0"})
+    line = {"session_id": "conv-1", "cwd": str(root), "workspace": {"current_dir": str(root)}}
+    before = cli.run("status", cwd=root, input=json.dumps(line))
+    assert before.stdout == "undo:0 redo:0 no-hook\n", before.stderr
+    with Workspace(root) as ws:
+        ws.snapshot(session="other")             # another conversation's point: still no-hook
+    assert cli.run("status", cwd=root, input=json.dumps(line)).stdout.endswith(" no-hook\n")
+    event = {"session_id": "conv-1", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
+             "prompt": "go", "prompt_id": "p1"}
+    assert cli.run("hook", cwd=root, input=json.dumps(event)).returncode == 0
+    after = cli.run("status", "--json", cwd=root, input=json.dumps(line))
+    doc = json.loads(after.stdout)
+    assert (doc["session"], doc["undo"], doc["no_hook"]) == ("conv-1", 1, False)
+    assert cli.run("status", "--session", "conv-2", cwd=root).stdout == "undo:0 redo:0\n"
 
 
 def test_status_imports_no_snapshot_restore_or_dulwich_machinery(tree_factory):

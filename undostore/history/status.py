@@ -54,17 +54,21 @@ class Status:
     chosen: bool = False   # the session was chosen as the newest (not named)
     damage: tuple[str, ...] = ()   # one line per damaged session journal (journal.damage_notes)
     restoring: bool = False        # a live process is restoring now (it holds the store lock)
+    no_hook: bool = False          # the host's conversation has never reached the hook here
 
     def line(self) -> str:
         text = f"undo:{self.undo} redo:{self.redo}"
         if self.restoring:
-            return text + " restoring"
-        return text + " recovery_required" if self.pending is not None else text
+            text += " restoring"
+        elif self.pending is not None:
+            text += " recovery_required"
+        return text + " no-hook" if self.no_hook else text
 
     def to_json(self) -> dict[str, Any]:
         return {"session": self.session, "undo": self.undo, "redo": self.redo,
                 "restoring": self.restoring, "pending": self.pending,
-                "last_point_age_seconds": self.last_point_age_seconds}
+                "last_point_age_seconds": self.last_point_age_seconds,
+                "no_hook": self.no_hook}
 
 
 class RestoreState(NamedTuple):
@@ -94,19 +98,23 @@ def restore_state(store: Store) -> RestoreState:
     return RestoreState(False, found.to_json() if found is not None else None)
 
 
-def read_status(store: Store | None, session: str | None) -> Status:
+def read_status(store: Store | None, session: str | None, host_session: bool = False
+                ) -> Status:
     """The status of `session` (default as `history_session`) in `store`; a store that does not
-    exist yet (None) has empty sessions."""
+    exist yet (None) has empty sessions. `host_session`: the session is a host's conversation
+    (its statusLine named it), which has reached the hook here only if it has a journal: else
+    `no_hook` (a host that does not call the hook, or not yet, is never silent)."""
     if store is None:
         name = session or os.environ.get("UNDOSTORE_SESSION") or DEFAULT_SESSION
         journals.validate_name(name)
-        return Status(name, 0, 0, None, None)
+        return Status(name, 0, 0, None, None, no_hook=host_session)
     name, chosen = history_session(store, session)
     journal = journals.load(store, name)
     age = round(time.time() - journal.undo[-1].time, 3) if journal.undo else None
     state = restore_state(store)
+    no_hook = host_session and not os.path.exists(journals.journal_path(store, name))
     return Status(name, journal.undoable, len(journal.redo), state.pending, age,
-                  chosen, tuple(journals.damage_notes(store)), state.restoring)
+                  chosen, tuple(journals.damage_notes(store)), state.restoring, no_hook)
 
 
 def open_existing(root: str | os.PathLike[str] | None = None, store: str | None = None, *,
@@ -123,13 +131,14 @@ def open_existing(root: str | os.PathLike[str] | None = None, store: str | None 
 
 
 def status_at(root: str | os.PathLike[str] | None = None, store: str | None = None,
-              session: str | None = None, *, force: bool = False) -> Status:
+              session: str | None = None, *, force: bool = False,
+              host_session: bool = False) -> Status:
     """`status` without creating a store: a root never protected has empty sessions."""
     opened = open_existing(root, store, force=force)
     if opened is None:
-        return read_status(None, session)
+        return read_status(None, session, host_session)
     with opened:
-        return read_status(opened, session)
+        return read_status(opened, session, host_session)
 
 
 def known_points(store: Store) -> list[tuple[str, str, journals.Point]]:

@@ -8,6 +8,8 @@ answer; a duplicate that waited for the lock then gives the same answer without 
 
 The answers live in `cache/events` (JSON, this user's, never followed through a link), the
 newest `KEEP` of the last `MAX_AGE` seconds: a cache, so a lost file only forgets duplicates.
+Beside them, when each host's hook last ran here (`hosts_seen`: what `doctor` reports), kept
+with no age limit.
 """
 
 from __future__ import annotations
@@ -28,41 +30,56 @@ def _path(cache_dir: str) -> str:
     return os.path.join(cache_dir, FILE)
 
 
-def _load(cache_dir: str) -> dict[str, list[Any]]:
-    """{key: [time, answer]}; empty when missing or unreadable."""
+def _load(cache_dir: str) -> tuple[dict[str, list[Any]], dict[str, float]]:
+    """({key: [time, answer]}, {host: time}); empty when missing or unreadable."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(_path(cache_dir), flags)
     except OSError:
-        return {}
+        return {}, {}
     try:
         with os.fdopen(fd, "rb") as f:
             data = json.loads(f.read(1 << 20))
     except (OSError, ValueError):
-        return {}
+        return {}, {}
     if not isinstance(data, dict):
-        return {}
-    return {k: v for k, v in data.items()
-            if isinstance(v, list) and len(v) == 2 and isinstance(v[0], (int, float))}
+        return {}, {}
+    events, hosts = data.get("events"), data.get("hosts")
+    events = events if isinstance(events, dict) else {}
+    hosts = hosts if isinstance(hosts, dict) else {}
+    return ({k: v for k, v in events.items()
+             if isinstance(v, list) and len(v) == 2 and isinstance(v[0], (int, float))},
+            {k: v for k, v in hosts.items() if isinstance(v, (int, float))})
 
 
 def recall(cache_dir: str, key: str, window: float, arrived: float) -> Any | None:
     """The answer remembered for `key` if this event `arrived` (its hook started) before that
     answer was given or at most `window` seconds after it, else None."""
-    entry = _load(cache_dir).get(key)
+    entry = _load(cache_dir)[0].get(key)
     if entry is None or arrived - entry[0] > window or entry[0] - arrived > MAX_AGE:
         return None
     return entry[1]
 
 
-def remember(cache_dir: str, key: str, answer: Any, now: float | None = None) -> None:
-    """Keep `answer` (JSON-able) for `key`; best effort (a cache)."""
+def remember(cache_dir: str, host: str, key: str | None, answer: Any,
+             now: float | None = None) -> None:
+    """Keep `answer` (JSON-able) for `key` (None: nothing to keep, an event that is never a
+    duplicate) and that `host`'s hook ran now; best effort (a cache)."""
     now = time.time() if now is None else now
-    entries = {k: v for k, v in _load(cache_dir).items() if now - v[0] <= MAX_AGE}
-    entries[key] = [now, answer]
-    newest = sorted(entries.items(), key=lambda item: item[1][0])[-KEEP:]
+    events, hosts = _load(cache_dir)
+    events = {k: v for k, v in events.items() if now - v[0] <= MAX_AGE}
+    if key is not None:
+        events[key] = [now, answer]
+    newest = dict(sorted(events.items(), key=lambda item: item[1][0])[-KEEP:])
+    hosts[host] = now
     try:
         os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-        atomic_write(_path(cache_dir), json.dumps(dict(newest)).encode(), durable=False)
+        atomic_write(_path(cache_dir), json.dumps({"events": newest, "hosts": hosts}).encode(),
+                     durable=False)
     except OSError:
         pass
+
+
+def hosts_seen(cache_dir: str) -> dict[str, float]:
+    """host -> when its hook last ran here."""
+    return _load(cache_dir)[1]

@@ -1,0 +1,78 @@
+"""`undostore doctor [HOST]`: is undostore protecting this folder in HOST (every host wired here
+when none is named)? One line per check with the step still needed (cli/doctor_checks.py);
+exit 1 when one fails. Reads only: it makes no store and writes nothing."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from .common import Context, emit, json_option, pass_context
+from .doctor_checks import Check, config, fired, on_path, trust, wired
+from .hosts_init import INIT
+
+
+def run_checks(ctx: Context, hosts: list[str]) -> list[Check]:
+    """The checks for `hosts` in the folder the context names (all wired hosts when empty)."""
+    root = _root(ctx)
+    hosts = hosts or [h for h in sorted(INIT) if wired(h, root) is not None]
+    checks = [on_path()]
+    if not hosts:
+        checks.append(Check("hosts", False, "no agent host is wired here: run "
+                                            "`undostore init HOST` (HOST: "
+                                            f"{', '.join(sorted(INIT))})"))
+        return checks
+    seen = _hooks_seen(ctx)
+    for host in hosts:
+        checks.append(config(host, root))
+        gate = trust(host, root)
+        if gate is not None:
+            checks.append(gate)
+        checks.append(fired(host, seen))
+    return checks
+
+
+def _root(ctx: Context) -> str:
+    from undostore.store.discover import discover
+
+    store = ctx.store or os.environ.get("UNDOSTORE_STORE") or None
+    return ctx.root or discover(None, store, force=ctx.force).root
+
+
+def _hooks_seen(ctx: Context) -> dict[str, float]:
+    """host -> when its hook last ran for this folder's store (none when there is no store)."""
+    from undostore.errors import NoStoreError
+    from undostore.store import once
+
+    ctx.read_only = True
+    try:
+        return once.hosts_seen(ctx.workspace().store.cache_dir)
+    except NoStoreError:
+        return {}
+
+
+def print_checks(checks: list[Check], as_json: bool) -> None:
+    emit(as_json, {"checks": [c.to_json() for c in checks],
+                   "ok": all(c.ok for c in checks)},
+         lambda: "\n".join(f"{'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}"
+                           for c in checks))
+
+
+@click.command("doctor")
+@click.argument("host", type=click.Choice(sorted(INIT)), metavar="[HOST]", required=False)
+@json_option
+@pass_context
+def doctor_command(ctx: Context, host: str | None, as_json: bool) -> None:
+    """Check that undostore protects this folder in HOST (every host wired here by default):
+    `undostore` on the PATH, the host's config in place, the host's trust state where it can
+    be read (Codex: project trust; Gemini: trusted folders), and when its hooks last fired here.
+    One line per check with the step still needed; exit 1 if any fails."""
+    checks = run_checks(ctx, [host] if host else [])
+    print_checks(checks, as_json)
+    if not all(c.ok for c in checks):
+        raise SystemExit(1)
+
+
+COMMANDS: list[Any] = [doctor_command]

@@ -1,0 +1,166 @@
+"""What `undostore doctor` checks for a host in a folder, each a `Check` with the step still
+needed: undostore on the PATH, the host's config in place (as `init` writes it), the host's own
+trust state where it can be read (Codex: the project's trust level; Gemini: trusted folders),
+and when the host's hooks last fired here. Nothing here writes anything.
+
+Sources: Codex `[projects."<path>"] trust_level = "trusted"` in `$CODEX_HOME/config.toml`
+(developers.openai.com/codex/config-reference; project hooks also need a review in its `/hooks`
+screen, whose state is not in a file undostore can read); Gemini CLI's
+`~/.gemini/trustedFolders.json` (path -> TRUST_FOLDER, TRUST_PARENT or DO_NOT_TRUST) and
+`GEMINI_CLI_TRUST_WORKSPACE` (google-gemini/gemini-cli docs/cli/trusted-folders.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from typing import NamedTuple
+
+from .hosts_init import INIT, ConfigError, target
+
+
+class Check(NamedTuple):
+    name: str        # "HOST: what"
+    ok: bool
+    detail: str      # what was found, and when not ok, the step still needed
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def wired(host: str, root: str) -> str | None:
+    """Where `host` is wired for `root`: the project's config, else the user-wide one (each of
+    the host's files as `init` would write it); None: neither."""
+    for user_wide in (False, True):
+        paths = []
+        for spec in INIT[host]:
+            path = target(spec, root, user_wide)
+            text = _read(path)
+            try:
+                if text is None or spec.update(text, path) != text:
+                    break
+            except ConfigError:
+                break
+            paths.append(path)
+        else:
+            return ", ".join(paths)
+    return None
+
+
+def on_path() -> Check:
+    found = shutil.which("undostore")
+    if found is None:
+        return Check("path", False, "`undostore` is not on the PATH hosts run it from: install "
+                     "it with `pipx install undostore` (or `uv tool install`), then open a new "
+                     "terminal")
+    return Check("path", True, f"undostore is {found}")
+
+
+def config(host: str, root: str) -> Check:
+    where = wired(host, root)
+    if where is None:
+        return Check(f"{host}: config", False, f"not wired here: run `undostore init {host}`")
+    return Check(f"{host}: config", True, f"wired in {where}")
+
+
+def trust(host: str, root: str) -> Check | None:
+    """The host's own trust state for `root` where it gates hooks and can be read."""
+    if host == "codex":
+        return _codex_trust(root)
+    if host == "gemini":
+        return _gemini_trust(root)
+    return None
+
+
+def _codex_trust(root: str) -> Check:
+    home = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+    level = None
+    text = _read(os.path.join(home, "config.toml"))
+    if text is not None:
+        try:
+            import tomllib
+
+            projects = tomllib.loads(text).get("projects", {})
+            for path in _self_and_parents(root):
+                entry = projects.get(path) if isinstance(projects, dict) else None
+                if isinstance(entry, dict) and "trust_level" in entry:
+                    level = entry["trust_level"]
+                    break
+        except (ImportError, ValueError):
+            level = None
+    review = ("and review undostore's two hooks once in Codex's /hooks screen (their review "
+              "is not readable here)")
+    if level == "trusted":
+        return Check("codex: trust", True, f"the project is trusted; {review}")
+    return Check("codex: trust", False, f"Codex runs no project hook here until the project is "
+                 f"trusted (found: {level or 'no entry'}): trust it when Codex asks, {review}")
+
+
+def _gemini_trust(root: str) -> Check:
+    if os.environ.get("GEMINI_CLI_TRUST_WORKSPACE", "").lower() == "true":
+        return Check("gemini: trust", True, "GEMINI_CLI_TRUST_WORKSPACE=true trusts it")
+    path = os.path.join(os.path.expanduser("~"), ".gemini", "trustedFolders.json")
+    try:
+        rules = json.loads(_read(path) or "{}")
+    except ValueError:
+        rules = {}
+    verdict = _gemini_verdict(rules, os.path.normpath(root)) if isinstance(rules, dict) else None
+    if verdict:
+        return Check("gemini: trust", True, f"the folder is trusted ({path})")
+    return Check("gemini: trust", False, "Gemini CLI registers no hook in a folder it does not "
+                 f"trust: trust it when Gemini asks, or add \"{root}\": \"TRUST_FOLDER\" to "
+                 f"{path}")
+
+
+def _gemini_verdict(rules: dict[str, object], root: str) -> bool | None:
+    """The most specific rule covering `root`: TRUST_FOLDER and DO_NOT_TRUST cover their folder
+    and what is below, TRUST_PARENT its folder's parent and what is below."""
+    best: tuple[int, bool] | None = None
+    for folder, rule in rules.items():
+        folder = os.path.normpath(folder)
+        if rule == "TRUST_PARENT":
+            folder = os.path.dirname(folder)
+        elif rule not in ("TRUST_FOLDER", "DO_NOT_TRUST"):
+            continue
+        covers = root == folder or root.startswith(folder.rstrip(os.sep) + os.sep)
+        if covers and (best is None or len(folder) > best[0]):
+            best = (len(folder), rule != "DO_NOT_TRUST")
+    return None if best is None else best[1]
+
+
+def _self_and_parents(root: str) -> list[str]:
+    out, path = [], os.path.normpath(root)
+    while True:
+        out.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            return out
+        path = parent
+
+
+def fired(host: str, seen: dict[str, float], now: float | None = None) -> Check:
+    """When `host`'s hooks last ran for this folder's store (`seen`: host -> time)."""
+    when = seen.get(host)
+    if when is None:
+        return Check(f"{host}: hooks fired", False, f"{host} has not run undostore's hook here "
+                     f"yet: send a prompt in {host} in this folder; if it still says so, the "
+                     "host is not calling it (see the steps above)")
+    age = max(0.0, (time.time() if now is None else now) - when)
+    return Check(f"{host}: hooks fired", True, f"last {_ago(age)} ago")
+
+
+def _ago(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"

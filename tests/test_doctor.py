@@ -1,0 +1,105 @@
+"""`undostore doctor [HOST]` and what `init` now does after writing the config (issue 46): each
+check one line with the step still needed, exit 1 when one fails; the host's trust state read
+from its own files (Codex's project trust in config.toml, Gemini's trustedFolders.json); when
+its hooks last fired here; `init` takes the first snapshot and prints the checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "HOME": str(home), "USERPROFILE": str(home), **extra}
+    env.pop("CODEX_HOME", None)
+    env.pop("GEMINI_CLI_TRUST_WORKSPACE", None)
+    # The tests' interpreter's folder first: `undostore` is found on the PATH as hosts find it.
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def _doctor(cli, root: Path, env: dict[str, str], *args: str) -> tuple[int, dict]:  # noqa: ANN001
+    done = cli.run("doctor", *args, "--json", cwd=root, env=env)
+    return done.returncode, json.loads(done.stdout)
+
+
+def _checks(doc: dict) -> dict[str, tuple[bool, str]]:
+    return {c["name"]: (c["ok"], c["detail"]) for c in doc["checks"]}
+
+
+def test_a_folder_with_no_host_wired_fails_naming_init(tree_factory, cli, tmp_path):
+    root = tree_factory({"a.txt": "a"})
+    code, doc = _doctor(cli, root, _env(tmp_path / "home"))
+    assert code == 1 and doc["ok"] is False
+    ok, detail = _checks(doc)["hosts"]
+    assert not ok and "undostore init HOST" in detail
+    assert not (Path(os.environ["UNDOSTORE_HOME"]) / "stores").exists()   # it made no store
+
+
+def test_claude_code_wired_then_its_hook_fired(tree_factory, cli, tmp_path):
+    root = tree_factory({"a.txt": "a"})
+    env = _env(tmp_path / "home")
+    init = cli.run("init", "claude-code", cwd=root, env=env)
+    assert init.returncode == 0, init.stderr
+    assert "wrote" in init.stdout and "claude-code: config: wired in" in init.stdout
+    assert "FAIL  claude-code: hooks fired" in init.stdout   # no prompt yet: the step is named
+    code, doc = _doctor(cli, root, env)
+    checks = _checks(doc)
+    assert code == 1 and checks["path"][0] and checks["claude-code: config"][0]
+    assert "send a prompt in claude-code" in checks["claude-code: hooks fired"][1]
+    event = {"session_id": "s", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
+             "prompt": "hello", "prompt_id": "p1"}
+    hooked = cli.run("hook", cwd=root, env=env, input=json.dumps(event))
+    assert hooked.returncode == 0, hooked.stderr
+    code, doc = _doctor(cli, root, env, "claude-code")
+    assert code == 0 and doc["ok"], doc
+    assert _checks(doc)["claude-code: hooks fired"][1].startswith("last ")
+    plain = cli.run("doctor", cwd=root, env=env)
+    assert plain.returncode == 0 and plain.stdout.startswith("ok    path: undostore is ")
+
+
+def test_init_takes_the_first_snapshot(tree_factory, cli, tmp_path):
+    root = tree_factory({"a.txt": "a", "b.txt": "b"})
+    done = cli.run("init", "cursor", "--json", cwd=root, env=_env(tmp_path / "home"))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["first_snapshot"]["files"] == 3   # a.txt, b.txt and .cursor/hooks.json
+    again = json.loads(cli.run("init", "cursor", "--json", cwd=root,
+                               env=_env(tmp_path / "home")).stdout)
+    assert again["first_snapshot"] is None and again["written"] == []
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_codex_trust_is_read_from_its_config(tree_factory, cli, tmp_path, trusted):
+    root = tree_factory({"a.txt": "a"})
+    home = tmp_path / "home"
+    env = _env(home)
+    assert cli.run("init", "codex", cwd=root, env=env).returncode == 0
+    if trusted:
+        (home / ".codex").mkdir(parents=True, exist_ok=True)
+        (home / ".codex" / "config.toml").write_text(
+            f'model = "m"\n\n[projects.{json.dumps(str(root))}]\ntrust_level = "trusted"\n')
+    ok, detail = _checks(_doctor(cli, root, env, "codex")[1])["codex: trust"]
+    assert ok is trusted, detail
+    assert "/hooks" in detail
+
+
+@pytest.mark.parametrize("rule, trusted", [(None, False), ("TRUST_FOLDER", True),
+                                           ("TRUST_PARENT", True), ("DO_NOT_TRUST", False)])
+def test_gemini_trusted_folders_are_read(tree_factory, cli, tmp_path, rule, trusted):
+    root = tree_factory({"a.txt": "a"})
+    home = tmp_path / "home"
+    env = _env(home)
+    assert cli.run("init", "gemini", cwd=root, env=env).returncode == 0
+    if rule is not None:
+        (home / ".gemini").mkdir(parents=True, exist_ok=True)
+        named = root / "sub" if rule == "TRUST_PARENT" else root
+        (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(named): rule}))
+    ok, detail = _checks(_doctor(cli, root, env, "gemini")[1])["gemini: trust"]
+    assert ok is trusted, detail
+    if not trusted:
+        assert "trustedFolders.json" in detail
