@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from .common import Context, emit, json_option, pass_context
-from .doctor_checks import Check, config, fired, on_path, trust, wired
+from .doctor_checks import Check, config, files, fired, on_path, trust, wired
 from .hosts_init import INIT
 
 
@@ -18,13 +18,13 @@ def run_checks(ctx: Context, hosts: list[str]) -> list[Check]:
     """The checks for `hosts` in the folder the context names (all wired hosts when empty)."""
     root = _root(ctx)
     hosts = hosts or [h for h in sorted(INIT) if wired(h, root) is not None]
-    checks = [on_path()]
+    seen, over_limit = _store_state(ctx)
+    checks = [on_path(), files(over_limit)]
     if not hosts:
         checks.append(Check("hosts", False, "no agent host is wired here: run "
                                             "`undostore init HOST` (HOST: "
                                             f"{', '.join(sorted(INIT))})"))
         return checks
-    seen = _hooks_seen(ctx)
     for host in hosts:
         checks.append(config(host, root))
         gate = trust(host, root)
@@ -41,16 +41,18 @@ def _root(ctx: Context) -> str:
     return ctx.root or discover(None, store, force=ctx.force).root
 
 
-def _hooks_seen(ctx: Context) -> dict[str, float]:
-    """host -> when its hook last ran for this folder's store (none when there is no store)."""
+def _store_state(ctx: Context) -> tuple[dict[str, float], int | None]:
+    """(host -> when its hook last ran for this folder's store, the file limit the last
+    snapshot passed or None); nothing of either when there is no store."""
     from undostore.errors import NoStoreError
-    from undostore.store import once
+    from undostore.store import once, overlimit
 
     ctx.read_only = True
     try:
-        return once.hosts_seen(ctx.workspace().store.cache_dir)
+        cache = ctx.workspace().store.cache_dir
     except NoStoreError:
-        return {}
+        return {}, None
+    return once.hosts_seen(cache), overlimit.read(cache)
 
 
 def print_checks(checks: list[Check], as_json: bool) -> None:

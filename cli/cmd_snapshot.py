@@ -45,11 +45,13 @@ class _ProgressLine:
 @session_option
 @click.option("--label", metavar="TEXT", default=None,
               help="Label of the undo point (with --session).")
-@click.option("--max-files", type=click.IntRange(min=1), default=1_000_000, show_default=True,
-              help="Refuse a root with more files than this.")
+@click.option("--max-files", type=click.IntRange(min=1), default=None,
+              help="Refuse a root with more files than this (default: $UNDOSTORE_MAX_FILES, "
+                   "else 1,000,000).")
 @json_option
 @pass_context
-def snapshot_command(ctx: Context, session: str | None, label: str | None, max_files: int,
+def snapshot_command(ctx: Context, session: str | None, label: str | None,
+                     max_files: int | None,
                      as_json: bool) -> None:
     """Capture every file under the root that git would not ignore.
 

@@ -148,6 +148,15 @@ def _self_and_parents(root: str) -> list[str]:
         path = parent
 
 
+def files(over_limit: int | None) -> Check:
+    """Whether the last snapshot here was refused for holding too many files."""
+    if over_limit is None:
+        return Check("files", True, "within UNDOSTORE_MAX_FILES")
+    return Check("files", False, f"the last snapshot found more than {over_limit:,} files and "
+                 "recorded nothing: raise UNDOSTORE_MAX_FILES, or leave generated folders out "
+                 "with .gitignore or .undostoreignore")
+
+
 def fired(host: str, seen: dict[str, float], now: float | None = None) -> Check:
     """When `host`'s hooks last ran for this folder's store (`seen`: host -> time)."""
     when = seen.get(host)

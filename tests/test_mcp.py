@@ -74,7 +74,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_running(tree_factory):
     assert not status.is_error
     assert payload(status) == {"session": "empty", "undo": 0, "redo": 0, "restoring": False,
                                "pending": None, "last_point_age_seconds": None,
-                               "no_hook": False}
+                               "no_hook": False, "over_max_files": None}
 
 
 def test_undo_after_two_snapshots_restores_the_first_state(tree_factory):

@@ -545,3 +545,32 @@ def test_root_that_is_a_file_is_a_usage_error(tmp_path: Path, cli):
     result = cli.run("--root", str(a_file), "snapshot")
     assert (result.returncode, result.stdout) == (2, "")
     assert str(a_file) in result.stderr
+
+
+def test_undostore_max_files_is_read_by_every_entry_and_said_by_status_and_doctor(
+        tree: tuple[Path, Path], cli):
+    """UNDOSTORE_MAX_FILES is the limit of the hook, `snapshot` and a restore's safety snapshot
+    alike; a tree over it records nothing, the hook's line names the setting, and `status` (a
+    footer) and `doctor` say so until a snapshot succeeds again."""
+    root, _ = tree
+    env = {**os.environ, "UNDOSTORE_MAX_FILES": "3"}
+    for i in range(5):
+        (root / f"extra{i}").write_text(str(i))
+    event = {"session_id": "s", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
+             "prompt": "go", "prompt_id": "p1"}
+    hooked = cli.run("hook", cwd=root, env=env, input=json.dumps(event))
+    assert hooked.returncode == 1 and hooked.stderr.count("\n") == 1, hooked.stderr
+    assert "more than 3 files" in hooked.stderr and "UNDOSTORE_MAX_FILES" in hooked.stderr
+    status = cli.run("status", cwd=root, env=env)
+    assert status.stdout == "undo:0 redo:0 over-max-files(3: UNDOSTORE_MAX_FILES)\n"
+    doctor = json.loads(cli.run("doctor", "--json", cwd=root, env=env).stdout)
+    [check] = [c for c in doctor["checks"] if c["name"] == "files"]
+    assert not check["ok"] and "UNDOSTORE_MAX_FILES" in check["detail"]
+    assert cli.run("snapshot", cwd=root, env=env).returncode == 1
+    bad = cli.run("snapshot", cwd=root, env={**env, "UNDOSTORE_MAX_FILES": "many"})
+    assert bad.returncode == 2 and "UNDOSTORE_MAX_FILES='many'" in bad.stderr
+    raised = {**env, "UNDOSTORE_MAX_FILES": "100"}
+    assert cli.run("hook", cwd=root, env=raised, input=json.dumps(
+        {**event, "prompt_id": "p2"})).returncode == 0
+    assert cli.run("status", "--json", cwd=root, env=raised).stdout.count(
+        '"over_max_files": null') == 1

@@ -25,7 +25,7 @@ def test_status_line_and_json_keys(tree_factory, cli):
     assert (result.returncode, result.stdout, result.stderr) == (0, "undo:2 redo:1\n", "")
     doc = json.loads(cli.run("status", "--session", "s", "--json", cwd=root).stdout)
     assert set(doc) == {"session", "undo", "redo", "restoring", "pending",
-                        "last_point_age_seconds", "no_hook"}
+                        "last_point_age_seconds", "no_hook", "over_max_files"}
     assert (doc["session"], doc["undo"], doc["redo"], doc["pending"]) == ("s", 2, 1, None)
     assert 0 <= doc["last_point_age_seconds"] < 60
 
@@ -52,7 +52,8 @@ def test_status_never_creates_a_store(tmp_path, cli):
     assert result.returncode == 0
     assert json.loads(result.stdout) == {"session": "default", "undo": 0, "redo": 0,
                                          "restoring": False, "pending": None,
-                                         "last_point_age_seconds": None, "no_hook": False}
+                                         "last_point_age_seconds": None, "no_hook": False,
+                                         "over_max_files": None}
     assert not (Path(os.environ["UNDOSTORE_HOME"]) / "stores").exists()
 
 

@@ -45,6 +45,15 @@ class TreeMovedError(SnapshotError):
         self.folders = folders
 
 
+class TooManyFilesError(SnapshotError):
+    """The tree holds more files than a snapshot takes (`UNDOSTORE_MAX_FILES`, or the limit the
+    caller gave): nothing was recorded. `limit` is that limit."""
+
+    def __init__(self, message: str, path: str | os.PathLike[str] | None, limit: int) -> None:
+        super().__init__(message, path)
+        self.limit = limit
+
+
 class UnreadableFilesError(SnapshotError):
     """Files the walk listed could not be opened (no permission, a path too long for the
     system): `take_snapshot` takes the tree again leaving them out, each named in a warning.

@@ -57,6 +57,8 @@ SETTINGS = {s.name: s for s in (
             _number(False, 0, True)),
     Setting("UNDOSTORE_FSMONITOR", "auto", "auto, watchman or off",
             _choice("auto", "watchman", "off")),
+    Setting("UNDOSTORE_MAX_FILES", 1_000_000, "a whole number of 1 or more",
+            _number(True, 1, False)),
 )}
 
 _lenient: Callable[[str], None] | None = None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from undostore.history import journal as journals
+from undostore.store import overlimit
 from undostore.store.lock import held_elsewhere
 from undostore.store.store import Store
 
@@ -55,6 +56,7 @@ class Status:
     damage: tuple[str, ...] = ()   # one line per damaged session journal (journal.damage_notes)
     restoring: bool = False        # a live process is restoring now (it holds the store lock)
     no_hook: bool = False          # the host's conversation has never reached the hook here
+    over_max_files: int | None = None  # the last snapshot passed this many files: none taken
 
     def line(self) -> str:
         text = f"undo:{self.undo} redo:{self.redo}"
@@ -62,13 +64,15 @@ class Status:
             text += " restoring"
         elif self.pending is not None:
             text += " recovery_required"
+        if self.over_max_files is not None:
+            text += f" over-max-files({self.over_max_files:,}: UNDOSTORE_MAX_FILES)"
         return text + " no-hook" if self.no_hook else text
 
     def to_json(self) -> dict[str, Any]:
         return {"session": self.session, "undo": self.undo, "redo": self.redo,
                 "restoring": self.restoring, "pending": self.pending,
                 "last_point_age_seconds": self.last_point_age_seconds,
-                "no_hook": self.no_hook}
+                "no_hook": self.no_hook, "over_max_files": self.over_max_files}
 
 
 class RestoreState(NamedTuple):
@@ -114,7 +118,8 @@ def read_status(store: Store | None, session: str | None, host_session: bool = F
     state = restore_state(store)
     no_hook = host_session and not os.path.exists(journals.journal_path(store, name))
     return Status(name, journal.undoable, len(journal.redo), state.pending, age,
-                  chosen, tuple(journals.damage_notes(store)), state.restoring, no_hook)
+                  chosen, tuple(journals.damage_notes(store)), state.restoring, no_hook,
+                  overlimit.read(store.cache_dir))
 
 
 def open_existing(root: str | os.PathLike[str] | None = None, store: str | None = None, *,

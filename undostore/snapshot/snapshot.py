@@ -13,7 +13,13 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
-from undostore.errors import SnapshotError, TreeMovedError, UnreadableFilesError
+from undostore import settings
+from undostore.errors import (
+    SnapshotError,
+    TooManyFilesError,
+    TreeMovedError,
+    UnreadableFilesError,
+)
 from undostore.git.packwriter import PackWriter
 from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.progress import OnProgress, no_progress
@@ -28,6 +34,7 @@ from undostore.snapshot.capture import (
 from undostore.snapshot.changes import WALK_FULL, Scan, scan
 from undostore.snapshot.hashing import HashRun
 from undostore.snapshot.walk import WalkOptions, ignore_warning, unsettled
+from undostore.store import overlimit
 from undostore.store.moderecord import ModeRecorder
 from undostore.store.moderecord import save as save_modes
 from undostore.store.recent import remember
@@ -42,7 +49,7 @@ class SnapshotOptions(NamedTuple):
 
     walk_threads: int = 1
     hash_threads: int = 0
-    max_files: int = 1_000_000
+    max_files: int | None = None    # None: UNDOSTORE_MAX_FILES (undostore/settings.py)
     force: bool = False                 # allow `/` or the home folder as root
     durable: bool = True                # fsync the pack (off only for throwaway benchmarks)
     on_progress: OnProgress = no_progress   # Progress("hash", files hashed, files found)
@@ -118,10 +125,16 @@ def take_snapshot(root: str, store: Store, options: SnapshotOptions | None = Non
                 folder, _, name = path.rpartition("/")
                 unreadable.setdefault(folder, {})[name] = err.unreadable[path]
             continue
+        except TooManyFilesError as err:
+            _report(warnings, options)
+            overlimit.mark(store.cache_dir, err.limit)   # status and doctor say so
+            raise
         except BaseException:
             _report(warnings, options)
             raise
         _report(warnings, options)
+        if os.path.exists(os.path.join(store.cache_dir, overlimit.FILE)):
+            overlimit.clear(store.cache_dir)
         return result
 
 
@@ -151,8 +164,10 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
         # (packs deleted, a store restored from an old backup), trust none of it.
         warn(cache_path, "store lacks the objects the stat cache relied on; hashing everything")
         cache = StatCache(identity=store.identity)
+    max_files = (options.max_files if options.max_files is not None
+                 else settings.value("UNDOSTORE_MAX_FILES"))
     found = scan(real_root, cache, WalkOptions(threads=options.walk_threads,
-                                               max_files=options.max_files,
+                                               max_files=max_files,
                                                skip_dirs=store_exclusion(real_root, store),
                                                on_warning=warn,
                                                matcher_for=matcher_for(cache),

@@ -27,7 +27,13 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
-from undostore.errors import SnapshotError, TreeMovedError, from_oserror, is_unreadable
+from undostore.errors import (
+    SnapshotError,
+    TooManyFilesError,
+    TreeMovedError,
+    from_oserror,
+    is_unreadable,
+)
 from undostore.fileio import TEMP_PREFIX
 from undostore.platform import IS_WINDOWS, is_junction
 from undostore.snapshot.ignore import (
@@ -650,10 +656,11 @@ def _count(root: str, folders: list[Folder], folder: Folder, total: int,
     folders.append(folder)
     total += folder.count
     if total > options.max_files:
-        raise SnapshotError(
-            f"more than {options.max_files:,} files to capture; raise the limit "
-            "(max_files / --max-files) or ignore generated folders in .gitignore",
-            root)  # the limit is on the whole root: name it, not the folder where it ran out
+        raise TooManyFilesError(
+            f"more than {options.max_files:,} files to capture, nothing recorded: raise "
+            f"UNDOSTORE_MAX_FILES (or snapshot --max-files), or leave generated folders out "
+            "with .gitignore or .undostoreignore",
+            root, options.max_files)  # the limit is on the whole root: name it, not a folder
     return total
 
 
