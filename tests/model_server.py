@@ -1,0 +1,166 @@
+"""A scripted model on 127.0.0.1 for the real-host tests: the Anthropic Messages API with
+streaming (Claude Code), answering from a script, never from timing.
+
+Each request's body is logged (`requests`), which is how a test sees what the model received.
+A conversation reaching a new prompt (its user prompts so far, counted, have not been answered
+yet) gets that prompt's scripted tool calls (the script maps a prompt's text to a list of
+`Tool` calls, all sent in one reply); the request that brings their results back, or a prompt
+with no script, gets a short text and `end_turn`. Side requests a host makes (titles, token
+counts) get a plain answer.
+
+    with ModelServer({"add b": [Tool("Write", {"file_path": ..., "content": ...})]}) as model:
+        env["ANTHROPIC_BASE_URL"] = model.url
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, NamedTuple
+
+
+class Tool(NamedTuple):
+    name: str
+    input: dict[str, Any]
+
+
+DONE_TEXT = "Done."
+
+
+def received_texts(body: dict[str, Any]) -> list[str]:
+    """Every text block of every user message in a logged request body."""
+    out = []
+    for message in body.get("messages", []):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            out += [b.get("text", "") for b in content
+                    if isinstance(b, dict) and b.get("type") == "text"]
+    return out
+
+
+class ModelServer:
+    """The server, run on a thread while used as a context manager."""
+
+    def __init__(self, script: dict[str, list[Tool]]) -> None:
+        self.script = script
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._served: set[tuple[str, ...]] = set()   # conversations (their prompts) answered
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:   # noqa: N802 (http.server's name)
+                self._json({"data": [], "has_more": False})
+
+            def do_HEAD(self) -> None:   # noqa: N802
+                self.send_response(200)
+                self.end_headers()
+
+            def do_POST(self) -> None:   # noqa: N802
+                length = int(self.headers.get("content-length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except ValueError:
+                    body = {}
+                with server._lock:
+                    server.requests.append({"path": self.path, "body": body})
+                if "count_tokens" in self.path:
+                    self._json({"input_tokens": 10})
+                    return
+                if not self.path.split("?")[0].endswith("/messages"):
+                    self._json({})
+                    return
+                blocks = server.reply(body)
+                if body.get("stream"):
+                    self._stream(body, blocks)
+                else:
+                    self._json(server.message(body, blocks))
+
+            def _json(self, doc: dict[str, Any]) -> None:
+                data = json.dumps(doc).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _stream(self, body: dict[str, Any], blocks: list[dict[str, Any]]) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                self.end_headers()
+                for event in server.events(body, blocks):
+                    self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
+                                     .encode())
+                self.wfile.flush()
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> ModelServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def reply(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The content blocks answering `body`: the scripted tool calls of the newest prompt,
+        the first time the conversation reaches it (its prompts so far, counted, are the key),
+        else a short text that ends the turn."""
+        prompts = tuple(t for t in received_texts(body)
+                        if not t.lstrip().startswith("<system-reminder>"))
+        tools: list[Tool] = []
+        with self._lock:
+            self._calls += 1
+            call = self._calls
+            if prompts and body.get("tools") and prompts not in self._served:
+                self._served.add(prompts)
+                tools = next((calls for text, calls in self.script.items()
+                              if text in prompts[-1]), [])
+        return [{"type": "tool_use", "id": f"toolu_{call}_{i}", "name": t.name,
+                 "input": t.input} for i, t in enumerate(tools)] or [
+            {"type": "text", "text": DONE_TEXT}]
+
+    @staticmethod
+    def message(body: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str, Any]:
+        stop = "tool_use" if blocks and blocks[0]["type"] == "tool_use" else "end_turn"
+        return {"id": "msg_scripted", "type": "message", "role": "assistant",
+                "model": body.get("model", "scripted"), "content": blocks,
+                "stop_reason": stop, "stop_sequence": None,
+                "usage": {"input_tokens": 10, "output_tokens": 10}}
+
+    @classmethod
+    def events(cls, body: dict[str, Any], blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        whole = cls.message(body, blocks)
+        start = {**whole, "content": [], "stop_reason": None}
+        out: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+        for index, block in enumerate(blocks):
+            if block["type"] == "text":
+                out += [{"type": "content_block_start", "index": index,
+                         "content_block": {"type": "text", "text": ""}},
+                        {"type": "content_block_delta", "index": index,
+                         "delta": {"type": "text_delta", "text": block["text"]}}]
+            else:
+                out += [{"type": "content_block_start", "index": index,
+                         "content_block": {**block, "input": {}}},
+                        {"type": "content_block_delta", "index": index,
+                         "delta": {"type": "input_json_delta",
+                                   "partial_json": json.dumps(block["input"])}}]
+            out.append({"type": "content_block_stop", "index": index})
+        out += [{"type": "message_delta",
+                 "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": None},
+                 "usage": {"output_tokens": 10}},
+                {"type": "message_stop"}]
+        return out

@@ -1,0 +1,125 @@
+"""Inside the real Claude Code (issue 46): the pinned `@anthropic-ai/claude-code` from
+tests/hosts (`npm ci`; `.ci/run` installs it, so this never skips in CI), driven in print mode
+by a scripted model on 127.0.0.1 (tests/model_server.py), wired by `undostore init claude-code`
+only. A turn that writes a file records its point and the files after it; `/undo`, `/redo` typed
+as prompts are done by the hook, shown to the user, and never reach the model; the next prompt
+carries undostore's note to the model; two conversations in one folder each undo their own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from undostore import Workspace
+
+from .model_server import ModelServer, Tool, received_texts
+
+HOSTS = Path(__file__).parent / "hosts" / "node_modules" / "@anthropic-ai"
+CLAUDE = HOSTS / "claude-code-linux-x64" / "claude"
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux" or not CLAUDE.exists(),
+    reason="the pinned Claude Code (run `npm ci` in tests/hosts; .ci/run does)")
+
+
+class Host:
+    """Claude Code in one project folder, against one scripted model."""
+
+    def __init__(self, root: Path, home: Path, model: ModelServer) -> None:
+        self.root = root
+        bin_dir = os.path.dirname(sys.executable)   # `undostore` on the PATH Claude Code uses
+        self.env = {"HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",
+                    "UNDOSTORE_HOME": os.environ["UNDOSTORE_HOME"], "TERM": "dumb",
+                    "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-scripted",
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
+                    "DISABLE_AUTOUPDATER": "1", "WATCHMAN_SOCK": os.environ["WATCHMAN_SOCK"]}
+        self.started: set[str] = set()
+
+    def init(self) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "undostore", "init", "claude-code"],
+                              cwd=self.root, env=self.env, capture_output=True, text=True,
+                              timeout=120)
+
+    def prompt(self, conversation: str, text: str) -> subprocess.CompletedProcess[str]:
+        """`claude -p TEXT` in `conversation` (a session id: started, then resumed)."""
+        args = [str(CLAUDE), "-p", text, "--permission-mode", "acceptEdits",
+                "--allowedTools", "Bash Write Edit Read"]
+        args += ["--resume", conversation] if conversation in self.started else [
+            "--session-id", conversation]
+        self.started.add(conversation)
+        done = subprocess.run(args, cwd=self.root, env=self.env, capture_output=True, text=True,
+                              timeout=180)
+        assert done.returncode == 0, (text, done.stdout, done.stderr)
+        return done
+
+
+def _files(root: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in root.iterdir() if p.is_file()}
+
+
+def test_turns_undo_and_redo_inside_claude_code(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    script = {"add b": [Tool("Write", {"file_path": str(root / "b.txt"), "content": "b\n"})],
+              # A shell command, as an agent's `sed` or `rm` would be: undo takes it back too.
+              "edit a": [Tool("Bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}",
+                                       "description": "edit a"})]}
+    conversation = str(uuid.uuid4())
+    with ModelServer(script) as model:
+        host = Host(root, tmp_path / "home", model)
+        wired = host.init()
+        assert wired.returncode == 0, wired.stderr
+        host.prompt(conversation, "add b")
+        host.prompt(conversation, "edit a")
+        assert _files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
+        with Workspace(root) as ws:
+            turns = ws.log(conversation).undo
+            assert [p.label for p in turns] == ["edit a", "add b"]
+            assert turns[0].after == ws.snapshot().id        # Stop recorded the files after
+
+        undone = host.prompt(conversation, "/undo")
+        assert "undid the last turn" in undone.stdout and "'edit a'" in undone.stdout
+        assert _files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
+        host.prompt(conversation, "/undo")
+        assert _files(root) == {"a.txt": "a\n"}
+        host.prompt(conversation, "/redo")
+        assert "redid" in host.prompt(conversation, "/redo").stdout
+        assert _files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
+        host.prompt(conversation, "/undo 2")
+        assert _files(root) == {"a.txt": "a\n"}
+
+        host.prompt(conversation, "what now?")
+        received = [t for r in model.requests for t in received_texts(r["body"])]
+        assert not any(t.strip().startswith(("/undo", "/redo")) for t in received), received
+        told = json.dumps(model.requests[-1]["body"])
+        at = told.find("undostore: ")
+        assert "the user took back the 2 turns 'edit a', 'add b'" in told, told[at:at + 2000]
+        assert "b.txt" in told
+
+
+def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "shared.txt").write_text("s\n")
+    script = {"write x": [Tool("Write", {"file_path": str(root / "x.txt"), "content": "x\n"})],
+              "write y": [Tool("Write", {"file_path": str(root / "y.txt"), "content": "y\n"})]}
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    with ModelServer(script) as model:
+        host = Host(root, tmp_path / "home", model)
+        assert host.init().returncode == 0
+        host.prompt(first, "write x")
+        host.prompt(second, "write y")
+        (root / "shared.txt").write_text("the user's own edit\n")
+        host.prompt(first, "/undo")
+        assert _files(root) == {"shared.txt": "the user's own edit\n", "y.txt": "y\n"}
+        host.prompt(second, "/undo")
+        assert _files(root) == {"shared.txt": "the user's own edit\n"}
+        host.prompt(first, "/redo")
+        assert _files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
