@@ -22,7 +22,16 @@ import click
 
 from .common import Context, adoption_line, pass_context, stdin_is_terminal
 from .hook_once import event_key
-from .hosts import BLOCK_CONTINUE, BLOCK_DENY, BLOCK_EXIT_2, BLOCK_NONE, HOSTS, Host, detect, pick
+from .hosts import (
+    BLOCK_CONTINUE,
+    BLOCK_EXIT_2,
+    BLOCK_NONE,
+    BLOCK_STOP,
+    HOSTS,
+    Host,
+    detect,
+    pick,
+)
 from .hosts_undo import parse_command, perform
 
 LABEL_CHARS = 80
@@ -187,8 +196,8 @@ def _blocked(host: Host, line: str) -> Answer:
     """The answer that stops the `/undo` prompt from reaching the model, in the host's way."""
     if host.block == BLOCK_CONTINUE:
         return Answer(json.dumps({"continue": False, "user_message": line}))
-    if host.block == BLOCK_DENY:
-        return Answer(json.dumps({"decision": "deny", "reason": line, "systemMessage": line}))
+    if host.block == BLOCK_STOP:
+        return Answer(json.dumps({"continue": False, "stopReason": line}))
     if host.block == BLOCK_EXIT_2:
         return Answer("", line, 2)
     if host.block == BLOCK_NONE:

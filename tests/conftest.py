@@ -7,11 +7,13 @@ tester's own git settings cannot leak into the reference.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,20 +40,33 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# What starting a child under Wine now and then fails with on a loaded machine, before the
+# child exists: CreateProcess's ERROR_INTERNAL_ERROR (1359) or ERROR_INVALID_HANDLE (6), and
+# EBADF from the handle set-up (seen in the .ci/run of 2d58414, `undostore init` with fresh
+# pipes).
+_WINE_SPAWN_FLAKES = (1359, 6)
+
+
+def _wine_spawn_flake(err: OSError) -> bool:
+    winerror = getattr(err, "winerror", None)
+    return winerror in _WINE_SPAWN_FLAKES or (winerror is None and err.errno == errno.EBADF)
+
+
 class RetryingPopen(subprocess.Popen):
-    """Popen that tries again when Wine's CreateProcess fails with ERROR_INTERNAL_ERROR (1359)
-    before the child exists, as it now and then does on a loaded machine. The failed attempt
-    closed what it opened; the next one opens its own pipes. Installed in the Windows lane only
-    (below), for every child a test starts (`subprocess.run` looks `Popen` up when called)."""
+    """Popen that tries again when starting a child under Wine fails before it exists
+    (`_wine_spawn_flake`). The failed attempt closed what it opened; the next one opens its
+    own pipes. Installed in the Windows lane only (below), for every child a test starts
+    (`subprocess.run` looks `Popen` up when called)."""
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        for attempt in range(3):
+        for attempt in range(4):
             try:
                 super().__init__(*args, **kwargs)
                 return
             except OSError as err:
-                if getattr(err, "winerror", None) != 1359 or attempt == 2:
+                if not _wine_spawn_flake(err) or attempt == 3:
                     raise
+                time.sleep(0.05 * (attempt + 1))
 
 
 if IS_WINDOWS:

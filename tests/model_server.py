@@ -1,12 +1,14 @@
 """A scripted model on 127.0.0.1 for the real-host tests: the Anthropic Messages API with
-streaming (Claude Code), answering from a script, never from timing.
+streaming (Claude Code) and Gemini's `generateContent` / `streamGenerateContent` (Gemini CLI),
+answering from a script, never from timing.
 
 Each request's body is logged (`requests`), which is how a test sees what the model received.
 A conversation reaching a new prompt (its user prompts so far, counted, have not been answered
 yet) gets that prompt's scripted tool calls (the script maps a prompt's text to a list of
 `Tool` calls, all sent in one reply); the request that brings their results back, or a prompt
 with no script, gets a short text and `end_turn`. Side requests a host makes (titles, token
-counts) get a plain answer.
+counts, Gemini's JSON-schema questions such as its model router's) get a plain answer that
+fits.
 
     with ModelServer({"add b": [Tool("Write", {"file_path": ..., "content": ...})]}) as model:
         env["ANTHROPIC_BASE_URL"] = model.url
@@ -28,8 +30,33 @@ class Tool(NamedTuple):
 DONE_TEXT = "Done."
 
 
+def _sample(schema: dict[str, Any]) -> Any:
+    """A value fitting a JSON schema (a host's structured side questions)."""
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        return {name: _sample(sub) for name, sub in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return []
+    return {"string": "scripted", "integer": 1, "number": 1, "boolean": False}.get(kind)
+
+
+def gemini_prompts(body: dict[str, Any]) -> tuple[str, ...]:
+    """The user's texts in a logged Gemini request body, oldest first (hook context included,
+    as the model receives it)."""
+    return tuple(part["text"] for content in body.get("contents", [])
+                 if content.get("role") == "user" for part in content.get("parts", [])
+                 if isinstance(part, dict) and isinstance(part.get("text"), str)
+                 and not part["text"].startswith("<hook_context>"))
+
+
 def received_texts(body: dict[str, Any]) -> list[str]:
-    """Every text block of every user message in a logged request body."""
+    """Every text block of every user message in a logged Anthropic or Gemini request body."""
+    if "contents" in body:
+        return [part["text"] for content in body["contents"] if content.get("role") == "user"
+                for part in content.get("parts", [])
+                if isinstance(part, dict) and isinstance(part.get("text"), str)]
     out = []
     for message in body.get("messages", []):
         if message.get("role") != "user":
@@ -76,6 +103,12 @@ class ModelServer:
                 if "count_tokens" in self.path:
                     self._json({"input_tokens": 10})
                     return
+                if ":generateContent" in self.path or ":streamGenerateContent" in self.path:
+                    self._gemini(body)
+                    return
+                if ":countTokens" in self.path:
+                    self._json({"totalTokens": 10})
+                    return
                 if not self.path.split("?")[0].endswith("/messages"):
                     self._json({})
                     return
@@ -84,6 +117,22 @@ class ModelServer:
                     self._stream(body, blocks)
                 else:
                     self._json(server.message(body, blocks))
+
+            def _gemini(self, body: dict[str, Any]) -> None:
+                doc = {"candidates": [{"content": {"role": "model",
+                                                   "parts": server.gemini_reply(body)},
+                                       "finishReason": "STOP", "index": 0}],
+                       "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 10,
+                                         "totalTokenCount": 20},
+                       "modelVersion": "scripted"}
+                if "alt=sse" not in self.path:
+                    self._json(doc)
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                self.wfile.write(f"data: {json.dumps(doc)}\r\n\r\n".encode())
+                self.wfile.flush()
 
             def _json(self, doc: dict[str, Any]) -> None:
                 data = json.dumps(doc).encode()
@@ -115,23 +164,37 @@ class ModelServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
+    def _tools_for(self, prompts: tuple[str, ...], offered: bool) -> list[Tool]:
+        """The scripted tool calls of the newest prompt, the first time a conversation reaches
+        it (its prompts so far are the key); none when no tools are offered."""
+        with self._lock:
+            if not prompts or not offered or prompts in self._served:
+                return []
+            self._served.add(prompts)
+        return next((calls for text, calls in self.script.items() if text in prompts[-1]), [])
+
     def reply(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        """The content blocks answering `body`: the scripted tool calls of the newest prompt,
-        the first time the conversation reaches it (its prompts so far, counted, are the key),
-        else a short text that ends the turn."""
+        """Anthropic content blocks answering `body`: the tool calls, else a short text."""
         prompts = tuple(t for t in received_texts(body)
                         if not t.lstrip().startswith("<system-reminder>"))
-        tools: list[Tool] = []
+        tools = self._tools_for(prompts, bool(body.get("tools")))
         with self._lock:
             self._calls += 1
             call = self._calls
-            if prompts and body.get("tools") and prompts not in self._served:
-                self._served.add(prompts)
-                tools = next((calls for text, calls in self.script.items()
-                              if text in prompts[-1]), [])
         return [{"type": "tool_use", "id": f"toolu_{call}_{i}", "name": t.name,
                  "input": t.input} for i, t in enumerate(tools)] or [
             {"type": "text", "text": DONE_TEXT}]
+
+    def gemini_reply(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """Gemini parts answering `body`: JSON fitting the schema of a structured question,
+        the tool calls, else a short text."""
+        config = body.get("generationConfig") or {}
+        if config.get("responseMimeType") == "application/json":
+            schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
+            return [{"text": json.dumps(_sample(schema))}]
+        tools = self._tools_for(gemini_prompts(body), bool(body.get("tools")))
+        return [{"functionCall": {"name": t.name, "args": t.input}} for t in tools] or [
+            {"text": DONE_TEXT}]
 
     @staticmethod
     def message(body: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str, Any]:

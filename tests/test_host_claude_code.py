@@ -8,7 +8,6 @@ carries undostore's note to the model; two conversations in one folder each undo
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -18,10 +17,10 @@ import pytest
 
 from undostore import Workspace
 
+from .host_support import NODE_MODULES, files, host_env, init
 from .model_server import ModelServer, Tool, received_texts
 
-HOSTS = Path(__file__).parent / "hosts" / "node_modules" / "@anthropic-ai"
-CLAUDE = HOSTS / "claude-code-linux-x64" / "claude"
+CLAUDE = NODE_MODULES / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux" or not CLAUDE.exists(),
@@ -33,18 +32,12 @@ class Host:
 
     def __init__(self, root: Path, home: Path, model: ModelServer) -> None:
         self.root = root
-        bin_dir = os.path.dirname(sys.executable)   # `undostore` on the PATH Claude Code uses
-        self.env = {"HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",
-                    "UNDOSTORE_HOME": os.environ["UNDOSTORE_HOME"], "TERM": "dumb",
-                    "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-scripted",
-                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-                    "DISABLE_AUTOUPDATER": "1", "WATCHMAN_SOCK": os.environ["WATCHMAN_SOCK"]}
+        self.env = host_env(home, model, ANTHROPIC_BASE_URL=model.url,
+                            ANTHROPIC_API_KEY="sk-scripted",
+                            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1",
+                            DISABLE_AUTOUPDATER="1")
         self.started: set[str] = set()
-
-    def init(self) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "undostore", "init", "claude-code"],
-                              cwd=self.root, env=self.env, capture_output=True, text=True,
-                              timeout=120)
+        init(root, self.env, "claude-code")
 
     def prompt(self, conversation: str, text: str) -> subprocess.CompletedProcess[str]:
         """`claude -p TEXT` in `conversation` (a session id: started, then resumed)."""
@@ -59,10 +52,6 @@ class Host:
         return done
 
 
-def _files(root: Path) -> dict[str, str]:
-    return {p.name: p.read_text() for p in root.iterdir() if p.is_file()}
-
-
 def test_turns_undo_and_redo_inside_claude_code(tmp_path):
     root = tmp_path / "project"
     root.mkdir()
@@ -74,11 +63,9 @@ def test_turns_undo_and_redo_inside_claude_code(tmp_path):
     conversation = str(uuid.uuid4())
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
-        wired = host.init()
-        assert wired.returncode == 0, wired.stderr
         host.prompt(conversation, "add b")
         host.prompt(conversation, "edit a")
-        assert _files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
+        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
         with Workspace(root) as ws:
             turns = ws.log(conversation).undo
             assert [p.label for p in turns] == ["edit a", "add b"]
@@ -86,14 +73,14 @@ def test_turns_undo_and_redo_inside_claude_code(tmp_path):
 
         undone = host.prompt(conversation, "/undo")
         assert "undid the last turn" in undone.stdout and "'edit a'" in undone.stdout
-        assert _files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
+        assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
         host.prompt(conversation, "/undo")
-        assert _files(root) == {"a.txt": "a\n"}
+        assert files(root) == {"a.txt": "a\n"}
         host.prompt(conversation, "/redo")
         assert "redid" in host.prompt(conversation, "/redo").stdout
-        assert _files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
+        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
         host.prompt(conversation, "/undo 2")
-        assert _files(root) == {"a.txt": "a\n"}
+        assert files(root) == {"a.txt": "a\n"}
 
         host.prompt(conversation, "what now?")
         received = [t for r in model.requests for t in received_texts(r["body"])]
@@ -113,13 +100,12 @@ def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
     first, second = str(uuid.uuid4()), str(uuid.uuid4())
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
-        assert host.init().returncode == 0
         host.prompt(first, "write x")
         host.prompt(second, "write y")
         (root / "shared.txt").write_text("the user's own edit\n")
         host.prompt(first, "/undo")
-        assert _files(root) == {"shared.txt": "the user's own edit\n", "y.txt": "y\n"}
+        assert files(root) == {"shared.txt": "the user's own edit\n", "y.txt": "y\n"}
         host.prompt(second, "/undo")
-        assert _files(root) == {"shared.txt": "the user's own edit\n"}
+        assert files(root) == {"shared.txt": "the user's own edit\n"}
         host.prompt(first, "/redo")
-        assert _files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
+        assert files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}

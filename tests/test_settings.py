@@ -26,7 +26,9 @@ BAD = [("UNDOSTORE_UNDO_LIMIT", "abc", "a whole number of 1 or more"),
        ("UNDOSTORE_KEEP_DAYS", "inf", "a number of days more than 0"),
        ("UNDOSTORE_MAX_STORE_MB", "-5", "a number of megabytes more than 0"),
        ("UNDOSTORE_MAX_STORE_MB", "lots", "a number of megabytes more than 0"),
-       ("UNDOSTORE_FSMONITOR", "fsevents", "auto, watchman or off")]
+       ("UNDOSTORE_FSMONITOR", "fsevents", "auto, watchman or off"),
+       ("UNDOSTORE_MAX_FILES", "0", "a whole number of 1 or more"),
+       ("UNDOSTORE_MAX_FILES", "many", "a whole number of 1 or more")]
 
 
 def env_with(variable: str, value: str) -> dict[str, str]:

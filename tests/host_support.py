@@ -1,0 +1,36 @@
+"""What the real-host tests share (tests/test_host_*.py): the pinned hosts' folder, an
+environment a host runs undostore's hook in, `undostore init`, and the project's files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .model_server import ModelServer
+
+NODE_MODULES = Path(__file__).parent / "hosts" / "node_modules"
+
+
+def host_env(home: Path, model: ModelServer, **extra: str) -> dict[str, str]:
+    """A host's environment: its own home, `undostore` on its PATH (the tests' interpreter's
+    folder), the test's undostore home and watchman socket, and `extra` (the model's URL)."""
+    home.mkdir(parents=True, exist_ok=True)
+    bin_dir = os.path.dirname(sys.executable)
+    return {"HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin", "TERM": "dumb",
+            "UNDOSTORE_HOME": os.environ["UNDOSTORE_HOME"],
+            "WATCHMAN_SOCK": os.environ["WATCHMAN_SOCK"], **extra}
+
+
+def init(root: Path, env: dict[str, str], host: str) -> subprocess.CompletedProcess[str]:
+    """`undostore init HOST` in `root`: the only wiring a test does."""
+    done = subprocess.run([sys.executable, "-m", "undostore", "init", host], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def files(root: Path) -> dict[str, str]:
+    """The project's top-level files (not the hosts' config folders)."""
+    return {p.name: p.read_text() for p in root.iterdir() if p.is_file()}

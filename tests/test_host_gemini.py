@@ -1,0 +1,116 @@
+"""Inside the real Gemini CLI (issue 46): the pinned `@google/gemini-cli` from tests/hosts
+(`npm ci`; `.ci/run` installs it), driven in print mode by the scripted model on 127.0.0.1
+speaking Gemini's API (tests/model_server.py), wired by `undostore init gemini` only, in a
+folder the user trusted as Gemini asks (its trustedFolders.json; an untrusted folder registers
+no hook at all, and `doctor` says so). Turns record points with their after-turn files;
+`/undo`, `/undo`, `/redo`, `/redo`, `/undo 2` put the files right, show as information (not a
+warning) and never reach the model; the next prompt carries undostore's note."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from undostore import Workspace
+
+from .host_support import NODE_MODULES, files, host_env, init
+from .model_server import ModelServer, Tool, received_texts
+
+GEMINI = NODE_MODULES / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+NODE = "node"
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux" or not GEMINI.exists(),
+    reason="the pinned Gemini CLI (run `npm ci` in tests/hosts; .ci/run does)")
+
+
+class Host:
+    """Gemini CLI in one project folder, against one scripted model."""
+
+    def __init__(self, root: Path, home: Path, model: ModelServer, trusted: bool = True) -> None:
+        self.root = root
+        self.env = host_env(home, model, GOOGLE_GEMINI_BASE_URL=model.url,
+                            GEMINI_API_KEY="scripted", NO_COLOR="1")
+        settings = home / ".gemini"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "settings.json").write_text(json.dumps(
+            {"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+        if trusted:
+            (settings / "trustedFolders.json").write_text(json.dumps({str(root): "TRUST_FOLDER"}))
+        self.started: set[str] = set()
+        self.wired = init(root, self.env, "gemini")
+
+    def prompt(self, conversation: str, text: str, *extra: str
+               ) -> subprocess.CompletedProcess[str]:
+        args = [NODE, str(GEMINI), "-p", text, "--approval-mode", "yolo", *extra]
+        args += ["--resume", conversation] if conversation in self.started else [
+            "--session-id", conversation]
+        self.started.add(conversation)
+        done = subprocess.run(args, cwd=self.root, env=self.env, capture_output=True, text=True,
+                              timeout=180)
+        assert done.returncode == 0, (text, done.stdout, done.stderr)
+        return done
+
+
+def test_turns_undo_and_redo_inside_gemini_cli(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    script = {"add b": [Tool("write_file", {"file_path": str(root / "b.txt"),
+                                            "content": "b\n"})],
+              "edit a": [Tool("run_shell_command", {"command": f"printf 'A\\n' > {root}/a.txt",
+                                                    "description": "edit a"})]}
+    conversation = str(uuid.uuid4())
+    with ModelServer(script) as model:
+        host = Host(root, tmp_path / "home", model)
+        assert "ok    gemini: trust" in host.wired.stdout, host.wired.stdout
+        host.prompt(conversation, "add b")
+        host.prompt(conversation, "edit a")
+        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
+        with Workspace(root) as ws:
+            turns = ws.log(conversation).undo
+            assert [p.label for p in turns] == ["edit a", "add b"]
+            assert turns[0].after == ws.snapshot().id        # AfterAgent: the files after
+
+        undone = host.prompt(conversation, "/undo")
+        shown = undone.stdout + undone.stderr
+        assert "Agent execution stopped: undostore: undid the last turn" in shown, shown
+        assert "[WARNING]" not in shown and "blocked" not in shown
+        assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
+        host.prompt(conversation, "/undo")
+        assert files(root) == {"a.txt": "a\n"}
+        host.prompt(conversation, "/redo")
+        host.prompt(conversation, "/redo")
+        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
+        host.prompt(conversation, "/undo 2")
+        assert files(root) == {"a.txt": "a\n"}
+
+        host.prompt(conversation, "what now?")
+        received = [t for r in model.requests for t in received_texts(r["body"])]
+        assert not any(t.strip().startswith(("/undo", "/redo")) for t in received), received
+        told = json.dumps(model.requests[-1]["body"])
+        assert "<hook_context>undostore: the user took back the turn 'edit a'" in told
+        assert "the user took back the 2 turns 'edit a', 'add b'" in told
+
+
+def test_an_untrusted_folder_runs_no_hook_and_doctor_says_so(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    with ModelServer({}) as model:
+        host = Host(root, tmp_path / "home", model, trusted=False)
+        assert "FAIL  gemini: trust" in host.wired.stdout, host.wired.stdout
+        # Headless Gemini refuses an untrusted folder (exit 55) unless told to skip trust;
+        # then it runs the turn with no hook registered at all.
+        host.prompt(str(uuid.uuid4()), "hello", "--skip-trust")
+        assert model.requests, "the turn reached the model"
+        doctor = subprocess.run([sys.executable, "-m", "undostore", "doctor", "gemini"],
+                                cwd=root, env=host.env, capture_output=True, text=True,
+                                timeout=60)
+    assert doctor.returncode == 1
+    assert "FAIL  gemini: hooks fired: gemini has not run undostore's hook here" in doctor.stdout
