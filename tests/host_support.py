@@ -31,6 +31,27 @@ def init(root: Path, env: dict[str, str], host: str) -> subprocess.CompletedProc
     return done
 
 
+class PrintMode:
+    """A host's print mode in one folder: a conversation's first prompt starts it under its
+    id (`start`, e.g. `--session-id`), the next ones resume it (`resume`)."""
+
+    def __init__(self, command: list[str], start: str, resume: str, root: Path,
+                 env: dict[str, str]) -> None:
+        self.command, self.start, self.resume = command, start, resume
+        self.root, self.env = root, env
+        self.started: set[str] = set()
+
+    def __call__(self, conversation: str, text: str, *extra: str
+                 ) -> subprocess.CompletedProcess[str]:
+        flag = self.resume if conversation in self.started else self.start
+        self.started.add(conversation)
+        done = subprocess.run([*self.command, "-p", text, *extra, flag, conversation],
+                              cwd=self.root, env=self.env, capture_output=True, text=True,
+                              timeout=180)
+        assert done.returncode == 0, (text, done.stdout, done.stderr)
+        return done
+
+
 def files(root: Path) -> dict[str, str]:
     """The project's top-level files (not the hosts' config folders)."""
     return {p.name: p.read_text() for p in root.iterdir() if p.is_file()}

@@ -13,12 +13,25 @@ from pathlib import Path
 import pytest
 
 
+def _launcher(folder: Path) -> Path:
+    """A folder holding an `undostore` command that runs this checkout (as `pipx install`
+    would put one on the PATH; the Windows lane installs none)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if sys.platform == "win32":
+        (folder / "undostore.cmd").write_text(f'@"{sys.executable}" -m undostore %*\r\n')
+    else:
+        script = folder / "undostore"
+        script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m undostore "$@"\n')
+        script.chmod(0o755)
+    return folder
+
+
 def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {**os.environ, "HOME": str(home), "USERPROFILE": str(home), **extra}
     env.pop("CODEX_HOME", None)
     env.pop("GEMINI_CLI_TRUST_WORKSPACE", None)
-    # The tests' interpreter's folder first: `undostore` is found on the PATH as hosts find it.
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    # `undostore` on the PATH, as hosts find it.
+    env["PATH"] = str(_launcher(home.parent / "bin")) + os.pathsep + env.get("PATH", "")
     return env
 
 

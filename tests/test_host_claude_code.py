@@ -8,7 +8,6 @@ carries undostore's note to the model; two conversations in one folder each undo
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 
 from undostore import Workspace
 
-from .host_support import NODE_MODULES, files, host_env, init
+from .host_support import NODE_MODULES, PrintMode, files, host_env, init
 from .model_server import ModelServer, Tool, received_texts
 
 CLAUDE = NODE_MODULES / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
@@ -36,20 +35,11 @@ class Host:
                             ANTHROPIC_API_KEY="sk-scripted",
                             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1",
                             DISABLE_AUTOUPDATER="1")
-        self.started: set[str] = set()
         init(root, self.env, "claude-code")
-
-    def prompt(self, conversation: str, text: str) -> subprocess.CompletedProcess[str]:
-        """`claude -p TEXT` in `conversation` (a session id: started, then resumed)."""
-        args = [str(CLAUDE), "-p", text, "--permission-mode", "acceptEdits",
-                "--allowedTools", "Bash Write Edit Read"]
-        args += ["--resume", conversation] if conversation in self.started else [
-            "--session-id", conversation]
-        self.started.add(conversation)
-        done = subprocess.run(args, cwd=self.root, env=self.env, capture_output=True, text=True,
-                              timeout=180)
-        assert done.returncode == 0, (text, done.stdout, done.stderr)
-        return done
+        # As root, --dangerously-skip-permissions is refused: these let the turns edit.
+        self.prompt = PrintMode([str(CLAUDE), "--permission-mode", "acceptEdits",
+                                 "--allowedTools", "Bash Write Edit Read"],
+                                "--session-id", "--resume", root, self.env)
 
 
 def test_turns_undo_and_redo_inside_claude_code(tmp_path):

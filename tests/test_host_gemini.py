@@ -18,7 +18,7 @@ import pytest
 
 from undostore import Workspace
 
-from .host_support import NODE_MODULES, files, host_env, init
+from .host_support import NODE_MODULES, PrintMode, files, host_env, init
 from .model_server import ModelServer, Tool, received_texts
 
 GEMINI = NODE_MODULES / "@google" / "gemini-cli" / "bundle" / "gemini.js"
@@ -42,19 +42,9 @@ class Host:
             {"security": {"auth": {"selectedType": "gemini-api-key"}}}))
         if trusted:
             (settings / "trustedFolders.json").write_text(json.dumps({str(root): "TRUST_FOLDER"}))
-        self.started: set[str] = set()
         self.wired = init(root, self.env, "gemini")
-
-    def prompt(self, conversation: str, text: str, *extra: str
-               ) -> subprocess.CompletedProcess[str]:
-        args = [NODE, str(GEMINI), "-p", text, "--approval-mode", "yolo", *extra]
-        args += ["--resume", conversation] if conversation in self.started else [
-            "--session-id", conversation]
-        self.started.add(conversation)
-        done = subprocess.run(args, cwd=self.root, env=self.env, capture_output=True, text=True,
-                              timeout=180)
-        assert done.returncode == 0, (text, done.stdout, done.stderr)
-        return done
+        self.prompt = PrintMode([NODE, str(GEMINI), "--approval-mode", "yolo"],
+                                "--session-id", "--resume", root, self.env)
 
 
 def test_turns_undo_and_redo_inside_gemini_cli(tmp_path):

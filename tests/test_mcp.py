@@ -151,17 +151,22 @@ def test_pings_are_answered_while_a_long_snapshot_runs_and_a_second_call_waits_i
         assert ws.snapshot().id == snapshot["id"]
 
 
-def test_the_raw_protocol_answers_initialize_on_stdin(tree_factory):
-    """What a host sends, byte for byte: newline-delimited JSON-RPC."""
-    root = tree_factory({"a.txt": "1"})
-    messages = [
+def _snapshot_call(arguments: dict) -> list[dict]:
+    """What a host sends, byte for byte, to take a snapshot: initialize, initialized, the call."""
+    return [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize",
          "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                     "clientInfo": {"name": "raw", "version": "1"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "snapshot", "arguments": {}}},
+         "params": {"name": "snapshot", "arguments": arguments}},
     ]
+
+
+def test_the_raw_protocol_answers_initialize_on_stdin(tree_factory):
+    """What a host sends, byte for byte: newline-delimited JSON-RPC."""
+    root = tree_factory({"a.txt": "1"})
+    messages = _snapshot_call({})
     proc = subprocess.Popen([sys.executable, "-m", "undostore", "mcp"], cwd=root,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
@@ -190,14 +195,7 @@ def test_a_call_whose_client_closed_stdin_at_once_is_still_answered(tree_factory
     """A script pipes its requests in and closes stdin before any reply: the snapshot is
     taken and its reply written; the server then ends."""
     root = tree_factory({"a.txt": "1"})
-    messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "snapshot", "arguments": {"session": "s"}}},
-    ]
+    messages = _snapshot_call({"session": "s"})
     done = subprocess.run([sys.executable, "-m", "undostore", "mcp"], cwd=root,
                           input=b"".join(json.dumps(m).encode() + b"\n" for m in messages),
                           capture_output=True, timeout=60)

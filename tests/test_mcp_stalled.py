@@ -7,12 +7,10 @@ reads again)."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
 import sys
-import termios
 import time
 from pathlib import Path
 
@@ -20,8 +18,9 @@ import pytest
 
 from undostore import Workspace
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32",
-                                reason="FIONREAD and flock on the pipe and the lock (POSIX)")
+# FIONREAD on the pipe and flock on the store lock: POSIX only.
+fcntl = pytest.importorskip("fcntl")
+termios = pytest.importorskip("termios")
 pytest.importorskip("mcp")
 
 PIPE_FULL = 50_000   # bytes waiting in the server's stdout pipe: 64 KiB holds no more answers
