@@ -4,19 +4,18 @@ exit 1 when one fails. Reads only: it makes no store and writes nothing."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import click
 
-from .common import Context, emit, json_option, pass_context
+from .common import Context, emit, json_option, pass_context, project_root
 from .doctor_checks import Check, config, files, fired, on_path, trust, wired
 from .hosts_init import INIT
 
 
 def run_checks(ctx: Context, hosts: list[str]) -> list[Check]:
     """The checks for `hosts` in the folder the context names (all wired hosts when empty)."""
-    root = _root(ctx)
+    root = project_root(ctx)
     hosts = hosts or [h for h in sorted(INIT) if wired(h, root) is not None]
     seen, over_limit = _store_state(ctx)
     checks = [on_path(), files(over_limit)]
@@ -32,13 +31,6 @@ def run_checks(ctx: Context, hosts: list[str]) -> list[Check]:
             checks.append(gate)
         checks.append(fired(host, seen))
     return checks
-
-
-def _root(ctx: Context) -> str:
-    from undostore.store.discover import discover
-
-    store = ctx.store or os.environ.get("UNDOSTORE_STORE") or None
-    return ctx.root or discover(None, store, force=ctx.force).root
 
 
 def _store_state(ctx: Context) -> tuple[dict[str, float], int | None]:

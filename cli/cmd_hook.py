@@ -179,12 +179,11 @@ def _with_notes(host: Host, workspace: Any, session: str, quiet: Answer) -> Answ
                                                      "additionalContext": note}}))
 
 
-LEFT_OUT = "skipped: cannot read"
-
-
 def _say_left_out(result) -> None:  # noqa: ANN001 (undostore.SnapshotResult, imported lazily)
     """One stderr line naming what the undo point left out because it could not be read (no
     permission, a path too long): an undo cannot bring those back, so the user is told."""
+    from undostore.snapshot.walk import LEFT_OUT
+
     paths = [path for path, message in result.warnings if message.startswith(LEFT_OUT)]
     if paths:
         shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")

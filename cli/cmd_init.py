@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from .common import Context, dry_run_option, emit, json_option, pass_context
+from .common import Context, dry_run_option, emit, json_option, pass_context, project_root
 from .hosts_init import INIT, ConfigError, target
 
 
@@ -36,13 +36,6 @@ def _write(path: str, text: str) -> None:
     os.chmod(path, mode)
 
 
-def _root(ctx: Context) -> str:
-    from undostore.store.discover import discover
-
-    store = ctx.store or os.environ.get("UNDOSTORE_STORE") or None
-    return ctx.root or discover(None, store, force=ctx.force).root
-
-
 @click.command("init")
 @click.argument("host", type=click.Choice(sorted(INIT)), metavar="HOST")
 @click.option("--global", "user_wide", is_flag=True,
@@ -62,7 +55,7 @@ def init_command(ctx: Context, host: str, user_wide: bool, dry_run: bool, as_jso
     folder's first snapshot and prints `undostore doctor HOST`'s checks: the steps the host
     still needs (trusting the folder, reviewing hooks).
     """
-    root = _root(ctx) if not user_wide else ""
+    root = project_root(ctx) if not user_wide else ""
     changes: list[dict[str, Any]] = []
     try:
         for spec in INIT[host]:

@@ -6,6 +6,7 @@ Library errors become exit codes in exactly one place (`main.main`); commands on
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -53,6 +54,15 @@ class Context:
             if not discovery.existed:
                 _note_orphans(self._workspace.store.path)
         return self._workspace
+
+
+def project_root(ctx: Context) -> str:
+    """The root the global options name, else the one found from the current folder (as the
+    workspace would find it), without opening or making a store (`init`, `doctor`)."""
+    from undostore.store.discover import discover
+
+    store = ctx.store or os.environ.get("UNDOSTORE_STORE") or None
+    return ctx.root or discover(None, store, force=ctx.force).root
 
 
 def adoption_line(adopted: Any) -> str:

@@ -3,12 +3,14 @@ environment a host runs undostore's hook in, `undostore init`, and the project's
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
-from .model_server import ModelServer
+from .model_server import ModelServer, received_texts
 
 NODE_MODULES = Path(__file__).parent / "hosts" / "node_modules"
 
@@ -50,6 +52,29 @@ class PrintMode:
                               timeout=180)
         assert done.returncode == 0, (text, done.stdout, done.stderr)
         return done
+
+
+class Round(NamedTuple):
+    second_redo: subprocess.CompletedProcess[str]   # what the host showed for it
+    told: str                                       # the last request's body, as JSON text
+
+
+def after_the_first_undo(prompt: PrintMode, conversation: str, root: Path,
+                         model: ModelServer) -> Round:
+    """The scenario every host runs once its first `/undo` took back the turn 'edit a' (a.txt
+    "A\n" back to "a\n") and left 'add b' (b.txt): `/undo`, `/redo`, `/redo`, `/undo 2`, each
+    checked against the files, then a prompt; the model never received a command."""
+    prompt(conversation, "/undo")
+    assert files(root) == {"a.txt": "a\n"}
+    prompt(conversation, "/redo")
+    second_redo = prompt(conversation, "/redo")
+    assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
+    prompt(conversation, "/undo 2")
+    assert files(root) == {"a.txt": "a\n"}
+    prompt(conversation, "what now?")
+    received = [t for r in model.requests for t in received_texts(r["body"])]
+    assert not any(t.strip().startswith(("/undo", "/redo")) for t in received), received
+    return Round(second_redo, json.dumps(model.requests[-1]["body"]))
 
 
 def files(root: Path) -> dict[str, str]:

@@ -7,7 +7,6 @@ carries undostore's note to the model; two conversations in one folder each undo
 
 from __future__ import annotations
 
-import json
 import sys
 import uuid
 from pathlib import Path
@@ -16,8 +15,8 @@ import pytest
 
 from undostore import Workspace
 
-from .host_support import NODE_MODULES, PrintMode, files, host_env, init
-from .model_server import ModelServer, Tool, received_texts
+from .host_support import NODE_MODULES, PrintMode, after_the_first_undo, files, host_env, init
+from .model_server import ModelServer, Tool
 
 CLAUDE = NODE_MODULES / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
 
@@ -64,18 +63,8 @@ def test_turns_undo_and_redo_inside_claude_code(tmp_path):
         undone = host.prompt(conversation, "/undo")
         assert "undid the last turn" in undone.stdout and "'edit a'" in undone.stdout
         assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
-        host.prompt(conversation, "/undo")
-        assert files(root) == {"a.txt": "a\n"}
-        host.prompt(conversation, "/redo")
-        assert "redid" in host.prompt(conversation, "/redo").stdout
-        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
-        host.prompt(conversation, "/undo 2")
-        assert files(root) == {"a.txt": "a\n"}
-
-        host.prompt(conversation, "what now?")
-        received = [t for r in model.requests for t in received_texts(r["body"])]
-        assert not any(t.strip().startswith(("/undo", "/redo")) for t in received), received
-        told = json.dumps(model.requests[-1]["body"])
+        second_redo, told = after_the_first_undo(host.prompt, conversation, root, model)
+        assert "redid" in second_redo.stdout
         at = told.find("undostore: ")
         assert "the user took back the 2 turns 'edit a', 'add b'" in told, told[at:at + 2000]
         assert "b.txt" in told

@@ -18,8 +18,8 @@ import pytest
 
 from undostore import Workspace
 
-from .host_support import NODE_MODULES, PrintMode, files, host_env, init
-from .model_server import ModelServer, Tool, received_texts
+from .host_support import NODE_MODULES, PrintMode, after_the_first_undo, files, host_env, init
+from .model_server import ModelServer, Tool
 
 GEMINI = NODE_MODULES / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 NODE = "node"
@@ -72,18 +72,7 @@ def test_turns_undo_and_redo_inside_gemini_cli(tmp_path):
         assert "Agent execution stopped: undostore: undid the last turn" in shown, shown
         assert "[WARNING]" not in shown and "blocked" not in shown
         assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
-        host.prompt(conversation, "/undo")
-        assert files(root) == {"a.txt": "a\n"}
-        host.prompt(conversation, "/redo")
-        host.prompt(conversation, "/redo")
-        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
-        host.prompt(conversation, "/undo 2")
-        assert files(root) == {"a.txt": "a\n"}
-
-        host.prompt(conversation, "what now?")
-        received = [t for r in model.requests for t in received_texts(r["body"])]
-        assert not any(t.strip().startswith(("/undo", "/redo")) for t in received), received
-        told = json.dumps(model.requests[-1]["body"])
+        told = after_the_first_undo(host.prompt, conversation, root, model).told
         assert "<hook_context>undostore: the user took back the turn 'edit a'" in told
         assert "the user took back the 2 turns 'edit a', 'add b'" in told
 

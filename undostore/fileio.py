@@ -15,6 +15,38 @@ from undostore.platform import IS_WINDOWS
 TEMP_PREFIX = ".undostore-tmp-"
 
 
+def read_small(path: str, limit: int = 1 << 20) -> bytes | None:
+    """Up to `limit` bytes of one of the store's small state files, never read through a
+    symbolic link (store/trust.py); None when it is missing or cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            return f.read(limit)
+    except OSError:
+        return None
+
+
+def write_small(path: str, data: bytes) -> None:
+    """Replace one of the store's small cache files with `data` (its folder made first), not
+    made durable and best effort: losing it only forgets what it remembered."""
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        atomic_write(path, data, durable=False)
+    except OSError:
+        pass
+
+
+def remove_quietly(path: str) -> None:
+    """Delete `path` if it is there (a cache file that no longer applies)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 def fsync_dir(path: str) -> None:
     """Make a rename or create inside `path` durable (a no-op where folders cannot be opened)."""
     if IS_WINDOWS:

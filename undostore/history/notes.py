@@ -14,7 +14,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from undostore.fileio import atomic_write
+from undostore.fileio import read_small, remove_quietly, write_small
 from undostore.history.journal import encode_name, validate_name
 
 if TYPE_CHECKING:
@@ -30,15 +30,10 @@ def _path(store: Store, session: str) -> str:
 
 
 def _read(path: str) -> list[str]:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    raw = read_small(path)
     try:
-        fd = os.open(path, flags)
-    except OSError:
-        return []
-    try:
-        with os.fdopen(fd, "rb") as f:
-            lines = [json.loads(line) for line in f.read(1 << 20).splitlines() if line.strip()]
-    except (OSError, ValueError):
+        lines = [json.loads(line) for line in (raw or b"").splitlines() if line.strip()]
+    except ValueError:
         return []
     return [line for line in lines if isinstance(line, str)]
 
@@ -47,12 +42,7 @@ def add(store: Store, session: str, text: str) -> None:
     """Keep `text` for the session's model (store lock held); best effort."""
     path = _path(store, session)
     lines = [*_read(path), text][-KEEP:]
-    try:
-        os.makedirs(store.sessions_dir, mode=0o700, exist_ok=True)
-        atomic_write(path, "".join(json.dumps(line) + "\n" for line in lines).encode(),
-                     durable=False)
-    except OSError:
-        pass
+    write_small(path, "".join(json.dumps(line) + "\n" for line in lines).encode())
 
 
 def take(store: Store, session: str) -> list[str]:
@@ -60,10 +50,7 @@ def take(store: Store, session: str) -> list[str]:
     path = _path(store, session)
     lines = _read(path)
     if lines:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        remove_quietly(path)
     return lines
 
 

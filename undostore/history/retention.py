@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from undostore import settings
-from undostore.fileio import atomic_write
+from undostore.fileio import atomic_write, read_small, remove_quietly
 from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.history.reflog import CAP_REASON, read_reflog
@@ -140,7 +140,7 @@ def _fit_once(store: Store, limit: int, report: RetentionReport,
     if size <= limit:
         report.store_bytes = size
         if given_up is not None:
-            _forget(path)
+            remove_quietly(path)
         return
     same_limit = given_up is not None and given_up["limit"] == limit
     if same_limit and size < given_up["size"] + given_up["size"] // RETRY_GROWTH:
@@ -149,7 +149,7 @@ def _fit_once(store: Store, limit: int, report: RetentionReport,
     _fit(store, limit, report, on_evict)
     if report.fits:
         if given_up is not None:
-            _forget(path)
+            remove_quietly(path)
         return
     atomic_write(path, json.dumps({"limit": limit, "size": report.store_bytes}).encode(),
                  durable=False)
@@ -165,23 +165,12 @@ def _fit_once(store: Store, limit: int, report: RetentionReport,
 
 
 def _read_cap_state(path: str) -> dict[str, int] | None:
+    raw = read_small(path, 4096)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
-    except OSError:
+        state = json.loads(raw) if raw is not None else None
+        return {"limit": int(state["limit"]), "size": int(state["size"])} if state else None
+    except (ValueError, TypeError, KeyError):
         return None
-    try:
-        with os.fdopen(fd, "rb") as f:
-            state = json.loads(f.read(4096))
-        return {"limit": int(state["limit"]), "size": int(state["size"])}
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-
-
-def _forget(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def _fit(store: Store, limit: int, report: RetentionReport, on_evict: OnEvict | None) -> None:

@@ -133,8 +133,7 @@ def take_snapshot(root: str, store: Store, options: SnapshotOptions | None = Non
             _report(warnings, options)
             raise
         _report(warnings, options)
-        if os.path.exists(os.path.join(store.cache_dir, overlimit.FILE)):
-            overlimit.clear(store.cache_dir)
+        overlimit.clear(store.cache_dir)   # protected again (one unlink: a stat costs as much)
         return result
 
 

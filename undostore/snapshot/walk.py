@@ -364,12 +364,16 @@ def _visit_listed(root: str, rel: str, node: _Rules, same: bool, options: WalkOp
     return folder, [(path, rules, below) for path, rules in todo]
 
 
+# How a warning for an entry left out as unreadable begins (the hook counts them by it).
+LEFT_OUT = "skipped: cannot read this"
+
+
 def _left_out(rel: str, err: OSError, options: WalkOptions, folder: Folder | None = None
               ) -> Folder:
     """A folder this user cannot read (no permission, a path too long for the system), left
     out with a warning naming it: the rest of the tree is still captured. Its listing is never
     reused, so the next walk tries it again (and warns again)."""
-    options.on_warning(rel or ".", f"skipped: cannot read this folder ({err.strerror or err})")
+    options.on_warning(rel or ".", f"{LEFT_OUT} folder ({err.strerror or err})")
     folder = folder if folder is not None else Folder(rel)
     folder.files.clear()
     folder.subdirs.clear()
@@ -400,17 +404,7 @@ def unsettled(root: str, seen: list[tuple[str, bytes]]) -> list[str]:
     """The folders (relative paths) whose stat moved since the walk read them (`Folder.seen`):
     an entry added, removed or renamed meanwhile, so what the walk saw may be a state that
     never existed. One lstat each."""
-    moved = []
-    for rel, before in seen:
-        if not before:
-            continue
-        try:
-            now = _stat_part(os.lstat(disk_path(root, rel)))
-        except OSError:
-            now = b""
-        if now != before:
-            moved.append(rel)
-    return moved
+    return [rel for rel, before in seen if before and seen_now(root, rel) != before]
 
 
 _RELIST = not IS_WINDOWS   # there a junction may look like a folder in a bare listing
@@ -569,7 +563,7 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
             folder.stamp = None
             continue
         if unreadable and name in unreadable:
-            options.on_warning(path, f"skipped: cannot read this file ({unreadable[name]})")
+            options.on_warning(path, f"{LEFT_OUT} file ({unreadable[name]})")
             folder.stamp = None
             continue
         try:
@@ -578,7 +572,7 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
             continue  # vanished between listing and stat: it is not part of this state
         except OSError as err:
             if is_unreadable(err):
-                options.on_warning(path, f"skipped: cannot read this file ({err.strerror})")
+                options.on_warning(path, f"{LEFT_OUT} file ({err.strerror})")
                 folder.stamp = None
                 continue
             raise from_oserror(err, "stat", os.path.join(disk, name)) from err

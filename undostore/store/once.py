@@ -19,7 +19,7 @@ import os
 import time
 from typing import Any
 
-from undostore.fileio import atomic_write
+from undostore.fileio import read_small, write_small
 
 FILE = "events"
 KEEP = 256
@@ -32,15 +32,10 @@ def _path(cache_dir: str) -> str:
 
 def _load(cache_dir: str) -> tuple[dict[str, list[Any]], dict[str, float]]:
     """({key: [time, answer]}, {host: time}); empty when missing or unreadable."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    raw = read_small(_path(cache_dir))
     try:
-        fd = os.open(_path(cache_dir), flags)
-    except OSError:
-        return {}, {}
-    try:
-        with os.fdopen(fd, "rb") as f:
-            data = json.loads(f.read(1 << 20))
-    except (OSError, ValueError):
+        data = json.loads(raw) if raw is not None else None
+    except ValueError:
         return {}, {}
     if not isinstance(data, dict):
         return {}, {}
@@ -72,12 +67,7 @@ def remember(cache_dir: str, host: str, key: str | None, answer: Any,
         events[key] = [now, answer]
     newest = dict(sorted(events.items(), key=lambda item: item[1][0])[-KEEP:])
     hosts[host] = now
-    try:
-        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-        atomic_write(_path(cache_dir), json.dumps({"events": newest, "hosts": hosts}).encode(),
-                     durable=False)
-    except OSError:
-        pass
+    write_small(_path(cache_dir), json.dumps({"events": newest, "hosts": hosts}).encode())
 
 
 def hosts_seen(cache_dir: str) -> dict[str, float]:

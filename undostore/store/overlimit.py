@@ -8,39 +8,26 @@ from __future__ import annotations
 import json
 import os
 
-from undostore.fileio import atomic_write
+from undostore.fileio import read_small, remove_quietly, write_small
 
 FILE = "over-limit"
 
 
 def mark(cache_dir: str, limit: int) -> None:
     """Note that a snapshot was refused for passing `limit` files; best effort."""
-    try:
-        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-        atomic_write(os.path.join(cache_dir, FILE), json.dumps({"limit": limit}).encode(),
-                     durable=False)
-    except OSError:
-        pass
+    write_small(os.path.join(cache_dir, FILE), json.dumps({"limit": limit}).encode())
 
 
 def clear(cache_dir: str) -> None:
     """A snapshot succeeded: the folder is protected again."""
-    try:
-        os.unlink(os.path.join(cache_dir, FILE))
-    except OSError:
-        pass
+    remove_quietly(os.path.join(cache_dir, FILE))
 
 
 def read(cache_dir: str) -> int | None:
     """The limit the last snapshot passed, or None when it did not."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    raw = read_small(os.path.join(cache_dir, FILE), 4096)
     try:
-        fd = os.open(os.path.join(cache_dir, FILE), flags)
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as f:
-            limit = json.loads(f.read(4096)).get("limit")
-    except (OSError, ValueError, AttributeError):
+        limit = json.loads(raw).get("limit") if raw is not None else None
+    except (ValueError, AttributeError):
         return None
     return limit if isinstance(limit, int) else None
