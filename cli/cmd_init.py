@@ -11,17 +11,7 @@ from typing import Any
 import click
 
 from .common import Context, dry_run_option, emit, json_option, pass_context, project_root
-from .hosts_init import INIT, ConfigError, target
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-    except UnicodeDecodeError as err:
-        raise ConfigError(path, f"it is not UTF-8 text ({err})") from None
+from .hosts_init import INIT, ConfigError, read_config, target
 
 
 def _write(path: str, text: str) -> None:
@@ -60,7 +50,7 @@ def init_command(ctx: Context, host: str, user_wide: bool, dry_run: bool, as_jso
     try:
         for spec in INIT[host]:
             path = target(spec, root, user_wide)
-            old = _read(path)
+            old = read_config(path)
             new = spec.update(old, path)
             changes.append({"path": path, "old": old, "new": new})
     except ConfigError as err:

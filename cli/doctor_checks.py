@@ -18,7 +18,7 @@ import shutil
 import time
 from typing import NamedTuple
 
-from .hosts_init import INIT, ConfigError, target
+from .hosts_init import INIT, ConfigError, read_config, target
 
 
 class Check(NamedTuple):
@@ -31,10 +31,10 @@ class Check(NamedTuple):
 
 
 def _read(path: str) -> str | None:
+    """A host file's text; None when missing or unreadable (a check then says what is missing)."""
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError):
+        return read_config(path)
+    except (OSError, ConfigError):
         return None
 
 
@@ -49,7 +49,7 @@ def wired(host: str, root: str) -> str | None:
             try:
                 if text is None or spec.update(text, path) != text:
                     break
-            except ConfigError:
+            except ConfigError:   # a file init would refuse: not wired as init writes it
                 break
             paths.append(path)
         else:

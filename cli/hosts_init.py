@@ -44,6 +44,17 @@ class ConfigFile:
     update: Callable[[str | None, str], str]   # (old text or None, path) -> new text
 
 
+def read_config(path: str) -> str | None:
+    """A host's config file as text (None: there is none); ConfigError when it is not UTF-8."""
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as err:
+        raise ConfigError(path, f"it is not UTF-8 text ({err})") from None
+
+
 def command(host: str, *extra: str) -> str:
     return " ".join(["undostore", "hook", "--host", host, *extra])
 
