@@ -4,12 +4,13 @@ conversations in one folder, each owning some files and sharing others.
 
 Random sequences of user edits, host turns (the prompt's hook, the agent's edits, the after-turn
 hook), `/undo`, `/undo 2` and `/redo` typed in the host, CLI `undo N`, `undo --to` and `redo`,
-restore of any id handed out, revert of a turn, gc, a size cap, and a day passing, each a real
-`undostore` process on a temp store. After every step: the files are the model's (an undo or
-redo changed only its own turns' changes; an overlap refused with every file as it was), each
-session's journal is the model's turn by turn (label, the files before and after), and every id
-handed out within the day (or listed by a journal) still holds exactly the files it named, by
-its full id and its 12-hex form; only an `evict` op of the size cap may take one earlier.
+restore of any id handed out, revert of a turn, gc, a size cap, a day passing, and moves of
+the project to a new folder, each a real `undostore` process on a temp store. After every step:
+the files are the model's (an undo or redo changed only its own turns' changes; an overlap
+refused with every file as it was), each session's journal is the model's turn by turn (label,
+the files before and after), and every id handed out within the day (or listed by a journal)
+still holds exactly the files it named, by its full id and its 12-hex form; only an `evict`
+op of the size cap may take one earlier.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from .conftest import Cli
 from .history_reference import Files, History, Refused, revert
 
 DAY = 86400.0
+# The operations that record a snapshot of the files (the newest is what a moved project's
+# files are matched against).
+CAPTURES = ("snapshot", "end-turn", "restore", "undo", "redo", "revert")
 
 
 def _event(text: str) -> None:
@@ -67,6 +71,7 @@ class HistoryModel(RuleBasedStateMachine):
         self.clock = 0.0                        # model time: real time plus the days passed
         self.prompts = 0
         self.capped: set[str] = set()           # ids an eviction by the size cap let go
+        self.moves = 0
 
     @property
     def disk(self) -> Files:
@@ -272,6 +277,48 @@ class HistoryModel(RuleBasedStateMachine):
             assert gone is not session.undo[-1]      # the newest point of a session stays
             session.undo.remove(gone)
             self.capped.update(op.get("ids") or [op["id"]])
+
+    @precondition(lambda self: self.named)
+    @rule()
+    def move_the_project(self) -> None:
+        """The user moves the project folder (`mv`). Where its files are still those of the
+        store's newest snapshot, the first command in the new place takes the store along and
+        says so; where they are not, the user runs `rebind` there, as the notes say. Either
+        way every session's turns and every id handed out go on as before."""
+        matches = self.files_match_the_newest_snapshot()
+        self.moves += 1
+        moved = self.tmp / f"root-{self.moves}"
+        self.root.rename(moved)
+        self.root = moved
+        if matches:
+            _event("moved: taken along")
+            done = Cli().run("log", "--json", cwd=self.root, env=self.env)
+            assert done.returncode == 0, done.stderr
+            assert "this project moved here: took its store along" in done.stderr
+        else:
+            _event("moved: rebind")
+            done = self.cli("rebind")
+            assert done["moved_from"], done
+        (store,) = Path(self.env["UNDOSTORE_HOME"], "stores").iterdir()
+        assert str(store) == self.store_path()
+
+    def files_match_the_newest_snapshot(self) -> bool:
+        """The moved-project rule of history/stores.py, restated: the newest snapshot's
+        top-level entries are here (90%) and half its files hold the same bytes."""
+        newest = next((op.id for op in oplog.read(self.store_path())
+                       if op.id and op.op in CAPTURES), None)
+        if newest is None:
+            return False
+        with Workspace(self.root, self.store_path()) as ws:
+            files = {path: ws.store.read_blob(blob).decode() for path, _mode, blob
+                     in ws.store.iter_tree_files(bytes.fromhex(newest))}
+        if not files:
+            return False
+        tops = {path.split("/")[0]: "/" in path for path in files}
+        here = sum((self.root / top).is_dir() if is_dir else (self.root / top).is_file()
+                   for top, is_dir in tops.items())
+        same = sum(self.disk.get(path) == content for path, content in files.items())
+        return here >= 0.9 * len(tops) and same >= 0.5 * len(files)
 
     @rule()
     def collect_garbage(self) -> None:
