@@ -35,7 +35,9 @@ step: safety snapshot, plan, blob verification, journal, write, sync, stat cache
 
 Durability is included on undostore's side: temp files are made durable before they are renamed
 (one `syncfs` per batch on Linux), and the restore journal is written and removed with fsyncs.
-Every timed step starts after an untimed `sync`, so no step pays for another's dirty pages.
+Every timed step starts after an untimed `sync`, so no step pays for another's dirty pages;
+`--after-write MB` then has `dd` write MB more to the same file system, left dirty, right before
+each step (a disk a build or a download just wrote to: a `syncfs` would wait for all of it).
 git never fsyncs work-tree files (`core.fsync` covers only its own database), so each timed git
 step is followed by one `sync -f` of its file system, in its time (`--no-git-syncfs`: git
 alone). `--file-systems ext4,xfs,btrfs,tmpfs` runs the cases on each, freshly made by `mkfs` and
@@ -167,7 +169,22 @@ def _add_packs(ws: object, root: str, count: int) -> None:
     ws.snapshot()  # type: ignore[attr-defined]
 
 
-_settle = common.settle
+# `--after-write MB`: each timed step starts right after another program wrote this many MB
+# to the same file system and left them dirty (no fsync), as a build or a download does.
+AFTER_WRITE = {"mb": 0, "folder": ""}
+
+
+def _settle() -> None:
+    """Before each timed step: every dirty page written back (common.settle), then, with
+    `--after-write`, another program's fresh writes left dirty for the step to meet."""
+    if not AFTER_WRITE["mb"]:
+        common.settle()
+        return
+    other = os.path.join(AFTER_WRITE["folder"], "another-program.dat")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(other)   # the last step's: its pages are dropped, never written
+    common.settle()
+    common.write_like_another_program(other, AFTER_WRITE["mb"])
 
 
 # How the CLI is started: `--python` picks the interpreter whose installed `undostore` script
@@ -625,6 +642,7 @@ def _mounted(kind: str, work: str, size: str = "10G") -> Iterator[str]:
 def _cases(work: str, args: argparse.Namespace, env: dict[str, str]) -> list[dict[str, object]]:
     rows = []
     cases = args.cases.split(",")
+    AFTER_WRITE["folder"] = work   # on the file system the cases run on
     more = {"phase_repeats": args.phase_repeats, "profile": args.profile}
     if "modified" in cases:
         rows.append(bench_modified(work, args.files, args.folders, args.modified,
@@ -664,6 +682,10 @@ def main(argv: list[str] | None = None) -> int:
                              "each, freshly made and loop-mounted (root, mkfs tools)")
     parser.add_argument("--no-git-syncfs", action="store_true",
                         help="time git alone, without the `sync -f` after each of its steps")
+    parser.add_argument("--after-write", type=int, default=0, metavar="MB",
+                        help="start each timed step right after another program wrote this "
+                             "many MB to the same file system, not yet written back (`dd`, "
+                             "no fsync): what a durable restore meets on a busy disk")
     parser.add_argument("--python", default=sys.executable,
                         help="the CLI is the `undostore` script installed beside this "
                              "interpreter (default: this one's, else `python -m undostore`)")
@@ -696,6 +718,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.clear()
     os.environ.update(env)
     Git.syncfs = not args.no_git_syncfs
+    AFTER_WRITE["mb"] = args.after_write
     rows = []
     load_before = common.load_average()
     try:
@@ -715,7 +738,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.repeats} repeats, load average {load_before} -> {common.load_average()}, "
           f"{common.tool_version(['git', '--version'])}, Python {sys.version.split()[0]}, "
           f"{common.file_system(work)}, CLI `{' '.join(CLI_COMMAND)}`"
-          + (f", {args.packs} more packs" if args.packs else ""))
+          + (f", {args.packs} more packs" if args.packs else "")
+          + (f", each step right after another program wrote {args.after_write} MB"
+             if args.after_write else ""))
     print("\n| file system | case | undostore (library) | undostore (CLI process) | git | "
           "git command | library / git | CLI / git | peak RSS CLI / git |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -183,6 +183,13 @@ def settle() -> None:
         os.sync()
 
 
+def write_like_another_program(path: str, megabytes: int) -> None:
+    """`dd` writes `megabytes` MB of zeros to `path` and exits without an fsync: the pages
+    stay dirty for whatever runs next, as after a build or a download."""
+    run_process(["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={megabytes}",
+                 "status=none"]).check()
+
+
 def drop_caches() -> None:
     """`sync; echo 3 > /proc/sys/vm/drop_caches`. Raises CacheDropUnavailable saying why not."""
     if not sys.platform.startswith("linux"):

@@ -15,6 +15,7 @@ from undostore.git.reader import ObjectReader
 from undostore.restore.paths import check_path, is_git_name, name_problem, windows_name_problem
 from undostore.restore.plan import (
     FlatTree,
+    entries_at,
     expected_conflicts,
     flatten,
     flatten_difference,
@@ -146,7 +147,7 @@ def test_expected_conflicts_name_touched_paths_that_differ():
     now = _flat({"a": (MODE_FILE, A), "b": (MODE_FILE, A), "c": (MODE_FILE, A)})
     wanted = _flat({"a": (MODE_FILE, B), "b": (MODE_FILE, B), "c": (MODE_FILE, A)})
     expected = _flat({"a": (MODE_FILE, A), "b": (MODE_FILE, C), "c": (MODE_FILE, C)})
-    assert expected_conflicts(make_plan(now, wanted), expected) == ["b"]
+    assert expected_conflicts(make_plan(now, wanted), expected.files) == ["b"]
 
 
 # --- the difference walk gives the same plan as full trees ---------------------------------------
@@ -183,6 +184,10 @@ def test_difference_walk_plans_exactly_what_full_trees_plan(first, second):
                              flatten(reader.read_tree_body, two, check=True))
             now, wanted = flatten_difference(reader.read_tree_body, one, two)
             partial = make_plan(now, wanted)
+            # The entries a few paths have, read folder by folder, are the flattened tree's.
+            whole = flatten(reader.read_tree_body, two).files
+            asked = [*whole, *flatten(reader.read_tree_body, one).files, "a/zz", "zz"]
+            assert entries_at(reader.read_tree_body, two, asked) == whole
         for name in ("create", "modify", "delete", "chmod", "remove_dirs", "before", "after"):
             assert getattr(partial, name) == getattr(full, name), name
         store.close()

@@ -318,6 +318,38 @@ def parent_dirs(path: str) -> list[str]:
     return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def expected_conflicts(plan: RestorePlan, expected: FlatTree) -> list[str]:
-    """Touched paths whose entry now differs from snapshot `expected` (the caller's belief)."""
-    return [path for path in plan.touched() if plan.before.get(path) != expected.files.get(path)]
+def expected_conflicts(plan: RestorePlan, expected: dict[str, Entry]) -> list[str]:
+    """Touched paths whose entry now differs from their entry in the expected snapshot (the
+    caller's belief; `expected` needs only the touched paths, as `entries_at` gives them)."""
+    return [path for path in plan.touched() if plan.before.get(path) != expected.get(path)]
+
+
+def entries_at(read_tree: ReadTree, tree: bytes, paths: Iterable[str],
+               bodies: dict[bytes, bytes] | None = None) -> dict[str, Entry]:
+    """The file entries of `tree` at `paths` (a path with no file there is left out), reading
+    only the folders on their way: a few paths of a large snapshot cost a few tree reads, not
+    a flatten of every folder."""
+    trees = _Trees(read_tree, bodies)
+    folders: dict[str, dict[str, tuple[int, bytes]] | None] = {}
+
+    def listing(folder: str) -> dict[str, tuple[int, bytes]] | None:
+        if folder not in folders:
+            if not folder:
+                sha: bytes | None = tree
+            else:
+                parent, _, name = folder.rpartition("/")
+                above = listing(parent)
+                entry = above.get(name) if above is not None else None
+                sha = entry[1] if entry is not None and entry[0] == MODE_TREE else None
+            folders[folder] = None if sha is None else {
+                os.fsdecode(raw): (mode, child) for mode, raw, child in trees.entries(sha)}
+        return folders[folder]
+
+    found: dict[str, Entry] = {}
+    for path in paths:
+        folder, _, name = path.rpartition("/")
+        names = listing(folder)
+        entry = names.get(name) if names is not None else None
+        if entry is not None and entry[0] != MODE_TREE:
+            found[path] = Entry(_file_mode(entry[0]), entry[1])
+    return found

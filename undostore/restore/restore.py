@@ -75,8 +75,10 @@ from undostore.restore.filemeta import Modes
 from undostore.restore.notices import Kind, RestoreWarning, Warn
 from undostore.restore.pending import PendingRestore, pending_of, pending_restore
 from undostore.restore.plan import (
+    Entry,
     FlatTree,
     RestorePlan,
+    entries_at,
     expected_conflicts,
     flatten,
     flatten_difference,
@@ -234,8 +236,9 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
                                                  target_sha, bodies=bodies)
             prepared = _prepare(wt, reader, current, wanted)
             plan = prepared.plan
-            if expected_sha is not None:
-                _check_expected(plan, _flat(reader, expected_sha, bodies))
+            if expected_sha is not None and expected_sha.hex() != safety.id:
+                _check_expected(plan, expected_sha, entries_at(
+                    reader.read_tree_body, expected_sha, plan.touched(), bodies))
             if prepared.uses_cache:
                 wanted.keep_canonical_trees(bodies)   # the ids it may leave (cachechoice)
             bodies.clear()   # the plan is made: the folders read for it are not needed again
@@ -478,12 +481,16 @@ def _check_complete(reader: ObjectReader, wanted: FlatTree, blobs: BlobSource) -
             missing=sorted({s.hex() for _, s in missing}), path=path)
 
 
-def _check_expected(plan: RestorePlan, expected: FlatTree) -> None:
+def _check_expected(plan: RestorePlan, expected_sha: bytes,
+                    expected: dict[str, Entry]) -> None:
+    """ConflictError when a path the plan touches is not as snapshot `expected_sha` has it (the
+    files now are always as the safety snapshot has them: the caller skips that case)."""
     differing = expected_conflicts(plan, expected)
     if differing:
         shown = ", ".join(differing[:5]) + (" ..." if len(differing) > 5 else "")
         raise ConflictError(f"{len(differing)} file(s) the restore would change differ from the "
-                            f"expected snapshot {expected.id[:12]} (changed since?): {shown}; "
+                            f"expected snapshot {expected_sha.hex()[:12]} (changed since?): "
+                            f"{shown}; "
                             "nothing was changed", differing[0])
 
 

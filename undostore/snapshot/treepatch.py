@@ -82,14 +82,32 @@ _TREE_MODE = b"40000"
 
 
 def _locate(body: bytes, name: bytes, tree: bool) -> tuple[int, int]:
-    """(start, end) of the entry called `name` (a sub-tree or not) in `body`, or (-1, -1).
-    A match counts where a mode of that kind precedes it and the entry starts the body or
-    follows a NUL 20 bytes earlier (the previous entry's name end and id). A sibling named like
-    a mode and this name ("100644 a") could still pass that by chance, so the entry must be
-    the only one that passes: two, and the caller re-encodes (correct, only slower)."""
+    """(start, end) of the entry called `name` (a sub-tree or not) in `body`, or (-1, -1)
+    when there is none, or more than one place passes (`_hits`)."""
+    hits = _hits(body, name, tree)
+    return hits[0] if len(hits) == 1 else (-1, -1)
+
+
+def entries_named(body: bytes, name: bytes) -> list[TreeEntry]:
+    """The entries called `name` in `body` (a file or a sub-tree), found without decoding the
+    other entries: none, one, or (a sibling named like a mode and this name, by chance) more,
+    which the caller takes as "decode the body instead"."""
+    found = []
+    for tree in (False, True):
+        for start, end in _hits(body, name, tree):
+            space = body.index(b" ", start)
+            found.append((int(body[start:space], 8), name, body[end - 20:end]))
+    return found
+
+
+def _hits(body: bytes, name: bytes, tree: bool) -> list[tuple[int, int]]:
+    """Every (start, end) where an entry called `name` (a sub-tree or not) could be in `body`:
+    a mode of that kind precedes the name, and the entry starts the body or follows a NUL 20
+    bytes earlier (the previous entry's name end and id). A sibling named like a mode and this
+    name ("100644 a") could still pass that by chance, so a caller trusts only a single hit."""
     wanted = b" " + name + b"\0"
     found = body.find(wanted)
-    hit = (-1, -1)
+    hits = []
     while found >= 0:
         end = found + len(wanted) + 20
         start = found - (5 if tree else 6)
@@ -97,8 +115,6 @@ def _locate(body: bytes, name: bytes, tree: bool) -> tuple[int, int]:
                 and (body[start:found] == _TREE_MODE if tree
                      else body[start:found] in _FILE_MODES)
                 and (start == 0 or (start >= 21 and body[start - 21] == 0))):
-            if hit[0] >= 0:
-                return -1, -1
-            hit = (start, end)
+            hits.append((start, end))
         found = body.find(wanted, found + 1)
-    return hit
+    return hits
