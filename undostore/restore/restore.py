@@ -96,6 +96,7 @@ from undostore.restore.restorelog import (
     set_journal_aside,
     write_journal,
 )
+from undostore.restore.syncing import RestoreSync
 from undostore.snapshot.ignore import excluded_by, undostore_ignore
 from undostore.snapshot.snapshot import store_exclusion
 from undostore.store import moderecord
@@ -527,7 +528,8 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal, run: Ru
     target = Target(prepared.plan, prepared.blobs, DiskMatcher(wt.root, cache),
                     prepared.wanted.dirs, prepared.case_insensitive,
                     Modes(moderecord.load(wt.store.path, prepared.plan.target)))
-    checkout = Checkout(wt.root, target, journal.token, checkpoint, progress=progress)
+    checkout = Checkout(wt.root, target, journal.token, checkpoint, progress=progress,
+                        sync=RestoreSync.for_files(wt.root, len(prepared.plan.touched())))
     try:
         checkpoint("journal", "")  # a crash test stops here: journal written, nothing changed
         outcome = checkout.run()

@@ -13,8 +13,18 @@ from undostore.store.durable import Durability
 class RestoreSync:
     """What the checkout tells about its changes, and the points where they must be durable."""
 
+    # Up to this many files written, each file and folder is fsynced on its own (~1 ms each on
+    # a quiet disk): one `syncfs` costs about the same then, but it also waits for every dirty
+    # page other programs left on the file system (docs/design.md, "Durability").
+    EACH_FILE_UP_TO = 32
+
     def __init__(self, root: str, durability: Durability | None = None) -> None:
         self.durable = durability or Durability(root)
+
+    @classmethod
+    def for_files(cls, root: str, files: int) -> RestoreSync:
+        """The durability of a checkout that writes or deletes `files` files."""
+        return cls(root, Durability(root, each_file=files <= cls.EACH_FILE_UP_TO))
 
     def folder_changed(self, d: Dir) -> None:
         """`d` gained, lost or renamed an entry."""

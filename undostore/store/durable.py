@@ -78,9 +78,12 @@ def syncfs_reaches_disk(root: str) -> bool:
 class Durability:
     """Tracks what a restore changed and makes it durable, cheaply where the OS allows."""
 
-    def __init__(self, root: str, enabled: bool = True) -> None:
+    def __init__(self, root: str, enabled: bool = True, each_file: bool = False) -> None:
+        """`each_file`: fsync each file and folder even where `syncfs` is trusted (a restore of
+        a few files: `syncfs` would also wait for whatever other programs left unwritten on
+        that file system, a build's or a download's gigabyte)."""
         self.enabled = enabled
-        trusted = enabled and syncfs_reaches_disk(root)
+        trusted = enabled and not each_file and syncfs_reaches_disk(root)
         self._syncfs = libc_function("syncfs", "c_int") if trusted else None
         self._folders: set[str] = set()        # folders whose entries changed
         # st_dev -> the shallowest folder seen on that file system (the root for its own), the
