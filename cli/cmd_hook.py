@@ -118,6 +118,8 @@ def _workspace(ctx: Context, turn: Turn):  # noqa: ANN202 (undostore.Workspace, 
     adopted = workspace.adopted
     if adopted is not None:
         print(adoption_line(adopted), file=sys.stderr)   # said once: the store is here now
+    if workspace.store.trust_note:
+        print(f"undostore: note: {workspace.store.trust_note}", file=sys.stderr)
     return workspace
 
 

@@ -44,6 +44,8 @@ class Context:
                 f"undostore: {pending.finishing_notice()}")
             if not self.quiet:
                 self._workspace.on_evict = _note_eviction
+            if self._workspace.store.trust_note:
+                note(f"undostore: note: {self._workspace.store.trust_note}")
             discovery = self._workspace.discovery
             adopted = self._workspace.adopted
             if adopted is not None:

@@ -14,7 +14,7 @@ import pytest
 
 from tests.powercut.fixture import powercut  # noqa: F401 (fixture)
 from undostore.restore.syncing import RestoreSync
-from undostore.store.durable import Durability, syncfs_reaches_disk
+from undostore.store.durable import Durability, syncfs_reaches_disk, unwritten_bytes
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="syncfs is Linux's")
@@ -39,8 +39,8 @@ def test_a_root_on_fuse_or_with_fuse_below_it_fsyncs_each_file(powercut, tmp_pat
 @linux_only
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (CI installs it)")
 def test_a_few_files_are_made_durable_one_by_one_and_many_with_one_syncfs(tmp_path, cli):
-    """A restore of a few files fsyncs those files and their folders, never `syncfs`, which
-    would also wait for whatever other programs left unwritten on the file system; a restore of
+    """A restore of a few files while another program's writes wait to be written back fsyncs
+    those files and their folders, never `syncfs`, which would wait for all of it; a restore of
     many keeps the one `syncfs` per batch. Seen in the real process's system calls."""
     root = tmp_path / "root"
     (root / "d").mkdir(parents=True)
@@ -52,9 +52,16 @@ def test_a_few_files_are_made_durable_one_by_one_and_many_with_one_syncfs(tmp_pa
         for i in range(changed):
             (root / "d" / f"f{i}.txt").write_text(f"second {i}\n")
         trace = tmp_path / f"trace-{changed}"
+        # Another program's 256 MB, not yet written back (far below the kernel's own threshold
+        # for starting to write: 10% of memory).
+        other = tmp_path / "another-program.dat"
+        subprocess.run(["dd", "if=/dev/zero", f"of={other}", "bs=1M", "count=256",
+                        "status=none"], check=True)
+        assert unwritten_bytes() > RestoreSync.UNWRITTEN_BYTES
         done = subprocess.run(["strace", "-f", "-qq", "-e", "trace=syncfs,fsync,fdatasync",
                                "-o", str(trace), *cli.argv("restore", first, "--yes", root=root)],
                               capture_output=True, text=True)
+        other.unlink()   # its pages are dropped, never written
         assert done.returncode == 0, done.stderr
         assert (root / "d" / "f0.txt").read_text() == "first 0\n"
         return [line.split(None, 1)[1].split("(")[0] for line in trace.read_text().splitlines()

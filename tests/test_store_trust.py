@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from undostore.store.trust import outside_profile
+
 from .conftest import Cli
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -129,3 +131,36 @@ def test_a_symlinked_or_group_writable_store_is_refused(tmp_path: Path):
     assert "chmod go-w" in done.stderr and str(store / "sessions") in done.stderr
     (store / "sessions").chmod(0o700)
     assert run(root, home, "snapshot").returncode == 0
+
+
+def test_only_a_windows_store_outside_the_profile_is_named():
+    """Windows has no owner or mode bits to check: a store outside the profile is named."""
+    profile = str(Path("/users/me").absolute())
+    inside = str(Path(profile, ".undostore", "stores", "x"))
+    outside = str(Path("/shared/stores/x").absolute())
+    assert outside_profile(inside, windows=True, profile=profile) is None
+    assert outside_profile(profile, windows=True, profile=profile) is None
+    assert outside_profile(profile + "-other", windows=True, profile=profile) is not None
+    note = outside_profile(outside, windows=True, profile=profile)
+    assert note is not None and outside in note and profile in note
+    assert outside_profile(outside, windows=False, profile=profile) is None
+
+
+def test_a_store_outside_the_profile_is_named_on_stderr_on_windows(tmp_path: Path):
+    """The CLI and the hook say it once per run on Windows; a store in the profile (the default
+    here: the tests' profile holds UNDOSTORE_HOME) is never named, nor anything on POSIX."""
+    root = project(tmp_path)
+    shared = tmp_path / "shared-store"
+    named = Cli().run("--store", str(shared), "snapshot", cwd=root)
+    assert named.returncode == 0, named.stderr
+    event = json.dumps({"session_id": "s", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
+                        "prompt": "p"})
+    hook = Cli().run("--store", str(shared), "hook", cwd=root, input=event)
+    assert hook.returncode == 0, hook.stderr
+    default = Cli().run("snapshot", cwd=root)
+    assert default.returncode == 0 and "outside your user profile" not in default.stderr
+    for done in (named, hook):
+        if sys.platform == "win32":
+            assert "outside your user profile" in done.stderr and str(shared) in done.stderr
+        else:
+            assert "outside your user profile" not in done.stderr

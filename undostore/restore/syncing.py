@@ -7,16 +7,18 @@ from __future__ import annotations
 import os
 
 from undostore.restore.fsops import Dir, DirTree
-from undostore.store.durable import Durability
+from undostore.store.durable import Durability, unwritten_bytes
 
 
 class RestoreSync:
     """What the checkout tells about its changes, and the points where they must be durable."""
 
-    # Up to this many files written, each file and folder is fsynced on its own (~1 ms each on
-    # a quiet disk): one `syncfs` costs about the same then, but it also waits for every dirty
-    # page other programs left on the file system (docs/design.md, "Durability").
+    # A checkout of up to this many files fsyncs each file and folder on its own when more
+    # than UNWRITTEN_BYTES wait to be written back: one `syncfs` would wait for all of it (a
+    # build's or a download's gigabyte). With less, one `syncfs` is the cheaper (docs/design.md,
+    # "Durability").
     EACH_FILE_UP_TO = 32
+    UNWRITTEN_BYTES = 8 << 20
 
     def __init__(self, root: str, durability: Durability | None = None) -> None:
         self.durable = durability or Durability(root)
@@ -24,7 +26,9 @@ class RestoreSync:
     @classmethod
     def for_files(cls, root: str, files: int) -> RestoreSync:
         """The durability of a checkout that writes or deletes `files` files."""
-        return cls(root, Durability(root, each_file=files <= cls.EACH_FILE_UP_TO))
+        each_file = (files <= cls.EACH_FILE_UP_TO
+                     and (unwritten_bytes() or 0) > cls.UNWRITTEN_BYTES)
+        return cls(root, Durability(root, each_file=each_file))
 
     def folder_changed(self, d: Dir) -> None:
         """`d` gained, lost or renamed an entry."""

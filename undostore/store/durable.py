@@ -75,6 +75,23 @@ def syncfs_reaches_disk(root: str) -> bool:
     return not any(_untrusted_type(kind) for kind in _mounts_at_or_below(real))
 
 
+def unwritten_bytes() -> int | None:
+    """Bytes the kernel still has to write back, on every file system (Linux: `Dirty` and
+    `Writeback` of /proc/meminfo): what one `syncfs` may have to wait for. None where unknown."""
+    if not IS_LINUX:
+        return None
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    total = 0
+    for line in lines:
+        if line.startswith((b"Dirty:", b"Writeback:")):
+            total += int(line.split()[1]) * 1024   # in kB
+    return total
+
+
 class Durability:
     """Tracks what a restore changed and makes it durable, cheaply where the OS allows."""
 

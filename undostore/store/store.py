@@ -36,7 +36,7 @@ from undostore.git.treewalk import walk
 from undostore.store import damage
 from undostore.store.lock import StoreLock
 from undostore.store.recent import all_ids
-from undostore.store.trust import check_store
+from undostore.store.trust import check_store, outside_profile
 
 FORMAT_LINE = "undostore 1"
 _LAYOUT_NAMES = {"FORMAT", "lock", "objects", "sessions", "cache", "restore", "tmp", "refs",
@@ -117,6 +117,9 @@ class Store:
         home = default_home()
         check_store(self.path, home if _same_folder(os.path.dirname(self.path),
                                                     os.path.join(home, "stores")) else None)
+        # Windows: a store outside the user's profile, which the check above cannot vouch for
+        # (the CLI, the hook and the MCP server say it on stderr).
+        self.trust_note = outside_profile(self.path)
         if create:
             self._ensure_layout()
         elif not os.path.isfile(os.path.join(self.path, "FORMAT")):

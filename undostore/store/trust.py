@@ -10,7 +10,8 @@ its top are checked, each by `lstat` (a symbolic link is never followed): owned 
 user, writable by no one else, a folder where a folder is expected. Root is not exempt. Folders
 below them can only be made by this user then, so nothing deeper needs a look. On Windows, where
 ownership and mode bits say nothing, a reparse point (a symbolic link or junction) anywhere on
-that chain is refused.
+that chain is refused, and a store outside the user's profile is named (`outside_profile`: the
+caller says it on stderr).
 """
 
 from __future__ import annotations
@@ -45,6 +46,26 @@ def check_store(store_path: str, home: str | None = None) -> None:
     for name in names:
         if name in TOP_FILES or name.startswith("oplog."):
             check(os.path.join(store_path, name), folder=False)
+
+
+def outside_profile(store_path: str, *, windows: bool = IS_WINDOWS,
+                    profile: str | None = None) -> str | None:
+    """On Windows, where `check_store` cannot tell who else may write a folder (no owner or
+    mode bits, only ACLs): what to tell the user when the store lies outside their profile
+    (`%USERPROFILE%`, or `profile`), where other accounts may have write access (`C:\\shared`,
+    another drive). None elsewhere, and for a store inside the profile."""
+    if not windows:
+        return None
+    profile = profile or os.environ.get("USERPROFILE") or os.path.expanduser("~")
+    if not profile or profile == "~":
+        return None
+    store = os.path.normcase(os.path.abspath(store_path))
+    home = os.path.normcase(os.path.abspath(profile)).rstrip("\\/")
+    if store == home or store.startswith(home + "\\") or store.startswith(home + "/"):
+        return None
+    return (f"the store {store_path} lies outside your user profile ({profile}): on Windows "
+            "undostore cannot check who else may write there; keep it under your profile "
+            "(leave UNDOSTORE_HOME unset) unless only you can write to that folder")
 
 
 def check(path: str, *, folder: bool) -> None:
