@@ -509,3 +509,31 @@ def test_a_watch_that_lost_its_cookie_folder_is_watched_again_once(tmp_path, wat
         (root / "a.txt").write_text(text)
         again = expect_watchman(snap(), snap.warnings)
         assert again.id == _full_id(root, tmp_path) and snap.warnings == []
+
+
+def test_a_file_moved_out_of_an_unreported_folder_during_the_snapshot_is_taken_once(
+        snapper, git, monkeypatch):
+    """watchman is asked what changed, then the folders it named are read. A file moved, right
+    after the answer, out of a folder it did not name (taken from the cache) into one it named
+    (read whole: a folder appeared in it) would be in the tree twice; one more query after the
+    walk sees the move and the snapshot is taken again: the id is the files' one real state."""
+    from undostore.snapshot import watchman
+
+    snapper()
+    (snapper.root / "src" / "new").mkdir()            # src is read whole next time
+    (snapper.root / "src" / "new" / "e.py").write_text("e\n")
+    real_since = watchman.Monitor.since
+    moves = []
+
+    def since_then_move(self, token):
+        changes = real_since(self, token)
+        if not moves:   # once: right after the first answer, before src is read
+            moves.append(True)
+            os.rename(snapper.root / "docs" / "guide.md", snapper.root / "src" / "guide.md")
+        return changes
+
+    monkeypatch.setattr(watchman.Monitor, "since", since_then_move)
+    result = snapper()
+    expect_watchman(result)
+    assert moves
+    assert result.id == git.write_tree(snapper.root)   # guide.md in src only

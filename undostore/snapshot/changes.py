@@ -133,6 +133,34 @@ def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn,
         return Scan(WALK_FULL, folders, monitor=state, reason=reason)
 
 
+def moved_while_taken(root: str, found: Scan, options: WalkOptions,
+                      watchman_timeout: float = DEFAULT_LIMITS.watchman_timeout_s) -> list[str]:
+    """The folders a watchman-driven scan took from the cache (`found.base`) that changed after
+    watchman was asked, while the snapshot ran: a file moved out of one of them into a folder
+    read later would be in the tree twice (or, the other way, in neither). The folders it read
+    are checked by their own stamps (`walk.unsettled`); these, by one more watchman query since
+    the scan's clock, asked only when a folder was read whole (a file moved into a folder that
+    is patched, not read, is not seen there: its listing is the cache's). Empty when nothing of
+    the kind changed, or watchman cannot say."""
+    if found.walk != WALK_WATCHMAN or not found.base or not found.monitor:
+        return []
+    if all(folder.path in found.deltas for folder in found.scanned):
+        return []   # nothing read whole: no snapshot or hook of an agent's edits pays for it
+    token = Token.from_tuple(found.monitor[0])
+    mode = fsmonitor_mode()
+    if token is None or mode == "off":
+        return []
+    monitor = Monitor.open(root, mode, options.skip_dirs, lambda _path, _message: None,
+                           watchman_timeout)
+    if monitor is None:
+        return []
+    with monitor:
+        late = monitor.since(token).paths
+    base = found.base
+    return sorted({folder for path in late or () for folder in (path, _parent(path))
+                   if folder in base})
+
+
 def _parent(path: str) -> str:
     return path.rpartition("/")[0]
 

@@ -31,7 +31,7 @@ from undostore.snapshot.capture import (
     match_folder,
     matcher_for,
 )
-from undostore.snapshot.changes import WALK_FULL, Scan, scan
+from undostore.snapshot.changes import WALK_FULL, Scan, moved_while_taken, scan
 from undostore.snapshot.hashing import HashRun
 from undostore.snapshot.walk import WalkOptions, ignore_warning, unsettled
 from undostore.store import overlimit
@@ -165,13 +165,10 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
         cache = StatCache(identity=store.identity)
     max_files = (options.max_files if options.max_files is not None
                  else settings.value("UNDOSTORE_MAX_FILES"))
-    found = scan(real_root, cache, WalkOptions(threads=options.walk_threads,
-                                               max_files=max_files,
-                                               skip_dirs=store_exclusion(real_root, store),
-                                               on_warning=warn,
-                                               matcher_for=matcher_for(cache),
-                                               unreadable=unreadable), warn,
-                 limits.watchman_timeout_s)
+    walk_options = WalkOptions(threads=options.walk_threads, max_files=max_files,
+                               skip_dirs=store_exclusion(real_root, store), on_warning=warn,
+                               matcher_for=matcher_for(cache), unreadable=unreadable)
+    found = scan(real_root, cache, walk_options, warn, limits.watchman_timeout_s)
 
     writer = PackWriter(store.pack_dir, durable=options.durable)
     modes = ModeRecorder(store.path, real_root, cache.root.hex() if cache.root else None,
@@ -190,9 +187,10 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
                 seen.append((folder.path, folder.seen))
                 run.counted(folder.count)
             run.finish()
-        moved = unsettled(real_root, seen)
+        moved = unsettled(real_root, seen) or moved_while_taken(
+            real_root, found, walk_options, limits.watchman_timeout_s)
         if moved:
-            raise TreeMovedError("folders changed while they were read",
+            raise TreeMovedError("folders changed while the snapshot was taken",
                                  os.path.join(real_root, moved[0]) if moved[0] else real_root,
                                  tuple(p or "." for p in moved))
         # Modes read now; a folder whose stamp held kept its ctime, so no chmod or chown.
