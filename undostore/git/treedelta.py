@@ -51,16 +51,17 @@ class TreeDelta:
         return len(set(self.new_names)) != len(self.new_names)
 
 
-def tree_delta(old_body: bytes, new_body: bytes) -> TreeDelta | None:
+def tree_delta(old_body: bytes, new_body: bytes, names: bool = True) -> TreeDelta | None:
     """The entries that differ between two tree bodies (a name whose mode or id changed is in
-    both lists); None if either body needs `decode_tree`'s judgement."""
+    both lists); None if either body needs `decode_tree`'s judgement. `names` False: the new
+    body's names are not listed (`new_names` empty), for a caller that checks none of them."""
     old = split_tree(old_body)
     new = split_tree(new_body)
     if old is None or new is None:
         return None
     old_set, new_set = set(old), set(new)
     return TreeDelta(_decode(old_set - new_set), _decode(new_set - old_set),
-                     _NAME.findall(new_body))
+                     _NAME.findall(new_body) if names else [])
 
 
 def is_canonical(body: bytes) -> bool:

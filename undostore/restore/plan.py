@@ -113,14 +113,16 @@ def flatten(read_tree: ReadTree, tree: bytes, *, check: bool = False,
 
 
 def flatten_difference(read_tree: ReadTree, current: bytes, target: bytes, *,
-                       windows: bool = IS_WINDOWS, bodies: dict[bytes, bytes] | None = None
-                       ) -> tuple[FlatTree, FlatTree]:
+                       windows: bool = IS_WINDOWS, bodies: dict[bytes, bytes] | None = None,
+                       check: bool = True) -> tuple[FlatTree, FlatTree]:
     """Both snapshots flattened only where they differ: a sub-folder with the same tree id on
     both sides, and a file with the same entry, are skipped (they need no restore, and their
     objects are the ones the files now were captured with). Every target entry that differs,
     so every name on the way to a file the restore writes, is checked like
     `flatten(check=True)`, and every target folder read for duplicates and case clashes.
-    Restoring a few files of a large tree reads only the folders on their way."""
+    Restoring a few files of a large tree reads only the folders on their way. `check` False:
+    nothing is checked (a merge reading trees it will not write as they are; the restore of its
+    result checks that)."""
     now = FlatTree(current.hex(), partial=True)
     wanted = FlatTree(target.hex(), partial=True)
     trees = _Trees(read_tree, bodies)
@@ -131,7 +133,8 @@ def flatten_difference(read_tree: ReadTree, current: bytes, target: bytes, *,
             now.trees[folder] = old_sha
         if new_sha:
             wanted.trees[folder] = new_sha
-        old, new = _differing(trees, folder, old_sha, new_sha, windows, wanted.case_clashes)
+        old, new = _differing(trees, folder, old_sha, new_sha, windows,
+                              wanted.case_clashes if check else None)
         prefix = folder + "/" if folder else ""
         for name in old.keys() | new.keys():
             before, after = old.get(name), new.get(name)
@@ -146,25 +149,28 @@ def flatten_difference(read_tree: ReadTree, current: bytes, target: bytes, *,
 
 
 def _differing(trees: _Trees, folder: str, old_sha: bytes | None, new_sha: bytes | None,
-               windows: bool, clashes: list[tuple[str, str]]
+               windows: bool, clashes: list[tuple[str, str]] | None
                ) -> tuple[dict[bytes, tuple[int, bytes]], dict[bytes, tuple[int, bytes]]]:
     """One folder's entries that differ between the two sides, by name, with the target's
     side checked. Names kept unchanged are files on this disk now and are never written: check
     what the restore writes, and the whole folder for duplicates and case clashes. Two bodies
-    are compared as sets of raw entries (treedelta.py) when they can be; else entry by entry."""
-    delta = (tree_delta(trees.body(old_sha), trees.body(new_sha))
+    are compared as sets of raw entries (treedelta.py) when they can be; else entry by entry.
+    `clashes` None: nothing is checked (`flatten_difference(check=False)`)."""
+    check = clashes is not None
+    delta = (tree_delta(trees.body(old_sha), trees.body(new_sha), names=check)
              if old_sha and new_sha else None)
-    if delta is not None and not delta.new_has_duplicates:
-        _check_entries(delta.added, folder, windows)
-        if not names_fold_apart(delta.new_names):
-            _case_clashes([(0, name, b"") for name in delta.new_names], folder, clashes)
+    if delta is not None and not (check and delta.new_has_duplicates):
+        if clashes is not None:
+            _check_entries(delta.added, folder, windows)
+            if not names_fold_apart(delta.new_names):
+                _case_clashes([(0, name, b"") for name in delta.new_names], folder, clashes)
         return ({name: (mode, sha) for mode, name, sha in delta.removed},
                 {name: (mode, sha) for mode, name, sha in delta.added})
     old_entries = trees.entries(old_sha) if old_sha else []
     new_entries = trees.entries(new_sha) if new_sha else []
     old = {name: (mode, sha) for mode, name, sha in old_entries}
     new = {name: (mode, sha) for mode, name, sha in new_entries}
-    if new_sha:
+    if new_sha and clashes is not None:
         written = [e for e in new_entries if old.get(e[1]) != (e[0], e[2])]
         if len(new) != len(new_entries):
             written = new_entries
