@@ -233,13 +233,14 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
         journal = journals.load(store, session)
         journal.close_turn(now.id, final=True)   # as finish_step will, for good, once done
         request = multi.plan(journal, direction, now.id, steps=steps, to=wanted, whole=whole)
-        composed = multi.compose(store, request)
+        bodies: dict[bytes, bytes] = {}   # the trees the merge read and made, for the restore
+        composed = multi.compose(store, request, bodies)
         if composed.conflicts and not merge:
             raise multi.StepConflict(request, name_changes(store, composed.conflicts))
         context = request.context(os.urandom(8).hex())
         result = restore(wt, composed.target, expected=None if whole else now.id,
                          dry_run=dry_run, confirm=confirm, context=context,
-                         on_progress=on_progress, now=now)
+                         on_progress=on_progress, now=now, bodies=bodies)
         if not dry_run:  # usually done already, inside the restore; a no-op restore is not
             finish_step(store, context, composed.target, _safety_of(result))
             _tell_the_model(store, session, request, result)

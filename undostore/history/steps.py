@@ -182,9 +182,11 @@ class Composed(NamedTuple):
     conflicts: list[TurnConflict]
 
 
-def compose(store: Store, request: StepRequest) -> Composed:
+def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | None = None
+            ) -> Composed:
     """Each turn's change taken back (undo) or applied again (redo) on the files now, one turn
-    after another in the request's order; `whole`: the oldest undone point itself."""
+    after another in the request's order; `whole`: the oldest undone point itself. `bodies`
+    gathers the tree bodies read and made, for the restore that follows."""
     from undostore.restore.revert import build_revert_tree
 
     if request.whole:
@@ -198,7 +200,7 @@ def compose(store: Store, request: StepRequest) -> Composed:
         tree = build_revert_tree(store, bytes.fromhex(start), bytes.fromhex(end),
                                  bytes.fromhex(ours),
                                  theirs_label=f"{request.direction.value} of "
-                                              f"{_turn_name(turn)}")
+                                              f"{_turn_name(turn)}", bodies=bodies)
         conflicts += [TurnConflict(path, turn) for path in tree.conflicts]
         ours = tree.target
     return Composed(ours, conflicts)

@@ -210,13 +210,15 @@ class _CaseProbe:
 def restore(wt: Worktree, target: str, *, expected: str | None = None,
             dry_run: bool = False, confirm: Confirm | None = None,
             context: dict | None = None, on_progress: OnProgress | None = None,
-            now: SnapshotResult | None = None) -> RestoreResult:
+            now: SnapshotResult | None = None,
+            bodies: dict[bytes, bytes] | None = None) -> RestoreResult:
     """Make the files under `wt.root` equal to snapshot `target` (see the module docstring).
 
     `context` (JSON-able) is kept in the restore journal and handed to `wt.step_done` once the
     files are restored, even by recovery after a crash. `on_progress` hears how far the restore
     is (progress.py). `now`: the safety snapshot, when the caller took it under the store lock
     it still holds (revert: the files it merged with), so the files are not walked twice.
+    `bodies`: tree bodies by id the caller already read or made (a merge's), not read again.
 
     `wt.cancel` set while files change rolls back what was changed, then raises `Interrupted`
     (a KeyboardInterrupt) saying so; set before, it stops the restore with nothing changed. A
@@ -231,8 +233,9 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
         _stop_if_cancelled(wt)
         progress.step("plan")
         with ObjectReader(wt.store) as reader:
-            bodies: dict[bytes, bytes] = {}
-            bodies[target_sha] = root_tree(reader.read, target_sha)  # a blob is no snapshot
+            bodies = bodies if bodies is not None else {}
+            if target_sha not in bodies:
+                bodies[target_sha] = root_tree(reader.read, target_sha)  # a blob is no snapshot
             current, wanted = flatten_difference(reader.read_tree_body, bytes.fromhex(safety.id),
                                                  target_sha, bodies=bodies)
             prepared = _prepare(wt, reader, current, wanted)

@@ -98,12 +98,13 @@ class RevertResult(RestoreResult):
 
 
 def build_revert_tree(store: Store, from_sha: bytes, to_sha: bytes, ours_sha: bytes, *,
-                      ours_label: str = "files now",
-                      theirs_label: str = "reverted") -> RevertTree:
+                      ours_label: str = "files now", theirs_label: str = "reverted",
+                      bodies: dict[bytes, bytes] | None = None) -> RevertTree:
     """Merge the change TO -> FROM into the tree `ours_sha` and write the result (new blobs
     and trees) into the store; see the module docstring for the rules per path."""
     with ObjectReader(store) as reader:
-        bodies: dict[bytes, bytes] = {}
+        # Tree bodies by id, read or made here; the caller's, to hand on to the restore.
+        bodies = bodies if bodies is not None else {}
         # Read, not checked: the restore of the merged tree checks what it writes.
         base_side, theirs_side = flatten_difference(reader.read_tree_body, to_sha, from_sha,
                                                     bodies=bodies, check=False)
@@ -292,6 +293,7 @@ class _TreeBuilder:
         sha = hash_object(TREE, new_body)
         if not self.store.has(sha):
             self.writer.add(TREE, sha, new_body)
+        self.bodies[sha] = new_body   # the restore of the result compares it with the files now
         return sha
 
     def _body(self, tree: bytes) -> bytes:
