@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from .complete import complete_sessions
+from .plain import adoption_line, stdin_is_terminal  # noqa: F401 (the commands' import)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,17 +66,6 @@ def project_root(ctx: Context) -> str:
 
     store = ctx.store or os.environ.get("UNDOSTORE_STORE") or None
     return ctx.root or discover(None, store, force=ctx.force).root
-
-
-def adoption_line(adopted: Any) -> str:
-    """The one stderr line for a moved project: the store taken along, or the candidates."""
-    rebound = adopted.rebound
-    if rebound is not None:
-        return (f"undostore: this project moved here: took its store along from "
-                f"{rebound.moved_from or rebound.store} (its history keeps every session)")
-    listing = "; ".join(adopted.candidates)
-    return (f"undostore: several stores of moved projects match the files here ({listing}); "
-            "none was taken: `undostore --store PATH rebind` takes one along")
 
 
 def _note_orphans(new_store: str) -> None:
@@ -179,12 +169,5 @@ def note_damage(workspace) -> None:  # noqa: ANN001 (undostore.Workspace)
 def stderr_is_terminal() -> bool:
     try:
         return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def stdin_is_terminal() -> bool:
-    try:
-        return sys.stdin is not None and sys.stdin.isatty()
     except (AttributeError, ValueError):
         return False

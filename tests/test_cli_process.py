@@ -29,7 +29,7 @@ def test_the_command_table_names_every_command_of_every_module():
 
 _LOADED = """
 import json, sys
-from undostore_cli.main import main
+from undostore_cli.entry import main
 try:
     main(sys.argv[1:])
 except SystemExit as exit:
@@ -89,6 +89,31 @@ def test_the_hook_records_a_point_without_loading_the_restore_machinery(tree_fac
     assert [m for m in modules if m.startswith("undostore.diff")] == []
     # No retention limit is set: enforcing none needs neither gc nor the usage accounting.
     assert {"undostore.history.gc", "undostore.history.usage"} & set(modules) == set()
+
+
+def test_the_per_prompt_hook_path_imports_no_click_nor_any_command(tree_factory):
+    """The hook a host runs on every prompt, and its after-turn event, go from the entry point
+    to hook_run without click (0.014 s of imports) or any command module: what they import
+    is pinned here (docs/design.md, "Start-up")."""
+    root = tree_factory({"a.txt": "A"})
+    for event in ({"session_id": "s1", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
+                   "prompt": "make it faster"},
+                  {"session_id": "s1", "cwd": str(root), "hook_event_name": "Stop"}):
+        for args in (["hook"], ["--root", str(root), "hook", "--host", "claude-code"]):
+            code, out, modules = _run_loaded(args, root, json.dumps(event))
+            assert (code, out) == (0, ""), args
+            cli_modules = sorted(m for m in modules if m.startswith("undostore_cli."))
+            assert cli_modules == ["undostore_cli.entry", "undostore_cli.hook_once",
+                                   "undostore_cli.hook_run", "undostore_cli.hosts",
+                                   "undostore_cli.hosts_undo", "undostore_cli.plain",
+                                   "undostore_cli.signals"], (event, args)
+            assert [m for m in modules if m == "click" or m.startswith("click.")] == []
+    with Workspace(root) as ws:
+        (point,) = ws.log("s1").undo
+        assert point.label == "make it faster" and point.after is not None
+    # `hook --help`, and anything click must parse, still reach the click command.
+    code, out, modules = _run_loaded(["hook", "--help"], root)
+    assert code == 0 and "Handle one agent-host hook event" in out and "click" in modules
 
 
 def test_a_snapshot_builds_no_dataclass(tree_factory):

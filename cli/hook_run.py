@@ -1,0 +1,280 @@
+"""`undostore hook`'s work, without click: the entry for agent-host hooks (Claude Code, Codex,
+Cursor, Gemini CLI, Copilot CLI, Windsurf, Codex's `notify`, and the OpenCode and Pi plugins
+`init` writes).
+
+One event: JSON on stdin, or as the last argument (Codex's `notify`). The host is `--host H`, or
+found from the event's shape (cli/hosts.py holds every host's field names and stdout rules). A
+prompt event records an undo point in the event's session for the root found from its folder,
+labelled with the prompt's first line; a prompt that is `/undo`, `/undo N` or `/redo` is done
+instead (cli/hosts_undo.py) and answered in the host's way of stopping a prompt. The after-turn
+event records the files after the turn with the newest point. stdout holds only what the host
+accepts; a failure is one line on stderr and exit 1, never 2 (exit 2 drops the user's prompt).
+
+A host runs this on every prompt, so it is the leanest path of the command line: `entry.main`
+sends `undostore hook ...` here without importing click (0.014 s of start-up) or any other
+command; `cmd_hook.py` is the click command `--help` and completion see, running the same `run`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, NamedTuple
+
+from .hook_once import event_key
+from .hosts import (
+    BLOCK_CONTINUE,
+    BLOCK_EXIT_2,
+    BLOCK_NONE,
+    BLOCK_STOP,
+    HOSTS,
+    Host,
+    detect,
+    pick,
+)
+from .hosts_undo import parse_command, perform
+from .plain import Options, adoption_line, stdin_is_terminal
+
+LABEL_CHARS = 80
+
+
+class HookFailure(Exception):
+    """A bad event: the message is the one stderr line."""
+
+
+class Answer(NamedTuple):
+    """What the hook ends with: stdout text, a stderr line, the exit code."""
+
+    stdout: str = ""
+    stderr: str = ""
+    code: int = 0
+
+
+def read_event(raw: bytes | str) -> dict[str, Any]:
+    """The event object from stdin's bytes (or notify's argument); HookFailure saying what is
+    wrong with it."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise HookFailure(f"the hook event on stdin is not JSON: {err}") from None
+    if not raw.strip():
+        raise HookFailure("no hook event on stdin (expected one JSON object)")
+    try:
+        event = json.loads(raw)
+    except ValueError as err:
+        raise HookFailure(f"the hook event on stdin is not JSON: {err}") from None
+    if not isinstance(event, dict):
+        raise HookFailure(f"the hook event on stdin is not a JSON object "
+                          f"(got {type(event).__name__})")
+    return event
+
+
+def label_of(prompt: object) -> str | None:
+    """The prompt's first non-blank line, cut at 80 characters (None for no prompt)."""
+    if not isinstance(prompt, str):
+        return None
+    for line in prompt.splitlines():
+        if line.strip():
+            return line.strip()[:LABEL_CHARS]
+    return None
+
+
+def _text(event: dict[str, Any], path: tuple[str | int, ...], what: str) -> str | None:
+    value = pick(event, path)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise HookFailure(f"the hook event's {what} ({'.'.join(map(str, path))}) is not text: "
+                          f"{value!r}")
+    return value
+
+
+class Turn(NamedTuple):
+    """Where an event's work happens: the root folder (None: found from the process's own) and
+    the session (None: $UNDOSTORE_SESSION, else "default")."""
+
+    cwd: str | None
+    session: str | None
+
+
+def _turn(host: Host, event: dict[str, Any]) -> Turn:
+    cwd = _text(event, host.root, "folder") if host.root is not None else None
+    if cwd is not None and not os.path.isdir(cwd):
+        raise HookFailure(f"{cwd}: the hook event's folder is not a folder")
+    return Turn(cwd, _text(event, host.session, "session id"))
+
+
+def _workspace(ctx: Options, turn: Turn):  # noqa: ANN202 (undostore.Workspace, imported lazily)
+    from undostore import Workspace
+    from undostore.store.discover import discover
+
+    store = ctx.store or os.environ.get("UNDOSTORE_STORE") or None
+    root = ctx.root or discover(turn.cwd, store, force=ctx.force).root
+    workspace = Workspace(root, store, force=ctx.force)
+    # A restore a crash left half-done is finished first: never silently (the `/undo` answer
+    # says so too).
+    workspace.on_recovery = lambda pending: print(f"undostore: {pending.finishing_notice()}",
+                                                  file=sys.stderr)
+    adopted = workspace.adopted
+    if adopted is not None:
+        print(adoption_line(adopted), file=sys.stderr)   # said once: the store is here now
+    if workspace.store.trust_note:
+        print(f"undostore: note: {workspace.store.trust_note}", file=sys.stderr)
+    return workspace
+
+
+def handle(ctx: Options, host: Host, name: str | None, event: dict[str, Any],
+           arrived: float) -> Answer:
+    """Do what event `name` of `host` asks, once (a duplicate of it, `arrived` when its hook
+    started, gets the first's answer: hook_once.py); the answer for the host."""
+    from undostore.store import once
+
+    quiet = Answer(host.quiet_answer(name))
+    if name in host.prompt_events:
+        if name == "input" and parse_command(pick(event, host.prompt)) is None:
+            return quiet  # Pi's `input` event is asked only about commands
+    elif name not in host.after_events:
+        return quiet
+    turn = _turn(host, event)
+    with _workspace(ctx, turn) as workspace, workspace.store.lock:
+        cache = workspace.store.cache_dir
+        known = event_key(host, name, event)   # type: ignore[arg-type]
+        if known is not None:
+            earlier = once.recall(cache, known.key, known.window, arrived)
+            if isinstance(earlier, list) and len(earlier) == len(Answer._fields):
+                return Answer(*earlier)
+        answer = _act(host, name, event, turn, workspace, quiet)
+        once.remember(cache, host.name, known.key if known else None, list(answer))
+        return answer
+
+
+def _act(host: Host, name: str | None, event: dict[str, Any], turn: Turn, workspace: Any,
+         quiet: Answer) -> Answer:
+    """`handle`'s work, the store lock held."""
+    session = turn.session or ""
+    if name in host.prompt_events:
+        prompt = pick(event, host.prompt)
+        command = parse_command(prompt)
+        if command is not None:
+            return _blocked(host, perform(workspace, turn.session, command))
+        _say_left_out(workspace.snapshot(session=session, label=label_of(prompt)))
+        return _with_notes(host, workspace, session, quiet)
+    workspace.end_turn(session)
+    if host.after_records_point:  # the next turn's undo point: notify has no other
+        done = label_of(pick(event, host.prompt))
+        _say_left_out(workspace.snapshot(session=session,
+                                         label=f"after: {done}" if done else None))
+    return quiet
+
+
+def _with_notes(host: Host, workspace: Any, session: str, quiet: Answer) -> Answer:
+    """The prompt's answer, carrying to the model what it must know since its last prompt
+    (the turns an undo or redo took back or applied again: history/notes.py), where the host
+    takes context from this hook; elsewhere the notes wait."""
+    if host.context is None:
+        return quiet
+    lines = workspace.notes_for_model(session)
+    if not lines:
+        return quiet
+    note = "undostore: " + " ".join(lines)
+    return Answer(json.dumps({"hookSpecificOutput": {"hookEventName": host.context,
+                                                     "additionalContext": note}}))
+
+
+def _say_left_out(result) -> None:  # noqa: ANN001 (undostore.SnapshotResult, imported lazily)
+    """One stderr line naming what the undo point left out because it could not be read (no
+    permission, a path too long): an undo cannot bring those back, so the user is told."""
+    from undostore.snapshot.walk import LEFT_OUT
+
+    paths = [path for path, message in result.warnings if message.startswith(LEFT_OUT)]
+    if paths:
+        shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        print(f"undostore: warning: left out of the undo point (cannot be read): {shown}",
+              file=sys.stderr)
+
+
+def _blocked(host: Host, line: str) -> Answer:
+    """The answer that stops the `/undo` prompt from reaching the model, in the host's way."""
+    if host.block == BLOCK_CONTINUE:
+        return Answer(json.dumps({"continue": False, "user_message": line}))
+    if host.block == BLOCK_STOP:
+        return Answer(json.dumps({"continue": False, "stopReason": line}))
+    if host.block == BLOCK_EXIT_2:
+        return Answer("", line, 2)
+    if host.block == BLOCK_NONE:
+        return Answer("", line, 0)  # done; the host sends the prompt on regardless
+    return Answer(json.dumps({"decision": "block", "reason": line}))
+
+
+def _split_args(args: list[str]) -> tuple[str | None, str | None]:
+    """(EVENT, JSON) from the positional arguments: an argument starting with `{` is the event
+    JSON (Codex's notify), any other the event's name (Copilot names it on the command line)."""
+    named = raw = None
+    for arg in args:
+        if arg.lstrip().startswith("{"):
+            raw = arg
+        elif arg.startswith("-"):
+            raise HookFailure(f"hook takes --host H, an event name and the event JSON "
+                              f"(got {arg})")
+        elif named is None:
+            named = arg
+        else:
+            raise HookFailure(f"hook takes one event name (got {named} and {arg})")
+    return named, raw
+
+
+def run(options: Options, host_name: str | None, args: list[str]) -> None:
+    """Handle one hook event (`args`: an event name and/or the event JSON; else JSON on
+    stdin) and exit with the host's answer: 0, or 1 with one stderr line."""
+    arrived = time.time()   # before waiting for anything: a duplicate arrives with the first
+    host: Host | None = HOSTS.get(host_name or "")
+    name: str | None = None
+    try:
+        if host_name and host is None:
+            raise HookFailure(f"unknown host {host_name!r} (hosts: {', '.join(HOSTS)})")
+        named, raw = _split_args(args)
+        if raw is None:
+            if stdin_is_terminal():
+                raise HookFailure("hook reads one hook event (JSON) on stdin, sent by an agent "
+                                  "host")
+            raw = sys.stdin.buffer.read()
+        event = read_event(raw)
+        host = host or detect(event)
+        name = host.event_name(event, named)
+        if name is None:
+            key = host.event_key or "event name"
+            raise HookFailure(f"the hook event has no {key}")
+        answer = handle(options, host, name, event, arrived)
+    except BaseException as err:  # noqa: BLE001 (a hook must end with exit 0 or 1, whatever)
+        if isinstance(err, SystemExit) and not err.code:
+            answer = Answer(host.quiet_answer(name) if host else "")
+        else:
+            answer = Answer(host.quiet_answer(name) if host else "", _message(err), 1)
+    _finish(answer)
+
+
+def _message(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        where = f"{os.fsdecode(err.filename)}: " if err.filename else ""
+        message = f"{where}{err.strerror}"
+    elif isinstance(err, KeyboardInterrupt):
+        message = "interrupted"
+    else:
+        message = str(err) or type(err).__name__
+    return "undostore: error: hook: " + " ".join(message.split())
+
+
+def _finish(answer: Answer) -> None:
+    try:
+        if answer.stdout:
+            sys.stdout.write(answer.stdout + "\n")
+            sys.stdout.flush()
+        if answer.stderr:
+            sys.stderr.write(answer.stderr + "\n")
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # the host closed the pipe: the exit code still says what happened
+    sys.exit(answer.code)
