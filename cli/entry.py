@@ -1,6 +1,7 @@
-"""The `undostore` command's entry point. `undostore hook ...`, which agent hosts run on every
-prompt, goes straight to `hook_run` without importing click or any other command; everything
-else (and `hook --help`) goes to `main`, the click command line."""
+"""The `undostore` command's entry point. The two commands a host runs on every prompt go
+straight to their click-free modules, without importing click or any other command: `hook`
+(hook_run.py) and `status`, the footer (status_run.py). Everything else (and their `--help`, or
+any option only click knows) goes to `main`, the click command line."""
 
 from __future__ import annotations
 
@@ -9,33 +10,39 @@ from typing import NamedTuple
 
 from .plain import Options
 
+# Each lean command and its own options that take a value (to the name of that value).
+_LEAN = {"hook": {"--host": "host"},
+         "status": {"--session": "session", "-s": "session"}}
 
-class HookCall(NamedTuple):
-    """A command line that is a plain `hook` call: the global options, `--host`, the rest."""
 
+class PlainCall(NamedTuple):
+    """A command line that is a plain `hook` or `status` call."""
+
+    command: str
     options: Options
-    host: str | None
-    args: list[str]
+    as_json: bool
+    values: dict[str, str]   # the command's own options: host, session
+    args: list[str]          # hook: the event name or JSON
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
-    call = hook_call(args)
+    call = plain_call(args)
     if call is None:
         from .main import main as with_click
 
         with_click(args)
         return
-    _run_hook(call)
+    _run(call)
 
 
-def hook_call(args: list[str]) -> HookCall | None:
-    """`args` as a `hook` call, or None for anything else (another command, `--help`, an
-    option only click knows): click then parses it, as it always did."""
-    root = store = None
-    force = False
+def plain_call(args: list[str]) -> PlainCall | None:
+    """`args` as a plain `hook` or `status` call, or None for anything else (another command,
+    `--help`, an option only click knows): click then parses it, as it always did."""
+    found: dict[str, str] = {}
+    force = as_json = False
     i = 0
-    while i < len(args) and args[i] != "hook":
+    while i < len(args) and args[i] not in _LEAN:
         arg = args[i]
         name, eq, value = arg.partition("=")
         if name in ("--root", "--store"):
@@ -44,45 +51,53 @@ def hook_call(args: list[str]) -> HookCall | None:
                     return None
                 value = args[i + 1]
                 i += 1
-            root, store = (value, store) if name == "--root" else (root, value)
+            found[name] = value
         elif arg == "--force":
             force = True
-        elif arg != "--json":
+        elif arg == "--json":
+            as_json = True
+        else:
             return None
         i += 1
     if i >= len(args):
         return None
-    host = None
+    command = args[i]
+    own = _LEAN[command]
+    values: dict[str, str] = {}
     rest: list[str] = []
     tail = args[i + 1:]
     j = 0
     while j < len(tail):
         arg = tail[j]
         name, eq, value = arg.partition("=")
-        if name == "--host":
+        if name in own and not (eq and not name.startswith("--")):   # click: no `-s=NAME`
             if not eq:
                 if j + 1 >= len(tail):
                     return None
                 value = tail[j + 1]
                 j += 1
-            host = value
-        elif arg in ("-h", "--help", "--"):
+            values[own[name]] = value
+        elif arg == "--json":
+            as_json = True
+        elif arg in ("-h", "--help", "--") or command != "hook":
             return None
-        elif arg != "--json":
+        else:
             rest.append(arg)   # the event name or JSON (hook_run refuses other options)
         j += 1
-    return HookCall(Options(root or None, store or None, force), host, rest)
+    options = Options(found.get("--root") or None, found.get("--store") or None, force)
+    return PlainCall(command, options, as_json, values, rest)
 
 
-def _run_hook(call: HookCall) -> None:
+def _run(call: PlainCall) -> None:
     """As `main` runs a command: signals as a cancel request, bad settings said once and their
-    defaults used (a hook runs unattended), no final collection; `run` exits."""
+    defaults used (both run unattended), the library's errors mapped to their exit codes, no
+    final collection."""
     import gc
 
     from undostore import settings
 
     from . import signals
-    from .hook_run import run
+    from .plain import fail, fail_with
 
     def warn(line: str) -> None:
         print(f"undostore: warning: {line}", file=sys.stderr)
@@ -90,6 +105,19 @@ def _run_hook(call: HookCall) -> None:
     try:
         with signals.cancel_on_signals(), settings.defaults_for_bad_values(warn):
             settings.check_all()
-            run(call.options, call.host, call.args)
+            if call.command == "hook":
+                from .hook_run import run
+
+                run(call.options, call.values.get("host"), call.args)   # exits
+            from .status_run import run as status
+
+            try:
+                status(call.options, call.values.get("session"), call.as_json)
+            except Exception as err:  # noqa: BLE001 (fail_with re-raises what it does not map)
+                fail_with(call.as_json, err)
+            except KeyboardInterrupt:
+                print("undostore: interrupted; nothing was left half-done", file=sys.stderr)
+                fail(call.as_json, 130, "Interrupted", "interrupted; nothing was left half-done")
+        sys.exit(0)
     finally:
         gc.freeze()

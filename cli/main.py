@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
-import os
 import sys
 
 import click
@@ -14,6 +12,7 @@ from undostore import __version__
 
 from . import signals  # (before any command: a process may drop privileges, then import less)
 from .common import Context
+from .plain import fail, fail_with
 
 
 class _Interrupt(Exception):
@@ -97,19 +96,6 @@ def all_commands() -> dict[str, click.Command]:
     return dict(cli.commands)
 
 
-def _fail(as_json: bool, code: int, kind: str, message: str, path: str | None = None,
-          conflicts: list[str] | None = None) -> None:
-    """End with `code`; with --json, stdout still gets exactly one JSON object (the error, and
-    the conflicting paths of a refused revert)."""
-    if as_json:
-        error = {"type": kind, "message": message, "path": path}
-        doc = {"error": error, "exit_code": code}
-        if conflicts is not None:
-            doc["conflicts"] = conflicts
-        sys.stdout.write(json.dumps(doc) + "\n")
-    sys.exit(code)
-
-
 def _one_line_warning(message: Warning | str, *args: object, **kwargs: object) -> None:
     """A library warning is one line for people, not Python's file:line and source."""
     click.echo(f"undostore: warning: {message}", err=True)
@@ -125,7 +111,7 @@ def _interrupted(as_json: bool, err: BaseException) -> None:
     except (AttributeError, ValueError):
         pass
     click.echo(f"undostore: {message}", err=True)
-    _fail(as_json, 130, "Interrupted", message)
+    fail(as_json, 130, "Interrupted", message)
 
 
 _GLOBAL_WITH_VALUE = ("--root", "--store")
@@ -216,21 +202,12 @@ def _main(argv: list[str] | None) -> None:
                 cli.main(args=args, prog_name="undostore", standalone_mode=False)
         except click.exceptions.Abort:
             click.echo("undostore: aborted", err=True)
-            _fail(as_json, 1, "Aborted", "aborted")
+            fail(as_json, 1, "Aborted", "aborted")
         except click.ClickException as err:
             click.echo(_usage_line(err), err=True)
-            _fail(as_json, err.exit_code, "UsageError", err.format_message())
-        except UndostoreError as err:
-            click.echo(f"undostore: error: {err}", err=True)
-            _fail(as_json, err.exit_code, type(err).__name__, err.message, err.path,
-                  getattr(err, "conflicts", None))
-        except OSError as err:
-            # The library turns the OSErrors it expects into UndostoreError; one that slips
-            # through still gets the path and the cause, not a traceback.
-            where = f"{err.filename}: " if err.filename else ""
-            click.echo(f"undostore: error: {where}{err.strerror or err}", err=True)
-            _fail(as_json, 1, type(err).__name__, str(err.strerror or err),
-                  os.fsdecode(err.filename) if err.filename else None)
+            fail(as_json, err.exit_code, "UsageError", err.format_message())
+        except (UndostoreError, OSError) as err:
+            fail_with(as_json, err)
         except (KeyboardInterrupt, _Interrupt) as err:
             _interrupted(as_json, err)
     sys.exit(0)

@@ -3,8 +3,10 @@ parsed, and the lines every entry says the same way (`hook` runs with none of cl
 
 from __future__ import annotations
 
+import json
+import os
 import sys
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 
 class Options(NamedTuple):
@@ -32,3 +34,33 @@ def stdin_is_terminal() -> bool:
         return sys.stdin is not None and sys.stdin.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def fail(as_json: bool, code: int, kind: str, message: str, path: str | None = None,
+         conflicts: list[str] | None = None) -> NoReturn:
+    """End with `code`; with --json, stdout still gets exactly one JSON object (the error, and
+    the conflicting paths of a refused revert)."""
+    if as_json:
+        error = {"type": kind, "message": message, "path": path}
+        doc: dict[str, Any] = {"error": error, "exit_code": code}
+        if conflicts is not None:
+            doc["conflicts"] = conflicts
+        sys.stdout.write(json.dumps(doc) + "\n")
+    sys.exit(code)
+
+
+def fail_with(as_json: bool, err: Exception) -> NoReturn:
+    """The one line and exit code of a library error (its own code) or of an OSError the
+    library did not expect (exit 1, with the path and the cause, never a traceback)."""
+    from undostore.errors import UndostoreError
+
+    if isinstance(err, UndostoreError):
+        print(f"undostore: error: {err}", file=sys.stderr)
+        fail(as_json, err.exit_code, type(err).__name__, err.message, err.path,
+             getattr(err, "conflicts", None))
+    if isinstance(err, OSError):
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"undostore: error: {where}{err.strerror or err}", file=sys.stderr)
+        fail(as_json, 1, type(err).__name__, str(err.strerror or err),
+             os.fsdecode(err.filename) if err.filename else None)
+    raise err

@@ -116,6 +116,26 @@ def test_the_per_prompt_hook_path_imports_no_click_nor_any_command(tree_factory)
     assert code == 0 and "Handle one agent-host hook event" in out and "click" in modules
 
 
+def test_the_footer_status_imports_no_click_nor_any_command(tree_factory):
+    """`status`, which a host's footer runs on every redraw, goes to status_run the same way;
+    its errors keep their exit codes and JSON."""
+    root = tree_factory({"a.txt": "A"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="s1")
+    line = json.dumps({"session_id": "s1", "cwd": str(root)})
+    for args in (["status"], ["--json", "status"], ["status", "-s", "s1", "--json"],
+                 ["--root", str(root), "status", "--session=s1"]):
+        code, out, modules = _run_loaded(args, root, line)
+        assert code == 0, args
+        assert out.startswith("undo:1 redo:0") or json.loads(out)["undo"] == 1, (args, out)
+        cli_modules = sorted(m for m in modules if m.startswith("undostore_cli."))
+        assert cli_modules == ["undostore_cli.entry", "undostore_cli.plain",
+                               "undostore_cli.signals", "undostore_cli.status_run"], args
+        assert [m for m in modules if m == "click" or m.startswith("click.")] == []
+    code, out, _ = _run_loaded(["--json", "--root", str(root / "a.txt"), "status"], root)
+    assert code != 0 and json.loads(out)["exit_code"] == code
+
+
 def test_a_snapshot_builds_no_dataclass(tree_factory):
     """The snapshot path's records are NamedTuples and slotted classes: `@dataclass` compiles
     its methods at import, ~0.55 ms a class (docs/design.md, "Start-up")."""

@@ -7,6 +7,8 @@ Start with `Workspace`. This package never imports click.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from undostore.errors import (
     ConfirmationNeeded,
     ConflictError,
@@ -22,20 +24,29 @@ from undostore.errors import (
     UnsafePathError,
     UsageError,
 )
-from undostore.limits import Limits
-from undostore.progress import Progress
-from undostore.workspace import Workspace
+
+if TYPE_CHECKING:
+    from undostore.limits import Limits
+    from undostore.progress import Progress
+    from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult
+    from undostore.workspace import Workspace
 
 __version__ = "0.1.0"
 
+# Imported on first use: a command that opens no workspace (the footer's `status`) or takes no
+# snapshot (diff of two ids, log) skips what it does not need.
+_LAZY = {"Limits": "undostore.limits", "Progress": "undostore.progress",
+         "Workspace": "undostore.workspace", "SnapshotOptions": "undostore.snapshot.snapshot",
+         "SnapshotResult": "undostore.snapshot.snapshot"}
+
 
 def __getattr__(name: str) -> object:
-    # Imported on first use: a command that takes no snapshot (diff of two ids, log) skips it.
-    if name in ("SnapshotOptions", "SnapshotResult"):
-        from undostore.snapshot import snapshot
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'undostore' has no attribute {name!r}")
+    import importlib
 
-        return getattr(snapshot, name)
-    raise AttributeError(f"module 'undostore' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 __all__ = [
     "ConfirmationNeeded",
