@@ -8,13 +8,20 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .common import Context, json_option, pass_context, read_only, session_option
+from .common import (
+    Context,
+    history_session,
+    json_option,
+    pass_context,
+    read_only,
+    session_option,
+)
 from .complete import complete_ids
 from .pager import no_pager_option, paged
+from .textout import columns, want_color, write_changes
 
 if TYPE_CHECKING:
-    from undostore.diff.change import Change
-    from undostore.store.store import Store
+    pass
 
 _PATHS_KEY = "undostore.diff.paths"
 
@@ -78,9 +85,8 @@ def diff_command(click_ctx: click.Context, ctx: Context, from_id: str | None, to
     if turn is not None:
         if from_id is not None:
             raise click.UsageError("--turn takes no FROM or TO (the turn gives both)")
-        from .cmd_show import turn_session
 
-        shown = workspace.show(turn, session=turn_session(ctx, session), paths=paths or None)
+        shown = workspace.show(turn, session=history_session(ctx, session), paths=paths or None)
         body = {"from": shown.from_id, "to": shown.to_id,
                 "to_is_now": shown.span.end is None, "point": shown.point.to_json()}
         changes = shown.changes
@@ -100,13 +106,13 @@ def diff_command(click_ctx: click.Context, ctx: Context, from_id: str | None, to
             fill_line_counts(workspace.store, changes)
             _write_json({**body, "changes": [change.to_dict() for change in changes]})
         else:
-            colored, width = _want_color(color), _columns()
+            colored, width = want_color(color), columns()
             with paged(not no_pager):
                 for at, form in enumerate(forms):
                     if at and form == "patch" and changes:
                         sys.stdout.buffer.write(b"\n")   # git's blank line before the patch
-                    _write_text(form, workspace.store, changes, colored, width,
-                                3 if context is None else context)
+                    write_changes(form, workspace.store, changes, colored, width,
+                                  3 if context is None else context)
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, as git does.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -126,20 +132,6 @@ def _forms(name_only: bool, name_status: bool, numstat: bool, stat: bool,
     return forms or ["name-status"]
 
 
-def _write_text(form: str, store: Store, changes: list[Change], colored: bool,
-                width: int, context: int = 3) -> None:
-    """`changes` in one of git's forms on stdout (`width`: the --stat width; `context`: the
-    patch's lines around each change)."""
-    from undostore.diff.patch import GIT_COLORS, PLAIN, render
-
-    sys.stdout.flush()
-    out = sys.stdout.buffer
-    for chunk in render(form, store, changes, GIT_COLORS if colored else PLAIN, width,
-                        context):
-        out.write(chunk)
-    out.flush()
-
-
 def _write_json(payload: dict[str, Any]) -> None:
     import json
 
@@ -152,34 +144,6 @@ def _write_json(payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode("ascii")
     sys.stdout.buffer.write(data + b"\n")
     sys.stdout.buffer.flush()
-
-
-def _want_color(choice: str) -> bool:
-    if choice != "auto":
-        return choice == "always"
-    if os.environ.get("NO_COLOR"):  # https://no-color.org: off unless asked for by a flag
-        return False
-    try:
-        on_terminal = sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
-    term = os.environ.get("TERM")
-    return on_terminal and bool(term) and term != "dumb"
-
-
-def _columns() -> int:
-    """git's width for --stat: $COLUMNS, else the terminal's width, else 80."""
-    import re
-
-    match = re.match(r"\s*\+?(\d+)", os.environ.get("COLUMNS", ""))
-    if match and int(match.group(1)) > 0:
-        return int(match.group(1))
-    try:
-        if sys.stdout.isatty():
-            return os.get_terminal_size(sys.stdout.fileno()).columns or 80
-    except (AttributeError, ValueError, OSError):
-        pass
-    return 80
 
 
 def _root_relative(root: str, specs: list[str]) -> list[str]:

@@ -154,7 +154,8 @@ def pick_command(ctx: Context, session: str | None) -> None:
     the extra: pip install 'undostore[tui]'.
     """
     from .cmd_restore import note_warnings
-    from .cmd_sessions import history_session, step_summary
+    from .cmd_sessions import step_summary
+    from .common import history_session
 
     _require_terminal()
     _require_extra()

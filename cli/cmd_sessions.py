@@ -17,6 +17,7 @@ from .common import (
     Context,
     dry_run_option,
     emit,
+    history_session,
     json_option,
     named_session_option,
     note,
@@ -29,18 +30,7 @@ from .common import (
 from .complete import complete_ids
 from .pager import no_pager_option, paged
 from .pending import mention_pending
-
-
-def history_session(ctx: Context, session: str | None, doing: str = "") -> str:
-    """The session a history command acts on; named on stderr when it was chosen as the one
-    with the newest undo point (no --session, no $UNDOSTORE_SESSION). A --session naming no
-    session is a usage error that lists the sessions (`doing` starts its message)."""
-    if session is not None:
-        ctx.workspace().require_session(session, doing)
-    name, chosen = ctx.workspace().history_session(session)
-    if chosen:
-        note(f"undostore: session {name!r} (newest undo point)")
-    return name
+from .textout import columns, want_color
 
 
 def _no_session_yet(session: str | None, body: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +86,6 @@ def log_command(ctx: Context, session: str | None, count: int | None, stat: bool
     redo entry, the label of the undo point that the undo took away). With --stat, each undo
     point's turn as `show` lists it. On a terminal, long output goes through a pager.
     """
-    from .cmd_diff import _columns, _want_color
 
     workspace = ctx.workspace()
     name = history_session(ctx, session)
@@ -105,7 +94,7 @@ def log_command(ctx: Context, session: str | None, count: int | None, stat: bool
     body = log.to_json()
     for entry, turn in zip(body["undo"], turns, strict=False):
         entry["changes"] = _changes_json(workspace, turn.changes)
-    colored, width = _want_color("auto"), _columns()
+    colored, width = want_color("auto"), columns()
 
     def plain() -> str:
         lines = []

@@ -8,9 +8,18 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .common import Context, emit, json_option, pass_context, read_only, session_option
+from .common import (
+    Context,
+    emit,
+    history_session,
+    json_option,
+    pass_context,
+    read_only,
+    session_option,
+)
 from .complete import complete_ids
 from .pager import no_pager_option, paged
+from .textout import columns, want_color, write_changes
 
 if TYPE_CHECKING:
     from undostore.history.turns import Turn
@@ -19,13 +28,6 @@ if TYPE_CHECKING:
 _MAX_NUMBER_DIGITS = 3
 _ENDS = {"after": "the files after the turn", "next": "the next undo point",
          "now": "the files now: the turn is the last one"}
-
-
-def turn_session(ctx: Context, session: str | None) -> str:
-    """The session `show` and `diff --turn` read (a --session naming none: exit 2)."""
-    from .cmd_sessions import history_session
-
-    return history_session(ctx, session)
 
 
 def _which(ref: str | None) -> tuple[int | None, str | None]:
@@ -61,24 +63,23 @@ def show_command(ctx: Context, ref: str | None, session: str | None, patch: bool
     now. The changes print as `git diff --stat` would (--patch: the diff). On a terminal, long
     output goes through a pager.
     """
-    from .cmd_diff import _columns, _want_color, _write_text
 
     number, point_id = _which(ref)
     workspace = ctx.workspace()
-    turn = workspace.show(number, point_id, session=turn_session(ctx, session))
+    turn = workspace.show(number, point_id, session=history_session(ctx, session))
     if as_json:
         from undostore.diff.patch import fill_line_counts
 
         fill_line_counts(workspace.store, turn.changes)
         emit(True, turn.to_json(), None)
         return
-    colored, width = _want_color(color), _columns()
+    colored, width = want_color(color), columns()
     try:
         with paged(not no_pager):
             sys.stdout.write(_header(turn, colored))
             if turn.changes:
-                _write_text("patch" if patch else "stat", workspace.store, turn.changes,
-                            colored, width)
+                write_changes("patch" if patch else "stat", workspace.store, turn.changes,
+                              colored, width)
             else:
                 sys.stdout.write("(the turn changed no file)\n")
             sys.stdout.flush()

@@ -171,3 +171,15 @@ def stderr_is_terminal() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def history_session(ctx: Context, session: str | None, doing: str = "") -> str:
+    """The session a history command acts on; named on stderr when it was chosen as the one
+    with the newest undo point (no --session, no $UNDOSTORE_SESSION). A --session naming no
+    session is a usage error that lists the sessions (`doing` starts its message)."""
+    if session is not None:
+        ctx.workspace().require_session(session, doing)
+    name, chosen = ctx.workspace().history_session(session)
+    if chosen:
+        note(f"undostore: session {name!r} (newest undo point)")
+    return name

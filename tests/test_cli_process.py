@@ -157,3 +157,28 @@ def test_progress_is_handed_to_the_library_only_when_it_is_drawn():
     assert TerminalProgress(None).listener is None
     shown = TerminalProgress(io.StringIO())
     assert shown.listener is shown
+
+
+def test_no_module_of_the_command_line_imports_itself_through_another():
+    """The modules of cli/ import one another in one direction only (a command module never
+    reaches into another's names: what two share lives in common.py, textout.py, plain.py)."""
+    import ast
+
+    imports: dict[str, set[str]] = {}
+    for path in CLI_FOLDER.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imports[path.stem] = {node.module for node in ast.walk(tree)
+                              if isinstance(node, ast.ImportFrom) and node.level == 1
+                              and node.module}
+
+    def reaches(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = list(imports.get(start, ()))
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo += imports.get(name, ())
+        return seen
+
+    assert [name for name in sorted(imports) if name in reaches(name)] == []

@@ -1,0 +1,56 @@
+"""How changes are written for people, shared by `diff`, `show` and `log -p`: git's text forms
+on stdout, whether to colour them, and the width of `--stat`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from undostore.diff.change import Change
+    from undostore.store.store import Store
+
+
+def write_changes(form: str, store: Store, changes: list[Change], colored: bool,
+                  width: int, context: int = 3) -> None:
+    """`changes` in one of git's forms on stdout (`width`: the --stat width; `context`: the
+    patch's lines around each change)."""
+    from undostore.diff.patch import GIT_COLORS, PLAIN, render
+
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    for chunk in render(form, store, changes, GIT_COLORS if colored else PLAIN, width,
+                        context):
+        out.write(chunk)
+    out.flush()
+
+
+def want_color(choice: str) -> bool:
+    """Colour for `--color auto|always|never`: auto is on for a terminal (not `TERM=dumb`),
+    unless NO_COLOR is set."""
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):  # https://no-color.org: off unless asked for by a flag
+        return False
+    try:
+        on_terminal = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+    term = os.environ.get("TERM")
+    return on_terminal and bool(term) and term != "dumb"
+
+
+def columns() -> int:
+    """git's width for --stat: $COLUMNS, else the terminal's width, else 80."""
+    import re
+
+    match = re.match(r"\s*\+?(\d+)", os.environ.get("COLUMNS", ""))
+    if match and int(match.group(1)) > 0:
+        return int(match.group(1))
+    try:
+        if sys.stdout.isatty():
+            return os.get_terminal_size(sys.stdout.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        pass
+    return 80
