@@ -13,15 +13,18 @@ from tests.powercut.mount import PowerCut, skip_reason
 
 @pytest.fixture
 def powercut(tmp_path: Path) -> Iterator[Callable[..., PowerCut]]:
-    """powercut(model="ordered", symlinks=True) -> a PowerCut mounted under tmp_path."""
+    """powercut(model="ordered", symlinks=True, frozen_folder_times=False) -> a PowerCut
+    mounted under tmp_path."""
     reason = skip_reason()
     if reason:
         pytest.skip(reason)
     mounted: list[PowerCut] = []
 
-    def make(model: str = "ordered", symlinks: bool = True) -> PowerCut:
+    def make(model: str = "ordered", symlinks: bool = True,
+             frozen_folder_times: bool = False) -> PowerCut:
         n = len(mounted)
-        fs = PowerCut(str(tmp_path / f"backing{n}"), str(tmp_path / f"mnt{n}"), model, symlinks)
+        fs = PowerCut(str(tmp_path / f"backing{n}"), str(tmp_path / f"mnt{n}"), model, symlinks,
+                      frozen_folder_times)
         mounted.append(fs)
         return fs
 

@@ -26,6 +26,9 @@ import mfusepy
 
 from tests.powercut.model import ROOT, Disk, Node
 
+# Every folder's mtime and ctime with --frozen-folder-times (not on a whole second, so no
+# coarse-time rule hides what the test is about).
+FROZEN_NS = 1_700_000_000_123_456_789
 _STAT_KEYS = ("st_mode", "st_nlink", "st_uid", "st_gid", "st_size", "st_blocks", "st_atime",
               "st_mtime", "st_ctime", "st_ino")
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
@@ -127,10 +130,13 @@ class PowerCutFS(mfusepy.Operations):
 
     use_ns = True
 
-    def __init__(self, backing: str, disk: Disk, symlinks: bool = True) -> None:
+    def __init__(self, backing: str, disk: Disk, symlinks: bool = True,
+                 frozen_folder_times: bool = False) -> None:
         self.backing = backing.rstrip("/")
         self.disk = disk
         self.symlinks = symlinks
+        # As object-store mounts (s3fs, gcsfuse) report them: a folder's times never move.
+        self.frozen_folder_times = frozen_folder_times
         self.mutex = threading.Lock()
         self.open_ids: dict[int, int] = {}   # backing descriptor -> id
 
@@ -147,7 +153,10 @@ class PowerCutFS(mfusepy.Operations):
 
     def getattr(self, path: str | None, fh: int | None = None) -> dict[str, int]:
         st = os.fstat(fh) if path is None and fh is not None else os.lstat(self._real(path))
-        return _attrs(st)
+        attrs = _attrs(st)
+        if self.frozen_folder_times and stat.S_ISDIR(st.st_mode):
+            attrs.update(st_mtime=FROZEN_NS, st_ctime=FROZEN_NS)
+        return attrs
 
     def readdir(self, path: str, fh: int) -> list[str]:
         return [".", "..", *os.listdir(self._real(path))]
@@ -369,10 +378,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="ordered")
     parser.add_argument("--control", required=True)
     parser.add_argument("--no-symlinks", action="store_true")
+    parser.add_argument("--frozen-folder-times", action="store_true")
     args = parser.parse_args(argv)
     disk = Disk(args.model)
     scan(args.backing, disk)
-    ops = PowerCutFS(args.backing, disk, symlinks=not args.no_symlinks)
+    ops = PowerCutFS(args.backing, disk, symlinks=not args.no_symlinks,
+                     frozen_folder_times=args.frozen_folder_times)
     _serve(ops, args.control)
     # One thread: operations reach the model in the order the kernel sent them. No kernel
     # caching of names or attributes beyond a second; unlinked open files really go.

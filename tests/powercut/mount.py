@@ -1,7 +1,8 @@
 """Mounting the power-cut file system for a test: start the daemon, talk to it, cut, remount.
 
 `PowerCut(backing, mountpoint, model, symlinks=True)` mounts (`symlinks=False`: one that
-refuses symlinks, as vfat does); `.events()` counts fsyncs so far; `.arm(n)` cuts
+refuses symlinks, as vfat does; `frozen_folder_times=True`: folders whose times never move, as
+object-store mounts report them); `.events()` counts fsyncs so far; `.arm(n)` cuts
 after the n-th; `.cut()` cuts now, unmounts (the daemon then rewrites the backing folder to what
 survived) and mounts again, as a machine that lost power and came back. `skip_reason()` says why
 this machine cannot run it (no /dev/fuse, not root, no fusermount3, no binding, not Linux).
@@ -40,9 +41,10 @@ class PowerCut:
     """One mounted power-cut file system over `backing` at `mountpoint`."""
 
     def __init__(self, backing: str, mountpoint: str, model: str = "ordered",
-                 symlinks: bool = True) -> None:
+                 symlinks: bool = True, frozen_folder_times: bool = False) -> None:
         self.backing, self.mountpoint, self.model = backing, mountpoint, model
         self.symlinks = symlinks
+        self.frozen_folder_times = frozen_folder_times
         self.control = os.path.join(os.path.dirname(backing), f".powercut-{os.getpid()}.sock")
         # The daemon's output goes to a file: a pipe nobody reads until the unmount would fill
         # and stall every operation on the mount.
@@ -63,7 +65,8 @@ class PowerCut:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tests.powercut.fs", self.backing, self.mountpoint,
                  "--model", self.model, "--control", self.control,
-                 *([] if self.symlinks else ["--no-symlinks"])],
+                 *([] if self.symlinks else ["--no-symlinks"]),
+                 *(["--frozen-folder-times"] if self.frozen_folder_times else [])],
                 cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         deadline = time.monotonic() + 30
         while not (os.path.ismount(self.mountpoint) and os.path.exists(self.control)):

@@ -35,6 +35,7 @@ from undostore.snapshot.changes import WALK_FULL, Scan, moved_while_taken, scan
 from undostore.snapshot.hashing import HashRun
 from undostore.snapshot.walk import WalkOptions, ignore_warning, unsettled
 from undostore.store import overlimit
+from undostore.store.durable import on_fuse
 from undostore.store.moderecord import ModeRecorder
 from undostore.store.moderecord import save as save_modes
 from undostore.store.recent import remember
@@ -112,6 +113,8 @@ def take_snapshot(root: str, store: Store, options: SnapshotOptions | None = Non
                     f"the tree kept changing while it was read ({moved} tries; the last: "
                     f"{err.message}{': ' + where if where else ''}); nothing was recorded, the "
                     "next snapshot tries again", err.path) from err
+            for folder in _read_again(root, err):
+                unreadable.setdefault(folder, {})   # (no file left out: its listing is read)
             continue
         except UnreadableFilesError as err:
             new = [path for path in err.unreadable
@@ -135,6 +138,18 @@ def take_snapshot(root: str, store: Store, options: SnapshotOptions | None = Non
         _report(warnings, options)
         overlimit.clear(store.cache_dir)   # protected again (one unlink: a stat costs as much)
         return result
+
+
+def _read_again(root: str, err: TreeMovedError) -> list[str]:
+    """The folders whose listings the next try reads rather than reuses: the folder holding
+    what vanished (its cached listing still named it: on a file system whose folder times
+    never move, its stamp would vouch for that listing forever) and the folders that moved."""
+    folders = [f if f != "." else "" for f in err.folders]
+    if err.path:
+        rel = os.path.relpath(err.path, os.path.realpath(root)).replace(os.sep, "/")
+        if rel != "." and not rel.startswith("../"):
+            folders.append(rel.rpartition("/")[0])
+    return folders
 
 
 def _report(warnings: list[tuple[str, str]], options: SnapshotOptions) -> None:
@@ -167,7 +182,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
                  else settings.value("UNDOSTORE_MAX_FILES"))
     walk_options = WalkOptions(threads=options.walk_threads, max_files=max_files,
                                skip_dirs=store_exclusion(real_root, store), on_warning=warn,
-                               matcher_for=matcher_for(cache), unreadable=unreadable)
+                               matcher_for=matcher_for(cache), unreadable=unreadable,
+                               trust_listings=not on_fuse(real_root))
     found = scan(real_root, cache, walk_options, warn, limits.watchman_timeout_s)
 
     writer = PackWriter(store.pack_dir, durable=options.durable)

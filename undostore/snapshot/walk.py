@@ -247,6 +247,9 @@ class WalkOptions(NamedTuple):
     # Files left out because hashing could not read them: folder -> {name: the system's reason}
     # (snapshot.take_snapshot fills it in when it takes the tree again).
     unreadable: Mapping[str, Mapping[str, str]] = {}
+    # False where folder times cannot vouch for a listing (FUSE: object-store mounts such as
+    # s3fs and gcsfuse never move them): each listing is read again, by name at least.
+    trust_listings: bool = True
 
 
 def disk_path(root: str, rel: str) -> str:
@@ -328,7 +331,7 @@ def _visit_listed(root: str, rel: str, node: _Rules, same: bool, options: WalkOp
         known = None   # listed again, so the files that could not be read are left out
     old_ignore = known.stamp[_PART:2 * _PART] if known is not None else UNKNOWN
     ignore_path = os.path.join(disk, ".gitignore")
-    if (same and known is not None and old_ignore != UNKNOWN
+    if (same and known is not None and old_ignore != UNKNOWN and options.trust_listings
             and known.stamp[:_PART] != UNTRUSTED and known.stamp[:_PART] == _stat_part(folder_st)):
         # The folder unchanged means no `.gitignore` appeared in it: only one there is stat'ed.
         ignore_st = _lstat_or_none(ignore_path) if old_ignore != NO_FILE else None
