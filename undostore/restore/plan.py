@@ -67,8 +67,9 @@ class FlatTree:
                 self.drop_trees(folder)
 
 
-class _Trees:
-    """Tree bodies by id, read once (identical sub-folders of several snapshots are shared)."""
+class TreeBodies:
+    """Tree bodies by id, read once (identical sub-folders of several snapshots are shared);
+    `bodies` may be a caller's, shared with a later read (a merge's with its restore)."""
 
     def __init__(self, read_tree: ReadTree, bodies: dict[bytes, bytes] | None) -> None:
         self.read_tree = read_tree
@@ -90,7 +91,7 @@ def flatten(read_tree: ReadTree, tree: bytes, *, check: bool = False,
     written safely, modes a restore cannot produce (submodules), and duplicate names.
     `bodies` caches tree bodies by id across calls."""
     flat = FlatTree(tree.hex())
-    trees = _Trees(read_tree, bodies)
+    trees = TreeBodies(read_tree, bodies)
     checked: set[bytes] = set()
     stack: list[tuple[str, bytes]] = [("", tree)]
     while stack:
@@ -125,7 +126,7 @@ def flatten_difference(read_tree: ReadTree, current: bytes, target: bytes, *,
     result checks that)."""
     now = FlatTree(current.hex(), partial=True)
     wanted = FlatTree(target.hex(), partial=True)
-    trees = _Trees(read_tree, bodies)
+    trees = TreeBodies(read_tree, bodies)
     stack: list[tuple[str, bytes | None, bytes | None]] = [("", current, target)]
     while stack:
         folder, old_sha, new_sha = stack.pop()
@@ -148,7 +149,7 @@ def flatten_difference(read_tree: ReadTree, current: bytes, target: bytes, *,
     return now, wanted
 
 
-def _differing(trees: _Trees, folder: str, old_sha: bytes | None, new_sha: bytes | None,
+def _differing(trees: TreeBodies, folder: str, old_sha: bytes | None, new_sha: bytes | None,
                windows: bool, clashes: list[tuple[str, str]] | None
                ) -> tuple[dict[bytes, tuple[int, bytes]], dict[bytes, tuple[int, bytes]]]:
     """One folder's entries that differ between the two sides, by name, with the target's
@@ -335,7 +336,7 @@ def entries_at(read_tree: ReadTree, tree: bytes, paths: Iterable[str],
     """The file entries of `tree` at `paths` (a path with no file there is left out), reading
     only the folders on their way: a few paths of a large snapshot cost a few tree reads, not
     a flatten of every folder."""
-    trees = _Trees(read_tree, bodies)
+    trees = TreeBodies(read_tree, bodies)
     folders: dict[str, dict[str, tuple[int, bytes]] | None] = {}
 
     def listing(folder: str) -> dict[str, tuple[int, bytes]] | None:

@@ -43,7 +43,7 @@ from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
 from undostore.git.treedelta import sort_keys
 from undostore.progress import OnProgress
-from undostore.restore.plan import Entry, flatten_difference
+from undostore.restore.plan import Entry, TreeBodies, flatten_difference
 from undostore.restore.restore import (
     Confirm,
     RestoreResult,
@@ -238,14 +238,14 @@ class _TreeBuilder:
 
     def __init__(self, reader: ObjectReader, store: Store, writer: PackWriter,
                  conflicts: list[str], bodies: dict[bytes, bytes]) -> None:
-        self.reader, self.store, self.writer, self.conflicts = reader, store, writer, conflicts
-        self.bodies = bodies
+        self.store, self.writer, self.conflicts = store, writer, conflicts
+        self.trees = TreeBodies(reader.read_tree_body, bodies)
 
     def build(self, tree: bytes | None, folder: str, changes: dict[str, Entry | None]
               ) -> bytes | None:
         """The id of `tree` (None: none) with `changes` (paths relative to `folder`) applied;
         None when the result is empty."""
-        body = self._body(tree) if tree is not None else b""
+        body = self.trees.body(tree) if tree is not None else b""
         direct: dict[bytes, Any] = {}
         nested: dict[bytes, dict[str, Entry | None]] = {}
         for path, entry in changes.items():
@@ -293,14 +293,8 @@ class _TreeBuilder:
         sha = hash_object(TREE, new_body)
         if not self.store.has(sha):
             self.writer.add(TREE, sha, new_body)
-        self.bodies[sha] = new_body   # the restore of the result compares it with the files now
+        self.trees.bodies[sha] = new_body   # the restore of the result reads it
         return sha
-
-    def _body(self, tree: bytes) -> bytes:
-        body = self.bodies.get(tree)
-        if body is None:
-            body = self.bodies[tree] = self.reader.read_tree_body(tree)
-        return body
 
     def _old_entries(self, body: bytes, names: set[bytes]) -> dict[bytes, tuple[int, bytes]]:
         """The entries of `body` called one of `names`: found in place for a few names, else
