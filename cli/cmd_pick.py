@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .common import Context, emit, note, pass_context, session_option, stdin_is_terminal
+from .common import Context, emit, note, pass_context, session_option
+from .plain import stdin_is_terminal
 
 if TYPE_CHECKING:
     from .pick_screen import Plan

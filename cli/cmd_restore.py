@@ -22,10 +22,10 @@ from .common import (
     note,
     pass_context,
     session_option,
-    stdin_is_terminal,
     yes_option,
 )
 from .complete import complete_ids
+from .plain import stdin_is_terminal
 from .progress import TerminalProgress
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from .complete import complete_sessions
-from .plain import adoption_line, stdin_is_terminal  # noqa: F401 (the commands' import)
+from .plain import adoption_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 

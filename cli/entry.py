@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import NamedTuple
 
-from .plain import Options
+from .plain import GLOBAL_WITH_VALUE, Options
 
 # Each lean command and its own options that take a value (to the name of that value).
 _LEAN = {"hook": {"--host": "host"},
@@ -45,7 +45,7 @@ def plain_call(args: list[str]) -> PlainCall | None:
     while i < len(args) and args[i] not in _LEAN:
         arg = args[i]
         name, eq, value = arg.partition("=")
-        if name in ("--root", "--store"):
+        if name in GLOBAL_WITH_VALUE:
             if not eq:
                 if i + 1 >= len(args):
                     return None
@@ -94,17 +94,11 @@ def _run(call: PlainCall) -> None:
     final collection."""
     import gc
 
-    from undostore import settings
-
     from . import signals
-    from .plain import fail, fail_with
-
-    def warn(line: str) -> None:
-        print(f"undostore: warning: {line}", file=sys.stderr)
+    from .plain import fail, fail_with, unattended_settings
 
     try:
-        with signals.cancel_on_signals(), settings.defaults_for_bad_values(warn):
-            settings.check_all()
+        with signals.cancel_on_signals(), unattended_settings():
             if call.command == "hook":
                 from .hook_run import run
 

@@ -111,7 +111,7 @@ def _workspace(ctx: Options, turn: Turn):  # noqa: ANN202 (undostore.Workspace, 
     from undostore import Workspace
     from undostore.store.discover import discover
 
-    store = ctx.store or os.environ.get("UNDOSTORE_STORE") or None
+    store = ctx.named_store
     root = ctx.root or discover(turn.cwd, store, force=ctx.force).root
     workspace = Workspace(root, store, force=ctx.force)
     # A restore a crash left half-done is finished first: never silently (the `/undo` answer

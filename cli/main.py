@@ -12,7 +12,7 @@ from undostore import __version__
 
 from . import signals  # (before any command: a process may drop privileges, then import less)
 from .common import Context
-from .plain import fail, fail_with
+from .plain import GLOBAL_WITH_VALUE, fail, fail_with, unattended_settings
 
 
 class _Interrupt(Exception):
@@ -114,7 +114,6 @@ def _interrupted(as_json: bool, err: BaseException) -> None:
     fail(as_json, 130, "Interrupted", message)
 
 
-_GLOBAL_WITH_VALUE = ("--root", "--store")
 # What hosts and clients run unattended: a bad setting is said and the default used (never a
 # hook that records nothing); any command a person types refuses it first (exit 2).
 UNATTENDED = ("hook", "mcp", "status")
@@ -131,19 +130,14 @@ def _settings_checked(args: list[str]) -> contextlib.AbstractContextManager[None
     if command not in UNATTENDED:
         settings.check_all()
         return contextlib.nullcontext()
-    lenient = settings.defaults_for_bad_values(
-        lambda line: click.echo(f"undostore: warning: {line}", err=True))
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(lenient)
-        settings.check_all()   # each bad one said now, whether or not the command reads it
-        return stack.pop_all()
+    return unattended_settings()
 
 
 def command_name(args: list[str]) -> str | None:
     """The command `args` name (after the global options), or None."""
     i = 0
     while i < len(args) and args[i].startswith("-") and args[i] != "--":
-        i += 2 if args[i] in _GLOBAL_WITH_VALUE else 1
+        i += 2 if args[i] in GLOBAL_WITH_VALUE else 1
     return args[i] if i < len(args) and not args[i].startswith("-") else None
 
 
@@ -157,7 +151,7 @@ def json_after_command(args: list[str]) -> list[str]:
             del out[i]
             moved = True
             continue
-        i += 2 if out[i] in _GLOBAL_WITH_VALUE else 1
+        i += 2 if out[i] in GLOBAL_WITH_VALUE else 1
     if moved and i < len(out):
         out.insert(i + 1, "--json")
     elif moved:

@@ -3,10 +3,14 @@ parsed, and the lines every entry says the same way (`hook` runs with none of cl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 from typing import Any, NamedTuple, NoReturn
+
+# The global options that take a value (`--root DIR`, `--store DIR`).
+GLOBAL_WITH_VALUE = ("--root", "--store")
 
 
 class Options(NamedTuple):
@@ -16,6 +20,11 @@ class Options(NamedTuple):
     root: str | None = None
     store: str | None = None
     force: bool = False
+
+    @property
+    def named_store(self) -> str | None:
+        """The store `--store`, else `UNDOSTORE_STORE`, names (None: the root's default)."""
+        return self.store or os.environ.get("UNDOSTORE_STORE") or None
 
 
 def adoption_line(adopted: Any) -> str:
@@ -27,6 +36,21 @@ def adoption_line(adopted: Any) -> str:
     listing = "; ".join(adopted.candidates)
     return (f"undostore: several stores of moved projects match the files here ({listing}); "
             "none was taken: `undostore --store PATH rebind` takes one along")
+
+
+def unattended_settings() -> contextlib.AbstractContextManager[None]:
+    """For what hosts and clients run unattended (`hook`, `mcp`, `status`): each bad setting
+    said once on stderr now, and its default used for the command's length (never a hook that
+    records nothing); a command a person types refuses one instead (exit 2)."""
+    from undostore import settings
+
+    def warn(line: str) -> None:
+        print(f"undostore: warning: {line}", file=sys.stderr)
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(settings.defaults_for_bad_values(warn))
+        settings.check_all()   # each bad one said now, whether or not the command reads it
+        return stack.pop_all()
 
 
 def stdin_is_terminal() -> bool:

@@ -74,7 +74,7 @@ def run(options: Options, session: str | None, as_json: bool) -> None:
 
     host = read_host_status_line()
     root = options.root
-    store = options.store or os.environ.get("UNDOSTORE_STORE") or None
+    store = options.named_store
     if root is None and host.cwd is not None and os.path.isdir(host.cwd):
         root = discover(host.cwd, store, force=options.force).root
     status = status_at(root, store, session or host.session, force=options.force,
