@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+from undostore import Workspace
+
 from .model_server import ModelServer, received_texts
 
 NODE_MODULES = Path(__file__).parent / "hosts" / "node_modules"
@@ -57,6 +59,19 @@ class PrintMode:
 class Round(NamedTuple):
     second_redo: subprocess.CompletedProcess[str]   # what the host showed for it
     told: str                                       # the last request's body, as JSON text
+
+
+def the_two_turns(prompt: PrintMode, conversation: str, root: Path) -> None:
+    """The turns every host runs first: 'add b' (the agent's write tool makes b.txt) and 'edit
+    a' (a shell command rewrites a.txt: undo takes it back too), each recorded as an undo point
+    whose files after the turn the host's after-turn event gave."""
+    prompt(conversation, "add b")
+    prompt(conversation, "edit a")
+    assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
+    with Workspace(root) as ws:
+        turns = ws.log(conversation).undo
+        assert [p.label for p in turns] == ["edit a", "add b"]
+        assert turns[0].after == ws.snapshot().id        # the after-turn event recorded it
 
 
 def after_the_first_undo(prompt: PrintMode, conversation: str, root: Path,

@@ -13,9 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from undostore import Workspace
-
-from .host_support import NODE_MODULES, PrintMode, after_the_first_undo, files, host_env, init
+from .host_support import (
+    NODE_MODULES,
+    PrintMode,
+    after_the_first_undo,
+    files,
+    host_env,
+    init,
+    the_two_turns,
+)
 from .model_server import ModelServer, Tool
 
 CLAUDE = NODE_MODULES / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
@@ -52,13 +58,7 @@ def test_turns_undo_and_redo_inside_claude_code(tmp_path):
     conversation = str(uuid.uuid4())
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
-        host.prompt(conversation, "add b")
-        host.prompt(conversation, "edit a")
-        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
-        with Workspace(root) as ws:
-            turns = ws.log(conversation).undo
-            assert [p.label for p in turns] == ["edit a", "add b"]
-            assert turns[0].after == ws.snapshot().id        # Stop recorded the files after
+        the_two_turns(host.prompt, conversation, root)
 
         undone = host.prompt(conversation, "/undo")
         assert "undid the last turn" in undone.stdout and "'edit a'" in undone.stdout

@@ -16,9 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from undostore import Workspace
-
-from .host_support import NODE_MODULES, PrintMode, after_the_first_undo, files, host_env, init
+from .host_support import (
+    NODE_MODULES,
+    PrintMode,
+    after_the_first_undo,
+    files,
+    host_env,
+    init,
+    the_two_turns,
+)
 from .model_server import ModelServer, Tool
 
 GEMINI = NODE_MODULES / "@google" / "gemini-cli" / "bundle" / "gemini.js"
@@ -59,13 +65,7 @@ def test_turns_undo_and_redo_inside_gemini_cli(tmp_path):
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
         assert "ok    gemini: trust" in host.wired.stdout, host.wired.stdout
-        host.prompt(conversation, "add b")
-        host.prompt(conversation, "edit a")
-        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
-        with Workspace(root) as ws:
-            turns = ws.log(conversation).undo
-            assert [p.label for p in turns] == ["edit a", "add b"]
-            assert turns[0].after == ws.snapshot().id        # AfterAgent: the files after
+        the_two_turns(host.prompt, conversation, root)
 
         undone = host.prompt(conversation, "/undo")
         shown = undone.stdout + undone.stderr
