@@ -159,10 +159,15 @@ def _act(host: Host, name: str | None, event: dict[str, Any], turn: Turn, worksp
         prompt = pick(event, host.prompt)
         command = parse_command(prompt)
         if command is not None:
-            return _blocked(host, perform(workspace, turn.session, command))
-        _say_left_out(workspace.snapshot(session=session, label=label_of(prompt)))
+            done = perform(workspace, turn.session, command)
+            if host.rewinds:
+                return _rewind_answer(workspace, session, done)
+            return _blocked(host, done.line)
+        ident = _event_id(host, event)
+        _say_left_out(workspace.snapshot(session=session, label=label_of(prompt),
+                                         meta={"event_id": ident} if ident else None))
         return _with_notes(host, workspace, session, quiet)
-    workspace.end_turn(session)
+    workspace.end_turn(session, event_id=_event_id(host, event) if host.ends_by_id else None)
     if host.after_records_point:  # the next turn's undo point: notify has no other
         done = label_of(pick(event, host.prompt))
         _say_left_out(workspace.snapshot(session=session,
@@ -182,6 +187,22 @@ def _with_notes(host: Host, workspace: Any, session: str, quiet: Answer) -> Answ
     note = "undostore: " + " ".join(lines)
     return Answer(json.dumps({"hookSpecificOutput": {"hookEventName": host.context,
                                                      "additionalContext": note}}))
+
+
+def _event_id(host: Host, event: dict[str, Any]) -> str | None:
+    """The id the host gave the event (kept with its undo point), None where it gave none."""
+    ident = pick(event, host.event_id) if host.event_id is not None else None
+    return str(ident) if isinstance(ident, (str, int)) and str(ident) else None
+
+
+def _rewind_answer(workspace: Any, session: str, done: Any) -> Answer:
+    """A command's answer to a plugin that moves its conversation with the files (Pi): the
+    line, the turns moved (the event id the plugin gave each, and its label) and the note for
+    the model, taken here (the plugin sends it only where it cannot rewind)."""
+    note = " ".join(workspace.notes_for_model(session))
+    turns = [{"event_id": p.meta.get("event_id"), "label": p.label} for p in done.turns]
+    return Answer(json.dumps({"decision": "block", "reason": done.line, "turns": turns,
+                              "note": f"undostore: {note}" if note else None}))
 
 
 def _say_left_out(result) -> None:  # noqa: ANN001 (undostore.SnapshotResult, imported lazily)

@@ -29,7 +29,10 @@ see docs/design.md "Agent hosts"):
   execution_id, timestamp, tool_info; pre_user_prompt: tool_info.user_prompt, a pre-hook blocks
   with exit code 2; post_cascade_response; no folder: the hook runs in the workspace root).
 - opencode, pi: in-process plugins (`hosts_init` writes them) that run `undostore hook --host H`
-  with a Claude-Code-like event of their own: session_id, cwd, prompt.
+  with a Claude-Code-like event of their own: session_id, cwd, prompt. Pi's extension gives
+  each prompt a turn_id and keeps, in Pi's session tree, where each turn began and ended, so
+  that `/undo` and `/redo` (commands it registers) move the conversation with the files
+  (pi-coding-agent docs/extensions.md: registerCommand, navigateTree, appendEntry).
 """
 
 from __future__ import annotations
@@ -71,6 +74,12 @@ class Host:
     event_id: Path | None = None       # the id the host gives an event (hook_once.py)
     context: str | None = None         # the prompt event's name in `hookSpecificOutput`, where
     #                                    the host adds a hook's `additionalContext` to the prompt
+    ends_by_id: bool = False           # the after-turn event carries its prompt event's id: a
+    #                                    late end of an earlier turn records nothing
+    rewinds: bool = False              # the host's plugin rewinds its conversation with the
+    #                                    files: a command's answer names the turns it moved (by
+    #                                    the event ids the plugin gave them) and the note for the
+    #                                    model, which the plugin sends where it cannot rewind
 
     def event_name(self, event: dict[str, Any], named: str | None) -> str | None:
         if named:
@@ -134,7 +143,8 @@ HOSTS: dict[str, Host] = {h.name: h for h in (
     Host("opencode", frozenset({"chat.message"}), frozenset({"session.idle"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",), block=BLOCK_NONE),
     Host("pi", frozenset({"before_agent_start", "input"}), frozenset({"agent_end"}),
-         "hook_event_name", ("session_id",), ("cwd",), ("prompt",)),
+         "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("turn_id",),
+         ends_by_id=True, rewinds=True),
 )}
 
 GEMINI_EVENTS = frozenset({"BeforeAgent", "AfterAgent", "BeforeTool", "AfterTool", "BeforeModel",

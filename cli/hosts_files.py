@@ -92,11 +92,16 @@ export const UndostorePlugin = async ({ directory, worktree }) => {
 
 PI_EXTENSION = """\
 // undostore for Pi, written by `undostore init pi` (delete it to unwire undostore).
-// Each prompt records an undo point and each finished turn the files after it; /undo, /undo N
-// and /redo are done by undostore in this session and never reach the model. Needs `undostore`
-// on the PATH Pi runs with.
+// Each prompt records an undo point and each finished turn the files after it. /undo, /undo N
+// and /redo (N) are commands: undostore takes the session's turns back (or applies them again)
+// and the conversation moves with the files, to before the oldest turn taken back (or to the
+// end of the newest applied again) in Pi's session tree, so the model goes on from the files
+// as they are; nothing of the command reaches the model. Needs `undostore` on the PATH Pi runs
+// with.
 """ + _RUN_HOOK + """
-const COMMAND = /^\\s*\\/(?:undostore:)?(?:undo|redo)(?:\\s+\\d+)?\\s*$/i;
+const ENTRY = "undostore-turn";   // a turn's place in the session tree: { turn, start }
+const MOVED = "undostore-moved";  // where an /undo or /redo left the conversation
+let open = null;                  // the turn running now: { turn, before }
 
 function sessionOf(ctx) {
   try {
@@ -106,44 +111,117 @@ function sessionOf(ctx) {
   }
 }
 
-function warn(ctx, err) {
-  const line = (err || "").trim().split("\\n").pop();
-  if (line && ctx.hasUI) ctx.ui.notify(line, "warning");
+// One line for the user: a notice in Pi's UI, else (print and JSON modes) on stderr.
+function show(ctx, line, level) {
+  if (!line) return;
+  if (ctx.hasUI) ctx.ui.notify(line, level);
+  else process.stderr.write(line + "\\n");
 }
 
-export default function (pi) {
-  pi.on("input", async (event, ctx) => {
-    if (!COMMAND.test(event.text || "")) return { action: "continue" };
-    const { out, err } = await runHook("pi", {
-      hook_event_name: "input", session_id: sessionOf(ctx), cwd: ctx.cwd, prompt: event.text,
-    }, ctx.cwd);
-    let answer = null;
-    try {
-      answer = JSON.parse(out);
-    } catch (error) {
-      answer = null;
+function lastLine(err) {
+  return (err || "").trim().split("\\n").pop();
+}
+
+// The entry on the current branch whose parent is `before` (null: the branch's first entry).
+function firstAfter(ctx, before) {
+  const branch = ctx.sessionManager.getBranch();
+  const found = branch.find((entry) => (entry.parentId || null) === (before || null));
+  return found ? found.id : null;
+}
+
+// Where each turn this extension saw began and ended, by the turn id undostore knows it by.
+function turnEntries(ctx) {
+  const out = new Map();
+  for (const entry of ctx.sessionManager.getEntries()) {
+    if (entry.type === "custom" && entry.customType === ENTRY && entry.data && entry.data.turn) {
+      out.set(entry.data.turn, { start: entry.data.start, end: entry.id });
     }
-    if (answer && answer.decision === "block") {
-      if (ctx.hasUI) ctx.ui.notify(answer.reason, "info");
-      return { action: "handled" };
-    }
-    warn(ctx, err);
-    return { action: "continue" };
+  }
+  return out;
+}
+
+// Move the conversation with the files: after an undo, to just before the oldest turn taken
+// back (navigating to a turn's first entry leaves the leaf on its parent); after a redo, to
+// the end of the newest turn applied again. False where a turn is not in this session's tree.
+async function rewind(ctx, step, turns) {
+  if (!turns.length) return true;
+  const known = turnEntries(ctx);
+  const places = turns.map((turn) => known.get(turn.event_id));
+  if (places.some((place) => !place || !place.start)) return false;
+  const target = step === "undo" ? places[places.length - 1].start : places[places.length - 1].end;
+  await ctx.waitForIdle();
+  const moved = await ctx.navigateTree(target, { summarize: false });
+  if (moved && moved.cancelled) return false;
+  // Pi reopens a session at its last entry: one here keeps the move (print mode, -c).
+  pi.appendEntry(MOVED, { step, turns: turns.map((turn) => turn.event_id) });
+  return true;
+}
+
+async function command(step, args, ctx) {
+  const typed = `/${step}${args && args.trim() ? " " + args.trim() : ""}`;
+  const { out, err } = await runHook("pi", {
+    hook_event_name: "input", session_id: sessionOf(ctx), cwd: ctx.cwd, prompt: typed,
+  }, ctx.cwd);
+  let answer = null;
+  try {
+    answer = JSON.parse(out);
+  } catch (error) {
+    answer = null;
+  }
+  if (!answer || answer.decision !== "block") {
+    show(ctx, lastLine(err) || `undostore: ${step}: no answer from undostore`, "error");
+    return;
+  }
+  show(ctx, answer.reason, "info");
+  let moved = false;
+  try {
+    moved = await rewind(ctx, step, answer.turns || []);
+  } catch (error) {
+    moved = false;
+  }
+  if (!moved && answer.note) {
+    // The conversation could not move with the files: the model is told instead.
+    pi.sendMessage({ customType: "undostore-note", content: answer.note, display: false });
+  }
+}
+
+let pi = null;
+
+export default function (api) {
+  pi = api;
+  pi.registerCommand("undo", {
+    description: "Put the files back as before the last turn, and the conversation (/undo N)",
+    handler: (args, ctx) => command("undo", args, ctx),
+  });
+  pi.registerCommand("redo", {
+    description: "Take back the last /undo (/redo N)",
+    handler: (args, ctx) => command("redo", args, ctx),
   });
 
   pi.on("before_agent_start", async (event, ctx) => {
+    const turn = `pi-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+    open = { turn, before: ctx.sessionManager.getLeafId() };
     const { err } = await runHook("pi", {
       hook_event_name: "before_agent_start", session_id: sessionOf(ctx), cwd: ctx.cwd,
-      prompt: event.prompt,
+      prompt: event.prompt, turn_id: turn,
     }, ctx.cwd);
-    warn(ctx, err);
+    show(ctx, lastLine(err), "warning");
   });
 
   pi.on("agent_end", async (_event, ctx) => {
+    const turn = open;
+    open = null;
+    // Before anything is awaited: print mode may end its session while this handler waits.
+    if (turn) pi.appendEntry(ENTRY, { turn: turn.turn, start: firstAfter(ctx, turn.before) });
     const { err } = await runHook("pi", {
       hook_event_name: "agent_end", session_id: sessionOf(ctx), cwd: ctx.cwd,
+      turn_id: turn ? turn.turn : undefined,
     }, ctx.cwd);
-    warn(ctx, err);
+    try {
+      show(ctx, lastLine(err), "warning");
+    } catch (error) {
+      if (err) process.stderr.write(lastLine(err) + "\\n");   // the session has ended
+    }
   });
 }
 """

@@ -37,8 +37,16 @@ def parse_command(prompt: object) -> HostCommand | None:
                        how == "whole")
 
 
-def perform(workspace: Any, session: str | None, command: HostCommand) -> str:
-    """Do `command` in `session`; the one line for the host to show."""
+class Performed(NamedTuple):
+    """What a host command did: the one line for the host to show, and the turns it took back
+    or applied again in the order it did (none when nothing changed)."""
+
+    line: str
+    turns: list[Any]
+
+
+def perform(workspace: Any, session: str | None, command: HostCommand) -> Performed:
+    """Do `command` in `session`."""
     from undostore.errors import ConflictError, UndostoreError
 
     verb = command.direction.value
@@ -50,13 +58,13 @@ def perform(workspace: Any, session: str | None, command: HostCommand) -> str:
     except ConflictError as err:
         paths = getattr(err, "conflicts", None) or []
         shown = ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")
-        return (f"undostore: {verb}: nothing changed: the turn overlaps later changes in "
-                f"{shown}; `/{verb} --merge` writes conflict markers"
-                + (", `/undo --whole` puts the whole folder back"
-                   if command.direction is Direction.UNDO else ""))
+        return Performed(f"undostore: {verb}: nothing changed: the turn overlaps later changes "
+                         f"in {shown}; `/{verb} --merge` writes conflict markers"
+                         + (", `/undo --whole` puts the whole folder back"
+                            if command.direction is Direction.UNDO else ""), [])
     except UndostoreError as err:
-        return f"undostore: {verb}: {' '.join(str(err).split())}"
-    return summary(command, name, result)
+        return Performed(f"undostore: {verb}: {' '.join(str(err).split())}", [])
+    return Performed(summary(command, name, result), list(result.turns))
 
 
 def summary(command: HostCommand, session: str, result: Any) -> str:

@@ -55,6 +55,10 @@ class PrintMode:
         assert done.returncode == 0, (text, done.stdout, done.stderr)
         return done
 
+    def session(self, conversation: str) -> str:
+        """The session id the host gives undostore's hook for `conversation`."""
+        return conversation
+
 
 class Round(NamedTuple):
     second_redo: subprocess.CompletedProcess[str]   # what the host showed for it
@@ -69,7 +73,7 @@ def the_two_turns(prompt: PrintMode, conversation: str, root: Path) -> None:
     prompt(conversation, "edit a")
     assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
     with Workspace(root) as ws:
-        turns = ws.log(conversation).undo
+        turns = ws.log(prompt.session(conversation)).undo
         assert [p.label for p in turns] == ["edit a", "add b"]
         assert turns[0].after == ws.snapshot().id        # the after-turn event recorded it
 
@@ -89,6 +93,10 @@ def after_the_first_undo(prompt: PrintMode, conversation: str, root: Path,
     prompt(conversation, "what now?")
     received = [t for r in model.requests for t in received_texts(r["body"])]
     assert not any(t.strip().startswith(("/undo", "/redo")) for t in received), received
+    with Workspace(root) as ws:   # the turns' ends survived the steps: a redo has its files
+        redo = ws.log(prompt.session(conversation)).redo
+        assert [(p.label, p.changed) for p in redo] == [("add b", True), ("edit a", True)]
+        assert all(p.after is not None for p in redo), redo
     return Round(second_redo, json.dumps(model.requests[-1]["body"]))
 
 

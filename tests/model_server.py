@@ -109,6 +109,9 @@ class ModelServer:
                 if ":countTokens" in self.path:
                     self._json({"totalTokens": 10})
                     return
+                if self.path.split("?")[0].endswith("/chat/completions"):
+                    self._chat(body)
+                    return
                 if not self.path.split("?")[0].endswith("/messages"):
                     self._json({})
                     return
@@ -132,6 +135,19 @@ class ModelServer:
                 self.send_header("content-type", "text/event-stream")
                 self.end_headers()
                 self.wfile.write(f"data: {json.dumps(doc)}\r\n\r\n".encode())
+                self.wfile.flush()
+
+            def _chat(self, body: dict[str, Any]) -> None:
+                chunks = server.chat_chunks(body)
+                if not body.get("stream"):
+                    self._json(server.chat_whole(body, chunks))
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                for chunk in chunks:
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
 
             def _json(self, doc: dict[str, Any]) -> None:
@@ -195,6 +211,44 @@ class ModelServer:
         tools = self._tools_for(gemini_prompts(body), bool(body.get("tools")))
         return [{"functionCall": {"name": t.name, "args": t.input}} for t in tools] or [
             {"text": DONE_TEXT}]
+
+    def chat_chunks(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """OpenAI Chat Completions stream chunks answering `body`: the tool calls (one chunk
+        each), else a short text; then the finish reason and the usage."""
+        prompts = tuple(received_texts(body))
+        tools = self._tools_for(prompts, bool(body.get("tools")))
+        with self._lock:
+            self._calls += 1
+            call = self._calls
+        base = {"id": f"chatcmpl-{call}", "object": "chat.completion.chunk", "created": 0,
+                "model": body.get("model", "scripted")}
+        deltas: list[dict[str, Any]] = [
+            {"role": "assistant", "tool_calls": [
+                {"index": i, "id": f"call_{call}_{i}", "type": "function",
+                 "function": {"name": t.name, "arguments": json.dumps(t.input)}}]}
+            for i, t in enumerate(tools)] or [{"role": "assistant", "content": DONE_TEXT}]
+        finish = "tool_calls" if tools else "stop"
+        return [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+                for d in deltas] + [
+            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+            {**base, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 10,
+                                              "total_tokens": 20}}]
+
+    @staticmethod
+    def chat_whole(body: dict[str, Any], chunks: list[dict[str, Any]]) -> dict[str, Any]:
+        """The same answer as one Chat Completions object (a request without `stream`)."""
+        deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+        calls = [call for d in deltas for call in d.get("tool_calls", [])]
+        text = "".join(d.get("content") or "" for d in deltas)
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"}
+                                     for c in calls]
+        return {"id": chunks[0]["id"], "object": "chat.completion", "created": 0,
+                "model": body.get("model", "scripted"),
+                "choices": [{"index": 0, "message": message,
+                             "finish_reason": "tool_calls" if calls else "stop"}],
+                "usage": chunks[-1]["usage"]}
 
     @staticmethod
     def message(body: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str, Any]:

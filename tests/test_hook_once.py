@@ -94,3 +94,28 @@ def test_a_host_without_ids_does_the_same_undo_again_a_moment_later(tree_factory
         assert code == 0, err
         assert (root / "a.txt").read_text() == expected
         time.sleep(SAME_EVENT_SECONDS + 0.1)
+
+
+def test_a_late_end_of_an_earlier_turn_records_nothing(tree_factory):
+    """Pi's print mode may exit before its after-turn hook finished, and the next prompt's hook
+    can come first: the end names its turn (`turn_id`), so the earlier turn's late end leaves
+    the newer turn open for its own end, which records the files after it."""
+    root = tree_factory({"a.txt": "0\n"})
+    base = {"session_id": "conv", "cwd": str(root)}
+    for event in ({**base, "hook_event_name": "before_agent_start", "prompt": "one",
+                   "turn_id": "t1"},
+                  {**base, "hook_event_name": "before_agent_start", "prompt": "two",
+                   "turn_id": "t2"}):
+        code, _, err = _hook(event, "pi")
+        assert code == 0, err
+    (root / "a.txt").write_text("2\n")
+    code, _, err = _hook({**base, "hook_event_name": "agent_end", "turn_id": "t1"}, "pi")
+    assert code == 0, err
+    with Workspace(root) as ws:
+        newest = ws.log("conv").undo[0]
+        assert (newest.label, newest.after, newest.meta["event_id"]) == ("two", None, "t2")
+    (root / "a.txt").write_text("3\n")
+    code, _, err = _hook({**base, "hook_event_name": "agent_end", "turn_id": "t2"}, "pi")
+    assert code == 0, err
+    with Workspace(root) as ws:
+        assert ws.log("conv").undo[0].after == ws.snapshot().id

@@ -139,17 +139,20 @@ class Workspace:
                                  on_evict=self._evicted)
 
     def end_turn(self, session: str | None = None,
-                 options: SnapshotOptions | None = None) -> SnapshotResult:
+                 options: SnapshotOptions | None = None,
+                 event_id: str | None = None) -> SnapshotResult:
         """Capture the files after a turn and record them with the session's newest undo point
         (the host's after-turn event: `Stop`); `show`, `diff --turn` and `revert` of the turn
-        compare with it. A session with no point records nothing (`recorded` False)."""
+        compare with it. A session with no point records nothing (`recorded` False), nor does
+        an `event_id` naming another turn than the newest point's (its `meta["event_id"]`):
+        the late end of an earlier turn, which a host may deliver after the next prompt."""
         from undostore.history.sessions import record_turn_end
 
         name = session_name(session)
         with self.store.lock:
             self._recover_if_needed()
             result = self._snapshot_locked(options)
-            point = record_turn_end(self.store, name, result.id)
+            point = record_turn_end(self.store, name, result.id, event_id)
             result = result._replace(recorded=point is not None)
             self._log("end-turn", session=name, id=result.id,
                       label=point.label if point is not None else None)

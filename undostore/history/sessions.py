@@ -131,14 +131,18 @@ def _log_dropped(store: Store, session: str, dropped: journals.Dropped) -> None:
                                               ids=(point.after,) if point.after else ()))
 
 
-def record_turn_end(store: Store, session: str, snapshot_id_hex: str) -> journals.Point | None:
+def record_turn_end(store: Store, session: str, snapshot_id_hex: str,
+                    event_id: str | None = None) -> journals.Point | None:
     """Record the files after the turn of `session`'s newest undo point (the host's after-turn
     event); a turn that changed files ends the session's redo chain. None when the session has
-    no point, or its newest turn ended already (the event of an `/undo` prompt, say). The
-    store lock is held."""
+    no point, its newest turn ended already (the event of an `/undo` prompt, say), or
+    `event_id` names another turn than that point's. The store lock is held."""
     with store.lock:
         journal = journals.load(store, session)
         if not journal.undo or journal.undo[-1].ended:
+            return None
+        if event_id is not None and journal.undo[-1].meta.get("event_id") not in (None,
+                                                                                  event_id):
             return None
         cleared = journal.close_turn(snapshot_id_hex, final=True)
         _commit(store, journal, new_ids=[snapshot_id_hex])

@@ -1,0 +1,113 @@
+"""Inside the real Pi (issue 46): the pinned `@mariozechner/pi-coding-agent` from tests/hosts
+(`npm ci`; `.ci/run` installs it), driven in print mode by the scripted model on 127.0.0.1
+speaking OpenAI Chat Completions (tests/model_server.py), wired by `undostore init pi` only.
+Turns record points with their after-turn files; `/undo`, `/undo`, `/redo`, `/redo`, `/undo 2`
+(commands the extension registers) put the files right, show undostore's line (stderr in print
+mode) and never reach the model; the conversation moves with the files in Pi's session tree, so
+the model goes on from the files as they are; two conversations in one folder undo their own."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from .host_support import (
+    NODE_MODULES,
+    PrintMode,
+    after_the_first_undo,
+    files,
+    host_env,
+    init,
+    the_two_turns,
+)
+from .model_server import ModelServer, Tool, received_texts
+
+PI = NODE_MODULES / "@mariozechner" / "pi-coding-agent" / "dist" / "cli.js"
+NODE = "node"
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux" or not PI.exists(),
+    reason="the pinned Pi (run `npm ci` in tests/hosts; .ci/run does)")
+
+
+class PiPrompts(PrintMode):
+    """Pi's print mode: a conversation is a session file (`--session PATH` starts and resumes
+    it); the hook knows it by the id in the file's header."""
+
+    def session(self, conversation: str) -> str:
+        with open(conversation, encoding="utf-8") as header:
+            return json.loads(header.readline())["id"]
+
+
+class Host:
+    """Pi in one project folder, against one scripted model (a provider of its own)."""
+
+    def __init__(self, root: Path, home: Path, model: ModelServer) -> None:
+        self.root = root
+        agent = home / ".pi" / "agent"
+        self.env = host_env(home, model, PI_OFFLINE="1", PI_CODING_AGENT_DIR=str(agent))
+        agent.mkdir(parents=True, exist_ok=True)
+        (agent / "models.json").write_text(json.dumps({"providers": {"scripted": {
+            "baseUrl": f"{model.url}/v1", "api": "openai-completions", "apiKey": "scripted",
+            "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+            "models": [{"id": "scripted-model"}]}}}))
+        init(root, self.env, "pi")
+        self.prompt = PiPrompts([NODE, str(PI), "--provider", "scripted", "--model",
+                                 "scripted-model"], "--session", "--session", root, self.env)
+
+
+def _user_texts(body: dict) -> list[str]:
+    return [t for t in received_texts(body) if t.strip()]
+
+
+def test_turns_undo_and_redo_inside_pi(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    script = {"add b": [Tool("write", {"path": str(root / "b.txt"), "content": "b\n"})],
+              "edit a": [Tool("bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}"})]}
+    conversation = str(tmp_path / "conversation.jsonl")
+    with ModelServer(script) as model:
+        host = Host(root, tmp_path / "home", model)
+        the_two_turns(host.prompt, conversation, root)
+
+        undone = host.prompt(conversation, "/undo")
+        assert "undostore: undid the last turn" in undone.stderr, undone.stderr
+        assert "'edit a'" in undone.stderr
+        assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
+        host.prompt(conversation, "so?")
+        # The conversation went back with the files: the model no longer sees 'edit a'.
+        assert _user_texts(model.requests[-1]["body"]) == ["add b", "so?"]
+
+        after_the_first_undo(host.prompt, conversation, root, model)
+        # After `/undo 2` nothing of the conversation is left before the prompt.
+        assert _user_texts(model.requests[-1]["body"]) == ["what now?"]
+        redone = host.prompt(conversation, "/redo")
+        assert "undostore: redid the last turn" in redone.stderr and "'add b'" in redone.stderr
+        host.prompt(conversation, "and?")
+        # A redo moves the conversation to the end of the turn it applied again.
+        assert _user_texts(model.requests[-1]["body"]) == ["add b", "and?"]
+        assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
+
+
+def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "shared.txt").write_text("s\n")
+    script = {"write x": [Tool("write", {"path": str(root / "x.txt"), "content": "x\n"})],
+              "write y": [Tool("write", {"path": str(root / "y.txt"), "content": "y\n"})]}
+    first, second = str(tmp_path / "first.jsonl"), str(tmp_path / "second.jsonl")
+    with ModelServer(script) as model:
+        host = Host(root, tmp_path / "home", model)
+        host.prompt(first, "write x")
+        host.prompt(second, "write y")
+        (root / "shared.txt").write_text("the user's own edit\n")
+        host.prompt(first, "/undo")
+        assert files(root) == {"shared.txt": "the user's own edit\n", "y.txt": "y\n"}
+        host.prompt(second, "/undo")
+        assert files(root) == {"shared.txt": "the user's own edit\n"}
+        host.prompt(first, "/redo")
+        assert files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
