@@ -4,8 +4,10 @@ trust state where it can be read (Codex: the project's trust level; Gemini: trus
 and when the host's hooks last fired here. Nothing here writes anything.
 
 Sources: Codex `[projects."<path>"] trust_level = "trusted"` in `$CODEX_HOME/config.toml`
-(developers.openai.com/codex/config-reference; project hooks also need a review in its `/hooks`
-screen, whose state is not in a file undostore can read); Gemini CLI's
+(developers.openai.com/codex/config-reference), and each hook's review in its `/hooks` screen,
+kept in the same file as `[hooks.state."<hooks.json>:<event>:<i>:<j>"] trusted_hash` (seen in
+Codex 0.171: its app-server's `hooks/list` names each hook's key, hash and trust status; the
+hash itself is Codex's, so a hooks.json edited since is not caught here); Gemini CLI's
 `~/.gemini/trustedFolders.json` (path -> TRUST_FOLDER, TRUST_PARENT or DO_NOT_TRUST) and
 `GEMINI_CLI_TRUST_WORKSPACE` (google-gemini/gemini-cli docs/cli/trusted-folders.md).
 """
@@ -84,26 +86,56 @@ def trust(host: str, root: str) -> Check | None:
 
 def _codex_trust(root: str) -> Check:
     home = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+    settings = _toml(os.path.join(home, "config.toml"))
     level = None
-    text = _read(os.path.join(home, "config.toml"))
-    if text is not None:
-        try:
-            import tomllib
+    projects = settings.get("projects", {})
+    for path in _self_and_parents(root):
+        entry = projects.get(path) if isinstance(projects, dict) else None
+        if isinstance(entry, dict) and "trust_level" in entry:
+            level = entry["trust_level"]
+            break
+    unreviewed = _codex_unreviewed(root, home, settings)
+    review = (f"review undostore's hooks once in Codex's /hooks screen here (not reviewed: "
+              f"{', '.join(unreviewed)})" if unreviewed else "")
+    if level != "trusted":
+        return Check("codex: trust", False, f"Codex runs no project hook here until the project "
+                     f"is trusted (found: {level or 'no entry'}): trust it when Codex asks"
+                     + (f", and {review}" if review else ""))
+    if unreviewed:
+        return Check("codex: trust", False, f"the project is trusted, but Codex runs no hook "
+                     f"until it was reviewed: {review}")
+    return Check("codex: trust", True, "the project is trusted and undostore's hooks were "
+                 "reviewed (Codex asks again once its hooks.json changes)")
 
-            projects = tomllib.loads(text).get("projects", {})
-            for path in _self_and_parents(root):
-                entry = projects.get(path) if isinstance(projects, dict) else None
-                if isinstance(entry, dict) and "trust_level" in entry:
-                    level = entry["trust_level"]
-                    break
-        except (ImportError, ValueError):
-            level = None
-    review = ("and review undostore's two hooks once in Codex's /hooks screen (their review "
-              "is not readable here)")
-    if level == "trusted":
-        return Check("codex: trust", True, f"the project is trusted; {review}")
-    return Check("codex: trust", False, f"Codex runs no project hook here until the project is "
-                 f"trusted (found: {level or 'no entry'}): trust it when Codex asks, {review}")
+
+def _toml(path: str) -> dict:
+    """A TOML file's tables ({} when missing or unreadable)."""
+    text = _read(path)
+    if text is None:
+        return {}
+    try:
+        import tomllib
+
+        return tomllib.loads(text)
+    except (ImportError, ValueError):
+        return {}
+
+
+def _codex_unreviewed(root: str, home: str, settings: dict) -> list[str]:
+    """undostore's Codex hooks (the project's `.codex/hooks.json`, else the user's) that have
+    no review recorded: Codex keeps one as `[hooks.state."<file>:<event>:<i>:<j>"]
+    trusted_hash` in the user's config.toml (its `/hooks` screen writes it)."""
+    state = settings.get("hooks", {}).get("state", {}) if isinstance(settings.get("hooks"),
+                                                                      dict) else {}
+    path = os.path.join(root, ".codex", "hooks.json")
+    if not os.path.exists(path):
+        path = os.path.join(home, "hooks.json")
+    reviewed = {key.rsplit(":", 3)[1] for key, value in state.items()
+                if isinstance(value, dict) and value.get("trusted_hash")
+                and key.count(":") >= 3 and key.rsplit(":", 3)[0] in (path,
+                                                                      os.path.realpath(path))}
+    return [f"{path} {event}" for event in ("user_prompt_submit", "stop")
+            if event not in reviewed]
 
 
 def _gemini_trust(root: str) -> Check:

@@ -45,11 +45,14 @@ class HookFailure(Exception):
 
 
 class Answer(NamedTuple):
-    """What the hook ends with: stdout text, a stderr line, the exit code."""
+    """What the hook ends with: stdout text, a stderr line, the exit code; `noted`: stdout
+    carries the note for the model, which a duplicate of the event does not repeat (Codex
+    adds every hook's context: the model would read it twice)."""
 
     stdout: str = ""
     stderr: str = ""
     code: int = 0
+    noted: bool = False
 
 
 def read_event(raw: bytes | str) -> dict[str, Any]:
@@ -147,7 +150,8 @@ def handle(ctx: Options, host: Host, name: str | None, event: dict[str, Any],
             if isinstance(earlier, list) and len(earlier) == len(Answer._fields):
                 return Answer(*earlier)
         answer = _act(host, name, event, turn, workspace, quiet)
-        once.remember(cache, host.name, known.key if known else None, list(answer))
+        once.remember(cache, host.name, known.key if known else None,
+                      list(quiet if answer.noted else answer))
         return answer
 
 
@@ -160,8 +164,8 @@ def _act(host: Host, name: str | None, event: dict[str, Any], turn: Turn, worksp
         command = parse_command(prompt)
         if command is not None:
             done = perform(workspace, turn.session, command)
-            if host.rewinds:
-                return _rewind_answer(workspace, session, done)
+            if host.plugin:
+                return _plugin_answer(workspace, session, done)
             return _blocked(host, done.line)
         ident = _event_id(host, event)
         _say_left_out(workspace.snapshot(session=session, label=label_of(prompt),
@@ -179,14 +183,16 @@ def _with_notes(host: Host, workspace: Any, session: str, quiet: Answer) -> Answ
     """The prompt's answer, carrying to the model what it must know since its last prompt
     (the turns an undo or redo took back or applied again: history/notes.py), where the host
     takes context from this hook; elsewhere the notes wait."""
-    if host.context is None:
+    if host.context is None and not host.plugin:
         return quiet
     lines = workspace.notes_for_model(session)
     if not lines:
         return quiet
     note = "undostore: " + " ".join(lines)
+    if host.plugin:
+        return Answer(json.dumps({"context": note}), noted=True)
     return Answer(json.dumps({"hookSpecificOutput": {"hookEventName": host.context,
-                                                     "additionalContext": note}}))
+                                                     "additionalContext": note}}), noted=True)
 
 
 def _event_id(host: Host, event: dict[str, Any]) -> str | None:
@@ -195,10 +201,11 @@ def _event_id(host: Host, event: dict[str, Any]) -> str | None:
     return str(ident) if isinstance(ident, (str, int)) and str(ident) else None
 
 
-def _rewind_answer(workspace: Any, session: str, done: Any) -> Answer:
-    """A command's answer to a plugin that moves its conversation with the files (Pi): the
-    line, the turns moved (the event id the plugin gave each, and its label) and the note for
-    the model, taken here (the plugin sends it only where it cannot rewind)."""
+def _plugin_answer(workspace: Any, session: str, done: Any) -> Answer:
+    """A command's answer to undostore's own plugin: the line, the turns moved (the event id
+    the plugin gave each, and its label) and the note for the model, taken here (Pi's
+    extension sends it only where it cannot move the conversation; OpenCode's sends it in the
+    command's place)."""
     note = " ".join(workspace.notes_for_model(session))
     turns = [{"event_id": p.meta.get("event_id"), "label": p.label} for p in done.turns]
     return Answer(json.dumps({"decision": "block", "reason": done.line, "turns": turns,

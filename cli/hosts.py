@@ -32,7 +32,10 @@ see docs/design.md "Agent hosts"):
   with a Claude-Code-like event of their own: session_id, cwd, prompt. Pi's extension gives
   each prompt a turn_id and keeps, in Pi's session tree, where each turn began and ended, so
   that `/undo` and `/redo` (commands it registers) move the conversation with the files
-  (pi-coding-agent docs/extensions.md: registerCommand, navigateTree, appendEntry).
+  (pi-coding-agent docs/extensions.md: registerCommand, navigateTree, appendEntry). OpenCode
+  (1.18.33, read in its bundle) runs `chat.message` with the user's message and its parts
+  before saving them and calling the model, and gives no way to stop that call: the plugin
+  sends the message id, and for `/undo` puts the model's note in the text's place.
 """
 
 from __future__ import annotations
@@ -76,10 +79,12 @@ class Host:
     #                                    the host adds a hook's `additionalContext` to the prompt
     ends_by_id: bool = False           # the after-turn event carries its prompt event's id: a
     #                                    late end of an earlier turn records nothing
-    rewinds: bool = False              # the host's plugin rewinds its conversation with the
-    #                                    files: a command's answer names the turns it moved (by
-    #                                    the event ids the plugin gave them) and the note for the
-    #                                    model, which the plugin sends where it cannot rewind
+    plugin: bool = False               # the hook is run by undostore's own plugin (`init`
+    #                                    writes it), which reads JSON: a command's answer holds
+    #                                    the line, the turns moved (by the event ids the plugin
+    #                                    gave them) and the model's note; a prompt's, the notes
+    #                                    waiting (`context`). The plugin rewinds its conversation
+    #                                    (Pi) or hands the note to the model in the prompt's place
 
     def event_name(self, event: dict[str, Any], named: str | None) -> str | None:
         if named:
@@ -141,10 +146,11 @@ HOSTS: dict[str, Host] = {h.name: h for h in (
          "agent_action_name", ("trajectory_id",), None, ("tool_info", "user_prompt"),
          block=BLOCK_EXIT_2, event_id=("execution_id",)),
     Host("opencode", frozenset({"chat.message"}), frozenset({"session.idle"}),
-         "hook_event_name", ("session_id",), ("cwd",), ("prompt",), block=BLOCK_NONE),
+         "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("message_id",),
+         plugin=True),
     Host("pi", frozenset({"before_agent_start", "input"}), frozenset({"agent_end"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("turn_id",),
-         ends_by_id=True, rewinds=True),
+         ends_by_id=True, plugin=True),
 )}
 
 GEMINI_EVENTS = frozenset({"BeforeAgent", "AfterAgent", "BeforeTool", "AfterTool", "BeforeModel",

@@ -51,39 +51,105 @@ function runHook(host, event, cwd) {
     child.stdin.end(JSON.stringify(event));
   });
 }
+
+// The hook's JSON answer (null when it printed none).
+function parse(out) {
+  try {
+    return out && out.trim() ? JSON.parse(out) : null;
+  } catch (error) {
+    return null;
+  }
+}
+
+// The hook's last stderr line (what it says when something is wrong).
+function lastLine(err) {
+  return (err || "").trim().split("\\n").pop();
+}
 """
 
 OPENCODE_PLUGIN = """\
 // undostore for OpenCode, written by `undostore init opencode` (delete it to unwire undostore).
-// Each prompt records an undo point and each finished turn the files after it: take a turn back
-// with `undostore undo` in a terminal (OpenCode's own /undo is OpenCode's, and never reaches a
-// plugin). Needs `undostore` on the PATH OpenCode runs with.
+// Each prompt records an undo point and each finished turn the files after it. A prompt that is
+// /undo, /undo N or /redo (N) (`opencode run "/undo"`; the TUI's own /undo is OpenCode's) is
+// done by undostore in this session: the line is shown (a toast in the TUI, stderr in
+// `opencode run`) and the model gets, in the command's place, the note of which turns were
+// taken back or applied again (OpenCode calls the model for every message: nothing of the
+// command reaches it). Needs `undostore` on the PATH OpenCode runs with.
 """ + _RUN_HOOK + """
+const RUN_MODE = process.argv.includes("run");   // `opencode run`: no TUI to show a toast
+
+// The text the user typed. `opencode run` quotes a message argument holding a space
+// ("edit a" arrives as "\\"edit a\\""): a whole message so quoted is taken without them.
 function promptText(parts) {
-  return (parts || [])
+  const text = (parts || [])
     .filter((part) => part && part.type === "text" && !part.synthetic)
     .map((part) => part.text)
     .join("\\n");
+  const quoted = /^"((?:[^"\\\\]|\\\\")*)"$/s.exec(text);
+  return quoted ? quoted[1].replace(/\\\\"/g, '"') : text;
 }
 
-export const UndostorePlugin = async ({ directory, worktree }) => {
+async function show(client, line, variant) {
+  if (!line) return;
+  if (RUN_MODE) {
+    process.stderr.write(line + "\\n");
+    return;
+  }
+  try {
+    await client.tui.showToast({ body: { message: line, variant } });
+  } catch (error) {
+    process.stderr.write(line + "\\n");
+  }
+}
+
+// Put `text` for the model in place of what the user typed.
+function replaceText(parts, text) {
+  let first = true;
+  for (const part of parts || []) {
+    if (part && part.type === "text" && !part.synthetic) {
+      part.text = first ? text : "";
+      first = false;
+    }
+  }
+}
+
+export const UndostorePlugin = async ({ client, directory, worktree }) => {
   const cwd = directory || worktree || process.cwd();
   return {
     "chat.message": async (input, output) => {
-      await runHook("opencode", {
+      const parts = output && output.parts;
+      const prompt = promptText(parts);
+      const { out, err } = await runHook("opencode", {
         hook_event_name: "chat.message",
         session_id: input && input.sessionID,
+        message_id: (output && output.message && output.message.id) || (input && input.messageID),
         cwd,
-        prompt: promptText(output && output.parts),
+        prompt,
       }, cwd);
+      const answer = parse(out);
+      if (answer && answer.decision === "block") {   // the prompt was /undo or /redo: done
+        await show(client, answer.reason, "success");
+        replaceText(parts, answer.note || "undostore: the user's /undo or /redo changed no "
+          + "file; reply with one short line and change nothing.");
+        return;
+      }
+      await show(client, lastLine(err), "warning");
+      // What the model must know since its last prompt (an undo in a terminal, say): a part
+      // of the message after the user's text (OpenCode saves a part only with an id).
+      const typed = (parts || []).find((part) => part && part.type === "text" && part.id);
+      if (answer && answer.context && typed) {
+        parts.splice(parts.indexOf(typed) + 1, 0,
+                     { ...typed, id: typed.id + "u", text: answer.context, synthetic: true });
+      }
     },
     event: async ({ event }) => {
       if (event && event.type === "session.idle") {
-        await runHook("opencode", {
+        const { err } = await runHook("opencode", {
           hook_event_name: "session.idle",
           session_id: event.properties && event.properties.sessionID,
           cwd,
         }, cwd);
+        await show(client, lastLine(err), "warning");
       }
     },
   };
@@ -118,9 +184,6 @@ function show(ctx, line, level) {
   else process.stderr.write(line + "\\n");
 }
 
-function lastLine(err) {
-  return (err || "").trim().split("\\n").pop();
-}
 
 // The entry on the current branch whose parent is `before` (null: the branch's first entry).
 function firstAfter(ctx, before) {
@@ -162,12 +225,7 @@ async function command(step, args, ctx) {
   const { out, err } = await runHook("pi", {
     hook_event_name: "input", session_id: sessionOf(ctx), cwd: ctx.cwd, prompt: typed,
   }, ctx.cwd);
-  let answer = null;
-  try {
-    answer = JSON.parse(out);
-  } catch (error) {
-    answer = null;
-  }
+  const answer = parse(out);
   if (!answer || answer.decision !== "block") {
     show(ctx, lastLine(err) || `undostore: ${step}: no answer from undostore`, "error");
     return;
@@ -201,11 +259,16 @@ export default function (api) {
   pi.on("before_agent_start", async (event, ctx) => {
     const turn = `pi-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
     open = { turn, before: ctx.sessionManager.getLeafId() };
-    const { err } = await runHook("pi", {
+    const { out, err } = await runHook("pi", {
       hook_event_name: "before_agent_start", session_id: sessionOf(ctx), cwd: ctx.cwd,
       prompt: event.prompt, turn_id: turn,
     }, ctx.cwd);
     show(ctx, lastLine(err), "warning");
+    const answer = parse(out);
+    // What the model must know since its last prompt (an undo in a terminal, say).
+    if (answer && answer.context) {
+      return { message: { customType: "undostore-note", content: answer.context, display: false } };
+    }
   });
 
   pi.on("agent_end", async (_event, ctx) => {

@@ -27,10 +27,11 @@ def host_env(home: Path, model: ModelServer, **extra: str) -> dict[str, str]:
             "WATCHMAN_SOCK": os.environ["WATCHMAN_SOCK"], **extra}
 
 
-def init(root: Path, env: dict[str, str], host: str) -> subprocess.CompletedProcess[str]:
-    """`undostore init HOST` in `root`: the only wiring a test does."""
-    done = subprocess.run([sys.executable, "-m", "undostore", "init", host], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
+def init(root: Path, env: dict[str, str], host: str, *options: str
+         ) -> subprocess.CompletedProcess[str]:
+    """`undostore init HOST [OPTIONS]` in `root`: the only wiring a test does."""
+    done = subprocess.run([sys.executable, "-m", "undostore", "init", host, *options], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done
 
@@ -103,3 +104,15 @@ def after_the_first_undo(prompt: PrintMode, conversation: str, root: Path,
 def files(root: Path) -> dict[str, str]:
     """The project's top-level files (not the hosts' config folders)."""
     return {p.name: p.read_text() for p in root.iterdir() if p.is_file()}
+
+
+def told_after_a_terminal_step(prompt: PrintMode, conversation: str, step: str,
+                               model: ModelServer) -> str:
+    """`undostore STEP --yes` in a terminal for the conversation, then a prompt in the host:
+    the last request's body (as JSON text), which must carry the note of what came back."""
+    done = subprocess.run([sys.executable, "-m", "undostore", step, "--yes", "--session",
+                           prompt.session(conversation)], cwd=prompt.root, env=prompt.env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    prompt(conversation, "next?")
+    return json.dumps(model.requests[-1]["body"])

@@ -1,14 +1,15 @@
 """A scripted model on 127.0.0.1 for the real-host tests: the Anthropic Messages API with
-streaming (Claude Code) and Gemini's `generateContent` / `streamGenerateContent` (Gemini CLI),
-answering from a script, never from timing.
+streaming (Claude Code), Gemini's `generateContent` / `streamGenerateContent` (Gemini CLI),
+OpenAI Chat Completions (Pi, OpenCode) and Responses (Codex), answering from a script, never
+from timing.
 
 Each request's body is logged (`requests`), which is how a test sees what the model received.
 A conversation reaching a new prompt (its user prompts so far, counted, have not been answered
-yet) gets that prompt's scripted tool calls (the script maps a prompt's text to a list of
-`Tool` calls, all sent in one reply); the request that brings their results back, or a prompt
-with no script, gets a short text and `end_turn`. Side requests a host makes (titles, token
-counts, Gemini's JSON-schema questions such as its model router's) get a plain answer that
-fits.
+yet) gets that prompt's scripted tool calls (the script maps a prompt's whole text to a list
+of `Tool` calls, all sent in one reply; a note that names the prompt is not the prompt); the
+request that brings their results back, or a prompt with no script, gets a short text and
+`end_turn`. Side requests a host makes (titles, token counts, Gemini's JSON-schema questions
+such as its model router's) get a plain answer that fits.
 
     with ModelServer({"add b": [Tool("Write", {"file_path": ..., "content": ...})]}) as model:
         env["ANTHROPIC_BASE_URL"] = model.url
@@ -52,7 +53,13 @@ def gemini_prompts(body: dict[str, Any]) -> tuple[str, ...]:
 
 
 def received_texts(body: dict[str, Any]) -> list[str]:
-    """Every text block of every user message in a logged Anthropic or Gemini request body."""
+    """Every text block of every user message in a logged request body: Anthropic Messages,
+    Gemini, OpenAI Chat Completions or Responses (its `input` items)."""
+    if isinstance(body.get("input"), list):
+        return [block.get("text", "") for item in body["input"]
+                if isinstance(item, dict) and item.get("role") == "user"
+                for block in (item.get("content") or [])
+                if isinstance(block, dict) and block.get("type") in ("input_text", "text")]
     if "contents" in body:
         return [part["text"] for content in body["contents"] if content.get("role") == "user"
                 for part in content.get("parts", [])
@@ -112,6 +119,9 @@ class ModelServer:
                 if self.path.split("?")[0].endswith("/chat/completions"):
                     self._chat(body)
                     return
+                if self.path.split("?")[0].endswith("/responses"):
+                    self._responses(body)
+                    return
                 if not self.path.split("?")[0].endswith("/messages"):
                     self._json({})
                     return
@@ -148,6 +158,19 @@ class ModelServer:
                 for chunk in chunks:
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
+            def _responses(self, body: dict[str, Any]) -> None:
+                events = server.response_events(body)
+                if not body.get("stream"):
+                    self._json(events[-1]["response"])
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                for event in events:
+                    self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
+                                     .encode())
                 self.wfile.flush()
 
             def _json(self, doc: dict[str, Any]) -> None:
@@ -187,7 +210,8 @@ class ModelServer:
             if not prompts or not offered or prompts in self._served:
                 return []
             self._served.add(prompts)
-        return next((calls for text, calls in self.script.items() if text in prompts[-1]), [])
+        typed = prompts[-1].strip().strip('"')   # `opencode run` quotes a prompt with spaces
+        return next((calls for text, calls in self.script.items() if text == typed), [])
 
     def reply(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """Anthropic content blocks answering `body`: the tool calls, else a short text."""
@@ -233,6 +257,40 @@ class ModelServer:
             {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
             {**base, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 10,
                                               "total_tokens": 20}}]
+
+    def response_events(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """OpenAI Responses stream events answering `body` (Codex): a function call item per
+        tool call, else one message item with a short text; then `response.completed`."""
+        tools = self._tools_for(tuple(received_texts(body)), bool(body.get("tools")))
+        with self._lock:
+            self._calls += 1
+            call = self._calls
+        items: list[dict[str, Any]] = [
+            {"type": "function_call", "id": f"fc_{call}_{i}", "call_id": f"call_{call}_{i}",
+             "name": t.name, "arguments": json.dumps(t.input), "status": "completed"}
+            for i, t in enumerate(tools)] or [
+            {"type": "message", "id": f"msg_{call}", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": DONE_TEXT, "annotations": []}]}]
+        response = {"id": f"resp_{call}", "object": "response", "created_at": 0,
+                    "model": body.get("model", "scripted"), "status": "in_progress",
+                    "output": []}
+        events: list[dict[str, Any]] = [{"type": "response.created", "response": response}]
+        for index, item in enumerate(items):
+            events.append({"type": "response.output_item.added", "output_index": index,
+                           "item": item})
+            if item["type"] == "message":
+                events.append({"type": "response.output_text.delta", "item_id": item["id"],
+                               "output_index": index, "content_index": 0,
+                               "delta": DONE_TEXT})
+            events.append({"type": "response.output_item.done", "output_index": index,
+                           "item": item})
+        usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+                 "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
+                 "total_tokens": 20}
+        events.append({"type": "response.completed",
+                       "response": {**response, "status": "completed", "output": items,
+                                    "usage": usage}})
+        return events
 
     @staticmethod
     def chat_whole(body: dict[str, Any], chunks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -86,19 +86,29 @@ def test_init_takes_the_first_snapshot(tree_factory, cli, tmp_path):
     assert again["first_snapshot"] is None and again["written"] == []
 
 
-@pytest.mark.parametrize("trusted", [False, True])
-def test_codex_trust_is_read_from_its_config(tree_factory, cli, tmp_path, trusted):
+@pytest.mark.parametrize("trusted, reviewed", [(False, False), (True, False), (True, True)])
+def test_codex_trust_and_hook_review_are_read_from_its_config(tree_factory, cli, tmp_path,
+                                                              trusted, reviewed):
+    """Codex runs a project's hooks once the project is trusted and each hook was reviewed in
+    its /hooks screen, which records `[hooks.state."<hooks.json>:<event>:<i>:<j>"]
+    trusted_hash` in the user's config (as the real Codex does: tests/test_host_codex.py)."""
     root = tree_factory({"a.txt": "a"})
     home = tmp_path / "home"
     env = _env(home)
     assert cli.run("init", "codex", cwd=root, env=env).returncode == 0
+    config = 'model = "m"\n'
     if trusted:
-        (home / ".codex").mkdir(parents=True, exist_ok=True)
-        (home / ".codex" / "config.toml").write_text(
-            f'model = "m"\n\n[projects.{json.dumps(str(root))}]\ntrust_level = "trusted"\n')
+        config += f'\n[projects.{json.dumps(str(root))}]\ntrust_level = "trusted"\n'
+    if reviewed:
+        hooks = root / ".codex" / "hooks.json"
+        for event in ("user_prompt_submit", "stop"):
+            config += (f'\n[hooks.state.{json.dumps(f"{hooks}:{event}:0:0")}]\n'
+                       f'trusted_hash = "sha256:00"\n')
+    (home / ".codex").mkdir(parents=True, exist_ok=True)
+    (home / ".codex" / "config.toml").write_text(config)
     ok, detail = _checks(_doctor(cli, root, env, "codex")[1])["codex: trust"]
-    assert ok is trusted, detail
-    assert "/hooks" in detail
+    assert ok is (trusted and reviewed), detail
+    assert ("/hooks" in detail) is not reviewed, detail
 
 
 @pytest.mark.parametrize("rule, trusted", [(None, False), ("TRUST_FOLDER", True),

@@ -22,6 +22,7 @@ from .host_support import (
     host_env,
     init,
     the_two_turns,
+    told_after_a_terminal_step,
 )
 from .model_server import ModelServer, Tool, received_texts
 
@@ -91,6 +92,9 @@ def test_turns_undo_and_redo_inside_pi(tmp_path):
         # A redo moves the conversation to the end of the turn it applied again.
         assert _user_texts(model.requests[-1]["body"]) == ["add b", "and?"]
         assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
+        # An undo in a terminal cannot move Pi's conversation: the next prompt tells the model.
+        told = told_after_a_terminal_step(host.prompt, conversation, "undo", model)
+        assert "undostore: the user took back the turn 'add b'" in told, told[-1500:]
 
 
 def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):

@@ -1,0 +1,121 @@
+"""Inside the real OpenCode (issue 46): the pinned `opencode-ai` from tests/hosts (`npm ci`;
+`.ci/run` installs it; its platform binary is run directly, as npm 11 runs no postinstall),
+driven by `opencode run` against the scripted model on 127.0.0.1 (an OpenAI-compatible
+provider: Chat Completions), wired by `undostore init opencode` only. Turns record points,
+labelled as typed (without the quotes `opencode run` adds), with their after-turn files;
+`/undo`, `/undo`, `/redo`, `/redo`, `/undo 2` put the files right and show undostore's line
+(stderr in `opencode run`); OpenCode calls the model for every message, so the model gets
+undostore's note in the command's place and never `/undo`; two conversations in one folder
+undo their own turns."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .host_support import (
+    NODE_MODULES,
+    PrintMode,
+    after_the_first_undo,
+    files,
+    host_env,
+    init,
+    the_two_turns,
+    told_after_a_terminal_step,
+)
+from .model_server import ModelServer, Tool
+
+OPENCODE = NODE_MODULES / "opencode-linux-x64" / "bin" / "opencode"
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux" or not OPENCODE.exists(),
+    reason="the pinned OpenCode (run `npm ci` in tests/hosts; .ci/run does)")
+
+
+class RunPrompts(PrintMode):
+    """`opencode run`: a conversation's first prompt makes a session (its id read from the
+    JSON events, `--format json`), the next ones continue it (`--session ID`)."""
+
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        super().__init__([str(OPENCODE), "run", "--auto", "--format", "json"], "", "", root, env)
+        self.ids: dict[str, str] = {}
+
+    def __call__(self, conversation: str, text: str, *extra: str
+                 ) -> subprocess.CompletedProcess[str]:
+        known = self.ids.get(conversation)
+        command = [*self.command, *(["--session", known] if known else []), *extra, text]
+        done = subprocess.run(command, cwd=self.root, env=self.env, capture_output=True,
+                              text=True, timeout=180)
+        assert done.returncode == 0, (text, done.stdout, done.stderr)
+        if known is None:
+            events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+            self.ids[conversation] = next(e["sessionID"] for e in events if "sessionID" in e)
+        return done
+
+    def session(self, conversation: str) -> str:
+        return self.ids[conversation]
+
+
+class Host:
+    """OpenCode in one project folder, against one scripted model (a provider of its own)."""
+
+    def __init__(self, root: Path, home: Path, model: ModelServer) -> None:
+        self.root = root
+        config = home / "opencode.json"
+        self.env = host_env(home, model, OPENCODE_CONFIG=str(config),
+                            OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_AUTOUPDATE="1",
+                            OPENCODE_DISABLE_LSP_DOWNLOAD="1")
+        config.write_text(json.dumps({
+            "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "Scripted",
+                                      "options": {"baseURL": f"{model.url}/v1",
+                                                  "apiKey": "scripted"},
+                                      "models": {"scripted-model": {"name": "Scripted"}}}},
+            "model": "scripted/scripted-model", "autoupdate": False, "share": "disabled"}))
+        init(root, self.env, "opencode")
+        self.prompt = RunPrompts(root, self.env)
+
+
+def test_turns_undo_and_redo_inside_opencode(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    script = {"add b": [Tool("write", {"filePath": str(root / "b.txt"), "content": "b\n"})],
+              "edit a": [Tool("bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}",
+                                       "description": "edit a"})]}
+    with ModelServer(script) as model:
+        host = Host(root, tmp_path / "home", model)
+        the_two_turns(host.prompt, "one", root)   # labels as typed: no quotes
+
+        undone = host.prompt("one", "/undo")
+        assert "undostore: undid the last turn" in undone.stderr, undone.stderr
+        assert "'edit a'" in undone.stderr
+        assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
+        told = json.dumps(model.requests[-1]["body"])
+        assert "undostore: the user took back the turn 'edit a'" in told
+        round_ = after_the_first_undo(host.prompt, "one", root, model)
+        assert "undostore: redid the last turn" in round_.second_redo.stderr
+        told = told_after_a_terminal_step(host.prompt, "one", "redo", model)
+        assert "undostore: the user applied the turn 'add b' again" in told, told[-1500:]
+
+
+def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "shared.txt").write_text("s\n")
+    script = {"write x": [Tool("write", {"filePath": str(root / "x.txt"), "content": "x\n"})],
+              "write y": [Tool("write", {"filePath": str(root / "y.txt"), "content": "y\n"})]}
+    with ModelServer(script) as model:
+        host = Host(root, tmp_path / "home", model)
+        host.prompt("first", "write x")
+        host.prompt("second", "write y")
+        (root / "shared.txt").write_text("the user's own edit\n")
+        host.prompt("first", "/undo")
+        assert files(root) == {"shared.txt": "the user's own edit\n", "y.txt": "y\n"}
+        host.prompt("second", "/undo")
+        assert files(root) == {"shared.txt": "the user's own edit\n"}
+        host.prompt("first", "/redo")
+        assert files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
