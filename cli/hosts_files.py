@@ -215,6 +215,8 @@ async function rewind(ctx, step, turns) {
   await ctx.waitForIdle();
   const moved = await ctx.navigateTree(target, { summarize: false });
   if (moved && moved.cancelled) return false;
+  // Pi puts a prompt navigated back over into its editor: an undo means it is gone.
+  if (step === "undo" && ctx.hasUI) ctx.ui.setEditorText("");
   // Pi reopens a session at its last entry: one here keeps the move (print mode, -c).
   pi.appendEntry(MOVED, { step, turns: turns.map((turn) => turn.event_id) });
   return true;
@@ -230,7 +232,6 @@ async function command(step, args, ctx) {
     show(ctx, lastLine(err) || `undostore: ${step}: no answer from undostore`, "error");
     return;
   }
-  show(ctx, answer.reason, "info");
   let moved = false;
   try {
     moved = await rewind(ctx, step, answer.turns || []);
@@ -241,6 +242,7 @@ async function command(step, args, ctx) {
     // The conversation could not move with the files: the model is told instead.
     pi.sendMessage({ customType: "undostore-note", content: answer.note, display: false });
   }
+  show(ctx, answer.reason, "info");   // last: Pi's own notice of the move would hide it
 }
 
 let pi = null;

@@ -61,14 +61,14 @@ class Tmux:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    def start(self, args: list[str], cwd: Path, env: dict[str, str | None] | None = None
-              ) -> None:
-        """Run `undostore args` in the pane, with `env` on top of this process's (None:
-        unset)."""
+    def start(self, args: list[str], cwd: Path, env: dict[str, str | None] | None = None,
+              program: list[str] = UNDOSTORE) -> None:
+        """Run `undostore args` (or `program args`: an agent host) in the pane, with `env` on
+        top of this process's (None: unset)."""
         script = self.folder / "pane.sh"
         exports = "".join(f"unset {k}\n" if v is None else f"export {k}={shlex.quote(v)}\n"
                           for k, v in (env or {}).items())
-        command = " ".join(shlex.quote(a) for a in [*UNDOSTORE, *args])
+        command = " ".join(shlex.quote(a) for a in [*program, *args])
         script.write_text(f"{exports}cd {shlex.quote(str(cwd))}\n{command}\n"
                           'echo "[exit $?]"\nexec sleep 600\n')
         self._tmux("new-session", "-d", "-x", str(self.columns), "-y", str(self.rows),

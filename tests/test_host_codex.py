@@ -30,6 +30,7 @@ from .host_support import (
     the_two_turns,
 )
 from .model_server import ModelServer, Tool
+from .terminal_support import Tmux, needs_tmux
 
 CODEX = (NODE_MODULES / "@openai" / "codex-linux-x64" / "vendor" / "x86_64-unknown-linux-musl"
          / "bin" / "codex")
@@ -121,6 +122,9 @@ class Host:
             f'model = "{MODEL}"\nmodel_provider = "scripted"\n'
             f'model_catalog_json = "{catalog}"\napproval_policy = "never"\n'
             f'sandbox_mode = "danger-full-access"\n'
+            # Keys typed by tmux come fast: without this, Codex's TUI takes them for a paste
+            # and an Enter right after them for a new line.
+            f'disable_paste_burst = true\n'
             f'[model_providers.scripted]\nname = "Scripted"\nbase_url = "{model.url}/v1"\n'
             f'wire_api = "responses"\nenv_key = "SCRIPTED_API_KEY"\n'
             f'[projects.{json.dumps(str(root))}]\ntrust_level = "trusted"\n')
@@ -175,3 +179,37 @@ def test_before_the_review_no_hook_runs_and_doctor_says_so(tmp_path):
                                 timeout=60)
     assert doctor.returncode == 1, doctor.stdout
     assert "FAIL  codex: hooks fired: codex has not run undostore's hook here" in doctor.stdout
+
+
+@needs_tmux
+def test_undo_in_codexs_tui_typed_with_a_space_first(tmp_path):
+    """Codex's TUI takes a prompt starting with `/` for one of its own commands ("Unrecognized
+    command '/undo'": the hook never sees it); ` /undo`, a space first, is a prompt: done by
+    the hook and shown as Codex shows a blocked prompt, "Blocked by hook" and the line."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    tmux = Tmux(tmp_path, columns=110, rows=34)
+    with ModelServer(_script(root)) as model:
+        host = Host(root, tmp_path / "home", model, user_wide=False)
+        tmux.start(["--no-daemon"], root, {**host.env, "TERM": "xterm-256color"},
+                   program=[str(CODEX)])
+        try:
+            tmux.wait_for("Ask Codex to do anything", timeout=60)
+
+            def typed(text: str, then: str) -> str:
+                tmux.send("-l", text)
+                tmux.send("Enter")
+                return tmux.wait_for(then, timeout=60)
+
+            typed("add b", "Worked for")
+            assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
+            typed("/undo", "Unrecognized command '/undo'")
+            assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}   # Codex's, not the hook's
+            tmux.send("Home")            # the command stays in the composer: a space first
+            screen = typed(" ", "Blocked by hook")
+            tmux.wait_for("undostore: undid the last turn", timeout=30)
+            assert files(root) == {"a.txt": "a\n"}
+            assert "'add b'" in tmux.screen(), screen
+        finally:
+            tmux.close()

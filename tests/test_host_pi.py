@@ -25,6 +25,7 @@ from .host_support import (
     told_after_a_terminal_step,
 )
 from .model_server import ModelServer, Tool, received_texts
+from .terminal_support import Tmux, needs_tmux
 
 PI = NODE_MODULES / "@mariozechner" / "pi-coding-agent" / "dist" / "cli.js"
 NODE = "node"
@@ -115,3 +116,39 @@ def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
         assert files(root) == {"shared.txt": "the user's own edit\n"}
         host.prompt(first, "/redo")
         assert files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
+
+
+@needs_tmux
+def test_undo_and_redo_in_pis_tui(tmp_path):
+    """Typed in Pi's TUI (tmux, 100x30): the line shows as Pi's notice, the conversation shows
+    the turn gone (and back after /redo), and the editor is left empty for the next prompt."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    script = {"add b": [Tool("write", {"path": str(root / "b.txt"), "content": "b\n"})],
+              "edit a": [Tool("bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}"})]}
+    tmux = Tmux(tmp_path, columns=100, rows=30)
+    with ModelServer(script) as model:
+        host = Host(root, tmp_path / "home", model)
+        tmux.start(["--provider", "scripted", "--model", "scripted-model"], root,
+                   {**host.env, "TERM": "xterm-256color"}, program=[NODE, str(PI)])
+        try:
+            tmux.wait_for("scripted-model", timeout=60)
+
+            def typed(text: str, then: str) -> str:
+                tmux.send("-l", text)
+                tmux.send("Enter")
+                return tmux.wait_for(then, timeout=60)
+
+            typed("add b", "Done.")
+            typed("edit a", "(no output)")
+            assert (root / "a.txt").read_text() == "A\n"
+            screen = typed("/undo", "undostore: undid the last turn")
+            assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
+            assert "(no output)" not in screen, screen      # the turn left the conversation
+            screen = typed("/redo", "undostore: redid the last turn")
+            assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
+            assert "(no output)" in screen, screen          # and came back with its files
+            # The editor was left empty by the undo: "/redo" was the whole prompt.
+        finally:
+            tmux.close()
