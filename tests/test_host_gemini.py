@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from .host_support import (
     the_two_turns,
 )
 from .model_server import ModelServer, Tool
+from .terminal_support import Tmux, needs_tmux
 
 GEMINI = NODE_MODULES / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 NODE = "node"
@@ -93,3 +95,38 @@ def test_an_untrusted_folder_runs_no_hook_and_doctor_says_so(tmp_path):
                                 timeout=60)
     assert doctor.returncode == 1
     assert "FAIL  gemini: hooks fired: gemini has not run undostore's hook here" in doctor.stdout
+
+
+@needs_tmux
+def test_undo_in_geminis_tui(tmp_path):
+    """Typed in Gemini's TUI (tmux): `/undo` reaches the hook, the files come back, and the
+    line shows as information ("Agent execution stopped: undostore: undid ..."). Gemini adds
+    its own "This request failed" note after any stopped prompt at its default error
+    verbosity (useGeminiStream's maybeAddLowVerbosityFailureNote): no hook field avoids it."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    script = {"edit a": [Tool("run_shell_command", {"command": f"printf 'A\\n' > {root}/a.txt",
+                                                    "description": "edit a"})]}
+    tmux = Tmux(tmp_path, columns=110, rows=34)
+    with ModelServer(script) as model:
+        host = Host(root, tmp_path / "home", model)
+        tmux.start(["--approval-mode", "yolo"], root, {**host.env, "TERM": "xterm-256color"},
+                   program=[NODE, str(GEMINI)])
+        try:
+            tmux.wait_for("Type your message", timeout=90)
+
+            def typed(text: str, then: str) -> str:
+                tmux.send("-l", text)
+                tmux.wait_for(f"* {text}", timeout=30)   # in the prompt box: now submit
+                time.sleep(0.5)   # Ink takes keys that follow text at once for a paste
+                tmux.send("Enter")
+                return tmux.wait_for(then, timeout=90)
+
+            typed("edit a", "Done.")
+            assert files(root) == {"a.txt": "A\n"}
+            screen = typed("/undo", "Agent execution stopped: undostore: undid the last turn")
+            assert files(root) == {"a.txt": "a\n"}
+            assert "'edit a'" in screen and "Agent execution blocked" not in screen, screen
+        finally:
+            tmux.close()
