@@ -7,7 +7,9 @@ carries undostore's note to the model; two conversations in one folder each undo
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from .host_support import (
     the_two_turns,
 )
 from .model_server import ModelServer, Tool
+from .terminal_support import Tmux, needs_tmux
 
 CLAUDE = NODE_MODULES / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
 
@@ -88,3 +91,48 @@ def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
         assert files(root) == {"shared.txt": "the user's own edit\n"}
         host.prompt(first, "/redo")
         assert files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
+
+
+@needs_tmux
+def test_undo_in_claude_codes_tui_and_its_footer(tmp_path):
+    """Typed in Claude Code's TUI (tmux): `/undo` is done by the hook and shown as Claude Code
+    shows a blocked prompt (the line under "UserPromptSubmit operation blocked by hook"), and
+    the footer (undostore's `status` as its statusLine) shows the counts after the undo. The
+    user's first-run answers are in ~/.claude.json as Claude Code keeps them (onboarding done,
+    the API key approved, the folder trusted)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    script = {"edit a": [Tool("Bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}",
+                                       "description": "edit a"})]}
+    tmux = Tmux(tmp_path, columns=110, rows=34)
+    with ModelServer(script) as model:
+        host = Host(root, tmp_path / "home", model)
+        (tmp_path / "home" / ".claude.json").write_text(json.dumps({
+            "hasCompletedOnboarding": True, "theme": "dark",
+            "customApiKeyResponses": {"approved": [host.env["ANTHROPIC_API_KEY"][-20:]],
+                                      "rejected": []},
+            "projects": {str(root): {"hasTrustDialogAccepted": True,
+                                     "hasCompletedProjectOnboarding": True}}}))
+        tmux.start(["--permission-mode", "acceptEdits", "--allowedTools",
+                    "Bash Write Edit Read"], root, {**host.env, "TERM": "xterm-256color"},
+                   program=[str(CLAUDE)])
+        try:
+            tmux.wait_for("undo:0 redo:0 no-hook", timeout=90)   # no turn here yet
+
+            def typed(text: str, then: str) -> str:
+                tmux.send("-l", text)
+                tmux.wait_for(text, timeout=30)   # in the prompt box: now submit
+                time.sleep(0.5)   # keys right after typed text are taken for a paste
+                tmux.send("Enter")
+                return tmux.wait_for(then, timeout=90)
+
+            typed("edit a", "undo:1 redo:0")
+            assert files(root) == {"a.txt": "A\n"}
+            typed("/undo", "undostore: undid the last turn")
+            assert files(root) == {"a.txt": "a\n"}
+            screen = tmux.wait_for("undo:0 redo:1", timeout=30)
+            assert "UserPromptSubmit operation blocked by hook" in screen, screen
+            assert "restoring" not in screen, screen
+        finally:
+            tmux.close()
