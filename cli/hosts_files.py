@@ -27,7 +27,7 @@ CLAUDE_UNDO = _CLAUDE_COMMAND.format(what="Put the files back as they were befor
 CLAUDE_REDO = _CLAUDE_COMMAND.format(what="Take back the last /undo", more="", step="redo")
 
 _RUN_HOOK = """\
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 
 // Run `undostore hook --host HOST` with `event` as JSON on stdin; resolves to its stdout and
 // stderr (never rejects: a failed hook must not break the host).
@@ -50,6 +50,21 @@ function runHook(host, event, cwd) {
     child.stdin.on("error", () => {});
     child.stdin.end(JSON.stringify(event));
   });
+}
+
+// The same, waiting for it: for a turn's end where the host's process may exit as soon as the
+// turn is over (`opencode run` does): a hook still running then would record the files later,
+// with whatever the user changed meanwhile counted as the turn's.
+function runHookNow(host, event, cwd) {
+  try {
+    const done = spawnSync("undostore", ["hook", "--host", host],
+                           { cwd, input: JSON.stringify(event), encoding: "utf8",
+                             windowsHide: true, maxBuffer: 1 << 20 });
+    const failed = done.error ? String(done.error) : "";
+    return { out: done.stdout || "", err: (done.stderr || "") + failed };
+  } catch (error) {
+    return { out: "", err: String(error) };
+  }
 }
 
 // The hook's JSON answer (null when it printed none).
@@ -144,7 +159,7 @@ export const UndostorePlugin = async ({ client, directory, worktree }) => {
     },
     event: async ({ event }) => {
       if (event && event.type === "session.idle") {
-        const { err } = await runHook("opencode", {
+        const { err } = runHookNow("opencode", {
           hook_event_name: "session.idle",
           session_id: event.properties && event.properties.sessionID,
           cwd,
@@ -276,7 +291,8 @@ export default function (api) {
   pi.on("agent_end", async (_event, ctx) => {
     const turn = open;
     open = null;
-    // Before anything is awaited: print mode may end its session while this handler waits.
+    // Before anything is awaited: print mode may end its session while this handler waits
+    // (node itself waits for the hook to end before it exits).
     if (turn) pi.appendEntry(ENTRY, { turn: turn.turn, start: firstAfter(ctx, turn.before) });
     const { err } = await runHook("pi", {
       hook_event_name: "agent_end", session_id: sessionOf(ctx), cwd: ctx.cwd,

@@ -116,3 +116,18 @@ def told_after_a_terminal_step(prompt: PrintMode, conversation: str, step: str,
     assert done.returncode == 0, done.stderr
     prompt(conversation, "next?")
     return json.dumps(model.requests[-1]["body"])
+
+
+def slow_turn_ends(env: dict[str, str], folder: Path, seconds: float = 1.5) -> None:
+    """Put first on the host's PATH an `undostore` that takes `seconds` longer over a turn's
+    end (as a big tree's snapshot would): a host that exits before its turn-end hook is done
+    leaves the turn open, and the files recorded for it later are whatever is there then."""
+    bin_dir = folder / "slow-bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    program = bin_dir / "undostore"
+    program.write_text("#!/bin/sh\nevent=$(cat)\n"
+                       "case \"$event\" in *'\"agent_end\"'*|*'\"session.idle\"'*) "
+                       f"sleep {seconds};; esac\n"
+                       f"printf '%s' \"$event\" | \"{sys.executable}\" -m undostore \"$@\"\n")
+    program.chmod(0o755)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from undostore import Workspace
+
 from .host_support import (
     NODE_MODULES,
     PrintMode,
@@ -21,6 +23,7 @@ from .host_support import (
     files,
     host_env,
     init,
+    slow_turn_ends,
     the_two_turns,
     told_after_a_terminal_step,
 )
@@ -107,8 +110,11 @@ def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
     first, second = str(tmp_path / "first.jsonl"), str(tmp_path / "second.jsonl")
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
+        slow_turn_ends(host.env, tmp_path)
         host.prompt(first, "write x")
         host.prompt(second, "write y")
+        with Workspace(root) as ws:   # the turn's end was recorded before the host exited
+            assert ws.log(host.prompt.session(second)).undo[0].after is not None
         (root / "shared.txt").write_text("the user's own edit\n")
         host.prompt(first, "/undo")
         assert files(root) == {"shared.txt": "the user's own edit\n", "y.txt": "y\n"}
