@@ -36,6 +36,7 @@ from .hosts import (
 )
 from .hosts_undo import parse_command, perform
 from .plain import Options, adoption_line, stdin_is_terminal
+from .signals import process_cancel
 
 LABEL_CHARS = 80
 
@@ -117,6 +118,9 @@ def _workspace(ctx: Options, turn: Turn):  # noqa: ANN202 (undostore.Workspace, 
     store = ctx.named_store
     root = ctx.root or discover(turn.cwd, store, force=ctx.force).root
     workspace = Workspace(root, store, force=ctx.force)
+    # SIGINT and SIGTERM (a host giving up on its hook) as the CLI has them: a restore rolls
+    # back at its next file operation (signals.py; entry.py installs the handlers).
+    workspace.cancel = process_cancel()
     # A restore a crash left half-done is finished first: never silently (the `/undo` answer
     # says so too).
     workspace.on_recovery = lambda pending: print(f"undostore: {pending.finishing_notice()}",
@@ -288,8 +292,8 @@ def _message(err: BaseException) -> str:
     if isinstance(err, OSError) and err.strerror:
         where = f"{os.fsdecode(err.filename)}: " if err.filename else ""
         message = f"{where}{err.strerror}"
-    elif isinstance(err, KeyboardInterrupt):
-        message = "interrupted"
+    elif isinstance(err, KeyboardInterrupt):   # Interrupted says what became of a restore
+        message = getattr(err, "message", None) or "interrupted"
     else:
         message = str(err) or type(err).__name__
     return "undostore: error: hook: " + " ".join(message.split())

@@ -36,7 +36,7 @@ def stall_at(k: int, marker: str, stop: Callable[[], bool] | None = None
 
 
 def _run_cli(k: int, marker: str, args: list[str]) -> None:
-    from undostore_cli.main import main
+    from undostore_cli.entry import main  # as the console script: `hook` without click
 
     from undostore import workspace
 

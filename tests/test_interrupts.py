@@ -303,3 +303,36 @@ def test_ctrl_c_during_restore_abort_waits_until_the_roll_back_is_done(tree_fact
     assert b"roll-back" in done.stdout and b"was done" in done.stdout
     assert disk_state(root) == state_b
     _nothing_pending(root)
+
+
+def test_sigterm_during_an_undo_typed_in_a_host_rolls_it_back(tree_factory, tmp_path):
+    """A host that gives up on its hook (a timeout, the user closing it) sends SIGTERM: an
+    `/undo` the hook is doing rolls back as the CLI's does, the turn stays to undo, nothing is
+    left pending, and the hook ends with exit 1 and one line (never 2)."""
+    root, snap_a, _, snap_b, state_b = _states(tree_factory)
+    with Workspace(root) as ws:   # the session's turn took the files from A to B
+        ws.restore(snap_a)
+        ws.snapshot(session="s", label="the turn")
+        ws.restore(snap_b)
+        ws.end_turn("s")
+        history = ws.log("s")
+    before = disk_state(root)
+    marker = str(tmp_path / "stalled")
+    event = json.dumps({"session_id": "s", "cwd": str(root), "hook_event_name":
+                        "UserPromptSubmit", "prompt": "/undo"})
+    (tmp_path / "event.json").write_text(event)
+    with open(tmp_path / "event.json", "rb") as stdin:
+        proc = subprocess.Popen([sys.executable, STALL, "20", marker, "hook", "--host",
+                                 "claude-code"], env={**os.environ, "UNDOSTORE_FSMONITOR": "off"},
+                                cwd=root, stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    assert _wait_for(proc, marker)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and out == b"", (proc.returncode, out, err)
+    assert err.count(b"\n") == 1 and b"undostore: error: hook:" in err, err
+    assert b"rolled back" in err, err
+    assert disk_state(root) == before == state_b
+    with Workspace(root) as ws:
+        assert ws.log("s") == history   # the turn still to undo, no redo
+    _nothing_pending(root)
