@@ -7,12 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import NamedTuple
 
 from undostore import Workspace
 
 from .model_server import ModelServer, received_texts
+from .terminal_support import Tmux
 
 NODE_MODULES = Path(__file__).parent / "hosts" / "node_modules"
 
@@ -126,8 +128,38 @@ def slow_turn_ends(env: dict[str, str], folder: Path, seconds: float = 1.5) -> N
     bin_dir.mkdir(parents=True, exist_ok=True)
     program = bin_dir / "undostore"
     program.write_text("#!/bin/sh\nevent=$(cat)\n"
-                       "case \"$event\" in *'\"agent_end\"'*|*'\"session.idle\"'*) "
+                       "case \"$event\" in *'\"agent_end\"'*|*'\"session.idle\"'*|*'\"Stop\"'*) "
                        f"sleep {seconds};; esac\n"
                        f"printf '%s' \"$event\" | \"{sys.executable}\" -m undostore \"$@\"\n")
     program.chmod(0o755)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+
+
+def two_conversations_undo_their_own(prompt: PrintMode, first: str, second: str,
+                                     root: Path) -> None:
+    """Two conversations in one folder, each writing a file (the script's "write x" and "write
+    y"), then the user's own edit: each `/undo` takes back its conversation's turn only, and
+    the user's edit stays. Each turn's end is recorded by the time the host exits."""
+    (root / "shared.txt").write_text("s\n")
+    prompt(first, "write x")
+    prompt(second, "write y")
+    with Workspace(root) as ws:
+        assert ws.log(prompt.session(second)).undo[0].after is not None
+    (root / "shared.txt").write_text("the user's own edit\n")
+    prompt(first, "/undo")
+    assert files(root) == {"shared.txt": "the user's own edit\n", "y.txt": "y\n"}
+    prompt(second, "/undo")
+    assert files(root) == {"shared.txt": "the user's own edit\n"}
+    prompt(first, "/redo")
+    assert files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
+
+
+def typed(tmux: Tmux, text: str, then: str, timeout: float = 90) -> str:
+    """Type `text` into a host's TUI and submit it once it shows (a half second later: TUIs
+    take keys arriving right after typed text for a paste, and Enter then for a new line);
+    the screen once `then` shows."""
+    tmux.send("-l", text)
+    tmux.wait_for(text, timeout=30)
+    time.sleep(0.5)
+    tmux.send("Enter")
+    return tmux.wait_for(then, timeout=timeout)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -22,7 +21,10 @@ from .host_support import (
     files,
     host_env,
     init,
+    slow_turn_ends,
     the_two_turns,
+    two_conversations_undo_their_own,
+    typed,
 )
 from .model_server import ModelServer, Tool
 from .terminal_support import Tmux, needs_tmux
@@ -76,21 +78,12 @@ def test_turns_undo_and_redo_inside_claude_code(tmp_path):
 def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
     root = tmp_path / "project"
     root.mkdir()
-    (root / "shared.txt").write_text("s\n")
-    script = {"write x": [Tool("Write", {"file_path": str(root / "x.txt"), "content": "x\n"})],
-              "write y": [Tool("Write", {"file_path": str(root / "y.txt"), "content": "y\n"})]}
-    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    script = {name: [Tool("Write", {"file_path": str(root / path), "content": path[0] + "\n"})]
+              for name, path in (("write x", "x.txt"), ("write y", "y.txt"))}
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
-        host.prompt(first, "write x")
-        host.prompt(second, "write y")
-        (root / "shared.txt").write_text("the user's own edit\n")
-        host.prompt(first, "/undo")
-        assert files(root) == {"shared.txt": "the user's own edit\n", "y.txt": "y\n"}
-        host.prompt(second, "/undo")
-        assert files(root) == {"shared.txt": "the user's own edit\n"}
-        host.prompt(first, "/redo")
-        assert files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
+        slow_turn_ends(host.env, tmp_path)
+        two_conversations_undo_their_own(host.prompt, str(uuid.uuid4()), str(uuid.uuid4()), root)
 
 
 @needs_tmux
@@ -120,16 +113,10 @@ def test_undo_in_claude_codes_tui_and_its_footer(tmp_path):
         try:
             tmux.wait_for("undo:0 redo:0 no-hook", timeout=90)   # no turn here yet
 
-            def typed(text: str, then: str) -> str:
-                tmux.send("-l", text)
-                tmux.wait_for(text, timeout=30)   # in the prompt box: now submit
-                time.sleep(0.5)   # keys right after typed text are taken for a paste
-                tmux.send("Enter")
-                return tmux.wait_for(then, timeout=90)
 
-            typed("edit a", "undo:1 redo:0")
+            typed(tmux, "edit a", "undo:1 redo:0")
             assert files(root) == {"a.txt": "A\n"}
-            typed("/undo", "undostore: undid the last turn")
+            typed(tmux, "/undo", "undostore: undid the last turn")
             assert files(root) == {"a.txt": "a\n"}
             screen = tmux.wait_for("undo:0 redo:1", timeout=30)
             assert "UserPromptSubmit operation blocked by hook" in screen, screen

@@ -28,6 +28,7 @@ from .host_support import (
     host_env,
     init,
     the_two_turns,
+    typed,
 )
 from .model_server import ModelServer, Tool
 from .terminal_support import Tmux, needs_tmux
@@ -197,17 +198,13 @@ def test_undo_in_codexs_tui_typed_with_a_space_first(tmp_path):
         try:
             tmux.wait_for("Ask Codex to do anything", timeout=60)
 
-            def typed(text: str, then: str) -> str:
-                tmux.send("-l", text)
-                tmux.send("Enter")
-                return tmux.wait_for(then, timeout=60)
 
-            typed("add b", "Worked for")
+            typed(tmux, "add b", "Worked for")
             assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
-            typed("/undo", "Unrecognized command '/undo'")
+            typed(tmux, "/undo", "Unrecognized command '/undo'")
             assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}   # Codex's, not the hook's
             tmux.send("Home")            # the command stays in the composer: a space first
-            screen = typed(" ", "Blocked by hook")
+            screen = typed(tmux, " ", "Blocked by hook")
             tmux.wait_for("undostore: undid the last turn", timeout=30)
             assert files(root) == {"a.txt": "a\n"}
             assert "'add b'" in tmux.screen(), screen

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from .host_support import (
     host_env,
     init,
     the_two_turns,
+    typed,
 )
 from .model_server import ModelServer, Tool
 from .terminal_support import Tmux, needs_tmux
@@ -116,16 +116,10 @@ def test_undo_in_geminis_tui(tmp_path):
         try:
             tmux.wait_for("Type your message", timeout=90)
 
-            def typed(text: str, then: str) -> str:
-                tmux.send("-l", text)
-                tmux.wait_for(f"* {text}", timeout=30)   # in the prompt box: now submit
-                time.sleep(0.5)   # Ink takes keys that follow text at once for a paste
-                tmux.send("Enter")
-                return tmux.wait_for(then, timeout=90)
 
-            typed("edit a", "Done.")
+            typed(tmux, "edit a", "Done.")
             assert files(root) == {"a.txt": "A\n"}
-            screen = typed("/undo", "Agent execution stopped: undostore: undid the last turn")
+            screen = typed(tmux, "/undo", "Agent execution stopped: undostore: undid the last turn")
             assert files(root) == {"a.txt": "a\n"}
             assert "'edit a'" in screen and "Agent execution blocked" not in screen, screen
         finally:

@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from undostore import Workspace
-
 from .host_support import (
     NODE_MODULES,
     PrintMode,
@@ -29,6 +27,7 @@ from .host_support import (
     slow_turn_ends,
     the_two_turns,
     told_after_a_terminal_step,
+    two_conversations_undo_their_own,
 )
 from .model_server import ModelServer, Tool
 
@@ -108,20 +107,9 @@ def test_turns_undo_and_redo_inside_opencode(tmp_path):
 def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
     root = tmp_path / "project"
     root.mkdir()
-    (root / "shared.txt").write_text("s\n")
-    script = {"write x": [Tool("write", {"filePath": str(root / "x.txt"), "content": "x\n"})],
-              "write y": [Tool("write", {"filePath": str(root / "y.txt"), "content": "y\n"})]}
+    script = {name: [Tool("write", {"filePath": str(root / path), "content": path[0] + "\n"})]
+              for name, path in (("write x", "x.txt"), ("write y", "y.txt"))}
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
         slow_turn_ends(host.env, tmp_path)
-        host.prompt("first", "write x")
-        host.prompt("second", "write y")
-        with Workspace(root) as ws:   # the turn's end was recorded before the host exited
-            assert ws.log(host.prompt.session("second")).undo[0].after is not None
-        (root / "shared.txt").write_text("the user's own edit\n")
-        host.prompt("first", "/undo")
-        assert files(root) == {"shared.txt": "the user's own edit\n", "y.txt": "y\n"}
-        host.prompt("second", "/undo")
-        assert files(root) == {"shared.txt": "the user's own edit\n"}
-        host.prompt("first", "/redo")
-        assert files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
+        two_conversations_undo_their_own(host.prompt, "first", "second", root)

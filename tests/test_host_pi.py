@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from undostore import Workspace
-
 from .host_support import (
     NODE_MODULES,
     PrintMode,
@@ -26,6 +24,8 @@ from .host_support import (
     slow_turn_ends,
     the_two_turns,
     told_after_a_terminal_step,
+    two_conversations_undo_their_own,
+    typed,
 )
 from .model_server import ModelServer, Tool, received_texts
 from .terminal_support import Tmux, needs_tmux
@@ -104,24 +104,13 @@ def test_turns_undo_and_redo_inside_pi(tmp_path):
 def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
     root = tmp_path / "project"
     root.mkdir()
-    (root / "shared.txt").write_text("s\n")
-    script = {"write x": [Tool("write", {"path": str(root / "x.txt"), "content": "x\n"})],
-              "write y": [Tool("write", {"path": str(root / "y.txt"), "content": "y\n"})]}
-    first, second = str(tmp_path / "first.jsonl"), str(tmp_path / "second.jsonl")
+    script = {name: [Tool("write", {"path": str(root / path), "content": path[0] + "\n"})]
+              for name, path in (("write x", "x.txt"), ("write y", "y.txt"))}
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
         slow_turn_ends(host.env, tmp_path)
-        host.prompt(first, "write x")
-        host.prompt(second, "write y")
-        with Workspace(root) as ws:   # the turn's end was recorded before the host exited
-            assert ws.log(host.prompt.session(second)).undo[0].after is not None
-        (root / "shared.txt").write_text("the user's own edit\n")
-        host.prompt(first, "/undo")
-        assert files(root) == {"shared.txt": "the user's own edit\n", "y.txt": "y\n"}
-        host.prompt(second, "/undo")
-        assert files(root) == {"shared.txt": "the user's own edit\n"}
-        host.prompt(first, "/redo")
-        assert files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
+        two_conversations_undo_their_own(host.prompt, str(tmp_path / "first.jsonl"),
+                                         str(tmp_path / "second.jsonl"), root)
 
 
 @needs_tmux
@@ -141,18 +130,14 @@ def test_undo_and_redo_in_pis_tui(tmp_path):
         try:
             tmux.wait_for("scripted-model", timeout=60)
 
-            def typed(text: str, then: str) -> str:
-                tmux.send("-l", text)
-                tmux.send("Enter")
-                return tmux.wait_for(then, timeout=60)
 
-            typed("add b", "Done.")
-            typed("edit a", "(no output)")
+            typed(tmux, "add b", "Done.")
+            typed(tmux, "edit a", "(no output)")
             assert (root / "a.txt").read_text() == "A\n"
-            screen = typed("/undo", "undostore: undid the last turn")
+            screen = typed(tmux, "/undo", "undostore: undid the last turn")
             assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
             assert "(no output)" not in screen, screen      # the turn left the conversation
-            screen = typed("/redo", "undostore: redid the last turn")
+            screen = typed(tmux, "/redo", "undostore: redid the last turn")
             assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
             assert "(no output)" in screen, screen          # and came back with its files
             # The editor was left empty by the undo: "/redo" was the whole prompt.
