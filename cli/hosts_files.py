@@ -27,7 +27,7 @@ CLAUDE_UNDO = _CLAUDE_COMMAND.format(what="Put the files back as they were befor
 CLAUDE_REDO = _CLAUDE_COMMAND.format(what="Take back the last /undo", more="", step="redo")
 
 _RUN_HOOK = """\
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 
 // Run `undostore hook --host HOST` with `event` as JSON on stdin; resolves to its stdout and
 // stderr (never rejects: a failed hook must not break the host).
@@ -50,21 +50,6 @@ function runHook(host, event, cwd) {
     child.stdin.on("error", () => {});
     child.stdin.end(JSON.stringify(event));
   });
-}
-
-// The same, waiting for it: for a turn's end where the host's process may exit as soon as the
-// turn is over (`opencode run` does): a hook still running then would record the files later,
-// with whatever the user changed meanwhile counted as the turn's.
-function runHookNow(host, event, cwd) {
-  try {
-    const done = spawnSync("undostore", ["hook", "--host", host],
-                           { cwd, input: JSON.stringify(event), encoding: "utf8",
-                             windowsHide: true, maxBuffer: 1 << 20 });
-    const failed = done.error ? String(done.error) : "";
-    return { out: done.stdout || "", err: (done.stderr || "") + failed };
-  } catch (error) {
-    return { out: "", err: String(error) };
-  }
 }
 
 // The hook's JSON answer (null when it printed none).
@@ -91,6 +76,23 @@ OPENCODE_PLUGIN = """\
 // taken back or applied again (OpenCode calls the model for every message: nothing of the
 // command reaches it). Needs `undostore` on the PATH OpenCode runs with.
 """ + _RUN_HOOK + """
+import { spawnSync } from "node:child_process";
+
+// `runHook`, waiting for it: for a turn's end where the host's process may exit as soon as the
+// turn is over (`opencode run` does): a hook still running then would record the files later,
+// with whatever the user changed meanwhile counted as the turn's.
+function runHookNow(host, event, cwd) {
+  try {
+    const done = spawnSync("undostore", ["hook", "--host", host],
+                           { cwd, input: JSON.stringify(event), encoding: "utf8",
+                             windowsHide: true, maxBuffer: 1 << 20 });
+    const failed = done.error ? String(done.error) : "";
+    return { out: done.stdout || "", err: (done.stderr || "") + failed };
+  } catch (error) {
+    return { out: "", err: String(error) };
+  }
+}
+
 const RUN_MODE = process.argv.includes("run");   // `opencode run`: no TUI to show a toast
 
 // The text the user typed. `opencode run` quotes a message argument holding a space
