@@ -125,15 +125,17 @@ def _codex_unreviewed(root: str, home: str, settings: dict) -> list[str]:
     """undostore's Codex hooks (the project's `.codex/hooks.json`, else the user's) that have
     no review recorded: Codex keeps one as `[hooks.state."<file>:<event>:<i>:<j>"]
     trusted_hash` in the user's config.toml (its `/hooks` screen writes it)."""
-    state = settings.get("hooks", {}).get("state", {}) if isinstance(settings.get("hooks"),
-                                                                      dict) else {}
+    hooks = settings.get("hooks")
+    state = hooks.get("state") if isinstance(hooks, dict) else None
     path = os.path.join(root, ".codex", "hooks.json")
     if not os.path.exists(path):
         path = os.path.join(home, "hooks.json")
-    reviewed = {key.rsplit(":", 3)[1] for key, value in state.items()
-                if isinstance(value, dict) and value.get("trusted_hash")
-                and key.count(":") >= 3 and key.rsplit(":", 3)[0] in (path,
-                                                                      os.path.realpath(path))}
+    reviewed = set()
+    for key, value in (state.items() if isinstance(state, dict) else ()):
+        parts = key.rsplit(":", 3)   # <file>:<event>:<group>:<handler>
+        if (len(parts) == 4 and parts[0] in (path, os.path.realpath(path))
+                and isinstance(value, dict) and value.get("trusted_hash")):
+            reviewed.add(parts[1])
     return [f"{path} {event}" for event in ("user_prompt_submit", "stop")
             if event not in reviewed]
 

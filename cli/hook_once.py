@@ -33,10 +33,10 @@ def event_key(host: Host, name: str, event: dict[str, Any]) -> EventKey | None:
     which is never taken for a duplicate (ending a turn twice records nothing more, and the
     next turn's end looks the same)."""
     session = pick(event, host.session)
-    ident = pick(event, host.event_id) if host.event_id is not None else None
+    ident = host.id_of(event)
     prompt = json.dumps(pick(event, host.prompt), sort_keys=True, default=str)
     digest = hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()
-    if isinstance(ident, (str, int)) and str(ident):
+    if ident is not None:
         return EventKey(_join(host.name, name, session, "id", ident, digest), ID_SECONDS)
     if name not in host.prompt_events:
         return None

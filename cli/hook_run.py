@@ -171,11 +171,11 @@ def _act(host: Host, name: str | None, event: dict[str, Any], turn: Turn, worksp
             if host.plugin:
                 return _plugin_answer(workspace, session, done)
             return _blocked(host, done.line)
-        ident = _event_id(host, event)
+        ident = host.id_of(event)
         _say_left_out(workspace.snapshot(session=session, label=label_of(prompt),
                                          meta={"event_id": ident} if ident else None))
         return _with_notes(host, workspace, session, quiet)
-    workspace.end_turn(session, event_id=_event_id(host, event) if host.ends_by_id else None)
+    workspace.end_turn(session, event_id=host.id_of(event) if host.ends_by_id else None)
     if host.after_records_point:  # the next turn's undo point: notify has no other
         done = label_of(pick(event, host.prompt))
         _say_left_out(workspace.snapshot(session=session,
@@ -189,20 +189,13 @@ def _with_notes(host: Host, workspace: Any, session: str, quiet: Answer) -> Answ
     takes context from this hook; elsewhere the notes wait."""
     if host.context is None and not host.plugin:
         return quiet
-    lines = workspace.notes_for_model(session)
-    if not lines:
+    note = _note(workspace, session)
+    if note is None:
         return quiet
-    note = "undostore: " + " ".join(lines)
     if host.plugin:
         return Answer(json.dumps({"context": note}), noted=True)
     return Answer(json.dumps({"hookSpecificOutput": {"hookEventName": host.context,
                                                      "additionalContext": note}}), noted=True)
-
-
-def _event_id(host: Host, event: dict[str, Any]) -> str | None:
-    """The id the host gave the event (kept with its undo point), None where it gave none."""
-    ident = pick(event, host.event_id) if host.event_id is not None else None
-    return str(ident) if isinstance(ident, (str, int)) and str(ident) else None
 
 
 def _plugin_answer(workspace: Any, session: str, done: Any) -> Answer:
@@ -210,10 +203,15 @@ def _plugin_answer(workspace: Any, session: str, done: Any) -> Answer:
     the plugin gave each, and its label) and the note for the model, taken here (Pi's
     extension sends it only where it cannot move the conversation; OpenCode's sends it in the
     command's place)."""
-    note = " ".join(workspace.notes_for_model(session))
     turns = [{"event_id": p.meta.get("event_id"), "label": p.label} for p in done.turns]
     return Answer(json.dumps({"decision": "block", "reason": done.line, "turns": turns,
-                              "note": f"undostore: {note}" if note else None}))
+                              "note": _note(workspace, session)}))
+
+
+def _note(workspace: Any, session: str) -> str | None:
+    """The note for the session's model (history/notes.py), taken: one line; None: none."""
+    lines = workspace.notes_for_model(session)
+    return "undostore: " + " ".join(lines) if lines else None
 
 
 def _say_left_out(result) -> None:  # noqa: ANN001 (undostore.SnapshotResult, imported lazily)

@@ -103,6 +103,11 @@ class Host:
             return next(iter(self.after_events))
         return None
 
+    def id_of(self, event: dict[str, Any]) -> str | None:
+        """The id the host gave `event` (`event_id`), None where it gave none."""
+        ident = pick(event, self.event_id) if self.event_id is not None else None
+        return str(ident) if isinstance(ident, (str, int)) and str(ident) else None
+
     def quiet_answer(self, event_name: str | None) -> str:
         """What stdout gets when the hook has nothing to say (done or failed)."""
         if self.stdout != ALWAYS_JSON:
