@@ -8,15 +8,27 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
+import pytest
+
 from undostore import Workspace
 
-from .model_server import ModelServer, received_texts
+from .model_server import ModelServer, Tool, received_texts
 from .terminal_support import Tmux
 
 NODE_MODULES = Path(__file__).parent / "hosts" / "node_modules"
+
+
+def pinned(program: Path, name: str) -> pytest.MarkDecorator:
+    """A host's tests run where its pinned program is installed (Linux, after `npm ci` in
+    tests/hosts, as `.ci/run` does: never skipped in CI)."""
+    return pytest.mark.skipif(sys.platform != "linux" or not program.exists(),
+                              reason=f"the pinned {name} (run `npm ci` in tests/hosts; "
+                                     ".ci/run does)")
 
 
 def host_env(home: Path, model: ModelServer, **extra: str) -> dict[str, str]:
@@ -135,23 +147,47 @@ def slow_turn_ends(env: dict[str, str], folder: Path, seconds: float = 1.5) -> N
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
 
 
-def two_conversations_undo_their_own(prompt: PrintMode, first: str, second: str,
-                                     root: Path) -> None:
-    """Two conversations in one folder, each writing a file (the script's "write x" and "write
-    y"), then the user's own edit: each `/undo` takes back its conversation's turn only, and
-    the user's edit stays. Each turn's end is recorded by the time the host exits."""
+def two_conversations_undo_their_own(tmp_path: Path, make_host: Callable[..., object],
+                                     write: Callable[[Path, str], Tool], first: str,
+                                     second: str) -> None:
+    """Two conversations in one folder, each writing a file with the host's write tool
+    (`write(path, text)`), then the user's own edit: each `/undo` takes back its
+    conversation's turn only, and the user's edit stays. The turn-end hook is slowed
+    (`slow_turn_ends`), and each turn's end is recorded by the time the host exits."""
+    root = tmp_path / "project"
+    root.mkdir()
     (root / "shared.txt").write_text("s\n")
-    prompt(first, "write x")
-    prompt(second, "write y")
-    with Workspace(root) as ws:
-        assert ws.log(prompt.session(second)).undo[0].after is not None
-    (root / "shared.txt").write_text("the user's own edit\n")
-    prompt(first, "/undo")
-    assert files(root) == {"shared.txt": "the user's own edit\n", "y.txt": "y\n"}
-    prompt(second, "/undo")
-    assert files(root) == {"shared.txt": "the user's own edit\n"}
-    prompt(first, "/redo")
-    assert files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
+    script = {"write x": [write(root / "x.txt", "x\n")], "write y": [write(root / "y.txt", "y\n")]}
+    with ModelServer(script) as model:
+        host = make_host(root, tmp_path / "home", model)
+        slow_turn_ends(host.env, tmp_path)
+        prompt = host.prompt
+        prompt(first, "write x")
+        prompt(second, "write y")
+        with Workspace(root) as ws:
+            assert ws.log(prompt.session(second)).undo[0].after is not None
+        (root / "shared.txt").write_text("the user's own edit\n")
+        prompt(first, "/undo")
+        assert files(root) == {"shared.txt": "the user's own edit\n", "y.txt": "y\n"}
+        prompt(second, "/undo")
+        assert files(root) == {"shared.txt": "the user's own edit\n"}
+        prompt(first, "/redo")
+        assert files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
+
+
+@contextmanager
+def in_tui(folder: Path, program: list[str], args: list[str], root: Path, env: dict[str, str],
+           ready: str, columns: int = 110, rows: int = 34, timeout: float = 90
+           ) -> Iterator[Tmux]:
+    """A host's TUI in a tmux pane (`program args` in `root`), once `ready` shows (within
+    `timeout` seconds); closed after."""
+    tmux = Tmux(folder, columns=columns, rows=rows)
+    tmux.start(args, root, {**env, "TERM": "xterm-256color"}, program=program)
+    try:
+        tmux.wait_for(ready, timeout=timeout)
+        yield tmux
+    finally:
+        tmux.close()
 
 
 def typed(tmux: Tmux, text: str, then: str, timeout: float = 90) -> str:

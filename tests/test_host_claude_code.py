@@ -8,11 +8,8 @@ carries undostore's note to the model; two conversations in one folder each undo
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from pathlib import Path
-
-import pytest
 
 from .host_support import (
     NODE_MODULES,
@@ -20,20 +17,19 @@ from .host_support import (
     after_the_first_undo,
     files,
     host_env,
+    in_tui,
     init,
-    slow_turn_ends,
+    pinned,
     the_two_turns,
     two_conversations_undo_their_own,
     typed,
 )
 from .model_server import ModelServer, Tool
-from .terminal_support import Tmux, needs_tmux
+from .terminal_support import needs_tmux
 
 CLAUDE = NODE_MODULES / "@anthropic-ai" / "claude-code-linux-x64" / "claude"
 
-pytestmark = pytest.mark.skipif(
-    sys.platform != "linux" or not CLAUDE.exists(),
-    reason="the pinned Claude Code (run `npm ci` in tests/hosts; .ci/run does)")
+pytestmark = pinned(CLAUDE, "Claude Code")
 
 
 class Host:
@@ -76,14 +72,9 @@ def test_turns_undo_and_redo_inside_claude_code(tmp_path):
 
 
 def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
-    root = tmp_path / "project"
-    root.mkdir()
-    script = {name: [Tool("Write", {"file_path": str(root / path), "content": path[0] + "\n"})]
-              for name, path in (("write x", "x.txt"), ("write y", "y.txt"))}
-    with ModelServer(script) as model:
-        host = Host(root, tmp_path / "home", model)
-        slow_turn_ends(host.env, tmp_path)
-        two_conversations_undo_their_own(host.prompt, str(uuid.uuid4()), str(uuid.uuid4()), root)
+    two_conversations_undo_their_own(
+        tmp_path, Host, lambda path, text: Tool("Write", {"file_path": str(path), "content": text}),
+        str(uuid.uuid4()), str(uuid.uuid4()))
 
 
 @needs_tmux
@@ -98,7 +89,6 @@ def test_undo_in_claude_codes_tui_and_its_footer(tmp_path):
     (root / "a.txt").write_text("a\n")
     script = {"edit a": [Tool("Bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}",
                                        "description": "edit a"})]}
-    tmux = Tmux(tmp_path, columns=110, rows=34)
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
         (tmp_path / "home" / ".claude.json").write_text(json.dumps({
@@ -107,13 +97,9 @@ def test_undo_in_claude_codes_tui_and_its_footer(tmp_path):
                                       "rejected": []},
             "projects": {str(root): {"hasTrustDialogAccepted": True,
                                      "hasCompletedProjectOnboarding": True}}}))
-        tmux.start(["--permission-mode", "acceptEdits", "--allowedTools",
-                    "Bash Write Edit Read"], root, {**host.env, "TERM": "xterm-256color"},
-                   program=[str(CLAUDE)])
-        try:
-            tmux.wait_for("undo:0 redo:0 no-hook", timeout=90)   # no turn here yet
-
-
+        with in_tui(tmp_path, [str(CLAUDE)], ["--permission-mode", "acceptEdits",
+                                              "--allowedTools", "Bash Write Edit Read"],
+                    root, host.env, "undo:0 redo:0 no-hook") as tmux:   # no turn here yet
             typed(tmux, "edit a", "undo:1 redo:0")
             assert files(root) == {"a.txt": "A\n"}
             typed(tmux, "/undo", "undostore: undid the last turn")
@@ -121,5 +107,3 @@ def test_undo_in_claude_codes_tui_and_its_footer(tmp_path):
             screen = tmux.wait_for("undo:0 redo:1", timeout=30)
             assert "UserPromptSubmit operation blocked by hook" in screen, screen
             assert "restoring" not in screen, screen
-        finally:
-            tmux.close()

@@ -18,28 +18,26 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from .host_support import (
     NODE_MODULES,
     PrintMode,
     after_the_first_undo,
     files,
     host_env,
+    in_tui,
     init,
+    pinned,
     the_two_turns,
     typed,
 )
 from .model_server import ModelServer, Tool
-from .terminal_support import Tmux, needs_tmux
+from .terminal_support import needs_tmux
 
 CODEX = (NODE_MODULES / "@openai" / "codex-linux-x64" / "vendor" / "x86_64-unknown-linux-musl"
          / "bin" / "codex")
 MODEL = "scripted-model"
 
-pytestmark = pytest.mark.skipif(
-    sys.platform != "linux" or not CODEX.exists(),
-    reason="the pinned Codex (run `npm ci` in tests/hosts; .ci/run does)")
+pytestmark = pinned(CODEX, "Codex")
 
 
 class ExecPrompts(PrintMode):
@@ -190,15 +188,10 @@ def test_undo_in_codexs_tui_typed_with_a_space_first(tmp_path):
     root = tmp_path / "project"
     root.mkdir()
     (root / "a.txt").write_text("a\n")
-    tmux = Tmux(tmp_path, columns=110, rows=34)
     with ModelServer(_script(root)) as model:
         host = Host(root, tmp_path / "home", model, user_wide=False)
-        tmux.start(["--no-daemon"], root, {**host.env, "TERM": "xterm-256color"},
-                   program=[str(CODEX)])
-        try:
-            tmux.wait_for("Ask Codex to do anything", timeout=60)
-
-
+        with in_tui(tmp_path, [str(CODEX)], ["--no-daemon"], root, host.env,
+                    "Ask Codex to do anything", timeout=60) as tmux:
             typed(tmux, "add b", "Worked for")
             assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
             typed(tmux, "/undo", "Unrecognized command '/undo'")
@@ -208,5 +201,3 @@ def test_undo_in_codexs_tui_typed_with_a_space_first(tmp_path):
             tmux.wait_for("undostore: undid the last turn", timeout=30)
             assert files(root) == {"a.txt": "a\n"}
             assert "'add b'" in tmux.screen(), screen
-        finally:
-            tmux.close()

@@ -14,27 +14,25 @@ import sys
 import uuid
 from pathlib import Path
 
-import pytest
-
 from .host_support import (
     NODE_MODULES,
     PrintMode,
     after_the_first_undo,
     files,
     host_env,
+    in_tui,
     init,
+    pinned,
     the_two_turns,
     typed,
 )
 from .model_server import ModelServer, Tool
-from .terminal_support import Tmux, needs_tmux
+from .terminal_support import needs_tmux
 
 GEMINI = NODE_MODULES / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 NODE = "node"
 
-pytestmark = pytest.mark.skipif(
-    sys.platform != "linux" or not GEMINI.exists(),
-    reason="the pinned Gemini CLI (run `npm ci` in tests/hosts; .ci/run does)")
+pytestmark = pinned(GEMINI, "Gemini CLI")
 
 
 class Host:
@@ -108,19 +106,12 @@ def test_undo_in_geminis_tui(tmp_path):
     (root / "a.txt").write_text("a\n")
     script = {"edit a": [Tool("run_shell_command", {"command": f"printf 'A\\n' > {root}/a.txt",
                                                     "description": "edit a"})]}
-    tmux = Tmux(tmp_path, columns=110, rows=34)
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
-        tmux.start(["--approval-mode", "yolo"], root, {**host.env, "TERM": "xterm-256color"},
-                   program=[NODE, str(GEMINI)])
-        try:
-            tmux.wait_for("Type your message", timeout=90)
-
-
+        with in_tui(tmp_path, [NODE, str(GEMINI)], ["--approval-mode", "yolo"], root, host.env,
+                    "Type your message") as tmux:
             typed(tmux, "edit a", "Done.")
             assert files(root) == {"a.txt": "A\n"}
             screen = typed(tmux, "/undo", "Agent execution stopped: undostore: undid the last turn")
             assert files(root) == {"a.txt": "a\n"}
             assert "'edit a'" in screen and "Agent execution blocked" not in screen, screen
-        finally:
-            tmux.close()

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from .host_support import (
     NODE_MODULES,
@@ -24,7 +21,7 @@ from .host_support import (
     files,
     host_env,
     init,
-    slow_turn_ends,
+    pinned,
     the_two_turns,
     told_after_a_terminal_step,
     two_conversations_undo_their_own,
@@ -33,9 +30,7 @@ from .model_server import ModelServer, Tool
 
 OPENCODE = NODE_MODULES / "opencode-linux-x64" / "bin" / "opencode"
 
-pytestmark = pytest.mark.skipif(
-    sys.platform != "linux" or not OPENCODE.exists(),
-    reason="the pinned OpenCode (run `npm ci` in tests/hosts; .ci/run does)")
+pytestmark = pinned(OPENCODE, "OpenCode")
 
 
 class RunPrompts(PrintMode):
@@ -105,11 +100,6 @@ def test_turns_undo_and_redo_inside_opencode(tmp_path):
 
 
 def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
-    root = tmp_path / "project"
-    root.mkdir()
-    script = {name: [Tool("write", {"filePath": str(root / path), "content": path[0] + "\n"})]
-              for name, path in (("write x", "x.txt"), ("write y", "y.txt"))}
-    with ModelServer(script) as model:
-        host = Host(root, tmp_path / "home", model)
-        slow_turn_ends(host.env, tmp_path)
-        two_conversations_undo_their_own(host.prompt, "first", "second", root)
+    two_conversations_undo_their_own(
+        tmp_path, Host, lambda path, text: Tool("write", {"filePath": str(path), "content": text}),
+        "first", "second")

@@ -9,10 +9,7 @@ the model goes on from the files as they are; two conversations in one folder un
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-
-import pytest
 
 from .host_support import (
     NODE_MODULES,
@@ -20,22 +17,21 @@ from .host_support import (
     after_the_first_undo,
     files,
     host_env,
+    in_tui,
     init,
-    slow_turn_ends,
+    pinned,
     the_two_turns,
     told_after_a_terminal_step,
     two_conversations_undo_their_own,
     typed,
 )
 from .model_server import ModelServer, Tool, received_texts
-from .terminal_support import Tmux, needs_tmux
+from .terminal_support import needs_tmux
 
 PI = NODE_MODULES / "@mariozechner" / "pi-coding-agent" / "dist" / "cli.js"
 NODE = "node"
 
-pytestmark = pytest.mark.skipif(
-    sys.platform != "linux" or not PI.exists(),
-    reason="the pinned Pi (run `npm ci` in tests/hosts; .ci/run does)")
+pytestmark = pinned(PI, "Pi")
 
 
 class PiPrompts(PrintMode):
@@ -102,15 +98,9 @@ def test_turns_undo_and_redo_inside_pi(tmp_path):
 
 
 def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
-    root = tmp_path / "project"
-    root.mkdir()
-    script = {name: [Tool("write", {"path": str(root / path), "content": path[0] + "\n"})]
-              for name, path in (("write x", "x.txt"), ("write y", "y.txt"))}
-    with ModelServer(script) as model:
-        host = Host(root, tmp_path / "home", model)
-        slow_turn_ends(host.env, tmp_path)
-        two_conversations_undo_their_own(host.prompt, str(tmp_path / "first.jsonl"),
-                                         str(tmp_path / "second.jsonl"), root)
+    two_conversations_undo_their_own(
+        tmp_path, Host, lambda path, text: Tool("write", {"path": str(path), "content": text}),
+        str(tmp_path / "first.jsonl"), str(tmp_path / "second.jsonl"))
 
 
 @needs_tmux
@@ -122,15 +112,11 @@ def test_undo_and_redo_in_pis_tui(tmp_path):
     (root / "a.txt").write_text("a\n")
     script = {"add b": [Tool("write", {"path": str(root / "b.txt"), "content": "b\n"})],
               "edit a": [Tool("bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}"})]}
-    tmux = Tmux(tmp_path, columns=100, rows=30)
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
-        tmux.start(["--provider", "scripted", "--model", "scripted-model"], root,
-                   {**host.env, "TERM": "xterm-256color"}, program=[NODE, str(PI)])
-        try:
-            tmux.wait_for("scripted-model", timeout=60)
-
-
+        with in_tui(tmp_path, [NODE, str(PI)], ["--provider", "scripted", "--model",
+                                                "scripted-model"], root, host.env,
+                    "scripted-model", columns=100, rows=30, timeout=60) as tmux:
             typed(tmux, "add b", "Done.")
             typed(tmux, "edit a", "(no output)")
             assert (root / "a.txt").read_text() == "A\n"
@@ -141,5 +127,3 @@ def test_undo_and_redo_in_pis_tui(tmp_path):
             assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
             assert "(no output)" in screen, screen          # and came back with its files
             # The editor was left empty by the undo: "/redo" was the whole prompt.
-        finally:
-            tmux.close()
