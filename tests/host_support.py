@@ -179,10 +179,12 @@ def two_conversations_undo_their_own(tmp_path: Path, make_host: Callable[..., ob
 def in_tui(folder: Path, program: list[str], args: list[str], root: Path, env: dict[str, str],
            ready: str, columns: int = 110, rows: int = 34, timeout: float = 90
            ) -> Iterator[Tmux]:
-    """A host's TUI in a tmux pane (`program args` in `root`), once `ready` shows (within
-    `timeout` seconds); closed after."""
+    """A host's TUI in a tmux pane (`program args` in `root`, with `env` alone, as print mode
+    runs it: none of the test process's variables, such as a CI's CI=true), once `ready`
+    shows (within `timeout` seconds); closed after."""
     tmux = Tmux(folder, columns=columns, rows=rows)
-    tmux.start(args, root, {**env, "TERM": "xterm-256color"}, program=program)
+    tmux.start(args, root, {**env, "TERM": "xterm-256color", "LANG": "C.UTF-8"}, program=program,
+               inherit=False)
     try:
         tmux.wait_for(ready, timeout=timeout)
         yield tmux

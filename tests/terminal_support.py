@@ -62,13 +62,19 @@ class Tmux:
         return done.stdout
 
     def start(self, args: list[str], cwd: Path, env: dict[str, str | None] | None = None,
-              program: list[str] = UNDOSTORE) -> None:
+              program: list[str] = UNDOSTORE, inherit: bool = True) -> None:
         """Run `undostore args` (or `program args`: an agent host) in the pane, with `env` on
-        top of this process's (None: unset)."""
+        top of this process's (None: unset), or with `env` alone when not `inherit` (an agent
+        host must not see the CI's variables: Gemini CLI starts headless when CI=true)."""
         script = self.folder / "pane.sh"
-        exports = "".join(f"unset {k}\n" if v is None else f"export {k}={shlex.quote(v)}\n"
-                          for k, v in (env or {}).items())
-        command = " ".join(shlex.quote(a) for a in [*program, *args])
+        if inherit:
+            exports = "".join(f"unset {k}\n" if v is None else f"export {k}={shlex.quote(v)}\n"
+                              for k, v in (env or {}).items())
+            prefix: list[str] = []
+        else:
+            exports = ""
+            prefix = ["env", "-i", *(f"{k}={v}" for k, v in (env or {}).items() if v is not None)]
+        command = " ".join(shlex.quote(a) for a in [*prefix, *program, *args])
         script.write_text(f"{exports}cd {shlex.quote(str(cwd))}\n{command}\n"
                           'echo "[exit $?]"\nexec sleep 600\n')
         self._tmux("new-session", "-d", "-x", str(self.columns), "-y", str(self.rows),
