@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -18,10 +18,9 @@ from .common import (
 )
 from .complete import complete_ids
 from .pager import no_pager_option, paged
+from .plain import root_relative
+from .results import compare_json, turn_diff_json
 from .textout import columns, want_color, write_changes
-
-if TYPE_CHECKING:
-    pass
 
 _PATHS_KEY = "undostore.diff.paths"
 
@@ -81,15 +80,16 @@ def diff_command(click_ctx: click.Context, ctx: Context, from_id: str | None, to
     """
     forms = _forms(name_only, name_status, numstat, stat, patch or context is not None)
     workspace = ctx.workspace()
-    paths = _root_relative(workspace.root, click_ctx.meta.get(_PATHS_KEY, []))
+    paths = root_relative(workspace.root, click_ctx.meta.get(_PATHS_KEY, []))
     if turn is not None:
         if from_id is not None:
             raise click.UsageError("--turn takes no FROM or TO (the turn gives both)")
 
         shown = workspace.show(turn, session=history_session(ctx, session), paths=paths or None)
-        body = {"from": shown.from_id, "to": shown.to_id,
-                "to_is_now": shown.span.end is None, "point": shown.point.to_json()}
         changes = shown.changes
+
+        def payload() -> dict[str, Any]:
+            return turn_diff_json(workspace.store, shown)
     elif from_id is None:
         raise click.UsageError("missing FROM (a snapshot id), or pass --turn N")
     else:
@@ -97,14 +97,13 @@ def diff_command(click_ctx: click.Context, ctx: Context, from_id: str | None, to
             raise click.UsageError("--session goes with --turn")
         result = workspace.compare(from_id, to_id, paths=paths or None,
                                    find_renames=find_renames)
-        body = {"from": result.from_id, "to": result.to_id, "to_is_now": result.to_is_now}
         changes = result.changes
+
+        def payload() -> dict[str, Any]:
+            return compare_json(workspace.store, result)
     try:
         if as_json:
-            from undostore.diff.patch import fill_line_counts
-
-            fill_line_counts(workspace.store, changes)
-            _write_json({**body, "changes": [change.to_dict() for change in changes]})
+            _write_json(payload())
         else:
             colored, width = want_color(color), columns()
             with paged(not no_pager):
@@ -144,30 +143,6 @@ def _write_json(payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode("ascii")
     sys.stdout.buffer.write(data + b"\n")
     sys.stdout.buffer.flush()
-
-
-def _root_relative(root: str, specs: list[str]) -> list[str]:
-    """Path specs as '/'-separated paths under root. A relative spec is taken from the current
-    folder when that folder is inside root (as git does), else from root."""
-    from undostore.diff.trees import normalize_spec
-    from undostore.errors import UsageError
-
-    here = os.path.realpath(os.getcwd())
-    inside = here == root or here.startswith(root.rstrip(os.sep) + os.sep)
-    out = []
-    for spec in specs:
-        if not os.path.isabs(spec) and not inside:
-            out.append(normalize_spec(spec))
-            continue
-        full = os.path.normpath(os.path.join(here, spec))
-        try:
-            rel = os.path.relpath(full, root) if full != root else "."
-        except ValueError:       # Windows: another drive
-            rel = full
-        if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
-            raise UsageError(f"path {spec!r} is outside the root {root}")
-        out.append(normalize_spec(rel))
-    return out
 
 
 COMMANDS = [diff_command]

@@ -28,14 +28,6 @@ def mcp_command(ctx: Context, as_json: bool) -> None:
         raise click.ClickException(
             f"the MCP server needs the `mcp` package ({err.name} is missing): "
             "pip install 'undostore[mcp]'") from None
-    global_args: list[str] = []
-    if ctx.root:
-        global_args += ["--root", ctx.root]
-    if ctx.store:
-        global_args += ["--store", ctx.store]
-    if ctx.force:
-        global_args.append("--force")
-    serve(global_args)
-
+    serve(ctx.options)
 
 COMMANDS = [mcp_command]

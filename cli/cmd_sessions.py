@@ -30,16 +30,8 @@ from .common import (
 from .complete import complete_ids
 from .pager import no_pager_option, paged
 from .pending import mention_pending
+from .results import empty_listing, log_json, sessions_json
 from .textout import columns, want_color
-
-
-def _no_session_yet(session: str | None, body: dict[str, Any]) -> dict[str, Any]:
-    """What a listing shows where no store is: nothing; a named session is still exit 2."""
-    from undostore.history.sessions import no_session
-
-    if session is not None:
-        raise no_session(session, [])
-    return {"session": os.environ.get("UNDOSTORE_SESSION") or "default", **body}
 
 
 def _when(seconds: float) -> str:
@@ -75,8 +67,7 @@ def _emit_listing(ctx: Context, body: dict[str, Any], as_json: bool,
 @no_pager_option
 @json_option
 @pass_context
-@read_only(lambda options: _no_session_yet(options.get("session"),
-                                           {"undo": [], "redo": []}))
+@read_only(lambda options: empty_listing(options.get("session"), {"undo": [], "redo": []}))
 def log_command(ctx: Context, session: str | None, count: int | None, stat: bool,
                 no_pager: bool, as_json: bool) -> None:
     """Show the undo points of a session, newest first, and its redo stack.
@@ -91,9 +82,7 @@ def log_command(ctx: Context, session: str | None, count: int | None, stat: bool
     name = history_session(ctx, session)
     log = workspace.log(name, n=count)
     turns = workspace.turns(name, n=count) if stat else []
-    body = log.to_json()
-    for entry, turn in zip(body["undo"], turns, strict=False):
-        entry["changes"] = _changes_json(workspace, turn.changes)
+    body = log_json(workspace, log, turns)
     colored, width = want_color("auto"), columns()
 
     def plain() -> str:
@@ -109,13 +98,6 @@ def log_command(ctx: Context, session: str | None, count: int | None, stat: bool
         _emit_listing(ctx, body, as_json, plain,
                       None if log.undo or log.redo
                       else f"undostore: session {log.session!r} has no undo points")
-
-
-def _changes_json(workspace: Any, changes: list[Any]) -> list[dict[str, Any]]:
-    from undostore.diff.patch import fill_line_counts
-
-    fill_line_counts(workspace.store, changes)
-    return [change.to_dict() for change in changes]
 
 
 def _stat_text(workspace: Any, changes: list[Any], colored: bool, width: int) -> str:
@@ -236,7 +218,7 @@ def redo_command(ctx: Context, steps: int, merge: bool, session: str | None, yes
 def sessions_command(ctx: Context, as_json: bool) -> None:
     """List the sessions of this store with their numbers of undo and redo entries."""
     infos = ctx.workspace().sessions()
-    _emit_listing(ctx, {"sessions": [s.to_json() for s in infos]}, as_json,
+    _emit_listing(ctx, sessions_json(infos), as_json,
                   lambda: "\n".join(f"{s.name}  undo {s.undo}  redo {s.redo}" for s in infos),
                   None if infos else "undostore: no sessions")
 

@@ -19,6 +19,7 @@ from .common import (
 )
 from .complete import complete_ids
 from .pager import no_pager_option, paged
+from .results import show_json
 from .textout import columns, want_color, write_changes
 
 if TYPE_CHECKING:
@@ -68,10 +69,7 @@ def show_command(ctx: Context, ref: str | None, session: str | None, patch: bool
     workspace = ctx.workspace()
     turn = workspace.show(number, point_id, session=history_session(ctx, session))
     if as_json:
-        from undostore.diff.patch import fill_line_counts
-
-        fill_line_counts(workspace.store, turn.changes)
-        emit(True, turn.to_json(), None)
+        emit(True, show_json(workspace.store, turn), None)
         return
     colored, width = want_color(color), columns()
     try:

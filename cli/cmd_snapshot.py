@@ -17,6 +17,7 @@ from .common import (
     session_option,
     stderr_is_terminal,
 )
+from .results import snapshot_json
 
 if TYPE_CHECKING:
     from undostore.progress import Progress
@@ -78,12 +79,7 @@ def snapshot_command(ctx: Context, session: str | None, label: str | None,
             progress.finish()
     if session is not None and not result.recorded and not as_json:
         note("undostore: no new undo point: the files equal the newest one of the session")
-    emit(as_json, {"id": result.id, "files": result.files, "hashed": result.hashed,
-                   "new_objects": result.new_objects, "new_bytes": result.new_bytes,
-                   "seconds": round(result.seconds, 4), "recorded": result.recorded,
-                   "walk": result.walk, "walk_reason": result.walk_reason,
-                   "warnings": [{"path": p, "message": m} for p, m in result.warnings]},
-         result.id)
+    emit(as_json, snapshot_json(result), result.id)
 
 
 COMMANDS = [snapshot_command]

@@ -18,6 +18,7 @@ from .common import (
 )
 from .complete import complete_sessions
 from .plain import Options
+from .results import ops_json
 from .status_run import run
 
 
@@ -58,7 +59,7 @@ def ops_command(ctx: Context, session: str | None, since: str | None, as_json: b
 
     since_cutoff(since)  # a bad duration fails before the store is opened
     ops = ctx.workspace().ops(session=session, since=since)
-    emit(as_json, {"ops": [op.to_json() for op in ops]},
+    emit(as_json, ops_json(ops),
          lambda: "\n".join(_op_line(op) for op in ops))
 
 

@@ -6,7 +6,6 @@ Library errors become exit codes in exactly one place (`main.main`); commands on
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -14,49 +13,37 @@ from typing import Any, TypeVar
 import click
 
 from .complete import complete_sessions
-from .plain import adoption_line
+from .door import Said, open_workspace
+from .door import history_session as _history_session
+from .plain import Options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Context:
-    """Global options, and the workspace opened lazily from them."""
+    """Global options, and the workspace opened lazily from them (door.py: what it says goes
+    to stderr)."""
 
     def __init__(self, root: str | None, store: str | None, force: bool = False) -> None:
         self.root = root or None  # None: found from the current folder (undostore.discover)
         self.store = store
         self.force = force
-        self.quiet = False  # `hook` and `mcp` keep stderr for failures only
         self.read_only = False  # a command that only reads makes no store (`read_only`)
         self._workspace = None
 
+    @property
+    def options(self) -> Options:
+        return Options(self.root, self.store, self.force)
+
     def workspace(self):  # noqa: ANN201 (undostore.Workspace; imported lazily for start-up time)
         if self._workspace is None:
-            from undostore import Workspace
-
-            from .signals import process_cancel
-
-            self._workspace = Workspace(self.root, self.store, force=self.force,
-                                        create=not self.read_only)
-            self._workspace.cancel = process_cancel()   # set by SIGINT, SIGTERM (signals.py)
-            # A restore a crash left half-done is finished by whatever command comes next:
-            # say so, and how to roll it back instead.
-            self._workspace.on_recovery = lambda pending: note(
-                f"undostore: {pending.finishing_notice()}")
-            if not self.quiet:
-                self._workspace.on_evict = _note_eviction
-            if self._workspace.store.trust_note:
-                note(f"undostore: note: {self._workspace.store.trust_note}")
-            discovery = self._workspace.discovery
-            adopted = self._workspace.adopted
-            if adopted is not None:
-                note(adoption_line(adopted))
-                return self._workspace
-            if discovery.worth_saying and not self.quiet:
-                note(discovery.describe())
-            if not discovery.existed:
-                _note_orphans(self._workspace.store.path)
+            self._workspace = open_workspace(self.options, say, create=not self.read_only)
         return self._workspace
+
+
+def say(said: Said) -> None:
+    """What the door says, as the command line says it: its line on stderr."""
+    note(said.line)
 
 
 def project_root(ctx: Context) -> str:
@@ -64,28 +51,7 @@ def project_root(ctx: Context) -> str:
     workspace would find it), without opening or making a store (`init`, `doctor`)."""
     from undostore.store.discover import discover
 
-    store = ctx.store or os.environ.get("UNDOSTORE_STORE") or None
-    return ctx.root or discover(None, store, force=ctx.force).root
-
-
-def _note_orphans(new_store: str) -> None:
-    """A new store was just made: name the stores whose root is gone (a moved project's)."""
-    from undostore.history.stores import orphans
-
-    for path in orphans():
-        if path != new_store:
-            from undostore.store.store import recorded_root
-
-            note(f"undostore: note: store {path} protects {recorded_root(path)}, which no longer "
-                 "exists; if this project moved from there, `undostore rebind` here takes its "
-                 "history along")
-
-
-def _note_eviction(eviction: Any) -> None:
-    why = ("older than UNDOSTORE_KEEP_DAYS" if eviction.reason == "keep_days"
-           else "to keep the store under UNDOSTORE_MAX_STORE_MB")
-    note(f"undostore: dropped undo point {eviction.id[:12]} of session {eviction.session!r} "
-         f"({why})")
+    return ctx.root or discover(None, ctx.options.named_store, force=ctx.force).root
 
 
 pass_context = click.make_pass_decorator(Context)
@@ -174,12 +140,6 @@ def stderr_is_terminal() -> bool:
 
 
 def history_session(ctx: Context, session: str | None, doing: str = "") -> str:
-    """The session a history command acts on; named on stderr when it was chosen as the one
-    with the newest undo point (no --session, no $UNDOSTORE_SESSION). A --session naming no
-    session is a usage error that lists the sessions (`doing` starts its message)."""
-    if session is not None:
-        ctx.workspace().require_session(session, doing)
-    name, chosen = ctx.workspace().history_session(session)
-    if chosen:
-        note(f"undostore: session {name!r} (newest undo point)")
-    return name
+    """The session a history command acts on (door.history_session), the choice said on
+    stderr."""
+    return _history_session(ctx.workspace(), session, say, doing)

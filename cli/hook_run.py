@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any, NamedTuple
 
+from .door import open_workspace
 from .hook_once import event_key
 from .hosts import (
     BLOCK_CONTINUE,
@@ -35,8 +36,7 @@ from .hosts import (
     pick,
 )
 from .hosts_undo import parse_command, perform
-from .plain import Options, adoption_line, stdin_is_terminal
-from .signals import process_cancel
+from .plain import Options, stdin_is_terminal
 
 LABEL_CHARS = 80
 
@@ -112,25 +112,11 @@ def _turn(host: Host, event: dict[str, Any]) -> Turn:
 
 
 def _workspace(ctx: Options, turn: Turn):  # noqa: ANN202 (undostore.Workspace, imported lazily)
-    from undostore import Workspace
-    from undostore.store.discover import discover
-
-    store = ctx.named_store
-    root = ctx.root or discover(turn.cwd, store, force=ctx.force).root
-    workspace = Workspace(root, store, force=ctx.force)
-    # SIGINT and SIGTERM (a host giving up on its hook) as the CLI has them: a restore rolls
-    # back at its next file operation (signals.py; entry.py installs the handlers).
-    workspace.cancel = process_cancel()
-    # A restore a crash left half-done is finished first: never silently (the `/undo` answer
-    # says so too).
-    workspace.on_recovery = lambda pending: print(f"undostore: {pending.finishing_notice()}",
-                                                  file=sys.stderr)
-    adopted = workspace.adopted
-    if adopted is not None:
-        print(adoption_line(adopted), file=sys.stderr)   # said once: the store is here now
-    if workspace.store.trust_note:
-        print(f"undostore: note: {workspace.store.trust_note}", file=sys.stderr)
-    return workspace
+    """The event's workspace through the one door (door.py): a restore a crash left half-done,
+    a moved project and an untrusted store said on stderr (a `/undo` answer says the first
+    too); nothing else, as the host shows stderr as trouble."""
+    return open_workspace(ctx, lambda said: print(said.line, file=sys.stderr), cwd=turn.cwd,
+                          chatty=False)
 
 
 def handle(ctx: Options, host: Host, name: str | None, event: dict[str, Any],

@@ -1,37 +1,39 @@
 """`undostore mcp`: a Model Context Protocol server over stdio (extra `undostore[mcp]`).
 
-Each read or record tool runs the matching command in this process with `--json` and hands back
-that exact JSON object (as text, and as structured content), so a tool and its command cannot
-drift apart. The four tools that restore files (undo, redo, restore, revert) make the same
-library call as their command, with the same JSON (`RestoreResult.to_json`), so that they can
-report MCP progress while they run (when the client sent a progress token) and hear of a
-restore a crash left half-done that they finish first (`warnings`, kind "recovery"). A failure
-(any exit code but 0) becomes a tool error with its message; the server keeps running.
-`undo`, `redo`, `restore` and `revert` do not ask: the host asked (`dry_run` shows the plan).
-The root is found from the server's working folder on every call, as the command line finds it.
+Each tool makes the library call its command makes and hands back the JSON object its command
+prints with `--json` (results.py makes it once for both; as text, and as structured content),
+so a tool and its command cannot drift apart. Its workspace comes through the same door as the
+command line's and the hook's (door.py): what the door says (a restore a crash left half-done,
+finished first: kind "recovery"; a moved project's store taken along) is kept in the result's
+`warnings`, never read back from a stream. The four tools that restore files (undo, redo,
+restore, revert) report MCP progress while they run when the client sent a progress token. A
+failure becomes a tool error with its message and its command's JSON (plain.failure_of); the
+server keeps running. `undo`, `redo`, `restore` and `revert` do not ask: the host asked
+(`dry_run` shows the plan). The root is found from the server's working folder on every call,
+as the command line finds it.
 
 A result whose JSON would pass `RESULT_LIMIT` bytes is cut to a summary (`"truncated": true`,
 the full counts, and how to narrow the call): a client's stdio reader drops a message over
 10 MiB (the TypeScript SDK's), and the text and the structured copy are each sent.
 
 A tool call runs in a worker thread, so a long snapshot or undo does not hold up pings, the
-tool list or a cancellation; tool calls run one at a time (they share this process's stdout
-capture and the store). A call the client cancels still runs to its end: a restore is never
+tool list or a cancellation; tool calls run one at a time (they share the store and the
+process's cancel request). A call the client cancels still runs to its end: a restore is never
 cut short from here. Its progress never waits on the client (`ProgressBridge`), so a client that
 stops reading holds no store lock; a client that closes stdin still gets every reply it is owed
 (mcp_relay.py).
 
-Adding a tool is one function under `@tool(...)` that turns the arguments into a command line.
+Adding a tool is one function under `@tool(...)` that makes its command's library call and
+returns its command's JSON.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import sys
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.from_thread
@@ -40,8 +42,25 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from undostore.history.direction import Direction
+
+from .door import ALWAYS, Said, history_session, open_workspace
 from .mcp_relay import Relay
+from .plain import Options, failure_of, root_relative
+from .results import (
+    compare_json,
+    empty_listing,
+    log_json,
+    ops_json,
+    sessions_json,
+    show_json,
+    snapshot_json,
+    with_pending,
+)
 from .signals import process_cancel
+
+if TYPE_CHECKING:
+    from undostore import Workspace
 
 Args = dict[str, Any]
 
@@ -51,13 +70,53 @@ RECORDS = "records"           # adds to the store (a snapshot), changes no file
 RESTORES = "restores"         # destructiveHint: changes files (a safety snapshot first)
 
 
+Json = dict[str, Any]
+
+
+class Call:
+    """One tool call: the server's global options, the client's progress listener (None: the
+    client sent no progress token), and what the door said along the way (door.py), kept as
+    the result's `warnings`: a restore a crash left half-done that the call finished first
+    (kind "recovery"), a moved project's store taken along, a store Windows cannot vouch for."""
+
+    def __init__(self, options: Options,
+                 on_progress: Callable[[Any], None] | None = None) -> None:
+        self.options = options
+        self.on_progress = on_progress
+        self.warnings: list[Json] = []
+
+    def hear(self, said: Said) -> None:
+        if said.kind not in ALWAYS:
+            return   # how the root or the session was found: the result names them
+        self.warnings.append({"path": None, "message": said.line.removeprefix("undostore: "),
+                              "kind": said.kind})
+
+    def workspace(self, create: bool = True) -> Workspace:
+        return open_workspace(self.options, self.hear, create=create, chatty=False)
+
+    def reading(self, read: Callable[[Workspace], Json],
+                empty: Callable[[], Json] | None = None) -> Json:
+        """`read(workspace)` for a tool that only reads (never makes a store); where no store
+        protects the folder, what `empty()` gives (None: the error), as its command does."""
+        from undostore.errors import NoStoreError
+
+        try:
+            workspace = self.workspace(create=False)
+        except NoStoreError:
+            if empty is None:
+                raise
+            return empty()
+        with workspace:
+            return read(workspace)
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
     description: str
     properties: dict[str, Any]
     required: tuple[str, ...]
-    argv: Callable[[Args], list[str]]
+    run: Callable[[Call, Args], Json]
     kind: str = READ_ONLY
 
     def schema(self) -> dict[str, Any]:
@@ -76,15 +135,15 @@ TOOLS: dict[str, Tool] = {}
 
 
 def tool(name: str, description: str, required: tuple[str, ...] = (), kind: str = READ_ONLY,
-         **properties: Any
-         ) -> Callable[[Callable[[Args], list[str]]], Callable[[Args], list[str]]]:
+         **properties: Any) -> Callable[[Callable[[Call, Args], Json]],
+                                        Callable[[Call, Args], Json]]:
     """Register a tool: its one-line description for a model, its arguments' JSON schemas, what
-    it does to the files (`kind`: the MCP annotations), and the function that turns the
-    arguments into the command's arguments (after the name)."""
+    it does to the files (`kind`: the MCP annotations), and the function that makes its
+    command's library call and returns its command's JSON (results.py)."""
 
-    def register(argv: Callable[[Args], list[str]]) -> Callable[[Args], list[str]]:
-        TOOLS[name] = Tool(name, description, properties, required, argv, kind)
-        return argv
+    def register(run: Callable[[Call, Args], Json]) -> Callable[[Call, Args], Json]:
+        TOOLS[name] = Tool(name, description, properties, required, run, kind)
+        return run
 
     return register
 
@@ -101,18 +160,19 @@ DRY_RUN = {"type": "boolean",
 SNAPSHOT_ID = "a snapshot id (40 hex digits, or a unique prefix of 4 or more)"
 
 
-def _opt(flag: str, value: Any) -> list[str]:
-    """`--flag=value` (never split, so a value starting with '-' is never read as an option)."""
-    return [] if value is None or value == "" else [f"{flag}={value}"]
-
-
-def _id(args: Args, key: str) -> list[str]:
+def _id(args: Args, key: str) -> str | None:
+    """The snapshot id argument `key` (None: not given); one starting with '-' is refused, as
+    the command line would read it as an option."""
     value = args.get(key)
     if value is None:
-        return []
+        return None
     if value.startswith("-"):
         raise ToolInputError(f"{key}: not a snapshot id: {value!r}")
-    return [value]
+    return value
+
+
+def _session(args: Args) -> str | None:
+    return args.get("session") or None
 
 
 class ToolInputError(Exception):
@@ -123,11 +183,17 @@ class ToolInputError(Exception):
       "also record an undo point the user can go back to.", kind=RECORDS,
       session=_text("Record an undo point in this session (none: only capture)."),
       label=_text("Label of the undo point, e.g. what is about to be done."))
-def _snapshot(args: Args) -> list[str]:
+def _snapshot(call: Call, args: Args) -> Json:
+    from undostore.snapshot.snapshot import SnapshotOptions
+
     if args.get("label") and not args.get("session"):
         raise ToolInputError("label needs session (a label names an undo point)")
-    return ["snapshot", *_opt("--session", args.get("session")),
-            *_opt("--label", args.get("label"))]
+    # $UNDOSTORE_SESSION names the session as `session` does (the contract), as the command's.
+    session = _session(args) or os.environ.get("UNDOSTORE_SESSION") or None
+    with call.workspace() as workspace:
+        result = workspace.snapshot(session=session, label=args.get("label") or None,
+                                    options=SnapshotOptions(force=call.options.force))
+    return snapshot_json(result)
 
 
 @tool("diff", "List what changed from one snapshot to another, or to the files now.",
@@ -138,15 +204,46 @@ def _snapshot(args: Args) -> list[str]:
                    "description": "Only these files or folders (relative to the root)."},
          "format": {"type": "string", "enum": ["name-status", "numstat", "stat", "patch"],
                     "description": "Also return the changes as git prints them, in `text`."}})
-def _diff(args: Args) -> list[str]:
-    paths = args.get("paths") or []
-    return ["diff", *_id(args, "from"), *_id(args, "to"), *(["--", *paths] if paths else [])]
+def _diff(call: Call, args: Args) -> Json:
+    from_id, to_id = _id(args, "from"), _id(args, "to")
+
+    def read(workspace: Workspace) -> Json:
+        paths = root_relative(workspace.root, args.get("paths") or [])
+        result = workspace.compare(from_id, to_id, paths=paths or None)
+        payload = compare_json(workspace.store, result)
+        if args.get("format"):
+            payload["text"] = _git_text(workspace, args["format"], result.changes)
+        return payload
+
+    return call.reading(read)
+
+
+def _git_text(workspace: Workspace, form: str, changes: list[Any]) -> str:
+    """The changes as git prints them to a pipe: no colour, --stat 80 columns wide."""
+    from undostore.diff.patch import PLAIN, render
+
+    return b"".join(render(form, workspace.store, changes, PLAIN, 80)).decode("utf-8",
+                                                                              "replace")
 
 
 MERGE = {"type": "boolean",
          "description": "Where a turn overlaps a later change, write git-style conflict markers "
                         "(the result is then an error listing `conflicts` to resolve) instead "
                         "of refusing with nothing changed."}
+
+
+def _yes(plan: Any) -> bool:
+    return True  # the host asked
+
+
+def _restoring(call: Call, args: Args, act: Callable[..., Any]) -> Json:
+    """A tool that restores, as its command does it (no question: the host asked; `dry_run`
+    shows the plan); `act(workspace, **run)` makes the library call."""
+    dry_run = bool(args.get("dry_run"))
+    with call.workspace() as workspace:
+        result = act(workspace, dry_run=dry_run, confirm=None if dry_run else _yes,
+                     on_progress=call.on_progress)
+    return result.to_json()
 
 
 @tool("undo", "Take back the session's last turn: each file it changed, merged 3-way against the "
@@ -157,29 +254,33 @@ MERGE = {"type": "boolean",
              "description": "Put the whole folder back to the turn's undo point instead (later "
                             "changes too; a safety snapshot keeps them)."},
       dry_run=DRY_RUN)
-def _undo(args: Args) -> list[str]:
+def _undo(call: Call, args: Args) -> Json:
     if args.get("merge") and args.get("whole"):
         raise ToolInputError("undo takes `merge` or `whole`, not both")
-    return ["undo", "--yes", *_opt("--session", args.get("session")), *_dry(args),
-            *_flags(args, "merge", "whole")]
+    return _step(call, args, Direction.UNDO, whole=bool(args.get("whole")))
 
 
 @tool("redo", "Apply the session's last undone turn again, 3-way as undo takes it back.",
       kind=RESTORES, session=SESSION, merge=MERGE, dry_run=DRY_RUN)
-def _redo(args: Args) -> list[str]:
-    return ["redo", "--yes", *_opt("--session", args.get("session")), *_dry(args),
-            *_flags(args, "merge")]
+def _redo(call: Call, args: Args) -> Json:
+    return _step(call, args, Direction.REDO)
 
 
-def _flags(args: Args, *names: str) -> list[str]:
-    return [f"--{name}" for name in names if args.get(name)]
+def _step(call: Call, args: Args, direction: Direction, **how: Any) -> Json:
+    def act(workspace: Workspace, **run: Any) -> Any:
+        session = history_session(workspace, _session(args), call.hear,
+                                  doing=f"nothing to {direction.value}: ")
+        return workspace.step(direction, session, merge=bool(args.get("merge")), **how, **run)
+
+    return _restoring(call, args, act)
 
 
 @tool("restore", "Make the project's files equal to one snapshot (any id from snapshot, log or "
       "ops); a safety snapshot of the files now is taken first and returned.", kind=RESTORES,
       required=("id",), id=_text(f"The snapshot to restore: {SNAPSHOT_ID}."), dry_run=DRY_RUN)
-def _restore(args: Args) -> list[str]:
-    return ["restore", "--yes", *_dry(args), *_id(args, "id")]
+def _restore(call: Call, args: Args) -> Json:
+    snapshot = _id(args, "id")
+    return _restoring(call, args, lambda workspace, **run: workspace.restore(snapshot, **run))
 
 
 @tool("revert", "Take back one change (FROM -> TO) and keep every later change, merging file by "
@@ -193,104 +294,52 @@ def _restore(args: Args) -> list[str]:
          "merge": {"type": "boolean",
                    "description": "On conflicts, write git-style markers instead of refusing."},
          "dry_run": DRY_RUN})
-def _revert(args: Args) -> list[str]:
-    return ["revert", "--yes", *_dry(args), *_id(args, "from"), *_id(args, "to"),
-            *(["--merge"] if args.get("merge") else [])]
-
-
-def _dry(args: Args) -> list[str]:
-    return ["--dry-run"] if args.get("dry_run") else []
+def _revert(call: Call, args: Args) -> Json:
+    from_id, to_id = _id(args, "from"), _id(args, "to")
+    return _restoring(call, args, lambda workspace, **run: workspace.revert(
+        from_id, to_id, merge=bool(args.get("merge")), **run))
 
 
 @tool("log", "List the session's undo points, newest first, and its redo stack.",
       session=SESSION)
-def _log(args: Args) -> list[str]:
-    return ["log", *_opt("--session", args.get("session"))]
+def _log(call: Call, args: Args) -> Json:
+    def read(workspace: Workspace) -> Json:
+        log = workspace.log(history_session(workspace, _session(args), call.hear))
+        return with_pending(log_json(workspace, log, []), workspace.pending_restore())
+
+    return call.reading(read, lambda: empty_listing(_session(args), {"undo": [], "redo": []}))
 
 
 @tool("status", "Count the session's undo points and redo entries, and say whether an "
       "interrupted restore is pending.", session=SESSION)
-def _status(args: Args) -> list[str]:
-    return ["status", *_opt("--session", args.get("session"))]
+def _status(call: Call, args: Args) -> Json:
+    from undostore.history.status import status_at
+
+    options = call.options
+    return status_at(options.root, options.named_store, _session(args),
+                     force=options.force).to_json()
 
 
 @tool("ops", "List the operations done on this project's files (snapshots, restores, undos, "
       "redos, ...), newest first, with the ids that lead back.",
       session=_text("Only this session's operations."),
       since=_text("Only operations newer than this, e.g. 30m, 2h, 1d."))
-def _ops(args: Args) -> list[str]:
-    return ["ops", *_opt("--session", args.get("session")), *_opt("--since", args.get("since"))]
+def _ops(call: Call, args: Args) -> Json:
+    from undostore.store.oplog import since_cutoff
+
+    since = args.get("since") or None
+    since_cutoff(since)  # a bad duration fails before the store is opened
+    return call.reading(lambda workspace: ops_json(workspace.ops(session=_session(args),
+                                                                 since=since)),
+                        lambda: {"ops": []})
 
 
 @tool("sessions", "List the undo histories (sessions) of this project with their numbers of "
       "undo points and redo entries.")
-def _sessions(args: Args) -> list[str]:
-    return ["sessions"]
-
-
-# --- the tools that restore: one library call, with progress and recovery warnings -------------
-
-
-class Call:
-    """One tool call: the global options it runs with, the client's progress listener (None:
-    the client sent no progress token), and the warnings heard along the way."""
-
-    def __init__(self, global_args: list[str],
-                 on_progress: Callable[[Any], None] | None = None) -> None:
-        self.global_args = global_args
-        self.on_progress = on_progress
-        self.warnings: list[dict[str, Any]] = []
-
-    def recovered(self, pending: Any) -> None:
-        self.warnings.append({"path": None, "message": pending.finishing_notice(),
-                              "kind": "recovery"})
-
-    def workspace(self):  # noqa: ANN201 (undostore.Workspace, imported lazily)
-        from undostore import Workspace
-
-        args = self.global_args
-        root = args[args.index("--root") + 1] if "--root" in args else None
-        store = args[args.index("--store") + 1] if "--store" in args else None
-        workspace = Workspace(root, store, force="--force" in args)
-        workspace.on_recovery = self.recovered
-        workspace.cancel = process_cancel()   # SIGTERM (a client closing) rolls a restore back
-        return workspace
-
-
-def _yes(plan: Any) -> bool:
-    return True  # the host asked
-
-
-def _restoring(call: Call, name: str, args: Args) -> dict[str, Any]:
-    """Tool `name` of the restoring kind as its command does it; the command's JSON."""
-    dry_run = bool(args.get("dry_run"))
-    with call.workspace() as ws:
-        run = dict(dry_run=dry_run, confirm=None if dry_run else _yes,
-                   on_progress=call.on_progress)
-        if name in ("undo", "redo"):
-            from undostore.history.direction import Direction
-
-            session = ws.history_session(args.get("session") or None)[0]
-            result = ws.step(Direction(name), session, merge=bool(args.get("merge")),
-                             whole=bool(args.get("whole")), **run)
-        elif name == "restore":
-            result = ws.restore(_id(args, "id")[0], **run)
-        else:
-            to = _id(args, "to")
-            result = ws.revert(_id(args, "from")[0], to[0] if to else None,
-                               merge=bool(args.get("merge")), **run)
-    return result.to_json()
-
-
-def _failure(err: Exception) -> tuple[int, dict[str, Any]]:
-    """(exit code, JSON) for a library error, as `main` prints it with --json."""
-    doc: dict[str, Any] = {"error": {"type": type(err).__name__,
-                                     "message": getattr(err, "message", str(err)),
-                                     "path": getattr(err, "path", None)},
-                           "exit_code": getattr(err, "exit_code", 1)}
-    if getattr(err, "conflicts", None) is not None:
-        doc["conflicts"] = err.conflicts  # type: ignore[attr-defined]
-    return doc["exit_code"], doc
+def _sessions(call: Call, args: Args) -> Json:
+    return call.reading(lambda workspace: with_pending(sessions_json(workspace.sessions()),
+                                                       workspace.pending_restore()),
+                        lambda: {"sessions": []})
 
 
 @tool("show", "Show one turn of the session: its undo point (label, time) and what the turn "
@@ -299,88 +348,46 @@ def _failure(err: Exception) -> tuple[int, dict[str, Any]]:
          "description": "Which turn, counted from the newest (1, the default, is the last)."},
       id=_text(f"The undo point whose turn to show: {SNAPSHOT_ID} (instead of `n`)."),
       session=SESSION)
-def _show(args: Args) -> list[str]:
+def _show(call: Call, args: Args) -> Json:
     if args.get("n") is not None and args.get("id"):
         raise ToolInputError("show takes `n` or `id`, not both")
-    ref = _id(args, "id") or ([str(args["n"])] if args.get("n") is not None else [])
-    return ["show", *ref, *_opt("--session", args.get("session"))]
+    point_id = _id(args, "id")
+    number = None if point_id else (args.get("n") or 1)
+
+    def read(workspace: Workspace) -> Json:
+        session = history_session(workspace, _session(args), call.hear)
+        return show_json(workspace.store, workspace.show(number, point_id, session=session))
+
+    return call.reading(read)
 
 
-
-# --- running a command in this process ---------------------------------------------------------
-
-
-def capture(argv: list[str]) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `undostore argv`, run in this process."""
-    from .main import main
-
-    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
-    err = io.StringIO()
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as done:
-        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-    finally:
-        sys.stdout, sys.stderr = saved
-    return code, out.buffer.getvalue().decode("utf-8", "replace"), err.getvalue()
-
-
-RECOVERY_NOTE = "undostore: finishing "  # Context.workspace's note before finishing a restore
-
-
-def run_command(call: Call, argv: list[str]) -> tuple[int, dict[str, Any]]:
-    """(exit code, the JSON object the command printed) for `undostore GLOBAL... argv --json`;
-    a restore it finished first (a crash left it half-done) is added to `warnings`."""
-    code, text, err = capture([*call.global_args, *_with_json(argv)])
-    for line in err.splitlines():
-        if line.startswith(RECOVERY_NOTE):
-            call.warnings.append({"path": None, "message": line.removeprefix("undostore: "),
-                                  "kind": "recovery"})
-    text = text.strip()
-    try:
-        payload = json.loads(text.splitlines()[-1]) if text else {}
-    except ValueError:
-        payload = {"output": text}
-    return code, payload if isinstance(payload, dict) else {"result": payload}
-
-
-def _with_json(argv: list[str]) -> list[str]:
-    """`--json` right after the command name, before any `--`."""
-    return [argv[0], "--json", *argv[1:]]
-
-
-def call(global_args: list[str], name: str, args: Args,
+def call(options: Options, name: str, args: Args,
          on_progress: Callable[[Any], None] | None = None) -> types.CallToolResult:
     """Run tool `name`; every failure is a tool error, never an exception."""
-    from undostore.errors import UndostoreError
-
-    run = Call(global_args, on_progress)
+    run = Call(options, on_progress)
     try:
         spec = TOOLS.get(name)
         if spec is None:
             return _error(f"unknown tool {name!r} (tools: {', '.join(sorted(TOOLS))})")
         args = dict(args or {})
         _check(spec, args)
-        spec.argv(args)  # the same checks as the command line's
-        if spec.kind == RESTORES:
-            try:
-                code, payload = 0, _restoring(run, name, args)
-            except UndostoreError as err:
-                code, payload = _failure(err)
-            if code == 0 and payload.get("conflicts") and not payload.get("dry_run"):
-                code = 3   # markers remain: not done until they are resolved (as the CLI)
-                payload["error"] = {
-                    "type": "ConflictMarkers", "path": None,
-                    "message": f"done, with conflict markers left in "
-                               f"{len(payload['conflicts'])} file(s) to resolve: "
-                               f"{', '.join(payload['conflicts'])}"}
-        else:
-            code, payload = run_command(run, spec.argv(args))
-        if code == 0 and name == "diff" and args.get("format"):
-            payload["text"] = _diff_text(global_args, payload, args)
+        try:
+            code, payload = 0, spec.run(run, args)
+        except ToolInputError:
+            raise
+        except Exception as err:  # noqa: BLE001 (a library failure: its command's JSON)
+            failed = failure_of(err)
+            if failed is None:
+                raise
+            code, payload = failed.code, failed.doc
+        if (code == 0 and spec.kind == RESTORES and payload.get("conflicts")
+                and not payload.get("dry_run")):
+            code = 3   # markers remain: not done until they are resolved (as the CLI)
+            payload["error"] = {
+                "type": "ConflictMarkers", "path": None,
+                "message": f"done, with conflict markers left in "
+                           f"{len(payload['conflicts'])} file(s) to resolve: "
+                           f"{', '.join(payload['conflicts'])}"}
     except ToolInputError as err:
         return _error(str(err))
     except Exception as err:  # noqa: BLE001 (the server must keep running)
@@ -389,7 +396,7 @@ def call(global_args: list[str], name: str, args: Args,
         payload["warnings"] = [*run.warnings, *payload.get("warnings", [])]
     if code != 0:
         error = payload.get("error") if isinstance(payload.get("error"), dict) else {}
-        message = error.get("message") or payload.get("output") or f"exit code {code}"
+        message = error.get("message") or f"exit code {code}"
         where = f"{error['path']}: " if error.get("path") else ""
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=f"undostore: error: {where}{message}")],
@@ -397,17 +404,6 @@ def call(global_args: list[str], name: str, args: Args,
     payload, text = limited(payload, name)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                 structured_content=payload)
-
-
-def _diff_text(global_args: list[str], payload: dict[str, Any], args: Args) -> str:
-    """The same changes as git prints them (against the ids the JSON run resolved, so both
-    describe one comparison)."""
-    from_id, to_id = payload.get("from"), payload.get("to")
-    argv = ["diff", f"--{args['format']}", "--color=never", str(from_id), str(to_id)]
-    paths = args.get("paths") or []
-    if paths:
-        argv += ["--", *paths]
-    return capture([*global_args, *argv])[1]
 
 
 # --- results that would be too big for a client ---------------------------------------------------
@@ -567,7 +563,7 @@ class ProgressBridge:
 # --- the server -------------------------------------------------------------------------------
 
 
-def build_server(global_args: list[str], heartbeat: float = HEARTBEAT) -> Server:
+def build_server(options: Options, heartbeat: float = HEARTBEAT) -> Server:
     from undostore import __version__
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -584,13 +580,13 @@ def build_server(global_args: list[str], heartbeat: float = HEARTBEAT) -> Server
             # abandon_on_cancel=False (the default): a cancelled request waits for the thread,
             # so the lock is held until the library call has returned.
             if bridge is None:
-                result = await anyio.to_thread.run_sync(call, global_args, params.name,
+                result = await anyio.to_thread.run_sync(call, options, params.name,
                                                         params.arguments or {}, None)
             else:
                 async with anyio.create_task_group() as group:
                     group.start_soon(bridge.pump, heartbeat)
                     listener = bridge if TOOLS[params.name].kind == RESTORES else None
-                    result = await anyio.to_thread.run_sync(call, global_args, params.name,
+                    result = await anyio.to_thread.run_sync(call, options, params.name,
                                                             params.arguments or {}, listener)
                     group.cancel_scope.cancel()
         if process_cancel().is_set():
@@ -621,9 +617,9 @@ def _bridge(ctx: Any, name: str) -> ProgressBridge | None:
     return ProgressBridge(send, float(len(_STEPS)) if TOOLS[name].kind == RESTORES else None)
 
 
-def serve(global_args: list[str]) -> None:
+def serve(options: Options) -> None:
     """Serve on stdin/stdout until the client closes stdin."""
-    server = build_server(global_args)
+    server = build_server(options)
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):

@@ -1,11 +1,12 @@
 """Saying that a restore a crash left half-done is pending, in the commands that do not finish
-it (`log`, `sessions`, `verify`): a note on stderr, and `pending` in the JSON."""
+it (`log`, `sessions`, `verify`): a note on stderr for people, and `pending` in the JSON."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .common import note
+from .results import with_pending
 
 
 def mention_pending(workspace: Any, payload: dict[str, Any], as_json: bool) -> dict[str, Any]:
@@ -13,4 +14,4 @@ def mention_pending(workspace: Any, payload: dict[str, Any], as_json: bool) -> d
     pending = workspace.pending_restore()
     if pending is not None and not as_json:
         note(f"undostore: {pending.describe()}")
-    return {**payload, "pending": pending.to_json() if pending is not None else None}
+    return with_pending(payload, pending)

@@ -60,31 +60,82 @@ def stdin_is_terminal() -> bool:
         return False
 
 
+class Failure(NamedTuple):
+    """A failure as every front end reports it: the exit code, the one line for people
+    ("undostore: error: ..."), and the JSON object (`error`, `exit_code`, and `conflicts` for a
+    refused undo or revert) that `--json` prints and an MCP tool returns."""
+
+    code: int
+    line: str
+    doc: dict[str, Any]
+
+
+def failure_doc(code: int, kind: str, message: str, path: str | None = None,
+                conflicts: list[str] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {"error": {"type": kind, "message": message, "path": path},
+                           "exit_code": code}
+    if conflicts is not None:
+        doc["conflicts"] = conflicts
+    return doc
+
+
+def failure_of(err: Exception) -> Failure | None:
+    """The failure a library error (its own code) or an OSError the library did not expect
+    (exit 1, with the path and the cause, never a traceback) is; None for anything else."""
+    from undostore.errors import UndostoreError
+
+    if isinstance(err, UndostoreError):
+        return Failure(err.exit_code, f"undostore: error: {err}",
+                       failure_doc(err.exit_code, type(err).__name__, err.message, err.path,
+                                   getattr(err, "conflicts", None)))
+    if isinstance(err, OSError):
+        where = f"{err.filename}: " if err.filename else ""
+        return Failure(1, f"undostore: error: {where}{err.strerror or err}",
+                       failure_doc(1, type(err).__name__, str(err.strerror or err),
+                                   os.fsdecode(err.filename) if err.filename else None))
+    return None
+
+
 def fail(as_json: bool, code: int, kind: str, message: str, path: str | None = None,
          conflicts: list[str] | None = None) -> NoReturn:
     """End with `code`; with --json, stdout still gets exactly one JSON object (the error, and
     the conflicting paths of a refused revert)."""
     if as_json:
-        error = {"type": kind, "message": message, "path": path}
-        doc: dict[str, Any] = {"error": error, "exit_code": code}
-        if conflicts is not None:
-            doc["conflicts"] = conflicts
-        sys.stdout.write(json.dumps(doc) + "\n")
+        sys.stdout.write(json.dumps(failure_doc(code, kind, message, path, conflicts)) + "\n")
     sys.exit(code)
 
 
 def fail_with(as_json: bool, err: Exception) -> NoReturn:
-    """The one line and exit code of a library error (its own code) or of an OSError the
-    library did not expect (exit 1, with the path and the cause, never a traceback)."""
-    from undostore.errors import UndostoreError
+    """End with the failure `err` is (failure_of): its line on stderr, its JSON with --json;
+    any other exception propagates."""
+    failed = failure_of(err)
+    if failed is None:
+        raise err
+    print(failed.line, file=sys.stderr)
+    if as_json:
+        sys.stdout.write(json.dumps(failed.doc) + "\n")
+    sys.exit(failed.code)
 
-    if isinstance(err, UndostoreError):
-        print(f"undostore: error: {err}", file=sys.stderr)
-        fail(as_json, err.exit_code, type(err).__name__, err.message, err.path,
-             getattr(err, "conflicts", None))
-    if isinstance(err, OSError):
-        where = f"{err.filename}: " if err.filename else ""
-        print(f"undostore: error: {where}{err.strerror or err}", file=sys.stderr)
-        fail(as_json, 1, type(err).__name__, str(err.strerror or err),
-             os.fsdecode(err.filename) if err.filename else None)
-    raise err
+
+def root_relative(root: str, specs: list[str]) -> list[str]:
+    """Path specs as '/'-separated paths under root. A relative spec is taken from the current
+    folder when that folder is inside root (as git does), else from root."""
+    from undostore.diff.trees import normalize_spec
+    from undostore.errors import UsageError
+
+    here = os.path.realpath(os.getcwd())
+    inside = here == root or here.startswith(root.rstrip(os.sep) + os.sep)
+    out = []
+    for spec in specs:
+        if not os.path.isabs(spec) and not inside:
+            out.append(normalize_spec(spec))
+            continue
+        full = os.path.normpath(os.path.join(here, spec))
+        try:
+            rel = os.path.relpath(full, root) if full != root else "."
+        except ValueError:       # Windows: another drive
+            rel = full
+        if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+            raise UsageError(f"path {spec!r} is outside the root {root}")
+        out.append(normalize_spec(rel))
+    return out

@@ -195,9 +195,24 @@ def in_tui(folder: Path, program: list[str], args: list[str], root: Path, env: d
 def typed(tmux: Tmux, text: str, then: str, timeout: float = 90) -> str:
     """Type `text` into a host's TUI and submit it once it shows (a half second later: TUIs
     take keys arriving right after typed text for a paste, and Enter then for a new line);
-    the screen once `then` shows."""
+    the screen once `then` shows. An Enter that changed nothing on the screen within a few
+    seconds (a busy TUI dropped it: seen in Gemini's under a loaded CI) is sent again; one
+    that did anything is never repeated."""
     tmux.send("-l", text)
     tmux.wait_for(text, timeout=30)
     time.sleep(0.5)
+    before = tmux.screen()
     tmux.send("Enter")
-    return tmux.wait_for(then, timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return tmux.wait_for(then, timeout=min(ENTER_TAKEN_SECONDS,
+                                                   max(0.1, deadline - time.monotonic())))
+        except AssertionError:
+            if time.monotonic() >= deadline:
+                raise
+            if tmux.screen() == before:
+                tmux.send("Enter")
+
+
+ENTER_TAKEN_SECONDS = 5   # a TUI that took an Enter has redrawn by then

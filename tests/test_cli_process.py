@@ -103,7 +103,8 @@ def test_the_per_prompt_hook_path_imports_no_click_nor_any_command(tree_factory)
             code, out, modules = _run_loaded(args, root, json.dumps(event))
             assert (code, out) == (0, ""), args
             cli_modules = sorted(m for m in modules if m.startswith("undostore_cli."))
-            assert cli_modules == ["undostore_cli.entry", "undostore_cli.hook_once",
+            assert cli_modules == ["undostore_cli.door", "undostore_cli.entry",
+                                   "undostore_cli.hook_once",
                                    "undostore_cli.hook_run", "undostore_cli.hosts",
                                    "undostore_cli.hosts_undo", "undostore_cli.plain",
                                    "undostore_cli.signals"], (event, args)

@@ -6,7 +6,8 @@ labelled as typed (without the quotes `opencode run` adds), with their after-tur
 `/undo`, `/undo`, `/redo`, `/redo`, `/undo 2` put the files right and show undostore's line
 (stderr in `opencode run`); OpenCode calls the model for every message, so the model gets
 undostore's note in the command's place and never `/undo`; two conversations in one folder
-undo their own turns."""
+undo their own turns. Its TUI (under tmux): ` /undo` and ` /redo` (a space first: `/undo` is
+OpenCode's own) show undostore's line as a toast."""
 
 from __future__ import annotations
 
@@ -14,19 +15,24 @@ import json
 import subprocess
 from pathlib import Path
 
+from undostore import Workspace
+
 from .host_support import (
     NODE_MODULES,
     PrintMode,
     after_the_first_undo,
     files,
     host_env,
+    in_tui,
     init,
     pinned,
     the_two_turns,
     told_after_a_terminal_step,
     two_conversations_undo_their_own,
+    typed,
 )
 from .model_server import ModelServer, Tool
+from .terminal_support import needs_tmux
 
 OPENCODE = NODE_MODULES / "opencode-linux-x64" / "bin" / "opencode"
 
@@ -103,3 +109,33 @@ def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
     two_conversations_undo_their_own(
         tmp_path, Host, lambda path, text: Tool("write", {"filePath": str(path), "content": text}),
         "first", "second")
+
+
+@needs_tmux
+def test_undo_and_redo_in_opencodes_tui_typed_with_a_space_first(tmp_path):
+    """OpenCode's TUI answers `/undo` and `/redo` itself (its own message revert: "1 message
+    reverted"; the files stay as the turn left them, and the hook never sees it); ` /undo`, a
+    space first, is a message: the plugin does it, shows undostore's line as a toast, and the
+    message in the conversation is undostore's note in the command's place. ` /redo` the same."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    script = {"edit a": [Tool("bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}",
+                                       "description": "edit a"})]}
+    with ModelServer(script) as model:
+        host = Host(root, tmp_path / "home", model)
+        with in_tui(tmp_path, [str(OPENCODE)], [], root, host.env, "ctrl+p commands",
+                    timeout=120) as tmux:
+            typed(tmux, "edit a", "Done.")
+            assert files(root) == {"a.txt": "A\n"}
+            typed(tmux, " /undo", "undostore: undid the last turn")
+            assert files(root) == {"a.txt": "a\n"}
+            tmux.wait_for("undostore: the user took back the turn 'edit a'", timeout=30)
+            typed(tmux, " /redo", "undostore: redid the last turn")
+            assert files(root) == {"a.txt": "A\n"}
+            tmux.wait_for("undostore: the user applied the turn 'edit a' again", timeout=30)
+            typed(tmux, "/undo", "message reverted")   # OpenCode's own, not undostore's
+            assert files(root) == {"a.txt": "A\n"}
+    with Workspace(root) as ws:
+        [point] = ws.log(ws.history_session(None)[0]).undo
+        assert point.label == "edit a"

@@ -18,6 +18,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from undostore import Workspace  # noqa: E402
+from undostore.errors import NoStoreError  # noqa: E402
 
 from .mcp_support import Client, payload, session  # noqa: E402
 
@@ -163,6 +164,7 @@ def test_a_long_call_sends_heartbeat_progress_when_the_client_sent_a_token(tree_
     bytes to hash and compress) is heard of while it runs; without a token, nothing is sent."""
     import anyio
     from undostore_cli.mcp_server import build_server
+    from undostore_cli.plain import Options
 
     root = tree_factory({})
     for i in range(8):
@@ -173,7 +175,7 @@ def test_a_long_call_sends_heartbeat_progress_when_the_client_sent_a_token(tree_
         heard.append((progress, total))
 
     async def main() -> Any:
-        server = build_server(["--root", str(root)], heartbeat=0.02)
+        server = build_server(Options(root=str(root)), heartbeat=0.02)
         async with Client(server, mode="legacy", read_timeout_seconds=60) as client:
             await client.call_tool("status", {}, progress_callback=on_progress)
             quiet = len(heard)
@@ -186,3 +188,103 @@ def test_a_long_call_sends_heartbeat_progress_when_the_client_sent_a_token(tree_
     assert len(heard) - quiet >= 2, heard
     values = [p for p, _ in heard]
     assert values == sorted(set(values)) and all(total is None for _, total in heard)
+
+
+def test_each_read_tool_returns_exactly_its_commands_json(tree_factory):
+    """Each read tool answers with its command's `--json` object, the command run right after
+    it on the store as the tool left it (the tools call the library, the CLI prints: one JSON
+    for both, results.py)."""
+    import anyio
+
+    root = tree_factory({"a.txt": "1\n", "b.txt": "b\n"})
+    with Workspace(root) as ws:
+        first = ws.snapshot(session="s", label="turn 1").id
+        (root / "a.txt").write_text("2\n")
+        ws.snapshot(session="s", label="turn 2")
+    (root / "b.txt").write_text("B\n")
+    calls = [("status", {"session": "s"}, ["status", "--session", "s"]),
+             ("log", {"session": "s"}, ["log", "--session", "s"]),
+             ("sessions", {}, ["sessions"]),
+             ("show", {"n": 1, "session": "s"}, ["show", "1", "--session", "s"]),
+             ("diff", {"from": first, "paths": ["a.txt"]}, ["diff", first, "--", "a.txt"]),
+             ("ops", {"session": "s"}, ["ops", "--session", "s"])]
+
+    def command_json(argv: list[str]) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-m", "undostore", argv[0], "--json", *argv[1:]],
+                              cwd=root, capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    async def script(client: Client) -> Any:
+        pairs = []
+        for name, args, argv in calls:
+            with anyio.fail_after(20):
+                answer = payload(await client.call_tool(name, args))
+            pairs.append((name, answer, command_json(argv)))   # the store as the tool left it
+        return pairs
+
+    for name, answer, expected in session(root, script):
+        if name == "status":   # seconds since the newest point: it grew between the two
+            assert abs(answer.pop("last_point_age_seconds")
+                       - expected.pop("last_point_age_seconds")) < 60
+        assert answer == expected, name
+
+
+def test_in_a_folder_no_store_protects_the_read_tools_answer_as_their_commands_and_make_none(
+        tree_factory):
+    """log, sessions and ops give their command's empty JSON, show and diff its error; no
+    store is made (read-only commands never make one), as on the command line."""
+    root = tree_factory({"a.txt": "1\n"})
+
+    async def script(client: Client) -> Any:
+        return [await client.call_tool(name, args) for name, args in
+                (("log", {}), ("sessions", {}), ("ops", {}), ("show", {}),
+                 ("diff", {"from": "abcd"}))]
+
+    log, sessions, ops, show, diff = session(root, script)
+    assert payload(log) == {"session": "default", "undo": [], "redo": []}
+    assert payload(sessions) == {"sessions": []}
+    assert payload(ops) == {"ops": []}
+    for failed in (show, diff):
+        assert failed.is_error
+        assert failed.structured_content["exit_code"] == 2, failed
+        assert "no undostore store for" in failed.content[0].text, failed.content[0].text
+    for argv, answer in ((["log"], log), (["sessions"], sessions), (["ops"], ops)):
+        done = subprocess.run([sys.executable, "-m", "undostore", *argv, "--json"], cwd=root,
+                              capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+        assert json.loads(done.stdout) == payload(answer), argv
+    with pytest.raises(NoStoreError):
+        Workspace(root, create=False)
+
+
+def test_the_tools_call_the_library_never_the_command_line(tree_factory):
+    """Every tool, called as the server calls it, leaves the command line (its click group and
+    commands; click itself comes with the MCP SDK) unimported and stdout untouched: the server
+    makes library calls, it does not run commands with a swapped stdout and read their output
+    back."""
+    root = tree_factory({"a.txt": "1\n"})
+    program = f"""
+import io, json, sys
+from undostore_cli.mcp_server import TOOLS, call
+from undostore_cli.plain import Options
+out = sys.stdout
+options = Options(root={str(root)!r})
+first = json.loads(call(options, "snapshot", {{"session": "s"}}).content[0].text)["id"]
+(__import__("pathlib").Path({str(root)!r}) / "a.txt").write_text("2\\n")
+args = {{"snapshot": {{"session": "s"}}, "diff": {{"from": first, "format": "patch"}},
+        "undo": {{"session": "s"}}, "redo": {{"session": "s"}}, "restore": {{"id": first}},
+        "revert": {{"from": first, "dry_run": True}}, "show": {{"session": "s"}},
+        "log": {{"session": "s"}}, "status": {{"session": "s"}}, "ops": {{}}, "sessions": {{}}}}
+assert set(args) == set(TOOLS), sorted(TOOLS)
+errors = [name for name in args if call(options, name, args[name]).is_error]
+assert sys.stdout is out
+loaded = sorted(m for m in sys.modules
+                if m.startswith("undostore_cli.cmd_") or m == "undostore_cli.main")
+print(json.dumps({{"errors": errors, "loaded": loaded}}))
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"errors": [], "loaded": []}
