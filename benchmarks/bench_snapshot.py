@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -153,6 +154,7 @@ class Bench:
     cold_problem: str | None = None
     python: str = sys.executable     # the interpreter the CLI runs with
     real_tree: str | None = None     # --real-tree: a tree nobody here generated
+    tar_made: bool = False           # --tar-made: the walk cases' trees as extracted from a tar
 
     def log(self, message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
@@ -457,6 +459,9 @@ def case_walk_tree(bench: Bench, name: str) -> None:
         path = info.path
         title = (f"C-like tree ({info.files:,} files, {info.folders:,} folders, "
                  f"{info.ignored_files:,} ignored), walk (no watchman)")
+    if bench.tar_made:
+        path = _tar_made(bench, path, name)
+        title = title.replace(", walk", ", extracted from a tar, walk")
     env = {**bench.env, "UNDOSTORE_FSMONITOR": "off"}
     command = list(common.undostore_commands(bench.python).values())[0]
     subjects = [UndostoreCli("undostore", command, path, bench.state(name, "undostore"), env),
@@ -498,6 +503,22 @@ def case_walk_tree(bench: Bench, name: str) -> None:
                               median(theirs) / MB if theirs else None, unit="MB",
                               target="≤ 2x git", limit=2.0))
     bench.summaries[title] = _summary(results)
+
+
+def _tar_made(bench: Bench, path: str, name: str) -> str:
+    """A copy of the tree at `path` as a user gets one from a release tarball: `tar -c | tar -x`
+    (every file's and folder's mtime a whole second; the ctimes the kernel's own), made anew in
+    the work folder on each run."""
+    copy = os.path.join(bench.workdir, "trees", f"{name}-tar-made")
+    shutil.rmtree(copy, ignore_errors=True)
+    os.makedirs(copy)
+    bench.log(f"{name}: extracting a tar of {path} into {copy}")
+    pack = subprocess.Popen(["tar", "-C", path, "-cf", "-", "."], stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-C", copy, "-xf", "-"], stdin=pack.stdout, check=True)
+    pack.stdout.close()   # type: ignore[union-attr]
+    if pack.wait() != 0:
+        raise RuntimeError(f"tar -c {path} failed")
+    return copy
 
 
 def case_profile_c(bench: Bench) -> None:
@@ -915,6 +936,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a real tree for the watchman-real and real-tree cases (e.g. an npm "
                              "project with node_modules/, a C project with its build outputs); "
                              "its files are rewritten and put back in one-change")
+    parser.add_argument("--tar-made", action="store_true",
+                        help="the c-project and real-tree cases on a copy of the tree extracted "
+                             "from a tar (whole-second mtimes, as a release tarball leaves them)")
     parser.add_argument("--note", action="append", default=[],
                         help="a note printed with the results (e.g. 'loaded machine')")
     args = parser.parse_args(argv)
@@ -954,7 +978,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(os.path.join(workdir, "state"), ignore_errors=True)
     bench = Bench(workdir, args.repeats, args.first_repeats, args.cold_repeats, args.keep, env,
                   notes=list(args.note), python=os.path.abspath(args.python),
-                  real_tree=args.real_tree)
+                  real_tree=args.real_tree, tar_made=args.tar_made)
     warm_bytecode(bench)
     bench.notes.append(f"Python children keep bytecode in {pycache} (PYTHONPYCACHEPREFIX), "
                        "as an installed package would; PYTHONDONTWRITEBYTECODE is removed")

@@ -20,7 +20,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from .door import open_workspace
@@ -158,14 +161,17 @@ def _act(host: Host, name: str | None, event: dict[str, Any], turn: Turn, worksp
                 return _plugin_answer(workspace, session, done)
             return _blocked(host, done.line)
         ident = host.id_of(event)
-        _say_left_out(workspace.snapshot(session=session, label=label_of(prompt),
-                                         meta={"event_id": ident} if ident else None))
+        with _first_snapshot_said(workspace):
+            result = workspace.snapshot(session=session, label=label_of(prompt),
+                                        meta={"event_id": ident} if ident else None)
+        _say_left_out(result)
         return _with_notes(host, workspace, session, quiet)
     workspace.end_turn(session, event_id=host.id_of(event) if host.ends_by_id else None)
     if host.after_records_point:  # the next turn's undo point: notify has no other
         done = label_of(pick(event, host.prompt))
-        _say_left_out(workspace.snapshot(session=session,
-                                         label=f"after: {done}" if done else None))
+        with _first_snapshot_said(workspace):
+            result = workspace.snapshot(session=session, label=f"after: {done}" if done else None)
+        _say_left_out(result)
     return quiet
 
 
@@ -198,6 +204,36 @@ def _note(workspace: Any, session: str) -> str | None:
     """The note for the session's model (history/notes.py), taken: one line; None: none."""
     lines = workspace.notes_for_model(session)
     return "undostore: " + " ".join(lines) if lines else None
+
+
+# A first snapshot still running this long is said (a small tree's never is).
+FIRST_SNAPSHOT_SAID_AFTER_S = 1.0
+
+
+@contextmanager
+def _first_snapshot_said(workspace: Any) -> Iterator[None]:
+    """Around a snapshot: where it is the tree's first (it reads every file, and the prompt
+    waits for it), one stderr line once it has run FIRST_SNAPSHOT_SAID_AFTER_S, saying so and
+    how far the last try got (a try the host stopped keeps what it hashed:
+    snapshot/resume.py), so that a host that gives up on the hook has it to show."""
+    kept = workspace.first_snapshot_kept()
+    if kept is None:
+        yield
+        return
+    if kept.files:
+        line = (f"taking this folder's first snapshot: resuming the last try, which kept "
+                f"{kept.files:,} files ({kept.seconds:.0f} s of reading)")
+    else:
+        line = ("taking this folder's first snapshot: every file is read once (`undostore init` "
+                "takes it ahead of the first prompt)")
+    timer = threading.Timer(FIRST_SNAPSHOT_SAID_AFTER_S, print, (f"undostore: {line}",),
+                            {"file": sys.stderr, "flush": True})
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def _say_left_out(result) -> None:  # noqa: ANN001 (undostore.SnapshotResult, imported lazily)

@@ -19,6 +19,7 @@ class Limits(NamedTuple):
     splice_max_inserts: int = 16       # past this many new names, a spliced tree is re-encoded
     restore_hash_at_most: int = 256    # a restore touching more paths uses the stat cache
     watchman_timeout_s: float = 5.0    # a watchman reply slower than this means a full walk
+    checkpoint_s: float = 5.0          # a first snapshot keeps what it hashed this often
 
 
 DEFAULT_LIMITS = Limits()

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from undostore.restore.pending import PendingRestore
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.restore.revert import RevertResult
+    from undostore.snapshot.resume import Kept
     from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult
     from undostore.store.oplog import Op
 
@@ -108,6 +109,17 @@ class Workspace:
                                                          time.time() - WINDOW_SECONDS)
 
     # --- snapshot -----
+
+    def first_snapshot_kept(self) -> Kept | None:
+        """None when this tree was snapshotted before (its stat cache vouches for its files);
+        else what earlier tries of its first snapshot kept (none: `files` 0), so that a front
+        end can say that the first snapshot, which reads every file, is under way and how far
+        the last try got (snapshot/resume.py)."""
+        if os.path.exists(self.store.stat_cache_path):
+            return None
+        from undostore.snapshot.resume import kept_path, load
+
+        return load(kept_path(self.store))
 
     def snapshot(self, session: str | None = None, label: str | None = None,
                  meta: dict[str, Any] | None = None,

@@ -52,6 +52,12 @@ class PackWriter:
         self.level = level
         # <store>/objects/pack: a failed write names the store (errors.store_write_error)
         self.store_path = os.path.dirname(os.path.dirname(os.path.abspath(pack_dir)))
+        self.stats = PackStats()
+        self._open()
+
+    def _open(self) -> None:
+        """A new temp pack to collect into (stats go on counting across packs)."""
+        pack_dir = self.pack_dir
         self._tmp = os.path.join(pack_dir, f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}.pack")
         try:
             os.makedirs(pack_dir, exist_ok=True)
@@ -62,7 +68,6 @@ class PackWriter:
         self._offset = 12
         self._entries = IndexEntries()
         self._queued: set[bytes] = set()   # added, not yet written (on the worker's queue)
-        self.stats = PackStats()
         self._batch: list[tuple[int, bytes, bytes]] = []
         self._batch_bytes = 0
         self._worker: threading.Thread | None = None
@@ -196,6 +201,14 @@ class PackWriter:
         finally:
             self._entries = IndexEntries()
             self._queued = set()
+
+    def checkpoint(self) -> str | None:
+        """Publish what was added so far as a pack of its own (as `commit` does, durable when
+        the writer is) and go on collecting into a new one: a long first snapshot stopped later
+        keeps it (snapshot/resume.py). Returns the published pack's base path (None: empty)."""
+        published = self.commit()
+        self._open()
+        return published
 
     def _finish(self) -> str:
         f = self._file

@@ -137,17 +137,9 @@ def _roots(store: Store) -> tuple[set[bytes], set[bytes]]:
         snapshots |= journals.load(store, name).ids()
     snapshots |= set(pending_snapshot_ids(store))
     trees = {bytes.fromhex(s) for s in snapshots if len(s) == 40}
-    cache = StatCache.load(store.stat_cache_path, store.identity)
-    # The cache is a hint file: take each value shaped like an id, never fail on one that is not.
-    trees.update(state[0] for state in cache.folders.values()
-                 if isinstance(state, tuple) and state and _is_id(state[0]))
-    blobs = {entry[6] for entry in cache.files.values()
-             if isinstance(entry, tuple) and len(entry) > 6 and _is_id(entry[6])}
-    return trees, blobs
+    held = StatCache.load(store.stat_cache_path, store.identity).held_ids()
+    return trees | held.trees, held.blobs
 
-
-def _is_id(value: Any) -> bool:
-    return isinstance(value, bytes) and len(value) == 20
 
 
 def _mark(reader: ObjectReader, roots: set[bytes], live: set[bytes],

@@ -124,11 +124,8 @@ def newest_reach(store: Store, roots: Mapping[bytes, float], blobs: Iterable[byt
 def standing_roots(store: Store, since: float) -> dict[str, Roots]:
     """The roots no retention drops: ids handed out outside sessions since `since`, the files
     now (the stat cache), a pending restore's snapshots; by group."""
-    cache = StatCache.load(store.stat_cache_path, store.identity)
-    now = Roots({s[0] for s in cache.folders.values()
-                 if isinstance(s, tuple) and s and _is_id(s[0])},
-                {e[6] for e in cache.files.values()
-                 if isinstance(e, tuple) and len(e) > 6 and _is_id(e[6])})
+    held = StatCache.load(store.stat_cache_path, store.identity).held_ids()
+    now = Roots(held.trees, held.blobs)
     listed_by = {name: roots.trees for name, roots in session_roots(store).items()}
     return {RECENT: Roots(handed_out(store, since, listed_by)), FILES_NOW: now,
             PENDING: Roots({bytes.fromhex(s) for s in pending_snapshot_ids(store)})}
@@ -139,6 +136,3 @@ def session_roots(store: Store) -> dict[str, Roots]:
     return {name: Roots({bytes.fromhex(i) for i in journals.load(store, name).ids()})
             for name in journals.session_names(store)}
 
-
-def _is_id(value: object) -> bool:
-    return isinstance(value, bytes) and len(value) == 20

@@ -15,7 +15,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from undostore.errors import (
     SnapshotError,
@@ -40,12 +40,14 @@ from undostore.platform import IS_WINDOWS
 from undostore.progress import OnProgress, Progress
 from undostore.snapshot.capture import Todo, Work
 from undostore.snapshot.ignore import UNDOSTORE_IGNORE
-from undostore.snapshot.walk import KIND_LINK, FileEntry, disk_path
+from undostore.snapshot.walk import KIND_LINK, FileEntry, FileStat, disk_path
 from undostore.store.statcache import StatCache, make_entry
 from undostore.store.store import Store
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
+
+    from undostore.snapshot.resume import Checkpoints
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 # A file swapped for a fifo after the walk must not block the open; fstat then refuses it.
@@ -60,6 +62,15 @@ PROBE_FILES = 128
 SLOW_FILE_SECONDS = 300e-6   # a warm small file reads, hashes and compresses in 20-60 us here
 
 Hashed = Callable[[str, os.stat_result], None]
+
+
+class Blob(NamedTuple):
+    """A file's blob id and the stat it was taken with; `read` False: an earlier try of a
+    first snapshot kept it (resume.py), this run did not read the file."""
+
+    sha: bytes
+    st: os.stat_result | FileStat
+    read: bool = True
 
 
 class _Hasher:
@@ -183,8 +194,9 @@ class HashRun:
 
     def __init__(self, root: str, store: Store, writer: PackWriter, cache: StatCache, *,
                  threads: int = 0, on_hashed: Hashed, on_progress: OnProgress,
-                 limits: Limits = DEFAULT_LIMITS) -> None:
+                 limits: Limits = DEFAULT_LIMITS, checkpoints: Checkpoints | None = None) -> None:
         self._hasher = _Hasher(root, store, writer)
+        self._checkpoints = checkpoints   # a first snapshot: keeps what it hashed (resume.py)
         self._batch_files = limits.hash_batch_files
         self._task_files = limits.pool_task_files
         self._cache = cache
@@ -195,7 +207,8 @@ class HashRun:
         self._on_progress = on_progress
         self.todo: Todo = []
         self.unreadable: dict[str, str] = {}   # path -> reason: files that could not be read
-        self.hashed = 0
+        self.hashed = 0                # files read and hashed by this run
+        self.done = 0                  # ... and those an earlier try kept
         self.found = 0                 # files the walk handed over so far, hashed or not
 
     def __enter__(self) -> HashRun:
@@ -221,30 +234,45 @@ class HashRun:
             raise UnreadableFilesError(dict(self.unreadable), self._hasher.root)
         self._on_progress(Progress(HASH_STEP, self.found, self.found))
 
-    def _blob(self, item: tuple[Work, int, FileEntry]) -> tuple[bytes, os.stat_result] | None:
+    def _blob(self, item: tuple[Work, int, FileEntry]) -> Blob | None:
         """The file's blob id and stat; None for a file this user cannot read (noted)."""
+        entry = item[2]
+        if self._checkpoints is not None:
+            st = entry.st
+            kept = self._checkpoints.take(entry.path, st)
+            if kept is not None:
+                return Blob(kept, st, read=False)
         try:
-            return self._hasher.blob_of(item[2])
+            return Blob(*self._hasher.blob_of(entry))
         except _Unreadable as err:
-            self.unreadable[item[2].path] = str(err)
+            self.unreadable[entry.path] = str(err)
             return None
 
-    def _record(self, item: tuple[Work, int, FileEntry],
-                result: tuple[bytes, os.stat_result] | None) -> None:
+    def _record(self, item: tuple[Work, int, FileEntry], result: Blob | None) -> None:
         if result is None:
             return
-        sha, st = result
+        st = result.st
         work, index, entry = item
-        work.entries[index] = make_entry(st, _git_mode(entry, st, self._cache), sha)  # type: ignore[index]
+        made = make_entry(st, _git_mode(entry, st, self._cache), result.sha)  # type: ignore[arg-type]
+        work.entries[index] = made  # type: ignore[index]
         work.fresh.append(index)
         work.hashed = True
-        self._on_hashed(entry.path, st)
-        self.hashed += 1
-        if self.hashed % 1000 == 0:
-            self._on_progress(Progress(HASH_STEP, self.hashed, self.found))
+        self._on_hashed(entry.path, st)  # type: ignore[arg-type]
+        if result.read:
+            self.hashed += 1
+            if self._checkpoints is not None:
+                self._checkpoints.hashed(entry.path, made)
+        self.done += 1
+        if self.done % 1000 == 0:
+            self._on_progress(Progress(HASH_STEP, self.done, self.found))
 
     def _hash_batch(self) -> None:
-        todo, self.todo = self.todo, []
+        self._hash(self.todo)
+        self.todo = []
+        if self._checkpoints is not None:
+            self._checkpoints.due()   # no file is being hashed now
+
+    def _hash(self, todo: Todo) -> None:
         start = 0
         if not self._threads and _large_files(todo):
             self._threads = IO_THREADS
@@ -269,7 +297,7 @@ class HashRun:
             self._pool = ThreadPoolExecutor(max_workers=self._threads)
         blob = self._blob
 
-        def hash_batch(batch: Todo) -> list[tuple[bytes, os.stat_result] | None]:
+        def hash_batch(batch: Todo) -> list[Blob | None]:
             return [blob(item) for item in batch]
 
         # Batches: one future per file costs more in hand-offs than a small file's work.

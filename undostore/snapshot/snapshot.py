@@ -33,6 +33,8 @@ from undostore.snapshot.capture import (
 )
 from undostore.snapshot.changes import WALK_FULL, Scan, moved_while_taken, scan
 from undostore.snapshot.hashing import HashRun
+from undostore.snapshot.resume import Checkpoints
+from undostore.snapshot.resume import forget as forget_kept
 from undostore.snapshot.walk import WalkOptions, ignore_warning, unsettled
 from undostore.store import overlimit
 from undostore.store.durable import on_fuse
@@ -187,6 +189,10 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
     found = scan(real_root, cache, walk_options, warn, limits.watchman_timeout_s)
 
     writer = PackWriter(store.pack_dir, durable=options.durable)
+    # No stat cache: every file is read. Keep what is hashed as it goes (and take what an
+    # earlier try kept), so a first snapshot stopped half-way is not started over (resume.py).
+    checkpoints = (Checkpoints(store, writer, start_ns, limits.checkpoint_s)
+                   if cache.root is None else None)
     modes = ModeRecorder(store.path, real_root, cache.root.hex() if cache.root else None,
                          unsaved=cache.modes)
     try:
@@ -194,7 +200,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
         # held until it ends.
         with HashRun(real_root, store, writer, cache, threads=options.hash_threads,
                      on_hashed=modes.file_read, on_progress=options.on_progress,
-                     limits=limits) as run:
+                     limits=limits, checkpoints=checkpoints) as run:
             works = []
             seen = []
             for folder in found.scanned:
@@ -252,6 +258,9 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
         except OSError as err:
             # The snapshot itself is complete and durable; a missing cache only costs time.
             warn(cache_path, f"could not save the stat cache: {err.strerror or err}")
+        else:
+            if checkpoints is not None:
+                forget_kept(store)   # the stat cache vouches for every file now
     return SnapshotResult(id=root_tree.hex(), files=total, hashed=run.hashed,
                           new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
                           seconds=time.perf_counter() - started, warnings=warnings,

@@ -46,7 +46,7 @@ import os
 import struct
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from undostore.limits import DEFAULT_LIMITS
 from undostore.platform import IS_WINDOWS
@@ -91,6 +91,17 @@ TREE_ID, NAMES, ENTRY_NAMES, ENTRIES, STAMP, IGNORED = range(6)
 # ... and in an Entry: the fingerprint (mtime, ctime, size, inode, st_mode), git mode, blob id.
 MTIME, CTIME, SIZE, INODE, ST_MODE, GIT_MODE, BLOB_ID = range(7)
 _SEP = "\0"
+
+
+class HeldIds(NamedTuple):
+    """The tree and blob ids a stat cache holds (`StatCache.held_ids`)."""
+
+    trees: set[bytes]
+    blobs: set[bytes]
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, bytes) and len(value) == 20
 
 
 def fingerprint(st: os.stat_result) -> Fingerprint:
@@ -288,6 +299,14 @@ class StatCache:
         """Every folder's (tree id, names) where the tree id is known."""
         return {path: (r[0], split_names(r[1])) for path, r in self.records.items()
                 if r[0] is not False}
+
+    def held_ids(self) -> HeldIds:
+        """The ids the cache vouches for, the files now (gc keeps them, usage counts them):
+        each folder's tree and each file's blob. A hint file: a value not shaped like an id is
+        skipped, never an error."""
+        return HeldIds({state[0] for state in self.folders.values() if _is_id(state[0])},
+                       {entry[BLOB_ID] for entry in self.files.values()
+                        if len(entry) > BLOB_ID and _is_id(entry[BLOB_ID])})
 
     @classmethod
     def load(cls, path: str, store_identity: str = "", on_warning=None,  # noqa: ANN001
