@@ -537,3 +537,38 @@ def test_a_file_moved_out_of_an_unreported_folder_during_the_snapshot_is_taken_o
     expect_watchman(result)
     assert moves
     assert result.id == git.write_tree(snapper.root)   # guide.md in src only
+
+
+@pytest.mark.parametrize("mode, files, watched", [("auto", 30, True), ("auto", 10, False),
+                                                  ("off", 30, False)])
+def test_init_starts_watching_a_large_tree_unless_the_setting_says_otherwise(
+        tmp_path, watchman_env, monkeypatch, mode, files, watched):
+    """`init` on a tree of WATCH_FROM_FILES files or more (20 here), with watchman installed and
+    UNDOSTORE_FSMONITOR `auto`, takes one more snapshot with watchman (starting the daemon and
+    the watch where they are not running, saving the clock), so later prompts ask watchman; a
+    smaller tree, or `off`, is left alone."""
+    import json
+    import subprocess
+
+    root = make_tree(tmp_path / "tree", {f"f{i}.txt": f"{i}\n" for i in range(files)})
+    monkeypatch.setenv("UNDOSTORE_FSMONITOR", mode)
+    program = ("import sys\nimport undostore_cli.cmd_init as init\ninit.WATCH_FROM_FILES = 20\n"
+               "from undostore_cli.entry import main\nmain(sys.argv[1:])")
+    done = subprocess.run([sys.executable, "-c", program, "init", "cursor", "--json"], cwd=root,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    first = json.loads(done.stdout)["first_snapshot"]
+    assert first["files"] == files + 1   # and .cursor/hooks.json
+    assert first["watchman"] is watched
+    if mode == "off":
+        import pywatchman
+
+        client = pywatchman.client(sockpath=watchman_env.sock, timeout=10)
+        try:
+            roots = client.query("watch-list")["roots"]
+        finally:
+            client.close()
+        assert os.path.realpath(root) not in roots
+    if watched:
+        with Workspace(root) as ws:   # `auto`: the daemon answers, the clock is saved
+            expect_watchman(ws.snapshot(), "after init")

@@ -95,13 +95,14 @@ class Scan(NamedTuple):
 
 
 def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn,
-         watchman_timeout: float = DEFAULT_LIMITS.watchman_timeout_s) -> Scan:
+         watchman_timeout: float = DEFAULT_LIMITS.watchman_timeout_s,
+         mode: str | None = None) -> Scan:
     """Walk all of `root`, or with watchman (answering within `watchman_timeout` seconds) only
     what changed (see the module docstring). A walk reuses the listings of folders that did not
-    change (walk.py)."""
+    change (walk.py). `mode`: auto, watchman or off (None: UNDOSTORE_FSMONITOR)."""
     if options.known is None and options.threads <= 1:
         options = options._replace(known=known_for(cache))
-    mode = fsmonitor_mode()
+    mode = mode or fsmonitor_mode()
     monitor = None if mode == "off" else Monitor.open(root, mode, options.skip_dirs, on_warning,
                                                       watchman_timeout)
     if monitor is None:
@@ -134,7 +135,8 @@ def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn,
 
 
 def moved_while_taken(root: str, found: Scan, options: WalkOptions,
-                      watchman_timeout: float = DEFAULT_LIMITS.watchman_timeout_s) -> list[str]:
+                      watchman_timeout: float = DEFAULT_LIMITS.watchman_timeout_s,
+                      mode: str | None = None) -> list[str]:
     """The folders a watchman-driven scan took from the cache (`found.base`) that changed after
     watchman was asked, while the snapshot ran: a file moved out of one of them into a folder
     read later would be in the tree twice (or, the other way, in neither). The folders it read
@@ -147,7 +149,7 @@ def moved_while_taken(root: str, found: Scan, options: WalkOptions,
     if all(folder.path in found.deltas for folder in found.scanned):
         return []   # nothing read whole: no snapshot or hook of an agent's edits pays for it
     token = Token.from_tuple(found.monitor[0])
-    mode = fsmonitor_mode()
+    mode = mode or fsmonitor_mode()
     if token is None or mode == "off":
         return []
     monitor = Monitor.open(root, mode, options.skip_dirs, lambda _path, _message: None,

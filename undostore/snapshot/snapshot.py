@@ -58,6 +58,7 @@ class SnapshotOptions(NamedTuple):
     on_progress: OnProgress = no_progress   # Progress("hash", files hashed, files found)
     on_warning: Warn = ignore_warning
     limits: Limits | None = None        # batch and size limits (None: the Workspace's)
+    fsmonitor: str | None = None        # auto, watchman or off (None: UNDOSTORE_FSMONITOR)
 
 
 class SnapshotResult(NamedTuple):
@@ -186,7 +187,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
                                skip_dirs=store_exclusion(real_root, store), on_warning=warn,
                                matcher_for=matcher_for(cache), unreadable=unreadable,
                                trust_listings=not on_fuse(real_root))
-    found = scan(real_root, cache, walk_options, warn, limits.watchman_timeout_s)
+    found = scan(real_root, cache, walk_options, warn, limits.watchman_timeout_s,
+                 options.fsmonitor)
 
     writer = PackWriter(store.pack_dir, durable=options.durable)
     # No stat cache: every file is read. Keep what is hashed as it goes (and take what an
@@ -210,7 +212,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
                 run.counted(folder.count)
             run.finish()
         moved = unsettled(real_root, seen) or moved_while_taken(
-            real_root, found, walk_options, limits.watchman_timeout_s)
+            real_root, found, walk_options, limits.watchman_timeout_s, options.fsmonitor)
         if moved:
             raise TreeMovedError("folders changed while the snapshot was taken",
                                  os.path.join(real_root, moved[0]) if moved[0] else real_root,
