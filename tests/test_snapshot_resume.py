@@ -20,12 +20,9 @@ from undostore.snapshot.resume import kept_path, load
 
 FILES = 1500
 
-# A first snapshot in its own process, each file's read slowed by 2 ms (3 s in all), checking
-# every run of 64 files: killed once the first checkpoint is on disk, it is half-way at most.
-SLOW_FIRST_SNAPSHOT = """
+# A child process's start: each file's read slowed by 2 ms.
+SLOWED = """
 import sys, time
-from undostore import Workspace
-from undostore.limits import Limits
 from undostore.snapshot import hashing
 
 read = hashing._Hasher.blob_of
@@ -33,6 +30,13 @@ def slow(self, entry):
     time.sleep(0.002)
     return read(self, entry)
 hashing._Hasher.blob_of = slow
+"""
+
+# A first snapshot, slowed (3 s in all), checking every run of 64 files: killed once the first
+# checkpoint is on disk, it is half-way at most.
+SLOW_FIRST_SNAPSHOT = SLOWED + """
+from undostore import Workspace
+from undostore.limits import Limits
 with Workspace(sys.argv[1], limits=Limits(hash_batch_files=64, checkpoint_s=0)) as ws:
     ws.snapshot()
 """
@@ -118,18 +122,10 @@ class _NoWriter:
         return None
 
 
-# The hook as a host runs it, each file's read slowed by 2 ms: a first snapshot that runs past
-# the second after which the hook says it is under way.
-SLOW_HOOK = """
-import sys, time
-from undostore.snapshot import hashing
+# The hook as a host runs it, slowed: a first snapshot that runs past the second after which
+# the hook says it is under way.
+SLOW_HOOK = SLOWED + """
 from undostore_cli.entry import main
-
-read = hashing._Hasher.blob_of
-def slow(self, entry):
-    time.sleep(0.002)
-    return read(self, entry)
-hashing._Hasher.blob_of = slow
 main(["hook"])
 """
 
