@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from undostore import Workspace
-from undostore.snapshot.resume import kept_path, load
+from undostore.snapshot.resume import kept_path
 
 FILES = 1500
 
@@ -76,8 +76,8 @@ def test_a_first_snapshot_killed_half_way_is_resumed_not_started_over(tmp_path, 
     _tree(root)
     _killed_half_way(root)
     with Workspace(root) as ws:
-        kept = load(kept_path(ws.store))
-    assert 0 < kept.files < FILES
+        kept = ws.first_snapshot_kept()
+    assert kept is not None and 0 < kept.files < FILES
     changed = root / next(iter(kept.entries))           # a kept file changes in between
     changed.write_text(changed.read_text().upper())
     with Workspace(root) as ws:
@@ -95,8 +95,8 @@ def test_a_kept_entry_is_taken_only_for_an_unchanged_file_whose_blob_the_store_h
     """What an earlier try kept is never trusted for a file rewritten since (its size kept),
     nor where the store no longer holds the blob (gc pruned it)."""
     from undostore.git.objects import BLOB, hash_object
-    from undostore.snapshot.resume import Checkpoints, Kept
-    from undostore.store.statcache import make_entry
+    from undostore.snapshot.resume import Checkpoints, Kept, usable
+    from undostore.store.statcache import ENTRY, make_entry
 
     root = tmp_path / "tree"
     _tree(root)
@@ -107,9 +107,10 @@ def test_a_kept_entry_is_taken_only_for_an_unchanged_file_whose_blob_the_store_h
 
     with Workspace(root) as ws:
         ws.snapshot()
-        entries = {path: make_entry(os.lstat(root / path), 0o100644, sha)
+        entries = {path: ENTRY.pack(*make_entry(os.lstat(root / path), 0o100644, sha))
                    for path, sha in ((a, blob(a)), (b, b"\1" * 20), (c, blob(c)))}
         (root / c).write_text((root / c).read_text().upper())   # same size, new times
+        assert set(usable(Kept(dict(entries), 1.0, time.time()), ws.store).entries) == {a, c}
         checkpoints = Checkpoints(ws.store, _NoWriter(), time.time_ns(), 0)  # type: ignore[arg-type]
         checkpoints.kept = Kept(entries, 1.0, time.time())
         assert checkpoints.take(a, os.lstat(root / a)) == blob(a)
@@ -153,7 +154,8 @@ def test_the_hook_says_a_first_snapshot_is_taken_and_how_far_the_last_try_got(tm
     _tree(stopped)
     _killed_half_way(stopped)
     with Workspace(stopped) as ws:
-        kept = load(kept_path(ws.store))
+        kept = ws.first_snapshot_kept()
+    assert kept is not None
     said = hook(stopped, ["-c", SLOW_HOOK]).stderr
     assert said.startswith(f"undostore: taking this folder's first snapshot: resuming the last "
                            f"try, which kept {kept.files:,} files ("), said

@@ -117,9 +117,9 @@ class Workspace:
         the last try got (snapshot/resume.py)."""
         if os.path.exists(self.store.stat_cache_path):
             return None
-        from undostore.snapshot.resume import kept_path, load
+        from undostore.snapshot.resume import kept_path, load, usable
 
-        return load(kept_path(self.store))
+        return usable(load(kept_path(self.store)), self.store)
 
     def snapshot(self, session: str | None = None, label: str | None = None,
                  meta: dict[str, Any] | None = None,

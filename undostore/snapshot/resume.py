@@ -1,43 +1,54 @@
 """A first snapshot that stops half-way keeps what it hashed.
 
 A tree's first snapshot reads every file: minutes on a large tree, which a host may not wait for
-(its hook timeout, the user quitting). While a snapshot runs with no stat cache to go by, every
-`Limits.checkpoint_seconds` it publishes the pack written so far (durable, as a finished
-snapshot's pack) and then appends the files it hashed since, with their stat fingerprints and
-blob ids, to `<store>/cache/first-snapshot`. The next snapshot with no stat cache takes a file's
-blob id from there when its stat is unchanged and the store still holds the blob (gc may have
-pruned it since), instead of reading it again. The file goes once a snapshot has saved its stat
-cache: from then on the stat cache vouches for every file.
+(its hook timeout, the user quitting). While a snapshot runs with no stat cache to go by, it
+appends each file it hashes (path, stat fingerprint, blob id) to `<store>/cache/first-snapshot`,
+and every `Limits.checkpoint_s` it publishes the pack written so far (durable, as a finished
+snapshot's pack). The next snapshot with no stat cache takes a file's blob id from there when its
+stat is unchanged and the store holds the blob, instead of reading the file again. The store
+holding the blob is what makes a record usable: a blob is in the store only once its pack was
+published, and a published pack is durable; a record whose pack never was (the try was killed
+before its checkpoint) names a blob the store lacks, and the file is read again. The file goes
+once a snapshot has saved its stat cache: from then on the stat cache vouches for every file.
 
-The file is a header and then one marshal chunk per checkpoint, appended; a chunk cut short by a
-kill ends the reading, and what came before it stands. A file modified too close to the run's
-start is not recorded (racy, by the stat cache's own rule), so a change within a timestamp's
-granularity is never missed.
+The file is a header line, then items appended as they come: a record (the path's length and
+bytes, then the stat cache's own packed entry), or at each checkpoint the seconds of reading so
+far. A tail cut short by a kill ends the reading; what came before it stands. A snapshot holds
+no more than `FLUSH_BYTES` of records before it writes them, and a resumed one ~100 bytes for
+each file kept, each let go once taken. A file modified too close to the run's start is not
+recorded (racy, by the stat cache's own rule), so a change within a timestamp's granularity is
+never missed.
 """
 
 from __future__ import annotations
 
-import marshal
 import os
-import sys
+import struct
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
-from undostore.store.statcache import BLOB_ID, Entry, entry_racy, fingerprint
+from undostore.store.statcache import ENTRY, FINGERPRINT, Entry, entry_racy, fingerprint
 
 if TYPE_CHECKING:
     from undostore.git.packwriter import PackWriter
     from undostore.store.store import Store
 
 FILE_NAME = "first-snapshot"
-_HEADER = ("undostore first snapshot", 1, marshal.version, sys.implementation.cache_tag)
+_HEADER = b"undostore first snapshot 2\n"
+_RECORD = b"R"                   # then the path's length, the path, the packed entry
+_RECORD_HEAD = struct.Struct("<cH")
+_SECONDS = b"T"                  # then the seconds of reading so far and time.time()
+_SECONDS_ITEM = struct.Struct("<cdd")
+_BLOB_AT = ENTRY.size - 20       # the packed entry ends with the blob id
+FLUSH_BYTES = 64 << 10           # records are written once this many bytes wait
 
 
 class Kept(NamedTuple):
-    """What earlier tries of a first snapshot kept: each file's entry by path, how long they ran
-    (seconds, summed over the tries) and when the last one checkpointed (time.time())."""
+    """What earlier tries of a first snapshot kept: each file's packed entry (statcache.ENTRY) by
+    path, how long they ran (seconds of reading, summed over the tries) and when the last one
+    checkpointed (time.time())."""
 
-    entries: dict[str, Entry]
+    entries: dict[str, bytes]
     seconds: float
     at: float
 
@@ -55,23 +66,50 @@ def kept_path(store: Store) -> str:
 
 def load(path: str) -> Kept:
     """What the file at `path` holds (nothing when it is missing, unreadable, of another
-    version or damaged from its start; a damaged chunk ends the reading)."""
-    entries: dict[str, Entry] = {}
-    seconds = at = 0.0
+    version or damaged from its start; a damaged item ends the reading)."""
     try:
         with open(path, "rb") as f:
-            if marshal.load(f) != _HEADER:
-                return NOTHING_KEPT
-            while True:
-                try:
-                    chunk_seconds, chunk_at, chunk = marshal.load(f)
-                except EOFError:
-                    break
-                entries.update(chunk)
-                seconds, at = chunk_seconds, chunk_at
-    except (OSError, EOFError, ValueError, TypeError):
-        pass   # what was read before the damage stands
+            data = f.read()
+    except OSError:
+        return NOTHING_KEPT
+    if not data.startswith(_HEADER):
+        return NOTHING_KEPT
+    entries: dict[str, bytes] = {}
+    seconds = at = 0.0
+    offset, end, size = len(_HEADER), len(data), ENTRY.size
+    try:
+        while offset < end:
+            kind = data[offset:offset + 1]
+            if kind == _RECORD:
+                _, length = _RECORD_HEAD.unpack_from(data, offset)
+                offset += _RECORD_HEAD.size
+                if offset + length + size > end:
+                    break   # cut short by a kill
+                path_bytes = data[offset:offset + length]
+                entries[path_bytes.decode("utf-8", "surrogateescape")] = \
+                    data[offset + length:offset + length + size]
+                offset += length + size
+            elif kind == _SECONDS:
+                _, seconds, at = _SECONDS_ITEM.unpack_from(data, offset)
+                offset += _SECONDS_ITEM.size
+            else:
+                break   # zeros a power cut left, or damage: what came before stands
+    except struct.error:
+        pass
     return Kept(entries, seconds, at) if entries else NOTHING_KEPT
+
+
+def usable(kept: Kept, store: Store) -> Kept:
+    """`kept` without the records whose blob the store lacks (their pack was never published:
+    the try was stopped before its checkpoint, or gc pruned them since)."""
+    entries = {path: packed for path, packed in kept.entries.items()
+               if len(packed) == ENTRY.size and store.has(packed[_BLOB_AT:])}
+    return kept._replace(entries=entries)
+
+
+def _record(path: str, entry: Entry) -> bytes:
+    name = path.encode("utf-8", "surrogateescape")
+    return _RECORD_HEAD.pack(_RECORD, len(name)) + name + ENTRY.pack(*entry)
 
 
 def forget(store: Store) -> None:
@@ -83,9 +121,9 @@ def forget(store: Store) -> None:
 
 
 class Checkpoints:
-    """A first snapshot's checkpoints: `take` answers for a file an earlier try kept, `hashed`
-    notes each file this try hashed, and `due` (called between batches, with no hashing under
-    way) publishes the pack and appends what was hashed since the last checkpoint."""
+    """A first snapshot's keeping: `take` answers for a file an earlier try kept, `hashed`
+    records each file this try hashed, and `due` (called between batches, with no hashing under
+    way) publishes the pack every `every_seconds`."""
 
     def __init__(self, store: Store, writer: PackWriter, start_ns: int, every_seconds: float
                  ) -> None:
@@ -96,36 +134,48 @@ class Checkpoints:
         self.kept = load(self.path)
         self.began = time.monotonic()
         self.last = self.began
-        self.unsaved: dict[str, Entry] = {}
-        self.taken = 0     # files answered from what earlier tries kept
+        self.unwritten = bytearray()   # records not yet appended to the file
+        self.failed = False            # the file could not be written: keep nothing more
 
     def take(self, path: str, st: os.stat_result) -> bytes | None:
         """The blob id an earlier try kept for this file, if its stat is unchanged and the store
-        still holds the blob (thread-safe: only reads)."""
-        entry = self.kept.entries.get(path)
-        if entry is None or entry[:5] != fingerprint(st) or not self.store.has(entry[BLOB_ID]):
+        holds the blob (thread-safe: one pop from a dict). Each entry is let go once asked."""
+        packed = self.kept.entries.pop(path, None)
+        if (packed is None or len(packed) != ENTRY.size
+                or packed[:FINGERPRINT.size] != FINGERPRINT.pack(*fingerprint(st))):
             return None
-        self.taken += 1
-        return entry[BLOB_ID]
+        blob = packed[_BLOB_AT:]
+        return blob if self.store.has(blob) else None
 
     def hashed(self, path: str, entry: Entry) -> None:
-        if not entry_racy(entry, self.start_ns):
-            self.unsaved[path] = entry
+        """Record a file this try hashed (the hashing's one thread calls it)."""
+        if not self.failed and not entry_racy(entry, self.start_ns):
+            self.unwritten += _record(path, entry)
+            if len(self.unwritten) >= FLUSH_BYTES:
+                self._append(b"")
 
     def due(self) -> None:
+        """Every `every_seconds`: publish the pack, so the blobs recorded so far are kept."""
         now = time.monotonic()
-        if now - self.last < self.every or not self.unsaved:
+        if now - self.last < self.every:
             return
-        self.writer.checkpoint()    # durable before any entry names its blobs
-        self.store.refresh()
-        chunk = (self.kept.seconds + (now - self.began), time.time(), self.unsaved)
-        try:
-            fresh = not os.path.exists(self.path)
-            with open(self.path, "ab") as f:
-                if fresh:
-                    marshal.dump(_HEADER, f)
-                marshal.dump(chunk, f)
-        except OSError:
-            return   # only the next try's time is lost; this snapshot goes on
-        self.unsaved = {}
         self.last = now
+        # Not followed by a store refresh: mapping the new packs' indexes cost ~7 MB at the peak
+        # of an 80k-file first snapshot; a blob met again after a checkpoint is only written
+        # once more (gc's repack drops the copy).
+        self.writer.checkpoint()
+        self._append(_SECONDS_ITEM.pack(_SECONDS, self.kept.seconds + (now - self.began),
+                                        time.time()))
+
+    def _append(self, then: bytes) -> None:
+        if self.failed:
+            return
+        try:
+            with open(self.path, "ab") as f:
+                if f.tell() == 0:
+                    f.write(_HEADER)
+                f.write(self.unwritten)
+                f.write(then)
+        except OSError:
+            self.failed = True   # only the next try's time is lost; this snapshot goes on
+        self.unwritten = bytearray()
