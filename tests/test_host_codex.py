@@ -28,6 +28,7 @@ from .host_support import (
     init,
     pinned,
     the_two_turns,
+    two_conversations_undo_their_own,
     typed,
 )
 from .model_server import ModelServer, Tool
@@ -201,3 +202,11 @@ def test_undo_in_codexs_tui_typed_with_a_space_first(tmp_path):
             tmux.wait_for("undostore: undid the last turn", timeout=30)
             assert files(root) == {"a.txt": "a\n"}
             assert "'add b'" in tmux.screen(), screen
+
+
+def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
+    """With project and user-wide hooks: every event twice, each conversation's once."""
+    two_conversations_undo_their_own(
+        tmp_path, Host,
+        lambda path, text: Tool("exec_command", {"cmd": f"printf '{text}' > {path}"}),
+        "first", "second")
