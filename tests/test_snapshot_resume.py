@@ -110,9 +110,9 @@ def test_a_kept_entry_is_taken_only_for_an_unchanged_file_whose_blob_the_store_h
         entries = {path: ENTRY.pack(*make_entry(os.lstat(root / path), 0o100644, sha))
                    for path, sha in ((a, blob(a)), (b, b"\1" * 20), (c, blob(c)))}
         (root / c).write_text((root / c).read_text().upper())   # same size, new times
-        assert set(usable(Kept(dict(entries), 1.0, time.time()), ws.store).entries) == {a, c}
+        assert set(usable(Kept(dict(entries), 1.0), ws.store).entries) == {a, c}
         checkpoints = Checkpoints(ws.store, _NoWriter(), time.time_ns(), 0)  # type: ignore[arg-type]
-        checkpoints.kept = Kept(entries, 1.0, time.time())
+        checkpoints.kept = Kept(entries, 1.0)
         assert checkpoints.take(a, os.lstat(root / a)) == blob(a)
         assert checkpoints.take(b, os.lstat(root / b)) is None   # the store lacks that blob
         assert checkpoints.take(c, os.lstat(root / c)) is None   # rewritten since

@@ -267,8 +267,8 @@ class HashRun:
             self._on_progress(Progress(HASH_STEP, self.done, self.found))
 
     def _hash_batch(self) -> None:
-        self._hash(self.todo)
-        self.todo = []
+        todo, self.todo = self.todo, []
+        self._hash(todo)
         if self._checkpoints is not None:
             self._checkpoints.due()   # no file is being hashed now
 

@@ -34,30 +34,25 @@ if TYPE_CHECKING:
     from undostore.store.store import Store
 
 FILE_NAME = "first-snapshot"
-_HEADER = b"undostore first snapshot 2\n"
+_HEADER = b"undostore first snapshot 3\n"
 _RECORD = b"R"                   # then the path's length, the path, the packed entry
 _RECORD_HEAD = struct.Struct("<cH")
-_SECONDS = b"T"                  # then the seconds of reading so far and time.time()
-_SECONDS_ITEM = struct.Struct("<cdd")
+_SECONDS = b"T"                  # then the seconds of reading so far
+_SECONDS_ITEM = struct.Struct("<cd")
 _BLOB_AT = ENTRY.size - 20       # the packed entry ends with the blob id
 FLUSH_BYTES = 64 << 10           # records are written once this many bytes wait
 
 
 class Kept(NamedTuple):
     """What earlier tries of a first snapshot kept: each file's packed entry (statcache.ENTRY) by
-    path, how long they ran (seconds of reading, summed over the tries) and when the last one
-    checkpointed (time.time())."""
+    path, and how long they ran (seconds of reading, summed over the tries)."""
 
     entries: dict[str, bytes]
     seconds: float
-    at: float
 
     @property
     def files(self) -> int:
         return len(self.entries)
-
-
-NOTHING_KEPT = Kept({}, 0.0, 0.0)
 
 
 def kept_path(store: Store) -> str:
@@ -67,15 +62,15 @@ def kept_path(store: Store) -> str:
 def load(path: str) -> Kept:
     """What the file at `path` holds (nothing when it is missing, unreadable, of another
     version or damaged from its start; a damaged item ends the reading)."""
+    entries: dict[str, bytes] = {}
+    seconds = 0.0
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError:
-        return NOTHING_KEPT
+        return Kept(entries, seconds)
     if not data.startswith(_HEADER):
-        return NOTHING_KEPT
-    entries: dict[str, bytes] = {}
-    seconds = at = 0.0
+        return Kept(entries, seconds)
     offset, end, size = len(_HEADER), len(data), ENTRY.size
     try:
         while offset < end:
@@ -90,13 +85,13 @@ def load(path: str) -> Kept:
                     data[offset + length:offset + length + size]
                 offset += length + size
             elif kind == _SECONDS:
-                _, seconds, at = _SECONDS_ITEM.unpack_from(data, offset)
+                _, seconds = _SECONDS_ITEM.unpack_from(data, offset)
                 offset += _SECONDS_ITEM.size
             else:
                 break   # zeros a power cut left, or damage: what came before stands
     except struct.error:
         pass
-    return Kept(entries, seconds, at) if entries else NOTHING_KEPT
+    return Kept(entries, seconds if entries else 0.0)
 
 
 def usable(kept: Kept, store: Store) -> Kept:
@@ -164,8 +159,7 @@ class Checkpoints:
         # of an 80k-file first snapshot; a blob met again after a checkpoint is only written
         # once more (gc's repack drops the copy).
         self.writer.checkpoint()
-        self._append(_SECONDS_ITEM.pack(_SECONDS, self.kept.seconds + (now - self.began),
-                                        time.time()))
+        self._append(_SECONDS_ITEM.pack(_SECONDS, self.kept.seconds + (now - self.began)))
 
     def _append(self, then: bytes) -> None:
         if self.failed:
