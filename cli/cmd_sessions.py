@@ -30,7 +30,7 @@ from .common import (
 from .complete import complete_ids
 from .pager import no_pager_option, paged
 from .pending import mention_pending
-from .results import empty_listing, log_json, sessions_json
+from .results import empty_log, log_json, sessions_json
 from .textout import columns, want_color
 
 
@@ -67,7 +67,7 @@ def _emit_listing(ctx: Context, body: dict[str, Any], as_json: bool,
 @no_pager_option
 @json_option
 @pass_context
-@read_only(lambda options: empty_listing(options.get("session"), {"undo": [], "redo": []}))
+@read_only(lambda options: empty_log(options.get("session")))
 def log_command(ctx: Context, session: str | None, count: int | None, stat: bool,
                 no_pager: bool, as_json: bool) -> None:
     """Show the undo points of a session, newest first, and its redo stack.
@@ -214,7 +214,7 @@ def redo_command(ctx: Context, steps: int, merge: bool, session: str | None, yes
 @click.command("sessions")
 @json_option
 @pass_context
-@read_only(lambda options: {"sessions": []})
+@read_only(lambda options: sessions_json([]))
 def sessions_command(ctx: Context, as_json: bool) -> None:
     """List the sessions of this store with their numbers of undo and redo entries."""
     infos = ctx.workspace().sessions()

@@ -47,7 +47,7 @@ def status_command(ctx: Context, session: str | None, as_json: bool) -> None:
               help="Only operations newer than this: 90s, 30m, 2h, 1d, 1w.")
 @json_option
 @pass_context
-@read_only(lambda options: {"ops": []})
+@read_only(lambda options: ops_json([]))
 def ops_command(ctx: Context, session: str | None, since: str | None, as_json: bool) -> None:
     """The operation log, newest first: every snapshot, restore, undo, redo, drop and gc.
 

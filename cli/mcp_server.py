@@ -49,7 +49,7 @@ from .mcp_relay import Relay
 from .plain import Options, failure_of, root_relative
 from .results import (
     compare_json,
-    empty_listing,
+    empty_log,
     log_json,
     ops_json,
     sessions_json,
@@ -307,7 +307,7 @@ def _log(call: Call, args: Args) -> Json:
         log = workspace.log(history_session(workspace, _session(args), call.hear))
         return with_pending(log_json(workspace, log, []), workspace.pending_restore())
 
-    return call.reading(read, lambda: empty_listing(_session(args), {"undo": [], "redo": []}))
+    return call.reading(read, lambda: empty_log(_session(args)))
 
 
 @tool("status", "Count the session's undo points and redo entries, and say whether an "
@@ -331,7 +331,7 @@ def _ops(call: Call, args: Args) -> Json:
     since_cutoff(since)  # a bad duration fails before the store is opened
     return call.reading(lambda workspace: ops_json(workspace.ops(session=_session(args),
                                                                  since=since)),
-                        lambda: {"ops": []})
+                        lambda: ops_json([]))
 
 
 @tool("sessions", "List the undo histories (sessions) of this project with their numbers of "
@@ -339,7 +339,7 @@ def _ops(call: Call, args: Args) -> Json:
 def _sessions(call: Call, args: Args) -> Json:
     return call.reading(lambda workspace: with_pending(sessions_json(workspace.sessions()),
                                                        workspace.pending_restore()),
-                        lambda: {"sessions": []})
+                        lambda: sessions_json([]))
 
 
 @tool("show", "Show one turn of the session: its undo point (label, time) and what the turn "

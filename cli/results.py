@@ -80,11 +80,11 @@ def compare_json(store: Store, result: Any) -> Json:
             "changes": changes_json(store, result.changes)}
 
 
-def empty_listing(session: str | None, body: Json) -> Json:
-    """What a session listing (`log`) gives where no store is: nothing; a named session is
+def empty_log(session: str | None) -> Json:
+    """What `log` gives where no store is: no undo point, no redo entry; a named session is
     still a usage error (exit 2)."""
     from undostore.history.sessions import no_session
 
     if session is not None:
         raise no_session(session, [])
-    return {"session": os.environ.get("UNDOSTORE_SESSION") or "default", **body}
+    return {"session": os.environ.get("UNDOSTORE_SESSION") or "default", "undo": [], "redo": []}
