@@ -117,11 +117,9 @@ def _first_snapshot(ctx: Context, as_json: bool) -> dict[str, Any] | None:
                             "seconds": round(result.seconds, 3), "watchman": False}
     if result.files >= WATCH_FROM_FILES and _watchman_wanted():
         warnings: list[str] = []
-        workspace.snapshot(options=SnapshotOptions(
+        done["watchman"] = workspace.snapshot(options=SnapshotOptions(
             force=ctx.force, fsmonitor="watchman",
-            on_warning=lambda path, message: warnings.append(message)))
-        warnings = [message for message in warnings if "watchman" in message]
-        done["watchman"] = not warnings
+            on_warning=lambda path, message: warnings.append(message))).watched
         if not as_json:
             note(f"undostore: {result.files:,} files: watchman now watches this folder, so a "
                  "prompt asks it what changed instead of walking the tree" if done["watchman"]

@@ -74,6 +74,7 @@ class SnapshotResult(NamedTuple):
     walk: str = WALK_FULL     # "full", or "watchman": only what watchman said changed was read
     walk_reason: str = ""     # why a full walk though watchman was asked ("" when it was not)
     recorded: bool = False  # an undo point was recorded (set by Workspace.snapshot)
+    watched: bool = False   # watchman gave a clock, saved with it: the next one may ask watchman
 
 
 def store_exclusion(root: str, store: Store) -> frozenset[str]:
@@ -266,7 +267,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
     return SnapshotResult(id=root_tree.hex(), files=total, hashed=run.hashed,
                           new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
                           seconds=time.perf_counter() - started, warnings=warnings,
-                          walk=found.walk, walk_reason=found.reason)
+                          walk=found.walk, walk_reason=found.reason,
+                          watched=found.monitor is not None)
 
 
 def _cached_modes(records: dict[str, Record], usual: frozenset[int]
