@@ -132,6 +132,9 @@ def told_after_a_terminal_step(prompt: PrintMode, conversation: str, step: str,
     return json.dumps(model.requests[-1]["body"])
 
 
+TURN_END_EVENTS = ("Stop", "AfterAgent", "agent_end", "session.idle")  # each host's turn end
+
+
 def slow_turn_ends(env: dict[str, str], folder: Path, seconds: float = 1.5) -> None:
     """Put first on the host's PATH an `undostore` that takes `seconds` longer over a turn's
     end (as a big tree's snapshot would): a host that exits before its turn-end hook is done
@@ -139,9 +142,9 @@ def slow_turn_ends(env: dict[str, str], folder: Path, seconds: float = 1.5) -> N
     bin_dir = folder / "slow-bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     program = bin_dir / "undostore"
+    ends = "|".join(f"*'\"{name}\"'*" for name in TURN_END_EVENTS)
     program.write_text("#!/bin/sh\nevent=$(cat)\n"
-                       "case \"$event\" in *'\"agent_end\"'*|*'\"session.idle\"'*|*'\"Stop\"'*) "
-                       f"sleep {seconds};; esac\n"
+                       f"case \"$event\" in {ends}) sleep {seconds};; esac\n"
                        f"printf '%s' \"$event\" | \"{sys.executable}\" -m undostore \"$@\"\n")
     program.chmod(0o755)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"

@@ -8,6 +8,7 @@ warning) and never reach the model; the next prompt carries undostore's note."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from .host_support import (
     init,
     pinned,
     the_two_turns,
+    two_conversations_undo_their_own,
     typed,
 )
 from .model_server import ModelServer, Tool
@@ -38,17 +40,19 @@ pytestmark = pinned(GEMINI, "Gemini CLI")
 class Host:
     """Gemini CLI in one project folder, against one scripted model."""
 
-    def __init__(self, root: Path, home: Path, model: ModelServer, trusted: bool = True) -> None:
+    def __init__(self, root: Path, home: Path, model: ModelServer, trusted: bool = True,
+                 wired: bool = True, session_cleanup: bool = True) -> None:
         self.root = root
         self.env = host_env(home, model, GOOGLE_GEMINI_BASE_URL=model.url,
                             GEMINI_API_KEY="scripted", NO_COLOR="1")
         settings = home / ".gemini"
         settings.mkdir(parents=True, exist_ok=True)
         (settings / "settings.json").write_text(json.dumps(
-            {"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+            {"security": {"auth": {"selectedType": "gemini-api-key"}},
+             "general": {"sessionRetention": {"enabled": session_cleanup}}}))
         if trusted:
             (settings / "trustedFolders.json").write_text(json.dumps({str(root): "TRUST_FOLDER"}))
-        self.wired = init(root, self.env, "gemini")
+        self.wired = init(root, self.env, "gemini") if wired else None
         self.prompt = PrintMode([NODE, str(GEMINI), "--approval-mode", "yolo"],
                                 "--session-id", "--resume", root, self.env)
 
@@ -93,6 +97,43 @@ def test_an_untrusted_folder_runs_no_hook_and_doctor_says_so(tmp_path):
                                 timeout=60)
     assert doctor.returncode == 1
     assert "FAIL  gemini: hooks fired: gemini has not run undostore's hook here" in doctor.stdout
+
+
+def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
+    """Gemini's own session clean-up is off here: it deletes a conversation resumed in a later
+    minute than it began (see the test below), which this test's turns may straddle."""
+    two_conversations_undo_their_own(
+        tmp_path, functools.partial(Host, session_cleanup=False),
+        lambda path, text: Tool("write_file", {"file_path": str(path), "content": text}),
+        str(uuid.uuid4()), str(uuid.uuid4()))
+
+
+def test_geminis_clean_up_deletes_a_conversation_resumed_in_a_later_minute(tmp_path):
+    """Gemini CLI 0.61's own defect, with no undostore hook wired; while it holds, its
+    two-conversation test runs with Gemini's session clean-up off, and the README says so.
+    Resuming conversation A in a later minute than A began makes Gemini open a second file for
+    A named by the new minute (its client starts a fresh recording before it resumes) that
+    keeps only A's metadata; the next run of any other conversation B then finds that file
+    not resumable and, matching files by A's 8-character id, deletes A's real one with it
+    (sessionCleanup.ts, `cleanupExpiredSessions`). The minute is made to turn by renaming A's
+    file to an earlier one, as Gemini would have named it then."""
+    root = tmp_path / "project"
+    root.mkdir()
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    with ModelServer({}) as model:
+        host = Host(root, tmp_path / "home", model, wired=False)
+        host.prompt(first, "hello")
+        host.prompt(second, "hello")
+        chats = next((tmp_path / "home" / ".gemini" / "tmp").glob("*/chats"))
+        (began,) = chats.glob(f"session-*-{first[:8]}.jsonl")
+        began.rename(chats / f"session-2026-01-01T00-00-{first[:8]}.jsonl")
+        host.prompt(first, "hello again")
+        assert len(list(chats.glob(f"session-*-{first[:8]}.jsonl"))) == 2
+        host.prompt(second, "hello again")
+        assert list(chats.glob(f"session-*-{first[:8]}.jsonl")) == []
+        lost = subprocess.run([*host.prompt.command, "-p", "hello", "--resume", first], cwd=root,
+                              env=host.env, capture_output=True, text=True, timeout=180)
+    assert "Invalid session identifier" in lost.stderr, lost.stderr
 
 
 @needs_tmux
