@@ -16,7 +16,7 @@ import pytest
 
 from undostore import Workspace
 from undostore.limits import Limits
-from undostore.snapshot import changes
+from undostore.snapshot import changes, walk
 from undostore.snapshot.snapshot import SnapshotOptions
 from undostore.store.statcache import BLOB_ID, GIT_MODE, StatCache, mode_only_entry
 
@@ -30,13 +30,14 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no watchman on 
 def read_whole(monkeypatch) -> list[str]:
     """The folders a watchman-driven snapshot reads whole (the real reader, recorded)."""
     seen: list[str] = []
-    real = changes._scan_folder
+    real = walk.read_folder
 
-    def recording(root, rel, rules, options):  # noqa: ANN001, ANN202
-        seen.append(rel)
-        return real(root, rel, rules, options)
+    def recording(root, item, options):  # noqa: ANN001, ANN202
+        seen.append(item.path)
+        return real(root, item, options)
 
-    monkeypatch.setattr(changes, "_scan_folder", recording)
+    monkeypatch.setattr(changes, "read_folder", recording)   # a folder watchman named
+    monkeypatch.setattr(walk, "read_folder", recording)      # and those below a new one
     return seen
 
 

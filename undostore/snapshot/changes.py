@@ -27,24 +27,21 @@ from typing import NamedTuple
 from undostore.fileio import TEMP_PREFIX
 from undostore.limits import DEFAULT_LIMITS
 from undostore.snapshot.capture import Delta, is_complete, known_for, split_record
-from undostore.snapshot.ignore import (
-    UNDOSTORE_IGNORE,
-    IgnoreRules,
-    ignore_fingerprint,
-    read_ignore_file,
-    root_rules,
-)
+from undostore.snapshot.ignore import UNDOSTORE_IGNORE, IgnoreRules, ignore_fingerprint
 from undostore.snapshot.walk import (
     KIND_FILE,
     KIND_LINK,
     FileEntry,
     Folder,
+    FolderRules,
+    ToVisit,
     WalkOptions,
-    _scan_folder,
     disk_path,
     file_entry,
     iter_walk,
+    read_folder,
     seen_now,
+    walk_below,
 )
 from undostore.snapshot.watchman import Changes, Monitor, Token, fsmonitor_mode
 from undostore.store.statcache import (
@@ -174,22 +171,24 @@ class _Partial:
         self.root = root
         self.options = options
         self.records: dict[str, Record] = dict(cache.records)
-        self._rules: dict[str, IgnoreRules] = {}
+        self._rules: dict[str, FolderRules] = {}
+        self._outside = FolderRules.outside(root)
         self._real: dict[str, bool] = {"": True}
         self.deltas: dict[str, Delta] = {}
 
     def rules_inside(self, folder: str) -> IgnoreRules:
         """The rules for entries of `folder` (its own `.gitignore` included)."""
+        return self._inside(folder).get()
+
+    def _inside(self, folder: str) -> FolderRules:
         rules = self._rules.get(folder)
         if rules is None:
-            own = read_ignore_file(os.path.join(disk_path(self.root, folder), ".gitignore"),
-                                   base=folder, follow_symlinks=False)
-            rules = self._rules[folder] = self.inherited(folder).with_folder_file(own)
+            rules = self._rules[folder] = self.inherited(folder).inside(folder)
         return rules
 
-    def inherited(self, folder: str) -> IgnoreRules:
-        """The rules `walk` hands to `folder` (before its own `.gitignore`)."""
-        return root_rules(self.root) if folder == "" else self.rules_inside(_parent(folder))
+    def inherited(self, folder: str) -> FolderRules:
+        """The rules a walk hands to `folder` (before its own `.gitignore`)."""
+        return self._outside if folder == "" else self._inside(_parent(folder))
 
     def real_dir(self, folder: str) -> bool:
         """Whether every component of `folder` is a folder, not a symlink (never followed)."""
@@ -418,15 +417,16 @@ def _read(work: _Partial, todo: set[str], carried: set[str], changed: int,
         if any(folder == r or folder.startswith(r + "/") for r in removed):
             continue
         before = set(work.subdirs(folder))
-        found, subs = _scan_folder(work.root, folder, work.inherited(folder), work.options)
+        found, subs = read_folder(work.root, ToVisit(folder, work.inherited(folder)),
+                                  work.options)
         scanned.append(found)
-        now = {sub for sub, _ in subs}
+        now = {sub.path for sub in subs}
         for gone in before - now:
             work.drop_subtree(gone)
             removed.add(gone)
-        for sub, rules in subs:
-            if sub not in work.records:
-                scanned.extend(_walk_below(work, sub, rules))
+        for sub in subs:
+            if sub.path not in work.records:   # new since the last snapshot: walked whole
+                scanned.extend(walk_below(work.root, sub, work.options))
     patched = {path: found for path, found in patched.items() if path in work.records}
     scanned += patched.values()
     deltas = {path: work.deltas[path] for path in patched if path in work.deltas}
@@ -435,15 +435,3 @@ def _read(work: _Partial, todo: set[str], carried: set[str], changed: int,
         work.records.pop(path, None)
     kept = [path for path in carried if path in work.records and path not in built]
     return Scan(WALK_WATCHMAN, scanned, kept, work.records, changed=changed, deltas=deltas)
-
-
-def _walk_below(work: _Partial, top: str, rules: IgnoreRules) -> list[Folder]:
-    """A folder new since the last snapshot, walked whole (as `walk` would)."""
-    out: list[Folder] = []
-    stack = [(top, rules)]
-    while stack:
-        path, inherited = stack.pop()
-        folder, subs = _scan_folder(work.root, path, inherited, work.options)
-        out.append(folder)
-        stack.extend(subs)
-    return out

@@ -12,7 +12,7 @@ was last read, with every `.gitignore` above it unchanged too, keeps that listin
 no ignore matching, one `lstat` per file it holds. Creating, deleting or renaming an entry
 changes a folder's mtime (POSIX, and NTFS on Windows); a stamp taken too close to the save that
 recorded it, or on a file system with whole-second times, is not trusted (`trusted_stamp`). The
-ignore files are read and compiled only for a folder whose listing is read (`_Rules`).
+ignore files are read and compiled only for a folder whose listing is read (`FolderRules`).
 
 `threads > 1` scans folders in a thread pool: it pays when directory reads wait on the disk (a
 cold cache, a network file system) and costs time on a warm cache, where the GIL serialises the
@@ -198,32 +198,61 @@ def untrusted_listing(stamp: bytes) -> bytes:
     return UNTRUSTED + stamp[_PART:]
 
 
-class _Rules:
-    """The rules in force inside a folder, read and compiled only when a listing needs them."""
+class FolderRules:
+    """The ignore rules in force inside one folder: those it inherits and its own `.gitignore`,
+    read and compiled only when a listing needs them. The one rules object of every walk: a
+    full one, one from cached listings, and watchman's partial scan (snapshot.changes)."""
 
     __slots__ = ("_root", "_parent", "_folder", "_gitignore", "_rules")
 
-    def __init__(self, root: str, parent: _Rules | None, folder: str,
-                 gitignore: os.stat_result | None | bool = True,
-                 rules: IgnoreRules | None = None) -> None:
+    def __init__(self, root: str, parent: FolderRules | None, folder: str,
+                 gitignore: os.stat_result | None | bool) -> None:
         self._root, self._parent, self._folder = root, parent, folder
         self._gitignore = gitignore      # its lstat, None (absent) or True (not looked at yet)
-        self._rules = rules
+        self._rules: IgnoreRules | None = None
+
+    @classmethod
+    def outside(cls, root: str) -> FolderRules:
+        """The rules the root folder inherits: info/exclude, the global excludes file and
+        `.undostoreignore` (ignore.root_rules), before any `.gitignore` of the tree."""
+        return cls(root, None, "", None)
+
+    def inside(self, folder: str, gitignore: os.stat_result | None | bool = True
+               ) -> FolderRules:
+        """The rules inside `folder` (one these rules apply to), its own `.gitignore` on top:
+        `gitignore` is that file's lstat, None when it is absent, True to look when needed."""
+        return FolderRules(self._root, self, folder, gitignore)
 
     def get(self) -> IgnoreRules:
         rules = self._rules
         if rules is None:
             inherited = self._parent.get() if self._parent is not None else root_rules(self._root)
-            path = os.path.join(disk_path(self._root, self._folder), ".gitignore")
             ignore_st = self._gitignore
-            if ignore_st is True:
-                ignore_st = _lstat_or_none(path)
-            # git reads a regular file only, never through a link.
-            if ignore_st is not None and S_ISREG(ignore_st.st_mode):  # type: ignore[union-attr]
-                own = read_ignore_file(path, base=self._folder, follow_symlinks=False)
-                inherited = inherited.with_folder_file(own)
+            if ignore_st is not None:
+                path = os.path.join(disk_path(self._root, self._folder), ".gitignore")
+                if ignore_st is True:
+                    ignore_st = _lstat_or_none(path)
+                # git reads a regular file only, never through a link.
+                if ignore_st is not None and S_ISREG(ignore_st.st_mode):  # type: ignore[union-attr]
+                    own = read_ignore_file(path, base=self._folder, follow_symlinks=False)
+                    inherited = inherited.with_folder_file(own)
             rules = self._rules = inherited
         return rules
+
+
+class ToVisit(NamedTuple):
+    """A folder the walk has yet to read: its path, the rules its parent passes down, and
+    whether those are the rules its cached listing was read under (a walk from `known`)."""
+
+    path: str
+    rules: FolderRules
+    same: bool = False
+
+
+def _below(folder: Folder, rules: FolderRules, same: bool) -> list[ToVisit]:
+    """The sub-folders of `folder` to walk, each handed `rules` (the folder's own)."""
+    prefix = folder.path + "/" if folder.path else ""
+    return [ToVisit(prefix + name, rules, same) for name in folder.subdirs]
 
 
 def _lstat_or_none(path: str) -> os.stat_result | None:
@@ -259,9 +288,10 @@ def disk_path(root: str, rel: str) -> str:
     return os.path.join(root, rel if os.sep == "/" else rel.replace("/", os.sep))
 
 
-def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
-                 ) -> tuple[Folder, list[tuple[str, IgnoreRules]]]:
-    """Read one folder: its kept files, and the sub-folders to walk with their rules."""
+def read_folder(root: str, item: ToVisit, options: WalkOptions
+                ) -> tuple[Folder, list[ToVisit]]:
+    """Read one folder from disk: its kept files, and the sub-folders to walk."""
+    rel = item.path
     disk = disk_path(root, rel)
     try:
         seen = _stat_part(os.lstat(disk))   # before the listing: `unsettled` looks again
@@ -271,22 +301,18 @@ def _scan_folder(root: str, rel: str, rules: IgnoreRules, options: WalkOptions
         raise _read_error(err, "read folder", disk) from err
     # Ask for .gitignore by name (one lstat) rather than listing the folder first: the listing
     # is then read as it comes, so a huge folder's entries (each holding its stat result once
-    # asked) are never all held at once. git reads a regular file only, never through a link.
-    ignore_st = _lstat_or_none(os.path.join(disk, ".gitignore"))
-    if ignore_st is not None and S_ISREG(ignore_st.st_mode):
-        own = read_ignore_file(os.path.join(disk, ".gitignore"), base=rel, follow_symlinks=False)
-        rules = rules.with_folder_file(own)
+    # asked) are never all held at once.
+    own = item.rules.inside(rel, _lstat_or_none(os.path.join(disk, ".gitignore")))
     folder = Folder(rel)
     folder.seen = seen
-    todo: list[tuple[str, IgnoreRules]] = []
-    _read_listing(disk, rel, rules, rules, folder, todo, options)
-    return folder, todo
+    _read_listing(disk, rel, own.get(), folder, options)
+    return folder, _below(folder, own, False)
 
 
-def _read_listing(disk: str, rel: str, rules: IgnoreRules, passed: object, folder: Folder,
-                  todo: list, options: WalkOptions, ignored: list[str] | None = None) -> None:
-    """List `folder` from disk; sub-folders go to `todo` with `passed` (their parent's rules),
-    the names found ignored to `ignored` (a folder's with a trailing '/'), when given."""
+def _read_listing(disk: str, rel: str, rules: IgnoreRules, folder: Folder,
+                  options: WalkOptions, ignored: list[str] | None = None) -> None:
+    """List `folder` from disk under `rules`; the names found ignored go to `ignored` (a
+    folder's with a trailing '/'), when given."""
     match = options.matcher_for(rel) if options.matcher_for is not None else None
     if match is not None:
         folder.names = []
@@ -300,14 +326,14 @@ def _read_listing(disk: str, rel: str, rules: IgnoreRules, passed: object, folde
     with listing:
         _scan_entries(listing, disk, rel + "/" if rel else "",
                       rules.is_ignored if rules else None,  # most folders have no rules at all
-                      folder, todo, passed, match, options, ignored)
+                      folder, match, options, ignored)
 
 
-def _visit(root: str, rel: str, node: _Rules, same: bool, options: WalkOptions,
-           digest: bytes) -> tuple[Folder, list[tuple[str, _Rules, bool]]]:
+def _visit(root: str, item: ToVisit, options: WalkOptions) -> tuple[Folder, list[ToVisit]]:
     """One folder of a walk with `options.known`: its cached listing when its stamp and the
-    rules above it (`same`) are unchanged, else read from disk. Sub-folders come back with
-    their rules (unread yet) and whether those are unchanged as well."""
+    rules above it (`item.same`) are unchanged, else read from disk. Sub-folders come back
+    with their rules (unread yet) and whether those are unchanged as well."""
+    rel = item.path
     disk = disk_path(root, rel)
     try:
         folder_st = os.lstat(disk)   # before the listing: a change after it shows next time
@@ -317,18 +343,23 @@ def _visit(root: str, rel: str, node: _Rules, same: bool, options: WalkOptions,
         raise _read_error(err, "read folder", disk) from err
     if not stat.S_ISDIR(folder_st.st_mode):
         raise TreeMovedError("a folder was replaced while being captured", disk, (rel,))
-    folder, todo = _visit_listed(root, rel, node, same, options, digest, disk, folder_st)
-    folder.seen = _stat_part(folder_st)
-    return folder, todo
-
-
-def _visit_listed(root: str, rel: str, node: _Rules, same: bool, options: WalkOptions,
-                  digest: bytes, disk: str, folder_st: os.stat_result
-                  ) -> tuple[Folder, list[tuple[str, _Rules, bool]]]:
-    """`_visit` once the folder's own lstat is taken."""
     known = options.known(rel) if options.known is not None else None   # type: ignore[misc]
     if known is not None and rel in options.unreadable:
         known = None   # listed again, so the files that could not be read are left out
+    same, digest = item.same, b""
+    if not rel:   # the root's stamp ends with the digest of the ignore sources outside
+        digest = ignore_fingerprint(root)
+        same = known is not None and known.stamp[2 * _PART:] == digest
+    folder, below = _visit_listed(rel, item.rules, same, known, options, digest, disk,
+                                  folder_st)
+    folder.seen = _stat_part(folder_st)
+    return folder, below
+
+
+def _visit_listed(rel: str, inherited: FolderRules, same: bool, known: Known | None,
+                  options: WalkOptions, digest: bytes, disk: str, folder_st: os.stat_result
+                  ) -> tuple[Folder, list[ToVisit]]:
+    """`_visit` once the folder's own lstat is taken and its cached listing looked up."""
     old_ignore = known.stamp[_PART:2 * _PART] if known is not None else UNKNOWN
     ignore_path = os.path.join(disk, ".gitignore")
     if (same and known is not None and old_ignore != UNKNOWN and options.trust_listings
@@ -340,13 +371,11 @@ def _visit_listed(root: str, rel: str, node: _Rules, same: bool, options: WalkOp
             folder = _reuse(disk, rel, known, options)
             if folder is not None:
                 folder.stamp = stamp
-                child = _Rules(root, node, rel, ignore_st)
-                prefix = rel + "/" if rel else ""
-                return folder, [(prefix + name, child, True) for name in folder.subdirs]
+                return folder, _below(folder, inherited.inside(rel, ignore_st), True)
     else:
         ignore_st = _lstat_or_none(ignore_path)
     stamp = folder_stamp(folder_st, ignore_st) + digest
-    own = _Rules(root, node, rel, ignore_st)
+    own = inherited.inside(rel, ignore_st)
     # The rules below are those of last time if the rules here are and `.gitignore` is too.
     below = same and stamp[_PART:2 * _PART] == old_ignore
     prefix = rel + "/" if rel else ""
@@ -358,13 +387,12 @@ def _visit_listed(root: str, rel: str, node: _Rules, same: bool, options: WalkOp
             folder.stamp = stamp
             folder.relisted = True
             folder.ignored = ignored
-            return folder, [(prefix + name, own, True) for name in folder.subdirs]
+            return folder, _below(folder, own, True)
     folder = Folder(rel, stamp=stamp)
-    todo: list[tuple[str, _Rules]] = []
     found: list[str] = []
-    _read_listing(disk, rel, own.get(), own, folder, todo, options, found)
+    _read_listing(disk, rel, own.get(), folder, options, found)
     folder.ignored = join_names(found)
-    return folder, [(path, rules, below) for path, rules in todo]
+    return folder, _below(folder, own, below)
 
 
 # How a warning for an entry left out as unreadable begins (the hook counts them by it).
@@ -413,7 +441,7 @@ def unsettled(root: str, seen: list[tuple[str, bytes]]) -> list[str]:
 _RELIST = not IS_WINDOWS   # there a junction may look like a folder in a bare listing
 
 
-def _same_names(disk: str, prefix: str, known: Known, rules: _Rules, options: WalkOptions
+def _same_names(disk: str, prefix: str, known: Known, rules: FolderRules, options: WalkOptions
                 ) -> str | None:
     """Whether a folder whose own stat moved (files renamed over, an ignored file written:
     a restore edits every folder it writes in, a build rewrites its outputs) still keeps what
@@ -514,9 +542,9 @@ def _reused_files(folder: Folder, known: Known, base: str, fd: int | None,
 
 def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
                   is_ignored: Callable[[str, bool], bool] | None, folder: Folder,
-                  todo: list, rules: object, match: Matcher | None, options: WalkOptions,
+                  match: Matcher | None, options: WalkOptions,
                   ignored: list[str] | None = None) -> None:
-    """The loop of `_scan_folder` over one listing, read as it comes."""
+    """The loop of `read_folder` over one listing, read as it comes."""
     skip_dirs = options.skip_dirs
     files = folder.files
     names = folder.names
@@ -555,7 +583,6 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
                 folder.stamp = None
                 continue
             folder.subdirs.append(name)
-            todo.append((path, rules))
             continue
         if is_ignored and is_ignored(path, False):
             if ignored is not None:
@@ -597,99 +624,82 @@ def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,
 def walk(root: str, options: WalkOptions | None = None) -> list[Folder]:
     """All folders under `root` that git would look into, each with the files it keeps."""
     options = options or WalkOptions()
-    if not os.path.isdir(root):
-        raise SnapshotError("not a folder", root)
-    start = root_rules(root)
     if options.threads <= 1:
-        return _walk_serial(root, start, options)
-    return _walk_threaded(root, start, options)
+        return list(iter_walk(root, options))
+    _check_root(root)
+    return _walk_threaded(root, options)
 
 
 def iter_walk(root: str, options: WalkOptions | None = None) -> Iterable[Folder]:
     """As `walk`, but one folder at a time when walking on one thread, so a caller that keeps
-    little per folder never holds the whole tree's stat results at once."""
+    little per folder never holds the whole tree's stat results at once. With
+    `options.known`, a folder whose listing the file system proves unchanged is not read."""
     options = options or WalkOptions()
     if options.threads > 1:
         return walk(root, options)
+    _check_root(root)
+    first = ToVisit("", FolderRules.outside(root))
+    return _folders(root, first, read_folder if options.known is None else _visit, options)
+
+
+def walk_below(root: str, top: ToVisit, options: WalkOptions) -> Iterator[Folder]:
+    """The folder `top` and every one below it, read from disk (a folder new since the
+    listings `options.known` holds)."""
+    return _folders(root, top, read_folder, options)
+
+
+def _check_root(root: str) -> None:
     if not os.path.isdir(root):
         raise SnapshotError("not a folder", root)
-    return _iter_serial(root, options)
 
 
-def _iter_serial(root: str, options: WalkOptions) -> Iterator[Folder]:
-    if options.known is None:
-        yield from _iter_reading(root, root_rules(root), options)
-        return
-    digest = ignore_fingerprint(root)
-    known = options.known("")
-    same = known is not None and known.stamp[2 * _PART:] == digest
-    stack: list[tuple[str, _Rules, bool]] = [("", _Rules(root, None, ""), same)]
+Read = Callable[[str, ToVisit, WalkOptions], tuple[Folder, list[ToVisit]]]
+
+
+def _folders(root: str, first: ToVisit, read: Read, options: WalkOptions) -> Iterator[Folder]:
+    """The walk: folders taken from a stack, each `read` (from disk, or from its cached
+    listing) and its sub-folders pushed, until the stack is empty or the files counted pass
+    `options.max_files`."""
+    stack = [first]
     total = 0
     while stack:
-        rel, node, same = stack.pop()
-        folder, todo = _visit(root, rel, node, same, options, b"" if rel else digest)
+        folder, below = read(root, stack.pop(), options)
         total += folder.count
         if total > options.max_files:
-            _count(root, [], folder, total, options)  # raises the error `walk` raises
-        stack.extend(todo)
+            raise _too_many(root, options)
+        stack.extend(below)
         yield folder
 
 
-def _iter_reading(root: str, start: IgnoreRules, options: WalkOptions) -> Iterator[Folder]:
-    stack: list[tuple[str, IgnoreRules]] = [("", start)]
-    total = 0
-    while stack:
-        rel, rules = stack.pop()
-        folder, todo = _scan_folder(root, rel, rules, options)
-        total += folder.count
-        if total > options.max_files:
-            _count(root, [], folder, total, options)  # raises the error `walk` raises
-        stack.extend(todo)
-        yield folder
+def _too_many(root: str, options: WalkOptions) -> TooManyFilesError:
+    return TooManyFilesError(
+        f"more than {options.max_files:,} files to capture, nothing recorded: raise "
+        f"UNDOSTORE_MAX_FILES (or snapshot --max-files), or leave generated folders out "
+        "with .gitignore or .undostoreignore",
+        root, options.max_files)  # the limit is on the whole root: name it, not a folder
 
 
-def _count(root: str, folders: list[Folder], folder: Folder, total: int,
-           options: WalkOptions) -> int:
-    folders.append(folder)
-    total += folder.count
-    if total > options.max_files:
-        raise TooManyFilesError(
-            f"more than {options.max_files:,} files to capture, nothing recorded: raise "
-            f"UNDOSTORE_MAX_FILES (or snapshot --max-files), or leave generated folders out "
-            "with .gitignore or .undostoreignore",
-            root, options.max_files)  # the limit is on the whole root: name it, not a folder
-    return total
-
-
-def _walk_serial(root: str, start: IgnoreRules, options: WalkOptions) -> list[Folder]:
-    folders: list[Folder] = []
-    stack: list[tuple[str, IgnoreRules]] = [("", start)]
-    total = 0
-    while stack:
-        rel, rules = stack.pop()
-        folder, todo = _scan_folder(root, rel, rules, options)
-        total = _count(root, folders, folder, total, options)
-        stack.extend(todo)
-    return folders
-
-
-def _walk_threaded(root: str, start: IgnoreRules, options: WalkOptions) -> list[Folder]:
+def _walk_threaded(root: str, options: WalkOptions) -> list[Folder]:
+    """`walk` with folders read in a thread pool (never from cached listings)."""
     # Imported here: concurrent.futures costs 5 ms of start-up that a warm walk never needs.
     from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
     folders: list[Folder] = []
     total = 0
     with ThreadPoolExecutor(max_workers=options.threads) as pool:
-        pending: set[Future[tuple[Folder, list[tuple[str, IgnoreRules]]]]] = {
-            pool.submit(_scan_folder, root, "", start, options)}
+        pending: set[Future[tuple[Folder, list[ToVisit]]]] = {
+            pool.submit(read_folder, root, ToVisit("", FolderRules.outside(root)), options)}
         try:
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    folder, todo = future.result()
-                    total = _count(root, folders, folder, total, options)
-                    for rel, rules in todo:
-                        pending.add(pool.submit(_scan_folder, root, rel, rules, options))
+                    folder, below = future.result()
+                    folders.append(folder)
+                    total += folder.count
+                    if total > options.max_files:
+                        raise _too_many(root, options)
+                    for item in below:
+                        pending.add(pool.submit(read_folder, root, item, options))
         except BaseException:
             for future in pending:
                 future.cancel()
