@@ -20,10 +20,8 @@ from undostore.restore.cachechoice import record_written, uses_cache
 from undostore.restore.context import CheckoutResult
 from undostore.restore.plan import Entry, RestorePlan
 from undostore.store.statcache import (
-    BLOB_ID,
     FINE_MARGIN_NS,
     FINGERPRINT,
-    SIZE,
     StatCache,
     record_entries,
 )
@@ -314,12 +312,12 @@ def _recorded_after(tmp_path: Path, stamps: dict[str, int], last_stamp: int | No
         cache = StatCache.load(ws.store.stat_cache_path, ws.store.identity)
     paths = [f"d/{name}" for name in stamps]
     entries = record_entries(cache.records["d"])
-    after = {p: Entry(MODE_FILE, entries[p[2:]][BLOB_ID]) for p in paths}
+    after = {p: Entry(MODE_FILE, entries[p[2:]].blob_id) for p in paths}
     plan = RestorePlan(target="t", safety="s", modify=paths, before=dict(after), after=after)
     written = {f"d/{name}": FINGERPRINT.pack(ns, ns, 1, i + 1, 0o100644)
                for i, (name, ns) in enumerate(stamps.items())}
     records, _ = record_written(cache, plan, written, [], now_ns, last_stamp=last_stamp)
-    return {name: entry[SIZE] for name, entry in record_entries(records["d"]).items()}
+    return {name: entry.size for name, entry in record_entries(records["d"]).items()}
 
 
 def test_a_written_file_stamped_before_the_restores_last_change_is_trusted(tmp_path):

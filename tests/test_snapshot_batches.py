@@ -5,6 +5,7 @@ record keeps what differs, and the next snapshot reads nothing again."""
 from __future__ import annotations
 
 import errno
+import marshal
 import os
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ from undostore.limits import Limits
 from undostore.snapshot.snapshot import SnapshotOptions
 from undostore.store.framing import read_framed, write_framed_parts
 from undostore.store.moderecord import load as load_modes
-from undostore.store.statcache import StatCache
+from undostore.store.statcache import Record, StatCache
 
 from .conftest import IS_WINDOWS, Exe, make_tree
 
@@ -90,7 +91,7 @@ def test_parts_round_trip_and_a_bad_part_empties_the_cache(tmp_path):
     digest = write_framed_parts(path, b"TEST", [b"ab", b"", b"cde" * 1000])
     assert read_framed(path, b"TEST") == b"ab" + b"cde" * 1000
     assert isinstance(digest, int)
-    records = {f"d{i}": (b"t" * 20, f"n{i}", None, b"") for i in range(40)}
+    records = {f"d{i}": Record(b"t" * 20, f"n{i}", None, b"") for i in range(40)}
     cache_path = str(tmp_path / "statcache")
     cache = StatCache(identity="me")
     cache.save_records(cache_path, records, 40)
@@ -100,3 +101,23 @@ def test_parts_round_trip_and_a_bad_part_empties_the_cache(tmp_path):
     parts[-1] = parts[-1][:-3]           # a part shorter than its length says
     write_framed_parts(cache_path, b"STAT", parts)
     assert StatCache.load(cache_path, "me").records == {}
+
+
+def test_a_record_of_another_shape_empties_the_cache(tmp_path):
+    """A saved record is a plain 6-tuple; one of any other shape (an older format that kept
+    fewer items, a hand-edited or hostile file) discards the whole cache: nothing is trusted
+    from it, and the snapshot hashes every file (correct, only slower)."""
+    cache_path = str(tmp_path / "statcache")
+    good = tuple(Record(b"t" * 20, "n", None, b""))
+
+    def saved(records: dict) -> None:
+        chunks = [marshal.dumps((statcache._VERSION, "me", (), None, 1)), marshal.dumps(records)]
+        write_framed_parts(cache_path, b"STAT",
+                           [part for chunk in chunks
+                            for part in (statcache._LENGTH.pack(len(chunk)), chunk)])
+
+    saved({"d": good})
+    assert StatCache.load(cache_path, "me").records == {"d": Record(*good)}
+    for bad in (good[:4], (*good, b"extra"), list(good), "not a record"):
+        saved({"d": good, "e": bad})
+        assert StatCache.load(cache_path, "me").records == {}, bad

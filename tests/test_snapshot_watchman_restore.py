@@ -18,7 +18,7 @@ from undostore import Workspace
 from undostore.limits import Limits
 from undostore.snapshot import changes, walk
 from undostore.snapshot.snapshot import SnapshotOptions
-from undostore.store.statcache import BLOB_ID, GIT_MODE, StatCache, mode_only_entry
+from undostore.store.statcache import StatCache, mode_only_entry
 
 from .conftest import make_tree
 from .watchman_daemon import expect_watchman, used_watchman
@@ -119,9 +119,10 @@ def test_racy_entries_kept_as_modes_are_patched_not_read_whole(tmp_path, git, wa
         first = _snap(ws)
         assert first.id == git.write_tree(root)
         cache = StatCache.load(str(tmp_path / "store" / "cache" / "statcache"), ws.store.identity)
-        assert cache.records["big"][2] is not None   # entries listed by name: not carried whole
+        # Entries listed by name: not carried whole.
+        assert cache.records["big"].entry_names is not None
         racy = cache.entries_in("big")["zz-new.txt"]
-        assert racy == mode_only_entry(racy[GIT_MODE], racy[BLOB_ID])   # only its mode kept
+        assert racy == mode_only_entry(racy.git_mode, racy.blob_id)   # only its mode kept
         (root / "big" / "f0500.txt").write_text("changed")
         (root / "other" / "y").write_text("y")
         del read_whole[:]

@@ -12,6 +12,8 @@ from undostore import Workspace
 from undostore.store.statcache import (
     DELTA_SUFFIX,
     ENTRY,
+    Entry,
+    FolderState,
     StatCache,
     mode_only_entry,
     mode_only_indexes,
@@ -23,15 +25,15 @@ IDENTITY = "store-identity"
 RACY_S = 0.2
 
 
-def entry(n: int) -> tuple:
-    return (1_600_000_000_123_456_789 + n, 1_600_000_000_123_456_789, n, 1000 + n, 0o100644,
+def entry(n: int) -> Entry:
+    return Entry(1_600_000_000_123_456_789 + n, 1_600_000_000_123_456_789, n, 1000 + n, 0o100644,
             0o100644, bytes([n % 256]) * 20)
 
 
 def test_entries_and_folder_states_round_trip(tmp_path):
     files = {"a": entry(1), "d/b": entry(2), "d/e/c": entry(3), "gone/x": entry(4)}
-    folders = {"": (b"r" * 20, ("a", "d")), "d": (b"d" * 20, ("b", "e")),
-               "d/e": (b"e" * 20, ("c",)), "empty": (None, ())}
+    folders = {"": FolderState(b"r" * 20, ("a", "d")), "d": FolderState(b"d" * 20, ("b", "e")),
+               "d/e": FolderState(b"e" * 20, ("c",)), "empty": FolderState(None, ())}
     path = str(tmp_path / "statcache")
     StatCache(identity=IDENTITY).save(path, files, folders, start_ns=2 * 10**18, fresh=set())
     loaded = StatCache.load(path, IDENTITY)
@@ -45,9 +47,10 @@ def test_racy_entries_keep_only_their_mode_and_their_folder_state_is_kept(tmp_pa
     """A racy file is hashed again next time, but its mode is remembered (Windows reads the
     exec bit, and a link written as a file, from here)."""
     now = 1_600_000_000_123_456_789 + 10 * 10**9
-    files = {"old": entry(0), "fresh": (now, now, 1, 1, 0o100755, 0o100755, b"f" * 20)}
+    files = {"old": entry(0), "fresh": Entry(now, now, 1, 1, 0o100755, 0o100755, b"f" * 20)}
     path = str(tmp_path / "statcache")
-    StatCache(identity=IDENTITY).save(path, files, {"": (b"r" * 20, ("old", "fresh"))}, now)
+    StatCache(identity=IDENTITY).save(path, files, {"": FolderState(b"r" * 20, ("old", "fresh"))},
+                                      now)
     loaded = StatCache.load(path, IDENTITY)
     assert loaded.files == {"old": entry(0), "fresh": mode_only_entry(0o100755, b"f" * 20)}
     assert loaded.previous_mode("fresh") == 0o100755
@@ -117,7 +120,7 @@ def test_a_damaged_or_stale_delta_falls_back_to_the_base(tmp_path, git):
         assert ws.snapshot().id == git.write_tree(root)
         assert not delta.exists()
         shutil.copy(stale, delta)
-        assert StatCache.load(str(base), ws.store.identity).entries_in("d3")["f0"][2] == 3
+        assert StatCache.load(str(base), ws.store.identity).entries_in("d3")["f0"].size == 3
         assert ws.snapshot().hashed == 0
 
 
@@ -126,7 +129,7 @@ def test_the_mode_record_a_restore_leaves_is_kept_by_base_and_delta_alike(tmp_pa
     delta, and a delta without it clears it; a head of the older five items reads as None."""
     path = str(tmp_path / "statcache")
     files = {f"d{i}/f": entry(i) for i in range(200)}
-    folders = {"": (b"r" * 20, tuple(f"d{i}" for i in range(200)))}
+    folders = {"": FolderState(b"r" * 20, tuple(f"d{i}" for i in range(200)))}
     cache = StatCache(identity=IDENTITY)
     cache.save(path, files, folders, start_ns=2 * 10**18, fresh=set())
     assert StatCache.load(path, IDENTITY).modes is None
@@ -139,7 +142,7 @@ def test_the_mode_record_a_restore_leaves_is_kept_by_base_and_delta_alike(tmp_pa
     cache.save_records(path, cache.records, 200)
     assert StatCache.load(path, IDENTITY).modes is None
     cache.modes = b"once more"
-    records = {folder: (False, *record[1:]) for folder, record in cache.records.items()}
+    records = {folder: record._replace(tree_id=False) for folder, record in cache.records.items()}
     cache.save_records(path, records, 200)                   # every folder changed: a base
     assert not os.path.exists(path + DELTA_SUFFIX)
     loaded = StatCache.load(path, IDENTITY)

@@ -21,7 +21,7 @@ from undostore.restore.plan import flatten
 from undostore.snapshot.capture import known_for
 from undostore.snapshot.ignore import IgnoreRules
 from undostore.snapshot.walk import UNTRUSTED, WalkOptions, iter_walk, trusted_stamp
-from undostore.store.statcache import ENTRY_NAMES, StatCache, entries_follow_names, record_stamp
+from undostore.store.statcache import StatCache, entries_follow_names
 
 from .conftest import IS_WINDOWS, Git, make_tree
 
@@ -117,11 +117,11 @@ def test_stamps_taken_too_close_to_the_save_are_not_trusted(tmp_path: Path):
         os.utime(folder, ns=(ahead, ahead))
     _snapshot(root, store)
     records = _cache(root, store).records
-    assert all(record_stamp(r)[:len(UNTRUSTED)] == UNTRUSTED for r in records.values())
+    assert all(r.stamp[:len(UNTRUSTED)] == UNTRUSTED for r in records.values())
     # So each folder is listed again; its names being those it kept, its listing serves
     # (not on Windows, where a bare listing cannot tell a junction: the folder is read).
     assert _reused(root, store) == (0 if IS_WINDOWS else 2, 2)
-    stamp = records["sub"][4]
+    stamp = records["sub"].stamp
     assert trusted_stamp(stamp, lambda mtime, ctime: False) == stamp or (
         os.stat(root / "sub").st_mtime_ns % 1_000_000_000 == 0)
 
@@ -252,7 +252,7 @@ def test_a_name_found_ignored_as_a_folder_is_matched_again_as_a_file(tmp_path: P
     time.sleep(SETTLE)
     got = _snapshot(root, store)
     assert got == git.write_tree(root) != first
-    assert "logs" in _cache(root, store).records[""][1].split("\0")
+    assert "logs" in _cache(root, store).records[""].names.split("\0")
 
 
 # --- a random run of changes, each snapshot checked against git -------------------------------
@@ -369,11 +369,11 @@ def test_a_racy_file_leaves_a_big_folder_compared_in_order_and_spliced(tmp_path:
             got = ws.snapshot().id   # at once: the changed file is racy
             assert got == _snapshot(root, tmp_path / f"fresh{round_no}")
             record = _cache(root, store).records["big"]
-            assert entries_follow_names(record) and record[ENTRY_NAMES] is not None
+            assert entries_follow_names(record) and record.entry_names is not None
             assert known_for(_cache(root, store))("big").entries is not None   # compared in order
         time.sleep(SETTLE)
         assert ws.snapshot().id == got
-    assert _cache(root, store).records["big"][ENTRY_NAMES] is None
+    assert _cache(root, store).records["big"].entry_names is None
     assert _reused(root, store) == (2, 2)
 
 
@@ -401,12 +401,13 @@ def test_folders_above_a_restores_changes_are_reused_by_the_next_walk(
     cache = _cache(root, store)
     with ObjectReader(ws.store) as reader:
         trees = flatten(reader.read_tree_body, bytes.fromhex(first)).trees
-    assert cache.records[""][0] is False
-    assert [cache.records[f][0] for f in ("src", "src/deep")] == [trees["src"], trees["src/deep"]]
-    assert record_stamp(cache.records[""]) and record_stamp(cache.records["src"])
+    assert cache.records[""].tree_id is False
+    assert [cache.records[f].tree_id for f in ("src", "src/deep")] == [trees["src"],
+                                                                       trees["src/deep"]]
+    assert cache.records[""].stamp and cache.records["src"].stamp
     # src/deep is listed again (its listing untrusted); its `.gitignore` part still vouches
     # for the rules of the folders below it.
-    assert record_stamp(cache.records["src/deep"])[:len(UNTRUSTED)] == UNTRUSTED
+    assert cache.records["src/deep"].stamp[:len(UNTRUSTED)] == UNTRUSTED
     asked = _matched(monkeypatch)
     assert _reused(root, store) == (2 if IS_WINDOWS else 3, 3)
     assert IS_WINDOWS or asked == []

@@ -25,6 +25,7 @@ so the next snapshot, finding its files as recorded, encodes it no more than an 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Mapping
 from stat import S_ISREG
 from typing import TYPE_CHECKING, NamedTuple
@@ -36,22 +37,17 @@ from undostore.snapshot.capture import count_files, split_record
 from undostore.snapshot.ignore import UNDOSTORE_IGNORE
 from undostore.snapshot.walk import untrusted_listing
 from undostore.store.statcache import (
-    CTIME,
     ENTRY,
     ENTRY_TAIL,
     FINGERPRINT,
-    MTIME,
-    ST_MODE,
-    TREE_ID,
     Record,
     StatCache,
     join_names,
+    listing_part,
     mode_only_entry,
     packed_entries,
+    packed_st_mode,
     racy_times,
-    record_ignored,
-    record_stamp,
-    stamp_tail,
 )
 
 if TYPE_CHECKING:
@@ -69,22 +65,6 @@ class CachedFile(NamedTuple):
     st_mode: int
     git_mode: int
     sha: bytes
-
-
-class FolderRecord(NamedTuple):
-    """A stat-cache folder record (statcache.Record) read by name. `tree` is the folder's
-    tree id, None (no kept file below it) or False (changed since: not to be trusted)."""
-
-    tree: bytes | None | bool
-    names: str
-    entry_names: str | None
-    entries: bytes
-
-    @classmethod
-    def read(cls, record: tuple) -> FolderRecord:
-        """The first four items of a record: a folder's stamp (its fifth, when the walk saved
-        one) is dropped, so a folder the restore touched is read again by the next walk."""
-        return cls._make(record[:4])
 
 
 def uses_cache(plan: RestorePlan, windows: bool = IS_WINDOWS,
@@ -162,7 +142,7 @@ def record_written(cache: StatCache, plan: RestorePlan,
         while folder not in done:
             done.add(folder)
             record = records.get(folder)
-            if record is not None and record[TREE_ID] is not False:
+            if record is not None and record.tree_id is not False:
                 # A folder above the changes keeps its stamp: its own listing is as it was
                 # (a change in it moves its mtime, which the stamp holds), so the next walk
                 # reuses it and only its tree is encoded again. One the restore changed
@@ -170,15 +150,16 @@ def record_written(cache: StatCache, plan: RestorePlan,
                 # read again, and the folders below it still reuse theirs while that file's
                 # stat is unchanged (a rewrite by the restore gives it a new inode). It keeps
                 # the names its listing found ignored, too: a restore writes no ignored file.
+                stamp, ignored = None, None
                 if folder in edits and folder not in made:
-                    before = cache.records.get(folder) or ()
-                    old = record_stamp(before)   # type: ignore[arg-type]
-                    kept = (stamp_tail(untrusted_listing(old), record_ignored(before))  # type: ignore[arg-type]
-                            if old is not None else ())
-                else:
-                    kept = record[4:] if folder not in made else ()
+                    before = cache.records.get(folder)
+                    if before is not None and before.stamp is not None:
+                        stamp, ignored = listing_part(untrusted_listing(before.stamp),
+                                                      before.ignored)
+                elif folder not in made:
+                    stamp, ignored = record.stamp, record.ignored
                 tree = trees.after[folder] if trees and folder in claimable else False
-                records[folder] = (tree, *record[1:4], *kept)
+                records[folder] = record._replace(tree_id=tree, stamp=stamp, ignored=ignored)
             if not folder:
                 break
             folder = _parent(folder)
@@ -206,7 +187,7 @@ def _claimable(cache: StatCache, plan: RestorePlan, trees: FolderTrees | None,
         record = cache.records.get(folder)
         before = trees.before.get(folder)
         if (folder and folder not in made and folder not in grown and record is not None
-                and before is not None and record[TREE_ID] == before
+                and before is not None and record.tree_id == before
                 and all(sub in claimable for sub in children.get(folder, ()))):
             claimable.add(folder)
     return claimable
@@ -232,8 +213,8 @@ def _edited(folder: str, record: Record, records: dict[str, Record],
     ordered += [name for name in entries if name not in listed]   # created: entries only
     names = join_names([*files, *subdirs])
     entry_names = None if ordered == files else join_names(ordered)
-    return tuple(FolderRecord(FolderRecord.read(record).tree, names, entry_names,
-                              b"".join([entries[n] for n in ordered])))
+    # No stamp: a folder the restore touched is read again by the next walk.
+    return Record(record.tree_id, names, entry_names, b"".join([entries[n] for n in ordered]))
 
 
 def _made_records(made: set[str], edits: dict[str, dict[str, bytes | None]]
@@ -249,9 +230,9 @@ def _made_records(made: set[str], edits: dict[str, dict[str, bytes | None]]
     for folder in made:
         changes = edits.get(folder, {})
         written = sorted(name for name, entry in changes.items() if entry is not None)
-        out[folder] = (False, join_names(sorted(subdirs.get(folder, []))),
-                       join_names(written) if written else None,
-                       b"".join([changes[name] for name in written]))  # type: ignore[misc]
+        out[folder] = Record(False, join_names(sorted(subdirs.get(folder, []))),
+                             join_names(written) if written else None,
+                             b"".join([changes[name] for name in written]))  # type: ignore[misc]
     return out
 
 
@@ -260,7 +241,7 @@ def _link_as_file(mode: int, fingerprint: bytes | None, windows: bool) -> bool:
     wrote its target as a file. Outside Windows a snapshot hashes that as the file it is (on
     Windows it stays a link, as with git's core.symlinks=false: hashing._git_mode)."""
     return (mode == MODE_LINK and fingerprint is not None and not windows
-            and S_ISREG(FINGERPRINT.unpack(fingerprint)[ST_MODE]))
+            and S_ISREG(packed_st_mode(fingerprint)))
 
 
 def _racy(fingerprint: bytes, now_ns: int, last_stamp: int | None) -> bool:
@@ -268,10 +249,13 @@ def _racy(fingerprint: bytes, now_ns: int, last_stamp: int | None) -> bool:
     change on the same file system was stamped later than the file's times (git's rule against
     its index file's mtime: that tick of the file system's clock is over, so a later write
     stamps the file anew), or once the clock has moved past the margin."""
-    times = FINGERPRINT.unpack(fingerprint)
-    if last_stamp is not None and max(times[MTIME], times[CTIME]) < last_stamp:
+    mtime, ctime = _TIMES.unpack_from(fingerprint)
+    if last_stamp is not None and max(mtime, ctime) < last_stamp:
         return False
-    return racy_times(times[MTIME], times[CTIME], now_ns)
+    return racy_times(mtime, ctime, now_ns)
+
+
+_TIMES = struct.Struct(FINGERPRINT.format[:3])   # a packed fingerprint's mtime and ctime
 
 
 def _parent(path: str) -> str:

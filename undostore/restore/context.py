@@ -30,7 +30,7 @@ from undostore.restore.plan import Entry, RestorePlan
 from undostore.restore.progress import Reporter
 from undostore.restore.syncing import RestoreSync
 from undostore.store.moderecord import WrittenFile
-from undostore.store.statcache import FINGERPRINT, ST_MODE, fingerprint
+from undostore.store.statcache import FINGERPRINT, fingerprint, packed_st_mode
 
 
 @dataclass
@@ -76,7 +76,7 @@ class CheckoutResult:
         for path, seen in self.written.items():
             if seen is not None:
                 uid, gid = self.owners.get(path, self.own)
-                yield WrittenFile(path, FINGERPRINT.unpack(seen)[ST_MODE], uid, gid)
+                yield WrittenFile(path, packed_st_mode(seen), uid, gid)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ names, files and sub-folder trees are unchanged keeps its cached tree id without
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -28,30 +29,23 @@ from undostore.snapshot.walk import (
     trusted_stamp,
 )
 from undostore.store.statcache import (
-    BLOB_ID,
-    ENTRIES,
     ENTRY,
-    ENTRY_NAMES,
+    ENTRY_TAIL,
     FINGERPRINT,
-    GIT_MODE,
-    NAMES,
-    STAMP,
-    TREE_ID,
     Entry,
     Record,
     StatCache,
     entries_follow_names,
     entry_racy,
     join_names,
+    listing_part,
     mode_only_indexes,
     pack_entries,
     racy_kept,
     racy_times,
     record_entries,
-    record_ignored,
-    record_stamp,
     split_names,
-    stamp_tail,
+    unpack_entry,
 )
 from undostore.store.store import Store
 
@@ -88,7 +82,7 @@ class EntryList:
     def __getitem__(self, index: int) -> Entry | None:
         if self._pending[index]:
             return None
-        return ENTRY.unpack_from(self.blob, index * ENTRY.size)  # type: ignore[return-value]
+        return unpack_entry(self.blob, index * ENTRY.size)
 
     def __setitem__(self, index: int, entry: Entry | None) -> None:
         was = self._pending[index]
@@ -155,9 +149,9 @@ def matcher_for(cache: StatCache) -> Callable[[str], Matcher | None]:
 
     def for_folder(path: str) -> Matcher | None:
         record = records.get(path)
-        if record is None or not record[ENTRIES]:
+        if record is None or not record.entries:
             return None
-        names, entry_names, blob = record[NAMES], record[ENTRY_NAMES], record[ENTRIES]
+        names, entry_names, blob = record.names, record.entry_names, record.entries
         keys = names if entry_names is None else entry_names
         count = len(blob) // size
         cursor = [0, 0]    # where in `keys` the next file is expected, and its entry
@@ -195,15 +189,14 @@ def known_for(cache: StatCache) -> Callable[[str], Known | None]:
 
     def known(path: str) -> Known | None:
         record = records.get(path)
-        stamp = record_stamp(record) if record is not None else None
-        if stamp is None:
+        if record is None or record.stamp is None:
             return None
-        files, subdirs = split_record(path, record, records)  # type: ignore[arg-type]
-        blob = record[ENTRIES]  # type: ignore[index]
+        files, subdirs = split_record(path, record, records)
+        blob = record.entries
         # A racy file's mode-only entry in such a record matches no stat: it is hashed again.
-        aligned = entries_follow_names(record) and len(blob) == ENTRY.size * len(files)  # type: ignore[arg-type]
-        return Known(stamp, files, subdirs, record[NAMES], blob if aligned else None,  # type: ignore[index]
-                     record_ignored(record))  # type: ignore[arg-type]
+        aligned = entries_follow_names(record) and len(blob) == ENTRY.size * len(files)
+        return Known(record.stamp, files, subdirs, record.names, blob if aligned else None,
+                     record.ignored)
 
     return known
 
@@ -220,18 +213,18 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
     work = Work(folder.path, "", len(names), folder.subdirs, None, record, stamp=folder.stamp,
                 reused=folder.joined is not None and not folder.relisted, ignored=folder.ignored)
     joined = folder.joined if folder.joined is not None else join_names([*names, *folder.subdirs])
-    if (not misses and record is not None and record[ENTRY_NAMES] is None
-            and len(record[ENTRIES]) == ENTRY.size * len(names) and record[NAMES] == joined):
-        work.joined = record[NAMES]    # the cache's own objects: nothing new held per file
+    if (not misses and record is not None and record.entry_names is None
+            and len(record.entries) == ENTRY.size * len(names) and record.names == joined):
+        work.joined = record.names    # the cache's own objects: nothing new held per file
         return work
     if delta is None and folder.joined is not None:
         # Listed from its record by the walk (walk._reuse): the record's own files, none gone,
         # none added, so a big one with a few changed files is spliced as watchman's are.
         delta = Delta(len(names), frozenset())
-    if (delta is not None and record is not None and isinstance(record[TREE_ID], bytes)
+    if (delta is not None and record is not None and isinstance(record.tree_id, bytes)
             and len(names) >= splice_min_files and len(misses) <= DELTA_MAX_MISSES
-            and (record[ENTRY_NAMES] is not None
-                 or len(record[ENTRIES]) == ENTRY.size * delta.old_files)):
+            and (record.entry_names is not None
+                 or len(record.entries) == ENTRY.size * delta.old_files)):
         work.joined = joined
         work.delta = delta
         pending: dict[int, Entry | None] = {}
@@ -259,10 +252,10 @@ def match_folder(folder: Folder, cache: StatCache, todo: Todo, delta: Delta | No
 def carried_work(path: str, record: Record, records: dict[str, Record]) -> Work:
     """A folder taken whole from the cache (watchman saw no change in it, only below)."""
     prefix = path + "/" if path else ""
-    names = split_names(record[NAMES])
-    nfiles = len(record[ENTRIES]) // ENTRY.size
-    return Work(path, record[NAMES], nfiles, [n for n in names[nfiles:] if prefix + n in records],
-                None, record, stamp=record_stamp(record), ignored=record_ignored(record))
+    names = split_names(record.names)
+    nfiles = len(record.entries) // ENTRY.size
+    return Work(path, record.names, nfiles, [n for n in names[nfiles:] if prefix + n in records],
+                None, record, stamp=record.stamp, ignored=record.ignored)
 
 
 def is_complete(path: str, records: dict[str, Record]) -> bool:
@@ -270,13 +263,13 @@ def is_complete(path: str, records: dict[str, Record]) -> bool:
     every other name a cached sub-folder (entries listed by name, as where a file was racy, or a
     dropped tree id, fail)."""
     record = records.get(path)
-    if record is None or record[TREE_ID] is False or record[ENTRY_NAMES] is not None:
+    if record is None or record.tree_id is False or record.entry_names is not None:
         return False
     prefix = path + "/" if path else ""
-    names = split_names(record[NAMES])
-    for name in names[len(record[ENTRIES]) // ENTRY.size:]:
+    names = split_names(record.names)
+    for name in names[len(record.entries) // ENTRY.size:]:
         sub = records.get(prefix + name)
-        if sub is None or sub[0] is False:
+        if sub is None or sub.tree_id is False:
             return False
     return True
 
@@ -287,8 +280,8 @@ def split_record(path: str, record: Record, records: dict[str, Record]
     sub-folder has a record of its own, so only the trailing names need a look-up (a record
     whose racy files were left out cannot count its files by its entries)."""
     prefix = path + "/" if path else ""
-    names = split_names(record[NAMES])
-    start = len(record[ENTRIES]) // ENTRY.size if record[ENTRY_NAMES] is None else 0
+    names = split_names(record.names)
+    start = len(record.entries) // ENTRY.size if record.entry_names is None else 0
     end = len(names)
     while end > start and prefix + names[end - 1] in records:
         end -= 1
@@ -296,37 +289,45 @@ def split_record(path: str, record: Record, records: dict[str, Record]
 
 
 def _file_ids(work: Work) -> list[tuple[int, bytes]]:
+    """(git mode, blob id) of each of the folder's files, in order (what its tree lists)."""
     if isinstance(work.entries, EntryList):
-        return [(e[GIT_MODE], e[BLOB_ID]) for e in ENTRY.iter_unpack(work.entries.blob)]
+        return _packed_ids(work.entries.blob)
     if work.entries is not None:
-        return [(e[GIT_MODE], e[BLOB_ID]) for e in work.entries]  # type: ignore[index]
+        return [(e.git_mode, e.blob_id) for e in work.entries]  # type: ignore[union-attr]
     assert work.record is not None
-    return [(e[GIT_MODE], e[BLOB_ID]) for e in ENTRY.iter_unpack(work.record[ENTRIES])]
+    return _packed_ids(work.record.entries)
+
+
+# (git mode, blob id) from a packed ENTRY: its fingerprint skipped, never decoded.
+_IDS = struct.Struct(f"<{FINGERPRINT.size}x{ENTRY_TAIL.format[1:]}")
+
+
+def _packed_ids(blob: bytes | bytearray) -> list[tuple[int, bytes]]:
+    return list(_IDS.iter_unpack(blob))
 
 
 def _new_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
     stamp = None
     if work.stamp is not None:
         stamp = trusted_stamp(work.stamp, lambda mtime, ctime: racy_times(mtime, ctime, start_ns))
-    tail = stamp_tail(stamp, work.ignored)
+    stamp, ignored = listing_part(stamp, work.ignored)
     record = work.record
     if work.delta is not None:
-        return (*_delta_record(work, sha, start_ns), *tail)  # type: ignore[return-value]
+        return _delta_record(work, sha, start_ns)._replace(stamp=stamp, ignored=ignored)
     if work.entries is None and record is not None:
-        if record[TREE_ID] == sha and record[STAMP:] == tail:
+        if record.tree_id == sha and record.stamp == stamp and record.ignored == ignored:
             return record
-        return (sha, record[NAMES], None, record[ENTRIES], *tail)  # type: ignore[return-value]
+        return Record(sha, record.names, None, record.entries, stamp, ignored)
     entries: list[Entry] = work.entries  # type: ignore[assignment]
     racy = {i for i in work.fresh if entry_racy(entries[i], start_ns)}  # type: ignore[arg-type]
     if not racy:
         packed = (entries.packed() if isinstance(entries, EntryList)
                   else pack_entries(entries))
-        return (sha, work.joined, None, packed, *tail)  # type: ignore[return-value]
+        return Record(sha, work.joined, None, packed, stamp, ignored)
     names = split_names(work.joined)[:work.nfiles]
     kept = [racy_kept(entries[i]) if i in racy else entries[i]  # type: ignore[arg-type]
             for i in range(work.nfiles)]
-    return (sha, work.joined, join_names(names), pack_entries(kept),  # type: ignore[return-value]
-            *tail)
+    return Record(sha, work.joined, join_names(names), pack_entries(kept), stamp, ignored)
 
 
 def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, store: Store,
@@ -344,11 +345,11 @@ def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, st
         path = work.path
         prefix = path + "/" if path else ""
         before = work.record
-        subs = [(name, records[prefix + name][0]) for name in work.subdirs]
-        if (before is not None and before[TREE_ID] is not False and not work.hashed
-                and before[NAMES] == work.joined
+        subs = [(name, records[prefix + name].tree_id) for name in work.subdirs]
+        if (before is not None and before.tree_id is not False and not work.hashed
+                and before.names == work.joined
                 and all(sha == _tree_of(previous.get(prefix + name)) for name, sha in subs)):
-            records[path] = _new_record(work, before[TREE_ID], start_ns)  # type: ignore[arg-type]
+            records[path] = _new_record(work, before.tree_id, start_ns)
             continue
         if work.delta is not None:
             body = _spliced(work, subs, previous, store, max_inserts)
@@ -375,7 +376,7 @@ def build_trees(works: list[Work], base: dict[str, Record], cache: StatCache, st
         if (_tree_of(before) != sha) and sha not in writer and not store.has(sha):
             writer.add(TREE, sha, body)
         records[path] = _new_record(work, sha, start_ns)
-    root = records[""][0] if "" in records else None
+    root = records[""].tree_id if "" in records else None
     return (root if isinstance(root, bytes) else EMPTY_TREE), records
 
 
@@ -397,12 +398,12 @@ def _spliced(work: Work, subs: list[tuple[str, object]], previous: dict[str, Rec
     record, delta, pending = work.record, work.delta, work.entries
     assert record is not None and delta is not None and isinstance(pending, dict)
     try:
-        kind, body = store.read(record[TREE_ID])  # type: ignore[arg-type]
+        kind, body = store.read(record.tree_id)  # type: ignore[arg-type]
     except (UndostoreError, OSError):
         return None
     if kind != TREE:
         return None
-    old_files = os.fsencode(record[NAMES]).split(b"\0")[:delta.old_files]
+    old_files = os.fsencode(record.names).split(b"\0")[:delta.old_files]
     new_names = os.fsencode(work.joined).split(b"\0")
     edits: list[tuple[tuple[bytes, bool] | None, TreeEntry | None]] = [
         ((os.fsencode(name), False), None) for name in delta.gone]
@@ -411,7 +412,7 @@ def _spliced(work: Work, subs: list[tuple[str, object]], previous: dict[str, Rec
         assert entry is not None
         name = new_names[index]
         old = (name, False) if index < kept else None
-        edits.append((old, (entry[GIT_MODE], name, entry[BLOB_ID])))
+        edits.append((old, (entry.git_mode, name, entry.blob_id)))
     prefix = work.path + "/" if work.path else ""
     old_subs: list[bytes] = []
     for name, sha in subs:
@@ -432,11 +433,11 @@ def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
     record, delta, pending = work.record, work.delta, work.entries
     assert record is not None and delta is not None and isinstance(pending, dict)
     racy = {i for i in work.fresh if entry_racy(pending[i], start_ns)}  # type: ignore[arg-type]
-    if record[ENTRY_NAMES] is None and not racy:
-        return (sha, work.joined, None, _in_place(record, delta, pending))
+    if record.entry_names is None and not racy:
+        return Record(sha, work.joined, None, _in_place(record, delta, pending))
     if (not delta.gone and max(pending, default=-1) < delta.old_files
             and entries_follow_names(record)
-            and len(record[ENTRIES]) == ENTRY.size * delta.old_files):
+            and len(record.entries) == ENTRY.size * delta.old_files):
         # The same files in the same order: entries replaced in place, and the names listed
         # apart only while an entry keeps only its mode (the walk then still compares the
         # folder's entries in order, not name by name). Names the record lists apart already
@@ -445,16 +446,16 @@ def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
             i: racy_kept(e) if i in racy else e for i, e in pending.items()})  # type: ignore[arg-type]
         apart = None
         if mode_only_indexes(blob):
-            apart = (record[ENTRY_NAMES] if record[ENTRY_NAMES] is not None
+            apart = (record.entry_names if record.entry_names is not None
                      else join_names(split_names(work.joined)[:delta.old_files]))
-        return (sha, work.joined, apart, blob)
+        return Record(sha, work.joined, apart, blob)
     size = ENTRY.size
-    keys = list(split_names(record[ENTRY_NAMES]) if record[ENTRY_NAMES] is not None
-                else split_names(record[NAMES])[:delta.old_files])
+    keys = list(split_names(record.entry_names) if record.entry_names is not None
+                else split_names(record.names)[:delta.old_files])
     names = split_names(work.joined)
     drop = set(delta.gone).union(names[i] for i in pending)
     cut = sorted(i for i in (_position(keys, name) for name in drop) if i is not None)
-    blob = record[ENTRIES]
+    blob = record.entries
     parts, start = [], 0
     for index in cut:
         parts.append(blob[start * size:index * size])
@@ -466,16 +467,16 @@ def _delta_record(work: Work, sha: bytes | None, start_ns: int) -> Record:
         entry = pending[index]
         parts.append(ENTRY.pack(*(racy_kept(entry) if index in racy else entry)))  # type: ignore[arg-type, misc]
         keys.append(names[index])
-    return (sha, work.joined, join_names(keys), b"".join(parts))
+    return Record(sha, work.joined, join_names(keys), b"".join(parts))
 
 
 def _in_place(record: Record, delta: Delta, pending: dict[int, Entry | None]) -> bytes:
     """A complete record's packed entries with gone ones cut out and hashed ones put in their
     place (a new name at the end, as the names list it)."""
     size = ENTRY.size
-    blob = record[ENTRIES]
+    blob = record.entries
     if delta.gone:
-        old_names = split_names(record[NAMES])[:delta.old_files]
+        old_names = split_names(record.names)[:delta.old_files]
         parts, start = [], 0
         for index in sorted(old_names.index(name) for name in delta.gone):
             parts.append(blob[start * size:index * size])
@@ -502,9 +503,9 @@ def _position(names: list[str], name: str) -> int | None:
 
 def _tree_of(record: Record | None) -> object:
     """A record's tree id, or a value no tree id equals when it has none to offer."""
-    if record is None or record[TREE_ID] is False:
+    if record is None or record.tree_id is False:
         return 0
-    return record[TREE_ID]
+    return record.tree_id
 
 
 def count_files(records: dict[str, Record], before: dict[str, Record], count: int) -> int:
@@ -521,10 +522,10 @@ def count_files(records: dict[str, Record], before: dict[str, Record], count: in
 def _files_in(path: str, records: dict[str, Record]) -> int:
     """Files directly in a folder: its names less its sub-folders, which come last."""
     record = records.get(path)
-    if record is None or not record[NAMES]:
+    if record is None or not record.names:
         return 0
     prefix = path + "/" if path else ""
-    names = record[NAMES].split("\0")
+    names = record.names.split("\0")
     end = len(names)
     while end and prefix + names[end - 1] in records:
         end -= 1

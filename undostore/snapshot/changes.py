@@ -45,11 +45,8 @@ from undostore.snapshot.walk import (
 )
 from undostore.snapshot.watchman import Changes, Monitor, Token, fsmonitor_mode
 from undostore.store.statcache import (
-    ENTRIES,
     ENTRY,
-    ENTRY_NAMES,
-    NAMES,
-    TREE_ID,
+    FINGERPRINT,
     Record,
     StatCache,
     fingerprint,
@@ -208,7 +205,7 @@ class _Partial:
         record = self.records.get(folder)
         if record is None:
             return []
-        return [prefix + n for n in split_names(record[NAMES]) if prefix + n in self.records]
+        return [prefix + n for n in split_names(record.names) if prefix + n in self.records]
 
     def drop_subtree(self, folder: str) -> None:
         for sub in self.subdirs(folder):
@@ -255,7 +252,7 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
     # A folder a restore left without a tree id is rebuilt even where watchman names nothing
     # in it (a file the restore found already in place).
     for folder, record in records.items():
-        if record[TREE_ID] is False and folder not in direct:
+        if record.tree_id is False and folder not in direct:
             direct[folder] = set()
     # A folder whose reported names are all files is patched from the cache (those names are
     # stat'ed, nothing else); any other change in it (a folder appearing, going or changing
@@ -299,7 +296,7 @@ def _partial(root: str, cache: StatCache, paths: list[str], options: WalkOptions
 def _modes_only(record: Record, keys: list[str]) -> list[str]:
     """Names whose entry keeps only a mode (statcache.racy_kept): hashed again, as the walk
     would. Only a record listing its entries by name holds one."""
-    return [keys[i] for i in mode_only_indexes(record[ENTRIES]) if i < len(keys)]
+    return [keys[i] for i in mode_only_indexes(record.entries) if i < len(keys)]
 
 
 def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
@@ -315,11 +312,11 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
     # both names) moves it, and the snapshot takes the tree again (walk.unsettled).
     seen = seen_now(work.root, folder)
     files, subdirs = split_record(folder, record, work.records)
-    count = len(record[ENTRIES]) // ENTRY.size
+    count = len(record.entries) // ENTRY.size
     old_files = len(files)
-    keys = files[:count] if record[ENTRY_NAMES] is None else split_names(record[ENTRY_NAMES])
+    keys = files[:count] if record.entry_names is None else split_names(record.entry_names)
     names = set(reported)
-    if record[ENTRY_NAMES] is not None:
+    if record.entry_names is not None:
         listed = set(files)
         if keys != files:   # equal where the names are listed only for a racy file's sake
             names.update(listed.difference(keys))                    # left out at save time
@@ -374,7 +371,8 @@ def _patch(work: _Partial, folder: str, reported: set[str]) -> Folder | None:
                   else _Index(keys))
         index = at.get(name)
         if (index is not None
-                and ENTRY.unpack_from(record[ENTRIES], index * ENTRY.size)[:5] == fingerprint(st)):
+                and FINGERPRINT.unpack_from(record.entries, index * ENTRY.size)
+                == fingerprint(st)):
             continue
         changed.append(file_entry(name, prefix, kind, st))
     work.deltas[folder] = Delta(old_files, frozenset(gone))

@@ -8,23 +8,25 @@ the snapshot's start that a later write in the same clock tick could leave its s
 time. The window is 50 ms for file systems with sub-second timestamps and 3 s for those with whole
 seconds (FAT keeps 2 s), which also covers the kernel's coarse clock lagging `time.time_ns()`.
 
-Format (lean on purpose: a 100,000-file cache loads as ~20,000 objects, not ~800,000): one record
-per folder, `(tree id, names, entry names, entries)`. The tree id is None for a folder with no kept
-file and False when a restore changed something in or below the folder (the next snapshot
-re-encodes it from its entries). `names` are the folder's names NUL-joined, files first then
-sub-folders (each of which has a record), as the walk found them; `entry names` is None when the
-entries are those of the first files of `names` in order, else the NUL-joined names they belong
-to: a file of `names` missing there has no entry (racy, or not written as a restore planned),
-and a name there missing from `names` is a file a restore created (kept only if the next
-snapshot finds it and its ignore rules keep it); `entries` packs each as `ENTRY` (60 bytes).
-Entries are decoded one folder at a time, when that folder is looked at. A fifth item, when
-there, is the folder's stamp (`walk.folder_stamp`) from when its listing was read: a walk keeps
-the listing of a folder whose stamp still holds (git's untracked cache). Records made without
-one (a restore's) have four items, and their folders are read again. A sixth item, only beside
-a stamp, is the names that listing found ignored (NUL-joined, a folder's with a trailing '/'),
-read under the rules the stamp vouches for: while those rules hold, a folder listed again after
-its stat moved (a build rewrote its ignored outputs, a restore wrote in it) takes them as ignored
-without matching them again (git's untracked cache keeps the same).
+Format (lean on purpose: a 100,000-file cache loads as ~20,000 objects, not ~800,000): one
+`Record` per folder: its tree id, names, entry names and entries, then its listing's stamp and
+ignored names. The tree id is None for a folder with no kept file and False when a restore
+changed something in or below the folder (the next snapshot re-encodes it from its entries).
+`names` are the folder's names NUL-joined, files first then sub-folders (each of which has a
+record), as the walk found them; `entry_names` is None when the entries are those of the first
+files of `names` in order, else the NUL-joined names they belong to: a file of `names` missing
+there has no entry (racy, or not written as a restore planned), and a name there missing from
+`names` is a file a restore created (kept only if the next snapshot finds it and its ignore
+rules keep it); `entries` packs each `Entry` as `ENTRY` (60 bytes). Entries are decoded one
+folder at a time, when that folder is looked at. `stamp` is the folder's stamp
+(`walk.folder_stamp`) from when its listing was read: a walk keeps the listing of a folder
+whose stamp still holds (git's untracked cache). Records made without one (a restore's) have
+None, and their folders are read again. `ignored`, only beside a stamp, is the names that
+listing found ignored (NUL-joined, a folder's with a trailing '/'), read under the rules the
+stamp vouches for: while those rules hold, a folder listed again after its stat moved (a build
+rewrote its ignored outputs, a restore wrote in it) takes them as ignored without matching them
+again (git's untracked cache keeps the same). A record is saved as the plain tuple it is
+(marshal takes no subclass) and loaded back as a `Record` (one object per folder).
 
 A restore that records its writes leaves the root with no tree id, so no snapshot's mode record
 (store/moderecord.py) describes the files: it saves the one that does, encoded, as `modes`
@@ -64,32 +66,66 @@ _DELTA_KIND = b"STAD"
 DELTA_SUFFIX = ".delta"
 DELTA_MIN = 64          # folders a delta may hold, at least ...
 DELTA_SHARE = 16        # ... or this share of all folders
-_VERSION = (9, marshal.version, sys.implementation.cache_tag)
+_VERSION = (10, marshal.version, sys.implementation.cache_tag)
 _LENGTH = struct.Struct("<I")
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
 
 
-# (mtime_ns, ctime_ns, size, inode, st_mode, git mode, raw blob id)
-Entry = tuple[int, int, int, int, int, int, bytes]
-Fingerprint = tuple[int, int, int, int, int]
-# A folder's tree id (None: no kept file below it) and the names it held, in walk order.
-FolderState = tuple["bytes | None", tuple[str, ...]]
-# (tree id | None | False, names, entry names | None, packed entries[, folder stamp[, ignored
-# names]]); see the module docstring. Records made elsewhere (a restore's) have no stamp.
-Record = (tuple["bytes | None | bool", str, "str | None", bytes]
-          | tuple["bytes | None | bool", str, "str | None", bytes, bytes]
-          | tuple["bytes | None | bool", str, "str | None", bytes, bytes, str])
+# What must be unchanged for a cached blob id to be trusted (`fingerprint`).
+Fingerprint = tuple[int, int, int, int, int]   # mtime_ns, ctime_ns, size, inode, st_mode
+
+
+class Entry(NamedTuple):
+    """One file's cached entry: its stat fingerprint, git mode and blob id (packed on disk as
+    `ENTRY`, in that order)."""
+
+    mtime_ns: int
+    ctime_ns: int
+    size: int
+    inode: int
+    st_mode: int
+    git_mode: int
+    blob_id: bytes
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return (self.mtime_ns, self.ctime_ns, self.size, self.inode, self.st_mode)
+
+
+class FolderState(NamedTuple):
+    """A folder's tree id (None: no kept file below it) and the names it held, in walk order."""
+
+    tree_id: bytes | None
+    names: tuple[str, ...]
+
+
+class Record(NamedTuple):
+    """One folder's record (module docstring). Saved as the plain tuple it is (marshal takes
+    no subclass); one made elsewhere (a restore's) has no stamp."""
+
+    tree_id: bytes | None | bool     # None: no kept file below; False: dropped by a restore
+    names: str                       # files first, then sub-folders, NUL-joined
+    entry_names: str | None          # None: the entries are those of the first names
+    entries: bytes                   # each packed as ENTRY
+    stamp: bytes | None = None       # walk.folder_stamp when its listing was read
+    ignored: str | None = None       # beside a stamp: the names that listing found ignored
+
+
+def listing_part(stamp: bytes | None, ignored: str | None) -> tuple[bytes | None, str | None]:
+    """A record's (stamp, ignored) as it keeps them: ignored names only beside a stamp, and
+    None rather than none."""
+    if stamp is None:
+        return None, None
+    return stamp, ignored or None
 
 # A file's `fingerprint` packed (mtime, ctime, size, inode, st_mode): the first bytes of each
 # ENTRY, and each part of a folder stamp (walk.py compares them in place).
 FINGERPRINT = struct.Struct("<qqqQI")
 ENTRY_TAIL = struct.Struct("<I20s")   # what follows it in an ENTRY: git mode, blob id
 ENTRY = struct.Struct(FINGERPRINT.format + ENTRY_TAIL.format[1:])
-# Positions in a Record (a plain tuple, so marshal saves it as it is; see the docstring) ...
-TREE_ID, NAMES, ENTRY_NAMES, ENTRIES, STAMP, IGNORED = range(6)
-# ... and in an Entry: the fingerprint (mtime, ctime, size, inode, st_mode), git mode, blob id.
-MTIME, CTIME, SIZE, INODE, ST_MODE, GIT_MODE, BLOB_ID = range(7)
+# The st_mode in a packed FINGERPRINT (or the head of an ENTRY).
+_ST_MODE_ONLY = struct.Struct(f"<{FINGERPRINT.size - 4}xI")
 _SEP = "\0"
 
 
@@ -112,7 +148,18 @@ def fingerprint(st: os.stat_result) -> Fingerprint:
 
 
 def make_entry(st: os.stat_result, git_mode: int, sha: bytes) -> Entry:
-    return (*fingerprint(st), git_mode, sha)
+    return Entry(st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if IS_WINDOWS else st.st_ino,
+                 st.st_mode, git_mode, sha)
+
+
+def unpack_entry(packed: bytes | bytearray | memoryview, offset: int = 0) -> Entry:
+    """The entry packed (`ENTRY`) at `offset` of `packed`."""
+    return Entry._make(ENTRY.unpack_from(packed, offset))
+
+
+def packed_st_mode(packed: bytes) -> int:
+    """The st_mode of a packed fingerprint (or entry)."""
+    return _ST_MODE_ONLY.unpack_from(packed)[0]
 
 
 MODE_ONLY_SIZE = -1   # the size of an entry that keeps only a mode: no stat has it
@@ -121,7 +168,7 @@ MODE_ONLY_SIZE = -1   # the size of an entry that keeps only a mode: no stat has
 def mode_only_entry(git_mode: int, sha: bytes) -> Entry:
     """An entry whose fingerprint matches no stat: only its mode counts (Windows, where the
     disk has no exec bit, takes the mode from here); the file itself is hashed again."""
-    return (0, 0, MODE_ONLY_SIZE, 0, 0, git_mode, sha)
+    return Entry(0, 0, MODE_ONLY_SIZE, 0, 0, git_mode, sha)
 
 
 _MODE_ONLY_PRINT = FINGERPRINT.pack(0, 0, MODE_ONLY_SIZE, 0, 0)
@@ -144,7 +191,7 @@ def racy_kept(entry: Entry) -> Entry:
     """What the cache keeps of a racy file's entry: its mode and blob id only, so the next
     snapshot hashes the file again yet still knows the mode (on Windows the disk has no exec
     bit, and a link written as a file stays one: hashing._git_mode)."""
-    return mode_only_entry(entry[GIT_MODE], entry[BLOB_ID])
+    return mode_only_entry(entry.git_mode, entry.blob_id)
 
 
 def racy_times(mtime_ns: int, ctime_ns: int, start_ns: int) -> bool:
@@ -169,7 +216,7 @@ def _racy(mtime_ns: int, ctime_ns: int, start_ns: int) -> bool:
 
 
 def entry_racy(entry: Entry, start_ns: int) -> bool:
-    return _racy(entry[MTIME], entry[CTIME], start_ns)
+    return _racy(entry.mtime_ns, entry.ctime_ns, start_ns)
 
 
 def split_names(joined: str) -> tuple[str, ...]:
@@ -184,7 +231,7 @@ def entries_follow_names(record: Record) -> bool:
     """Whether a record's packed entries are those of its first names, in their order: its
     names not listed apart, or listed apart only because some entries keep only a mode (the
     same names, the same order: a prefix of its names)."""
-    apart, names = record[ENTRY_NAMES], record[NAMES]
+    apart, names = record.entry_names, record.names
     if apart is None:
         return True
     end = len(apart)
@@ -196,29 +243,10 @@ def pack_entries(entries: list[Entry]) -> bytes:
     return b"".join([pack(*e) for e in entries])
 
 
-def record_stamp(record: Record) -> bytes | None:
-    """The folder stamp a record keeps, if any (never for a folder whose own entries a restore
-    changed; a folder above them keeps it, with no tree id)."""
-    return record[STAMP] if len(record) > 4 else None
-
-
-def record_ignored(record: Record) -> str | None:
-    """The names a record's listing found ignored (module docstring), None where it keeps none."""
-    return record[IGNORED] if len(record) > 5 else None  # type: ignore[misc]
-
-
-def stamp_tail(stamp: bytes | None, ignored: str | None) -> tuple:
-    """What follows a record's first four items: its stamp and, beside one, its ignored names
-    when it has any."""
-    if stamp is None:
-        return ()
-    return (stamp, ignored) if ignored else (stamp,)
-
-
 def record_entries(record: Record) -> dict[str, Entry]:
     """A record's entries by file name."""
-    blob = record[ENTRIES]
-    return _by_name(record, ENTRY.iter_unpack(blob)) if blob else {}
+    blob = record.entries
+    return _by_name(record, map(Entry._make, ENTRY.iter_unpack(blob))) if blob else {}
 
 
 _MODE_ONLY = struct.Struct(f"<{FINGERPRINT.size - 4}xI{ENTRY_TAIL.size}x")   # an ENTRY's st_mode
@@ -227,7 +255,7 @@ _MODE_ONLY = struct.Struct(f"<{FINGERPRINT.size - 4}xI{ENTRY_TAIL.size}x")   # a
 def unusual_modes(record: Record, usual: frozenset[int]) -> list[tuple[str, int]]:
     """(name, st_mode) of a record's entries whose st_mode is not in `usual`, the modes read
     straight from the packed entries (a folder of usual ones decodes nothing else)."""
-    blob = record[ENTRIES]
+    blob = record.entries
     if not blob:
         return []
     modes = [mode for (mode,) in _MODE_ONLY.iter_unpack(blob)]
@@ -239,7 +267,7 @@ def unusual_modes(record: Record, usual: frozenset[int]) -> list[tuple[str, int]
 def packed_entries(record: Record) -> dict[str, bytes]:
     """A record's entries by file name, each left packed (`ENTRY`; a decoded one costs ~3x
     the memory)."""
-    blob, size = record[ENTRIES], ENTRY.size
+    blob, size = record.entries, ENTRY.size
     if not blob:
         return {}
     return _by_name(record, (blob[at:at + size] for at in range(0, len(blob), size)))
@@ -250,9 +278,9 @@ _V = TypeVar("_V")
 
 def _by_name(record: Record, entries: Iterable[_V]) -> dict[str, _V]:
     """`entries` (one per entry of `record`, in its order) by the names they belong to."""
-    if record[ENTRY_NAMES] is None:
-        return dict(zip(record[NAMES].split(_SEP), entries, strict=False))  # files come first
-    return dict(zip(record[ENTRY_NAMES].split(_SEP), entries, strict=True))
+    if record.entry_names is None:
+        return dict(zip(record.names.split(_SEP), entries, strict=False))  # files come first
+    return dict(zip(record.entry_names.split(_SEP), entries, strict=True))
 
 
 DECODED_FOLDERS = 16   # folders `StatCache.entries_in` keeps decoded
@@ -281,7 +309,7 @@ class StatCache:
     def root(self) -> bytes | None:
         """The root tree of the last save: every object the cache vouches for is below it."""
         record = self.records.get("")
-        tree = record[TREE_ID] if record is not None else None
+        tree = record.tree_id if record is not None else None
         return tree if isinstance(tree, bytes) else None
 
     @property
@@ -297,16 +325,16 @@ class StatCache:
     @property
     def folders(self) -> dict[str, FolderState]:
         """Every folder's (tree id, names) where the tree id is known."""
-        return {path: (r[0], split_names(r[1])) for path, r in self.records.items()
-                if r[0] is not False}
+        return {path: FolderState(r.tree_id, split_names(r.names))  # type: ignore[arg-type]
+                for path, r in self.records.items() if r.tree_id is not False}
 
     def held_ids(self) -> HeldIds:
         """The ids the cache vouches for, the files now (gc keeps them, usage counts them):
         each folder's tree and each file's blob. A hint file: a value not shaped like an id is
         skipped, never an error."""
-        return HeldIds({state[0] for state in self.folders.values() if _is_id(state[0])},
-                       {entry[BLOB_ID] for entry in self.files.values()
-                        if len(entry) > BLOB_ID and _is_id(entry[BLOB_ID])})
+        return HeldIds({state.tree_id for state in self.folders.values()
+                        if _is_id(state.tree_id)},
+                       {entry.blob_id for entry in self.files.values() if _is_id(entry.blob_id)})
 
     @classmethod
     def load(cls, path: str, store_identity: str = "", on_warning=None,  # noqa: ANN001
@@ -352,7 +380,11 @@ class StatCache:
             delta = None
         if (isinstance(delta, tuple) and len(delta) in (6, 7) and delta[0] == _VERSION
                 and delta[1] == self._base and isinstance(delta[-1], dict)):
-            *state, changes = delta[2:]
+            *state, saved = delta[2:]
+            try:
+                changes = _as_records(saved, deleted=True)
+            except (ValueError, TypeError):
+                changes = {}
             self._delta = changes
             for folder, record in changes.items():
                 if record is None:
@@ -386,14 +418,14 @@ class StatCache:
     def lookup(self, path: str, st: os.stat_result) -> Entry | None:
         folder, _, name = path.rpartition("/")
         entry = self.entries_in(folder).get(name)
-        if entry is not None and entry[:5] == fingerprint(st):
+        if entry is not None and entry.fingerprint == fingerprint(st):
             return entry
         return None
 
     def previous_mode(self, path: str) -> int | None:
         folder, _, name = path.rpartition("/")
         entry = self.entries_in(folder).get(name)
-        return entry[GIT_MODE] if entry is not None else None
+        return entry.git_mode if entry is not None else None
 
     def save(self, path: str, files: dict[str, Entry], folders: dict[str, FolderState],
              start_ns: int, fresh: set[str] | None = None) -> None:
@@ -424,7 +456,8 @@ class StatCache:
             delta[folder] = None
         # Not fsynced: losing the cache in a crash only costs a rehash, never correctness.
         if self._base is not None and len(delta) <= max(DELTA_MIN, len(records) // DELTA_SHARE):
-            payload = marshal.dumps((_VERSION, self._base, *self._state(count), delta))
+            saved = {folder: None if r is None else tuple(r) for folder, r in delta.items()}
+            payload = marshal.dumps((_VERSION, self._base, *self._state(count), saved))
             write_framed(path + DELTA_SUFFIX, _DELTA_KIND, payload, durable=False)
             self._delta = delta
         else:
@@ -457,7 +490,7 @@ def _encode(head: tuple, records: dict[str, Record], part_folders: int) -> Itera
 def _record_parts(records: dict[str, Record], part_folders: int) -> Iterator[bytes]:
     part: dict[str, Record] = {}
     for folder, record in records.items():
-        part[folder] = record
+        part[folder] = tuple(record)   # marshal saves plain tuples only
         if len(part) >= part_folders:
             yield marshal.dumps(part)
             part = {}
@@ -480,12 +513,28 @@ def _decode(payload: memoryview) -> tuple[tuple, dict[str, Record]]:
         if head is None:
             head = chunk
         elif isinstance(chunk, dict):
-            records.update(chunk)
+            records.update(_as_records(chunk))
         else:
             raise ValueError("a part is not a dict")
     if not isinstance(head, tuple) or len(head) not in (5, 6):
         raise ValueError("no head")
     return head, records
+
+
+def _as_records(saved: dict, deleted: bool = False) -> dict:
+    """Saved records (plain tuples) as `Record`s; ValueError if one is not shaped as one.
+    `deleted`: a delta's, where None stands for a folder gone."""
+    make = tuple.__new__
+    size = len(Record._fields)
+    out = {}
+    for folder, saved_record in saved.items():
+        if saved_record is None and deleted:
+            out[folder] = None
+        elif type(saved_record) is tuple and len(saved_record) == size:
+            out[folder] = make(Record, saved_record)
+        else:
+            raise ValueError("not a stat cache record")
+    return out
 
 
 def _records_from(files: dict[str, Entry], folders: dict[str, FolderState],
@@ -503,7 +552,7 @@ def _records_from(files: dict[str, Entry], folders: dict[str, FolderState],
     for folder in {*folders, *by_folder}:
         state = folders.get(folder)
         mine = by_folder.get(folder, {})
-        names = state[1] if state is not None else tuple(mine)
+        names = state.names if state is not None else tuple(mine)
         leading = names[:len(mine)]
         if folder not in apart and set(leading) == mine.keys():
             entry_names = None
@@ -511,8 +560,8 @@ def _records_from(files: dict[str, Entry], folders: dict[str, FolderState],
         else:
             entry_names = join_names(list(mine))
             ordered = list(mine.values())
-        records[folder] = (state[0] if state is not None else False, join_names(names),
-                           entry_names, pack_entries(ordered))
+        records[folder] = Record(state.tree_id if state is not None else False,
+                                 join_names(names), entry_names, pack_entries(ordered))
     return records
 
 
