@@ -104,9 +104,10 @@ def test_parts_round_trip_and_a_bad_part_empties_the_cache(tmp_path):
 
 
 def test_a_record_of_another_shape_empties_the_cache(tmp_path):
-    """A saved record is a plain 6-tuple; one of any other shape (an older format that kept
-    fewer items, a hand-edited or hostile file) discards the whole cache: nothing is trusted
-    from it, and the snapshot hashes every file (correct, only slower)."""
+    """A saved record is a plain tuple of 6 items (4 where saved before records were named
+    and without a listing part); one of any other shape (a hand-edited or hostile file)
+    discards the whole cache: nothing is trusted from it, and the snapshot hashes every file
+    (correct, only slower)."""
     cache_path = str(tmp_path / "statcache")
     good = tuple(Record(b"t" * 20, "n", None, b""))
 
@@ -116,8 +117,9 @@ def test_a_record_of_another_shape_empties_the_cache(tmp_path):
                            [part for chunk in chunks
                             for part in (statcache._LENGTH.pack(len(chunk)), chunk)])
 
-    saved({"d": good})
-    assert StatCache.load(cache_path, "me").records == {"d": Record(*good)}
-    for bad in (good[:4], (*good, b"extra"), list(good), "not a record"):
+    saved({"d": good, "e": good[:4]})    # a record saved with no listing part: 4 items
+    assert StatCache.load(cache_path, "me").records == {"d": Record(*good),
+                                                        "e": Record(*good[:4])}
+    for bad in (good[:3], (*good, b"extra"), list(good), "not a record"):
         saved({"d": good, "e": bad})
         assert StatCache.load(cache_path, "me").records == {}, bad

@@ -66,7 +66,7 @@ _DELTA_KIND = b"STAD"
 DELTA_SUFFIX = ".delta"
 DELTA_MIN = 64          # folders a delta may hold, at least ...
 DELTA_SHARE = 16        # ... or this share of all folders
-_VERSION = (10, marshal.version, sys.implementation.cache_tag)
+_VERSION = (9, marshal.version, sys.implementation.cache_tag)
 _LENGTH = struct.Struct("<I")
 FINE_MARGIN_NS = 50_000_000
 COARSE_MARGIN_NS = 3_000_000_000
@@ -523,7 +523,8 @@ def _decode(payload: memoryview) -> tuple[tuple, dict[str, Record]]:
 
 def _as_records(saved: dict, deleted: bool = False) -> dict:
     """Saved records (plain tuples) as `Record`s; ValueError if one is not shaped as one.
-    `deleted`: a delta's, where None stands for a folder gone."""
+    `deleted`: a delta's, where None stands for a folder gone. A record saved without its
+    listing's part (a restore's, before records were named) gets None there."""
     make = tuple.__new__
     size = len(Record._fields)
     out = {}
@@ -532,9 +533,14 @@ def _as_records(saved: dict, deleted: bool = False) -> dict:
             out[folder] = None
         elif type(saved_record) is tuple and len(saved_record) == size:
             out[folder] = make(Record, saved_record)
+        elif type(saved_record) is tuple and _SHORTEST <= len(saved_record) < size:
+            out[folder] = make(Record, saved_record + (None,) * (size - len(saved_record)))
         else:
             raise ValueError("not a stat cache record")
     return out
+
+
+_SHORTEST = 4   # tree id, names, entry names, entries
 
 
 def _records_from(files: dict[str, Entry], folders: dict[str, FolderState],
