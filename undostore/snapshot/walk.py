@@ -285,7 +285,9 @@ def disk_path(root: str, rel: str) -> str:
     """The path on disk of `rel` ('/'-separated, relative to root), in the system's spelling."""
     if not rel:
         return root
-    return os.path.join(root, rel if os.sep == "/" else rel.replace("/", os.sep))
+    if IS_WINDOWS:
+        return os.path.join(root, rel.replace("/", os.sep))
+    return root + "/" + rel if root and not root.endswith("/") else root + rel
 
 
 def read_folder(root: str, item: ToVisit, options: WalkOptions
@@ -495,6 +497,8 @@ def _reuse(disk: str, rel: str, known: Known, options: WalkOptions) -> Folder | 
     except OSError:
         return None   # changed since its stat (a symlink now, gone): read it the usual way
     try:   # each name looked up in the open folder: no path walk from the root per file
+        if entries is not None:
+            return _unchanged_files(folder, known, fd, prefix)
         return _reused_files(folder, known, "", fd, match, prefix)
     finally:
         os.close(fd)
@@ -503,6 +507,46 @@ def _reuse(disk: str, rel: str, known: Known, options: WalkOptions) -> Folder | 
 _STAT_AT = os.stat in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
 _FOLDER_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
                  | getattr(os, "O_CLOEXEC", 0))
+
+
+def _unchanged_files(folder: Folder, known: Known, fd: int, prefix: str) -> Folder | None:
+    """`_reused_files` where the cache holds each file's entry in order (`known.entries`) and
+    the system has `dir_fd`: every file's stat now is packed over a copy of the entries, and
+    the two compared once. This loop runs once per file of an unchanged tree (the no-change
+    snapshot's floor is its `lstat`), so it makes no object per file but the stat result. The
+    files whose part differs are stat-ed again and go to be hashed."""
+    entries = known.entries
+    now = bytearray(entries)   # type: ignore[arg-type]
+    pack_into = FINGERPRINT.pack_into
+    lstat = os.lstat
+    step = ENTRY.size
+    offset = 0
+    try:
+        for name in known.files:
+            st = lstat(name, dir_fd=fd)
+            pack_into(now, offset, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino,
+                      st.st_mode)
+            offset += step
+    except OSError:
+        return None   # gone or changed type after the folder's stat: the folder is read
+    if now == entries:
+        return folder
+    files = folder.files
+    for index, name in enumerate(known.files):
+        at = index * step
+        if now[at:at + _PART] == entries[at:at + _PART]:   # type: ignore[index]
+            continue
+        try:
+            st = lstat(name, dir_fd=fd)
+        except OSError:
+            return None
+        if S_ISREG(st.st_mode):
+            files.append(file_entry(name, prefix, KIND_FILE, st))
+        elif S_ISLNK(st.st_mode):
+            files.append(file_entry(name, prefix, KIND_LINK, st))
+        else:
+            return None
+    return folder
 
 
 def _reused_files(folder: Folder, known: Known, base: str, fd: int | None,
