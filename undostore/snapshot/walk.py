@@ -170,10 +170,10 @@ def _stat_part(st: os.stat_result) -> bytes:
     return FINGERPRINT.pack(*fingerprint(st))   # folders keep to the files' rule
 
 
-def folder_stamp(folder_st: os.stat_result, gitignore_st: os.stat_result | None) -> bytes:
-    """The stamp of a folder from its lstat (taken before its listing is read) and its
-    `.gitignore`'s (None: absent)."""
-    return _stat_part(folder_st) + (NO_FILE if gitignore_st is None else _stat_part(gitignore_st))
+def folder_stamp(folder_part: bytes, gitignore_st: os.stat_result | None) -> bytes:
+    """The stamp of a folder from its lstat's part (`_stat_part`, taken before its listing is
+    read) and its `.gitignore`'s lstat (None: absent)."""
+    return folder_part + (NO_FILE if gitignore_st is None else _stat_part(gitignore_st))
 
 
 def trusted_stamp(stamp: bytes, is_racy: Callable[[int, int], bool]) -> bytes:
@@ -352,23 +352,24 @@ def _visit(root: str, item: ToVisit, options: WalkOptions) -> tuple[Folder, list
     if not rel:   # the root's stamp ends with the digest of the ignore sources outside
         digest = ignore_fingerprint(root)
         same = known is not None and known.stamp[2 * _PART:] == digest
-    folder, below = _visit_listed(rel, item.rules, same, known, options, digest, disk,
-                                  folder_st)
-    folder.seen = _stat_part(folder_st)
+    seen = _stat_part(folder_st)
+    folder, below = _visit_listed(rel, item.rules, same, known, options, digest, disk, seen)
+    folder.seen = seen
     return folder, below
 
 
 def _visit_listed(rel: str, inherited: FolderRules, same: bool, known: Known | None,
-                  options: WalkOptions, digest: bytes, disk: str, folder_st: os.stat_result
+                  options: WalkOptions, digest: bytes, disk: str, seen: bytes
                   ) -> tuple[Folder, list[ToVisit]]:
-    """`_visit` once the folder's own lstat is taken and its cached listing looked up."""
+    """`_visit` once the folder's own lstat is taken (`seen`: its part of the stamp) and its
+    cached listing looked up."""
     old_ignore = known.stamp[_PART:2 * _PART] if known is not None else UNKNOWN
     ignore_path = os.path.join(disk, ".gitignore")
     if (same and known is not None and old_ignore != UNKNOWN and options.trust_listings
-            and known.stamp[:_PART] != UNTRUSTED and known.stamp[:_PART] == _stat_part(folder_st)):
+            and known.stamp[:_PART] != UNTRUSTED and known.stamp[:_PART] == seen):
         # The folder unchanged means no `.gitignore` appeared in it: only one there is stat'ed.
         ignore_st = _lstat_or_none(ignore_path) if old_ignore != NO_FILE else None
-        stamp = folder_stamp(folder_st, ignore_st) + digest
+        stamp = folder_stamp(seen, ignore_st) + digest
         if stamp == known.stamp:
             folder = _reuse(disk, rel, known, options)
             if folder is not None:
@@ -376,7 +377,7 @@ def _visit_listed(rel: str, inherited: FolderRules, same: bool, known: Known | N
                 return folder, _below(folder, inherited.inside(rel, ignore_st), True)
     else:
         ignore_st = _lstat_or_none(ignore_path)
-    stamp = folder_stamp(folder_st, ignore_st) + digest
+    stamp = folder_stamp(seen, ignore_st) + digest
     own = inherited.inside(rel, ignore_st)
     # The rules below are those of last time if the rules here are and `.gitignore` is too.
     below = same and stamp[_PART:2 * _PART] == old_ignore
