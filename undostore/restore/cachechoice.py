@@ -55,18 +55,6 @@ if TYPE_CHECKING:
 
 
 
-class CachedFile(NamedTuple):
-    """A stat-cache entry (statcache.Entry) read by name; the store keeps plain tuples."""
-
-    mtime_ns: int
-    ctime_ns: int
-    size: int
-    inode: int
-    st_mode: int
-    git_mode: int
-    sha: bytes
-
-
 def uses_cache(plan: RestorePlan, windows: bool = IS_WINDOWS,
                hash_at_most: int = DEFAULT_LIMITS.restore_hash_at_most) -> bool:
     """Whether the restore of `plan` should load (and later save) the stat cache: it touches

@@ -22,7 +22,6 @@ from undostore.git.objects import (
     hash_object,
 )
 from undostore.platform import IS_WINDOWS
-from undostore.restore.cachechoice import CachedFile
 from undostore.restore.fsops import (
     ABSENT,
     DIR,
@@ -112,7 +111,7 @@ class DiskMatcher:
         assert found.st is not None
         hit = self.cache.lookup(rel, found.st)
         if hit is not None:
-            return CachedFile._make(hit).sha
+            return hit.blob_id
         try:
             if at is not None:
                 fd = at[0].open(at[1], at[2], READ_FLAGS)
