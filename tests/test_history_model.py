@@ -22,6 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from hypothesis import HealthCheck, currently_in_test_context, event, settings
@@ -91,8 +92,9 @@ class HistoryModel(RuleBasedStateMachine):
         """A Claude Code hook event; the `/undo` answer's line, if any."""
         doc = {"session_id": session, "cwd": str(self.root), "hook_event_name": event,
                "transcript_path": str(self.root / "t.jsonl")}
-        if prompt is not None:
-            doc["prompt"] = prompt
+        if prompt is not None:   # each prompt its own, as Claude Code ids them: one typed
+            doc["prompt"] = prompt   # again is never a duplicate (hook_once.py)
+            doc["prompt_id"] = uuid.uuid4().hex
         done = Cli().run("hook", cwd=self.root, env=self.env, input=json.dumps(doc))
         assert done.returncode == 0, (session, event, prompt, done.stdout, done.stderr)
         # A prompt after an undo or redo carries the model's note instead (hookSpecificOutput).

@@ -7,10 +7,20 @@ back."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 from .conftest import Cli
-from .test_hook import files, hook, prompt_event
+from .test_hook import files, hook
+from .test_hook import prompt_event as event_without_id
+
+
+def prompt_event(root: Path, prompt: str, session: str) -> dict:
+    """A prompt as Claude Code sends it, with its own `prompt_id`: each command here is one the
+    user typed, never a duplicate of the one before. (Without an id, the same command arriving
+    within 0.25 s of the first's answer is taken for a duplicate, hook_once.py: these tests'
+    back-to-back commands then depended on how fast the hook started.)"""
+    return event_without_id(root, prompt, session=session, prompt_id=uuid.uuid4().hex)
 
 
 def stop_event(root: Path, session: str) -> dict:
