@@ -537,12 +537,7 @@ def case_frozen(bench: Bench) -> None:
         if os.stat(path).st_mtime_ns != before:
             raise RuntimeError("the power-cut file system did not freeze folder times")
         bench.log(f"frozen-20k: copying {info.path} onto the FUSE mount")
-        pack = subprocess.Popen(["tar", "-C", info.path, "-cf", "-", "."],
-                                stdout=subprocess.PIPE)
-        subprocess.run(["tar", "-C", path, "-xf", "-"], stdin=pack.stdout, check=True)
-        pack.stdout.close()   # type: ignore[union-attr]
-        if pack.wait() != 0:
-            raise RuntimeError(f"tar -c {info.path} failed")
+        _tar_copy(info.path, path)
         env = {**bench.env, "UNDOSTORE_FSMONITOR": "off"}
         command = list(common.undostore_commands(bench.python).values())[0]
         subjects = [UndostoreCli("undostore", command, path, bench.state("frozen-20k", "u"),
@@ -575,12 +570,17 @@ def _tar_made(bench: Bench, path: str, name: str) -> str:
     shutil.rmtree(copy, ignore_errors=True)
     os.makedirs(copy)
     bench.log(f"{name}: extracting a tar of {path} into {copy}")
-    pack = subprocess.Popen(["tar", "-C", path, "-cf", "-", "."], stdout=subprocess.PIPE)
-    subprocess.run(["tar", "-C", copy, "-xf", "-"], stdin=pack.stdout, check=True)
+    _tar_copy(path, copy)
+    return copy
+
+
+def _tar_copy(source: str, dest: str) -> None:
+    """`tar -c` of `source` extracted into the existing folder `dest` (`tar -x`)."""
+    pack = subprocess.Popen(["tar", "-C", source, "-cf", "-", "."], stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-C", dest, "-xf", "-"], stdin=pack.stdout, check=True)
     pack.stdout.close()   # type: ignore[union-attr]
     if pack.wait() != 0:
-        raise RuntimeError(f"tar -c {path} failed")
-    return copy
+        raise RuntimeError(f"tar -c {source} failed")
 
 
 def case_profile_c(bench: Bench) -> None:

@@ -92,8 +92,8 @@ def init_command(ctx: Context, host: str, user_wide: bool, dry_run: bool, as_jso
         print_checks(checks, False)
 
 
-# A tree this big is worth a watchman daemon: at 78,000 files a walk with nothing changed
-# takes ~0.7 s on every prompt, a watchman query a small part of it (docs/design.md).
+# A tree this big is worth a watchman daemon: a walk with nothing changed costs every prompt
+# far more than a watchman query (the figures: docs/design.md).
 WATCH_FROM_FILES = 50_000
 
 

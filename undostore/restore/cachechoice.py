@@ -25,7 +25,6 @@ so the next snapshot, finding its files as recorded, encodes it no more than an 
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Mapping
 from stat import S_ISREG
 from typing import TYPE_CHECKING, NamedTuple
@@ -39,7 +38,6 @@ from undostore.snapshot.walk import untrusted_listing
 from undostore.store.statcache import (
     ENTRY,
     ENTRY_TAIL,
-    FINGERPRINT,
     Record,
     StatCache,
     join_names,
@@ -47,6 +45,7 @@ from undostore.store.statcache import (
     mode_only_entry,
     packed_entries,
     packed_st_mode,
+    packed_times,
     racy_times,
 )
 
@@ -237,13 +236,10 @@ def _racy(fingerprint: bytes, now_ns: int, last_stamp: int | None) -> bool:
     change on the same file system was stamped later than the file's times (git's rule against
     its index file's mtime: that tick of the file system's clock is over, so a later write
     stamps the file anew), or once the clock has moved past the margin."""
-    mtime, ctime = _TIMES.unpack_from(fingerprint)
+    mtime, ctime = packed_times(fingerprint)
     if last_stamp is not None and max(mtime, ctime) < last_stamp:
         return False
     return racy_times(mtime, ctime, now_ns)
-
-
-_TIMES = struct.Struct(FINGERPRINT.format[:3])   # a packed fingerprint's mtime and ctime
 
 
 def _parent(path: str) -> str:

@@ -11,7 +11,6 @@ names, files and sub-folder trees are unchanged keeps its cached tree id without
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -30,7 +29,6 @@ from undostore.snapshot.walk import (
 )
 from undostore.store.statcache import (
     ENTRY,
-    ENTRY_TAIL,
     FINGERPRINT,
     Entry,
     Record,
@@ -41,6 +39,7 @@ from undostore.store.statcache import (
     listing_part,
     mode_only_indexes,
     pack_entries,
+    packed_ids,
     racy_kept,
     racy_times,
     record_entries,
@@ -291,19 +290,11 @@ def split_record(path: str, record: Record, records: dict[str, Record]
 def _file_ids(work: Work) -> list[tuple[int, bytes]]:
     """(git mode, blob id) of each of the folder's files, in order (what its tree lists)."""
     if isinstance(work.entries, EntryList):
-        return _packed_ids(work.entries.blob)
+        return packed_ids(work.entries.blob)
     if work.entries is not None:
         return [(e.git_mode, e.blob_id) for e in work.entries]  # type: ignore[union-attr]
     assert work.record is not None
-    return _packed_ids(work.record.entries)
-
-
-# (git mode, blob id) from a packed ENTRY: its fingerprint skipped, never decoded.
-_IDS = struct.Struct(f"<{FINGERPRINT.size}x{ENTRY_TAIL.format[1:]}")
-
-
-def _packed_ids(blob: bytes | bytearray) -> list[tuple[int, bytes]]:
-    return list(_IDS.iter_unpack(blob))
+    return packed_ids(work.record.entries)
 
 
 def _new_record(work: Work, sha: bytes | None, start_ns: int) -> Record:

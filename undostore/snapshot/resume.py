@@ -27,7 +27,14 @@ import struct
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
-from undostore.store.statcache import ENTRY, FINGERPRINT, Entry, entry_racy, fingerprint
+from undostore.store.statcache import (
+    ENTRY,
+    FINGERPRINT,
+    Entry,
+    entry_racy,
+    fingerprint,
+    packed_blob_id,
+)
 
 if TYPE_CHECKING:
     from undostore.git.packwriter import PackWriter
@@ -39,7 +46,6 @@ _RECORD = b"R"                   # then the path's length, the path, the packed 
 _RECORD_HEAD = struct.Struct("<cH")
 _SECONDS = b"T"                  # then the seconds of reading so far
 _SECONDS_ITEM = struct.Struct("<cd")
-_BLOB_AT = ENTRY.size - 20       # the packed entry ends with the blob id
 FLUSH_BYTES = 64 << 10           # records are written once this many bytes wait
 
 
@@ -98,7 +104,7 @@ def usable(kept: Kept, store: Store) -> Kept:
     """`kept` without the records whose blob the store lacks (their pack was never published:
     the try was stopped before its checkpoint, or gc pruned them since)."""
     entries = {path: packed for path, packed in kept.entries.items()
-               if len(packed) == ENTRY.size and store.has(packed[_BLOB_AT:])}
+               if len(packed) == ENTRY.size and store.has(packed_blob_id(packed))}
     return kept._replace(entries=entries)
 
 
@@ -139,7 +145,7 @@ class Checkpoints:
         if (packed is None or len(packed) != ENTRY.size
                 or packed[:FINGERPRINT.size] != FINGERPRINT.pack(*fingerprint(st))):
             return None
-        blob = packed[_BLOB_AT:]
+        blob = packed_blob_id(packed)
         return blob if self.store.has(blob) else None
 
     def hashed(self, path: str, entry: Entry) -> None:
@@ -155,9 +161,9 @@ class Checkpoints:
         if now - self.last < self.every:
             return
         self.last = now
-        # Not followed by a store refresh: mapping the new packs' indexes cost ~7 MB at the peak
-        # of an 80k-file first snapshot; a blob met again after a checkpoint is only written
-        # once more (gc's repack drops the copy).
+        # Not followed by a store refresh: mapping the new packs' indexes raised the first
+        # snapshot's peak memory (docs/design.md); a blob met again after a checkpoint is only
+        # written once more (gc's repack drops the copy).
         self.writer.checkpoint()
         self._append(_SECONDS_ITEM.pack(_SECONDS, self.kept.seconds + (now - self.began)))
 

@@ -538,15 +538,12 @@ def _unchanged_files(folder: Folder, known: Known, fd: int, prefix: str) -> Fold
         if now[at:at + _PART] == entries[at:at + _PART]:   # type: ignore[index]
             continue
         try:
-            st = lstat(name, dir_fd=fd)
+            changed = _to_hash(name, prefix, lstat(name, dir_fd=fd))
         except OSError:
             return None
-        if S_ISREG(st.st_mode):
-            files.append(file_entry(name, prefix, KIND_FILE, st))
-        elif S_ISLNK(st.st_mode):
-            files.append(file_entry(name, prefix, KIND_LINK, st))
-        else:
+        if changed is None:
             return None
+        files.append(changed)
     return folder
 
 
@@ -576,13 +573,21 @@ def _reused_files(folder: Folder, known: Known, base: str, fd: int | None,
                 continue
         elif match is not None and match(name, st):
             continue
-        if S_ISREG(mode):
-            files.append(file_entry(name, prefix, KIND_FILE, st))
-        elif S_ISLNK(mode):
-            files.append(file_entry(name, prefix, KIND_LINK, st))
-        else:
+        changed = _to_hash(name, prefix, st)
+        if changed is None:
             return None
+        files.append(changed)
     return folder
+
+
+def _to_hash(name: str, prefix: str, st: os.stat_result) -> FileEntry | None:
+    """A file of a reused listing whose stat no longer matches its entry, to be hashed; None
+    when it is no longer a regular file or a symlink (the folder is then read)."""
+    if S_ISREG(st.st_mode):
+        return file_entry(name, prefix, KIND_FILE, st)
+    if S_ISLNK(st.st_mode):
+        return file_entry(name, prefix, KIND_LINK, st)
+    return None
 
 
 def _scan_entries(listing: Iterator[os.DirEntry[str]], disk: str, prefix: str,

@@ -124,8 +124,13 @@ def listing_part(stamp: bytes | None, ignored: str | None) -> tuple[bytes | None
 FINGERPRINT = struct.Struct("<qqqQI")
 ENTRY_TAIL = struct.Struct("<I20s")   # what follows it in an ENTRY: git mode, blob id
 ENTRY = struct.Struct(FINGERPRINT.format + ENTRY_TAIL.format[1:])
-# The st_mode in a packed FINGERPRINT (or the head of an ENTRY).
-_ST_MODE_ONLY = struct.Struct(f"<{FINGERPRINT.size - 4}xI")
+# Views of one packed FINGERPRINT (or an ENTRY, which starts with one), and of packed ENTRYs:
+# a field read without decoding the rest.
+_TIMES = struct.Struct(FINGERPRINT.format[:3])                           # mtime, ctime
+_ST_MODE = struct.Struct(f"<{FINGERPRINT.size - 4}xI")                   # st_mode
+_MODE_ONLY = struct.Struct(f"<{FINGERPRINT.size - 4}xI{ENTRY_TAIL.size}x")  # st_mode, by entry
+_IDS = struct.Struct(f"<{FINGERPRINT.size}x{ENTRY_TAIL.format[1:]}")     # git mode, blob id
+_BLOB_AT = ENTRY.size - 20                                               # the blob id's offset
 _SEP = "\0"
 
 
@@ -148,8 +153,7 @@ def fingerprint(st: os.stat_result) -> Fingerprint:
 
 
 def make_entry(st: os.stat_result, git_mode: int, sha: bytes) -> Entry:
-    return Entry(st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if IS_WINDOWS else st.st_ino,
-                 st.st_mode, git_mode, sha)
+    return Entry(*fingerprint(st), git_mode, sha)
 
 
 def unpack_entry(packed: bytes | bytearray | memoryview, offset: int = 0) -> Entry:
@@ -159,7 +163,22 @@ def unpack_entry(packed: bytes | bytearray | memoryview, offset: int = 0) -> Ent
 
 def packed_st_mode(packed: bytes) -> int:
     """The st_mode of a packed fingerprint (or entry)."""
-    return _ST_MODE_ONLY.unpack_from(packed)[0]
+    return _ST_MODE.unpack_from(packed)[0]
+
+
+def packed_times(packed: bytes) -> tuple[int, int]:
+    """(mtime_ns, ctime_ns) of a packed fingerprint (or entry)."""
+    return _TIMES.unpack_from(packed)
+
+
+def packed_blob_id(packed: bytes) -> bytes:
+    """The blob id of one packed entry."""
+    return packed[_BLOB_AT:]
+
+
+def packed_ids(blob: bytes | bytearray) -> list[tuple[int, bytes]]:
+    """(git mode, blob id) of each entry packed in `blob`, in order; fingerprints skipped."""
+    return list(_IDS.iter_unpack(blob))
 
 
 MODE_ONLY_SIZE = -1   # the size of an entry that keeps only a mode: no stat has it
@@ -247,9 +266,6 @@ def record_entries(record: Record) -> dict[str, Entry]:
     """A record's entries by file name."""
     blob = record.entries
     return _by_name(record, map(Entry._make, ENTRY.iter_unpack(blob))) if blob else {}
-
-
-_MODE_ONLY = struct.Struct(f"<{FINGERPRINT.size - 4}xI{ENTRY_TAIL.size}x")   # an ENTRY's st_mode
 
 
 def unusual_modes(record: Record, usual: frozenset[int]) -> list[tuple[str, int]]:
