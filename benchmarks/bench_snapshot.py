@@ -34,7 +34,7 @@ from common import MB, DiskUsage, dir_usage, drop_caches, fmt_mb, fmt_seconds, m
 CASES = ("20k", "20k-cold", "threads", "100k", "big-file", "node-modules", "startup", "floor",
          "profile",
          "watchman-20k", "watchman-100k", "watchman-1m", "watchman-real", "c-project",
-         "real-tree", "frozen-20k",
+         "real-tree", "frozen-20k", "per-prompt",
          "profile-c")
 QUICK_CASES = ("20k", "20k-cold", "startup")
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -765,6 +765,67 @@ def case_floor(bench: Bench) -> None:
     bench.details["floor"] = table
 
 
+def case_per_prompt(bench: Bench) -> None:
+    """What a host pays on every prompt at 20k files, against the floor of any Python hook
+    (the interpreter's start plus one `lstat` per file, as `floor`): Claude Code's
+    `UserPromptSubmit` (a new prompt each run: an undo point and a snapshot that stats every
+    file), its `Stop` (the files after the turn), and the footer's `status`; git's no-change
+    run in the same rounds for scale."""
+    path = bench.tree("20k").path
+    command = list(common.undostore_commands(bench.python).values())[0]
+    env = {**bench.env, "UNDOSTORE_FSMONITOR": "off"}
+    git = GitCli(path, bench.state("per-prompt", "git"), env)
+    git.reset()
+    git.snapshot()
+    git.snapshot()
+    session = "bench-per-prompt"
+
+    def hook(event_name: str, round_no: int) -> common.ProcessRun:
+        event = {"session_id": session, "cwd": path, "hook_event_name": event_name}
+        if event_name == "UserPromptSubmit":
+            event.update(prompt=f"bench prompt {round_no}", prompt_id=f"bench-{round_no}")
+        return common.run_process([*command, "hook", "--host", "claude-code"], cwd=path,
+                                  env=env, stdin=json.dumps(event).encode()).check()
+
+    status_line = json.dumps({"session_id": session, "cwd": path,
+                              "workspace": {"current_dir": path}}).encode()
+    hook("UserPromptSubmit", -2)   # the first snapshot and the stat cache, untimed
+    hook("Stop", -2)
+    hook("UserPromptSubmit", -1)
+    hook("Stop", -1)
+    bench.log(f"per-prompt: x{bench.repeats}")
+    runs: dict[str, list[float]] = {name: [] for name in (
+        "python -c pass", "stat loop", "hook UserPromptSubmit", "hook Stop", "status", "git")}
+    for round_no in range(bench.repeats):
+        common.settle()
+        runs["python -c pass"].append(
+            common.run_process([bench.python, "-c", "pass"], env=env).check().seconds)
+        loop = common.run_process([bench.python, "-c", _STAT_LOOP, path], env=env).check()
+        runs["stat loop"].append(float(loop.stdout))
+        common.settle()
+        runs["hook UserPromptSubmit"].append(hook("UserPromptSubmit", round_no).seconds)
+        common.settle()
+        runs["hook Stop"].append(hook("Stop", round_no).seconds)
+        common.settle()
+        runs["status"].append(common.run_process(
+            [*command, "status"], cwd=path, env=env, stdin=status_line).check().seconds)
+        common.settle()
+        runs["git"].append(git.snapshot().seconds)
+    table = {name: median(values) for name, values in runs.items()}
+    floor = table["python -c pass"] + table["stat loop"]
+    bench.details["per-prompt"] = {**table, "floor": floor}
+    for name in ("hook UserPromptSubmit", "hook Stop"):
+        bench.rows.append(Row(f"20k files, {name} against its floor (the git column: "
+                              "Python's start + an lstat per file)", table[name], floor,
+                              target="≤ 1.5x", limit=1.5))
+    bench.rows.append(Row("20k files, status (the footer; git column: python -c pass)",
+                          table["status"], table["python -c pass"], target="≤ 0.060 s",
+                          limit=0.060, absolute=True))
+    bench.notes.append(
+        "per-prompt (medians): " + ", ".join(f"{k} {fmt_seconds(v)} s" for k, v in table.items())
+        + f"; floor {fmt_seconds(floor)} s; git no change {fmt_seconds(table['git'])} s")
+
+
 def markdown_floor(table: dict[str, dict[str, float]]) -> str:
     lines = ["| tree | interpreter + imports | Python lstat of every file | floor / git | "
              "undostore no-change / git | git no-change |", "|---|---:|---:|---:|---:|---:|"]
@@ -1060,7 +1121,8 @@ def main(argv: list[str] | None = None) -> int:
                "c-project": lambda: case_walk_tree(bench, "c-project"),
                "real-tree": lambda: case_walk_tree(bench, "real-tree"),
                "profile-c": lambda: case_profile_c(bench),
-               "frozen-20k": lambda: case_frozen(bench)}
+               "frozen-20k": lambda: case_frozen(bench),
+               "per-prompt": lambda: case_per_prompt(bench)}
     try:
         for case in args.cases:
             runners[case]()

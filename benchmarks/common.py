@@ -64,19 +64,24 @@ def memory_method() -> str:
 
 def run_process(argv: Sequence[str], *, cwd: str | None = None,
                 env: Mapping[str, str] | None = None,
-                measure_memory: bool = False) -> ProcessRun:
+                measure_memory: bool = False, stdin: bytes | None = None) -> ProcessRun:
     """Run `argv` to completion: wall time from spawn to reap, and with `measure_memory` its
-    peak RSS (through /usr/bin/time, which adds ~1 ms; see the module docstring).
+    peak RSS (through /usr/bin/time, which adds ~1 ms; see the module docstring). `stdin`: what
+    the child reads on its standard input (a hook's event), else nothing.
 
-    Output goes to temporary files (not pipes) so a chatty child can never block."""
+    Input and output go through temporary files (not pipes) so a child can never block."""
     argv = tuple(argv)
     use_time = measure_memory and os.path.isfile(GNU_TIME)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryFile() as given, \
             tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        given.write(stdin or b"")
+        given.seek(0)
         spawn = (GNU_TIME, "-f", "%M", "-o", rss.name, *argv) if use_time else argv
         started = time.perf_counter()
         proc = subprocess.Popen(spawn, cwd=cwd, env=dict(env) if env is not None else None,
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+                                stdin=given if stdin is not None else subprocess.DEVNULL,
+                                stdout=out, stderr=err)
         peak: int | None = None
         if hasattr(os, "wait4"):
             _, status, usage = os.wait4(proc.pid, 0)

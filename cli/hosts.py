@@ -40,8 +40,7 @@ see docs/design.md "Agent hosts"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 Path = tuple[str | int, ...]
 
@@ -60,8 +59,7 @@ BLOCK_EXIT_2 = "exit-2"            # the reason on stderr, exit 2 (Windsurf's pr
 BLOCK_NONE = "none"                # the host has no way: the command is done, the prompt goes on
 
 
-@dataclass(frozen=True)
-class Host:
+class Host(NamedTuple):
     """One agent host's hook protocol."""
 
     name: str

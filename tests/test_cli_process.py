@@ -109,6 +109,9 @@ def test_the_per_prompt_hook_path_imports_no_click_nor_any_command(tree_factory)
                                    "undostore_cli.hosts_undo", "undostore_cli.plain",
                                    "undostore_cli.signals"], (event, args)
             assert [m for m in modules if m == "click" or m.startswith("click.")] == []
+            # Records on this path are NamedTuples and slotted classes: dataclasses would add
+            # its import (inspect, ast, dis, tokenize) to every prompt.
+            assert {"dataclasses", "inspect"} & set(modules) == set(), (event, args)
     with Workspace(root) as ws:
         (point,) = ws.log("s1").undo
         assert point.label == "make it faster" and point.after is not None
@@ -133,6 +136,7 @@ def test_the_footer_status_imports_no_click_nor_any_command(tree_factory):
         assert cli_modules == ["undostore_cli.entry", "undostore_cli.plain",
                                "undostore_cli.signals", "undostore_cli.status_run"], args
         assert [m for m in modules if m == "click" or m.startswith("click.")] == []
+        assert {"dataclasses", "inspect"} & set(modules) == set(), args
     code, out, _ = _run_loaded(["--json", "--root", str(root / "a.txt"), "status"], root)
     assert code != 0 and json.loads(out)["exit_code"] == code
 

@@ -333,12 +333,10 @@ class Workspace:
     def log(self, session: str | None = None, n: int | None = None) -> Log:
         """The session's undo points, newest first, and its redo stack; with `n`, at most `n`
         of each."""
-        from dataclasses import replace
-
         from undostore.history.sessions import read_log
 
         log = read_log(self.store, self.history_session(session)[0])
-        return log if n is None else replace(log, undo=log.undo[:n], redo=log.redo[:n])
+        return log if n is None else log._replace(undo=log.undo[:n], redo=log.redo[:n])
 
     def require_session(self, session: str, doing: str = "") -> None:
         """UsageError "no session named X" listing the sessions, unless `session` exists (a

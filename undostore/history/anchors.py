@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from undostore.errors import StoreError, from_oserror
 from undostore.fileio import atomic_write
@@ -98,11 +97,13 @@ def _remove_if_empty(folder: str) -> None:
         pass  # absent, or holds something that is not ours
 
 
-@dataclass
 class SweepResult:
-    created: int = 0
-    released: int = 0
-    sessions_removed: int = 0
+    """What one `sweep` changed: anchors made and released, sessions whose anchors all went."""
+
+    __slots__ = ("created", "released", "sessions_removed")
+
+    def __init__(self) -> None:
+        self.created = self.released = self.sessions_removed = 0
 
 
 def sweep(store: Store) -> SweepResult:

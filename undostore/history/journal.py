@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from undostore import settings
@@ -95,8 +95,10 @@ def decode_name(encoded: str) -> str | None:
 # --- entries and the journal ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Point:
+NO_META: Mapping[str, Any] = MappingProxyType({})   # a point's meta when the host gave none
+
+
+class Point(NamedTuple):
     """A turn of a session: its undo point (the files as the turn began) and what the host said
     about it. On the undo stack it is a turn that `undo` may take back; on the redo stack the
     same record, a turn `redo` may apply again (undo and redo move it, never change it)."""
@@ -104,7 +106,7 @@ class Point:
     id: str
     time: float
     label: str | None = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = NO_META
     # The files after the turn (`show`, `diff --turn`, `revert`, `undo` compare with it): set
     # by the host's after-turn event (`Stop`), else by the next snapshot any session of the
     # store records or any restore takes (`Journal.close_turn`); None while the turn is open.
@@ -132,18 +134,38 @@ class Dropped(NamedTuple):
     expired: list[Point]
 
 
-@dataclass
 class Journal:
-    name: str
-    undo: list[Point] = field(default_factory=list)    # oldest first
-    redo: list[Point] = field(default_factory=list)    # bottom first; last = next redo
-    recorded: int = 0                                  # points ever recorded (drives auto gc)
-    # The token of the last undo/redo applied: a restore that finishes after a crash applies
-    # its step through sessions.finish_step, and this keeps that from happening twice.
-    last_step: str = ""
-    # Redo entries of a journal written before turns were kept whole (format 1): they name
-    # states, not turns, and leave through the operation log on the next write (`load`).
-    legacy_redo: list[Point] = field(default_factory=list)
+    """A session's undo points (oldest first) and redo stack (bottom first; last = the next
+    redo), as its journal file holds them. A plain slotted class: the per-prompt hook loads
+    one, and dataclasses would cost it their import (docs/design.md, "Start-up")."""
+
+    __slots__ = ("name", "undo", "redo", "recorded", "last_step", "legacy_redo")
+
+    def __init__(self, name: str, undo: list[Point] | None = None,
+                 redo: list[Point] | None = None, recorded: int = 0, last_step: str = "",
+                 legacy_redo: list[Point] | None = None) -> None:
+        self.name = name
+        self.undo: list[Point] = undo if undo is not None else []
+        self.redo: list[Point] = redo if redo is not None else []
+        self.recorded = recorded            # points ever recorded (drives auto gc)
+        # The token of the last undo/redo applied: a restore that finishes after a crash
+        # applies its step through sessions.finish_step, and this keeps that from happening
+        # twice.
+        self.last_step = last_step
+        # Redo entries of a journal written before turns were kept whole (format 1): they name
+        # states, not turns, and leave through the operation log on the next write (`load`).
+        self.legacy_redo: list[Point] = legacy_redo if legacy_redo is not None else []
+
+    def __repr__(self) -> str:
+        return (f"Journal({self.name!r}, undo={self.undo!r}, redo={self.redo!r}, "
+                f"recorded={self.recorded}, last_step={self.last_step!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Journal):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in Journal.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]   # mutable
 
     def ids(self) -> set[str]:
         """Every snapshot id this journal lists (what its anchors must keep)."""
@@ -170,7 +192,7 @@ class Journal:
         newest = self.undo[-1]
         if not final and newest.after is not None:
             return []
-        self.undo[-1] = newest = replace(newest, after=after_id, ended=final)
+        self.undo[-1] = newest = newest._replace(after=after_id, ended=final)
         if not newest.changed or not self.redo:
             return []
         cleared, self.redo = self.redo, []

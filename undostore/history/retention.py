@@ -26,8 +26,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from undostore import settings
 from undostore.fileio import atomic_write, read_small, remove_quietly
@@ -48,8 +47,7 @@ DAY = 86400.0
 MAX_ROUNDS = 4
 
 
-@dataclass(frozen=True)
-class Eviction:
+class Eviction(NamedTuple):
     """One undo point retention dropped."""
 
     session: str
@@ -63,14 +61,20 @@ class Eviction:
                 "reason": self.reason}
 
 
-@dataclass
 class RetentionReport:
-    evicted: list[Eviction] = field(default_factory=list)
-    gc_runs: int = 0
-    freed_bytes: int = 0
-    store_bytes: int | None = None     # after, when a size limit is set
-    limit_bytes: int | None = None
-    over_cap: str | None = None        # the limit cannot be met: said once (module docstring)
+    """What one `enforce` did. A plain slotted class: recording an undo point imports this
+    module, and the per-prompt hook does not pay for dataclasses (docs/design.md, "Start-up")."""
+
+    __slots__ = ("evicted", "gc_runs", "freed_bytes", "store_bytes", "limit_bytes", "over_cap")
+
+    def __init__(self, limit_bytes: int | None = None) -> None:
+        self.evicted: list[Eviction] = []
+        self.gc_runs = 0
+        self.freed_bytes = 0
+        self.store_bytes: int | None = None    # after, when a size limit is set
+        self.limit_bytes = limit_bytes
+        # The limit cannot be met: said once (module docstring).
+        self.over_cap: str | None = None
 
     @property
     def fits(self) -> bool:

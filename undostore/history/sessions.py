@@ -21,8 +21,7 @@ import os
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from undostore import settings
 from undostore.errors import StoreError, UndostoreError, UsageError
@@ -42,8 +41,7 @@ if TYPE_CHECKING:
 
 
 
-@dataclass(frozen=True)
-class Log:
+class Log(NamedTuple):
     """A session's undo points, newest first, and its redo stack, next redo first."""
 
     session: str
@@ -55,8 +53,7 @@ class Log:
                 "redo": [p.to_json() for p in self.redo]}
 
 
-@dataclass(frozen=True)
-class SessionInfo:
+class SessionInfo(NamedTuple):
     name: str
     undo: int
     redo: int
@@ -215,6 +212,8 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
         raise UsageError("--whole is for undo: redo applies the undone turns again")
     # Here, not at the top: recording an undo point (the hook, on every prompt) needs none of
     # the restore machinery.
+    from dataclasses import replace
+
     from undostore.history import steps as multi
     from undostore.history.blame import name_changes
     from undostore.restore.restore import recover_pending, restore
@@ -348,7 +347,7 @@ def list_sessions(store: Store) -> list[SessionInfo]:
         groups = {**usage.session_roots(store),
                   **usage.standing_roots(store, time.time() - DEFAULT_GRACE_SECONDS)}
         alone = usage.held_alone(store, groups)
-    return [replace(info, bytes=alone.get(info.name, 0)) for info in out]
+    return [info._replace(bytes=alone.get(info.name, 0)) for info in out]
 
 
 def require_session(store: Store, name: str, doing: str = "") -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from undostore.history import journal as journals
@@ -45,8 +44,9 @@ def history_session(store: Store, session: str | None) -> tuple[str, bool]:
     return (newest, True) if newest else (DEFAULT_SESSION, False)
 
 
-@dataclass(frozen=True)
-class Status:
+class Status(NamedTuple):
+    """What `status` reports for one session (the footer's line, or JSON)."""
+
     session: str
     undo: int
     redo: int
