@@ -147,3 +147,38 @@ def test_the_mode_record_a_restore_leaves_is_kept_by_base_and_delta_alike(tmp_pa
     assert not os.path.exists(path + DELTA_SUFFIX)
     loaded = StatCache.load(path, IDENTITY)
     assert (loaded.modes, loaded.root, len(loaded.files)) == (b"once more", None, 200)
+
+
+def test_a_new_base_is_written_one_part_at_a_time(tmp_path, monkeypatch):
+    """A base is marshalled `part_folders` folders at a time and each part written before the
+    next is made: the whole cache is never held as bytes beside its records (a first snapshot's
+    peak memory was its save, docs/design.md)."""
+    from undostore.store import statcache
+
+    root = make_tree(tmp_path / "t", {f"d{i}": {"f.txt": str(i)} for i in range(6)})
+    with Workspace(root, tmp_path / "store") as ws:
+        ws.snapshot()
+        cache = StatCache.load(ws.store.stat_cache_path, ws.store.identity)
+    made: list[int] = []
+    dumps = statcache.marshal.dumps
+    monkeypatch.setattr(statcache, "marshal", type("M", (), {
+        "dumps": staticmethod(lambda value: made.append(1) or dumps(value)),
+        "loads": staticmethod(statcache.marshal.loads)}))
+    made_when_written: list[int] = []
+    write = statcache.write_framed_parts
+
+    def watched(path, kind, parts, durable=True):
+        def each():
+            for part in parts:
+                made_when_written.append(len(made))
+                yield part
+        return write(path, kind, each(), durable=durable)
+
+    monkeypatch.setattr(statcache, "write_framed_parts", watched)
+    fresh = StatCache(identity=cache.identity)
+    fresh.save_records(str(tmp_path / "cache"), cache.records, part_folders=1)
+    parts = len(cache.records)   # one marshalled part a folder, then the head
+    assert len(made) == parts + 1
+    # Each part's length and bytes go out before the next part is marshalled.
+    assert made_when_written[:4] == [1, 1, 2, 2]
+    assert StatCache.load(str(tmp_path / "cache"), cache.identity).records == cache.records

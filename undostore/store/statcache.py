@@ -43,6 +43,7 @@ everything (correct, only slower).
 
 from __future__ import annotations
 
+import itertools
 import marshal
 import os
 import struct
@@ -498,8 +499,8 @@ class StatCache:
 def _encode(head: tuple, records: dict[str, Record], part_folders: int) -> Iterator[bytes]:
     """The saved file's payload in parts: the head, then the records `part_folders` at a
     time, each behind its length."""
-    for chunk in (marshal.dumps(head), *_record_parts(records, part_folders)):
-        yield _LENGTH.pack(len(chunk))
+    for chunk in itertools.chain((marshal.dumps(head),), _record_parts(records, part_folders)):
+        yield _LENGTH.pack(len(chunk))   # one part at a time: the parts are never all held
         yield chunk
 
 
