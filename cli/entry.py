@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
 
         with_click(args)
         return
-    _run(call)
+    _run(call, args)
 
 
 def plain_call(args: list[str]) -> PlainCall | None:
@@ -88,10 +88,11 @@ def plain_call(args: list[str]) -> PlainCall | None:
     return PlainCall(command, options, as_json, values, rest)
 
 
-def _run(call: PlainCall) -> None:
+def _run(call: PlainCall, args: list[str]) -> None:
     """As `main` runs a command: signals as a cancel request, bad settings said once and their
     defaults used (both run unattended), the library's errors mapped to their exit codes, no
-    final collection."""
+    final collection. A hook call goes to the resident process where one serves
+    (resident.py)."""
     import gc
 
     from . import signals
@@ -100,6 +101,11 @@ def _run(call: PlainCall) -> None:
     try:
         with signals.cancel_on_signals(), unattended_settings():
             if call.command == "hook":
+                from .resident import run_through
+
+                code = run_through(args)
+                if code is not None:
+                    sys.exit(code)
                 from .hook_run import run
 
                 run(call.options, call.values.get("host"), call.args)   # exits

@@ -107,7 +107,8 @@ def test_the_per_prompt_hook_path_imports_no_click_nor_any_command(tree_factory)
                                    "undostore_cli.hook_once",
                                    "undostore_cli.hook_run", "undostore_cli.hosts",
                                    "undostore_cli.hosts_undo", "undostore_cli.plain",
-                                   "undostore_cli.signals"], (event, args)
+                                   "undostore_cli.resident", "undostore_cli.signals"],\
+                (event, args)
             assert [m for m in modules if m == "click" or m.startswith("click.")] == []
             # Records on this path are NamedTuples and slotted classes: dataclasses would add
             # its import (inspect, ast, dis, tokenize) to every prompt.

@@ -59,7 +59,16 @@ SETTINGS = {s.name: s for s in (
             _choice("auto", "watchman", "off")),
     Setting("UNDOSTORE_MAX_FILES", 1_000_000, "a whole number of 1 or more",
             _number(True, 1, False)),
+    # The hook through a resident per-user process that has its imports done (cli/resident.py).
+    Setting("UNDOSTORE_RESIDENT", "off", "on or off", _choice("on", "off")),
 )}
+
+
+def home() -> str:
+    """The folder of this user's stores and per-user files: `UNDOSTORE_HOME`, else
+    `~/.undostore`."""
+    return os.environ.get("UNDOSTORE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                            ".undostore")
 
 _lenient: Callable[[str], None] | None = None
 _told: set[str] = set()

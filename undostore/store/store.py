@@ -22,6 +22,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator
 
+from undostore import settings
 from undostore.errors import (
     IncompleteSnapshotError,
     NoStoreError,
@@ -44,7 +45,7 @@ _LAYOUT_NAMES = {"FORMAT", "lock", "objects", "sessions", "cache", "restore", "t
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
 def default_home() -> str:
-    return os.environ.get("UNDOSTORE_HOME") or os.path.join(os.path.expanduser("~"), ".undostore")
+    return settings.home()
 
 
 def default_store_path(root: str) -> str:

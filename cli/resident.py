@@ -1,0 +1,236 @@
+"""The hook through a resident per-user process (`UNDOSTORE_RESIDENT=on`): a host's per-prompt
+hook then pays a small client's start instead of the imports of everything a snapshot needs.
+
+The resident process imports that code once, then waits on a socket in
+`$UNDOSTORE_HOME/run/`. For each hook call it forks a child, which takes the caller's standard
+input, output and error, folder, umask and environment (the descriptors passed over the socket)
+and runs the same `entry.main` the `undostore` process would: a fresh process per call, with
+nothing of one call left for the next, only the imports done ahead. The caller waits for the
+child's exit code and exits with it. A caller killed while waiting (a host's time-out) has its
+child sent SIGTERM, as the host's own signal would have reached an in-process hook.
+
+Never required: where the setting is off, on systems without descriptor passing and peer
+credentials (Windows, macOS), when no resident process answers (the caller starts one for the
+next call and runs this one itself), when the resident process runs other code than the caller
+(an upgrade: it refuses and exits), or when anything about its folder or socket is not this
+user's alone, the hook runs in its own process as before. The resident process leaves after
+`IDLE_SECONDS` without a call; one per `UNDOSTORE_HOME` (a lock file).
+
+Trust: the folder `run/` must be this user's and writable by no one else, the socket this
+user's (watchsock.trusted); the resident process answers only callers of its own user (the
+socket's peer credentials) and makes its socket readable by no one else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import struct
+import sys
+from typing import TYPE_CHECKING
+
+from undostore import settings
+
+if TYPE_CHECKING:
+    import socket
+
+RUN_FOLDER = "run"
+SOCKET_NAME = "resident.sock"
+LOCK_NAME = "resident.lock"
+STATE_NAME = "resident.json"
+IDLE_SECONDS = 600.0
+CONNECT_TIMEOUT_SECONDS = 1.0
+REQUEST_TIMEOUT_SECONDS = 5.0
+MAX_REQUEST_BYTES = 4 << 20
+MAX_SOCKET_PATH = 104        # sun_path holds 104 to 108 bytes, the terminating NUL included
+START_EVERY_SECONDS = 30.0   # a resident process that cannot start is not tried on every call
+LENGTH = struct.Struct(">I")
+EXIT_CODE = struct.Struct(">i")
+# Replies: the child took the call; then its exit code, or the signal that ended it. Refused:
+# the resident process runs other code (it leaves); the caller runs the call itself.
+ACCEPTED, EXITED, KILLED, REFUSED = b"A", b"E", b"K", b"R"
+
+_inside = False   # in a resident process's child (`running_here`): its call runs here
+
+
+def running_here() -> None:
+    """Said in a resident process's child: its own hook call runs in it, never sent on."""
+    global _inside
+    _inside = True
+
+
+def available() -> bool:
+    """Whether this system can pass descriptors and tell a caller's user (Linux)."""
+    import socket
+
+    return (os.name == "posix" and hasattr(socket, "send_fds") and hasattr(socket, "AF_UNIX")
+            and hasattr(socket, "SO_PEERCRED"))
+
+
+def run_folder() -> str:
+    return os.path.join(settings.home(), RUN_FOLDER)
+
+
+def folder_is_private(path: str) -> bool:
+    """This user's folder, no symbolic link, that no one else may enter or write."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+            and not st.st_mode & (stat.S_IRWXG | stat.S_IRWXO))
+
+
+def code_stamp() -> str:
+    """What the resident process must share with a caller to run its call: the interpreter and
+    every module file of both packages (path, size, time). An upgrade or an edit changes it."""
+    import undostore_cli
+
+    import undostore
+
+    parts = [sys.executable, sys.version]
+    for package in (undostore, undostore_cli):
+        top = os.path.dirname(os.path.abspath(package.__file__ or ""))
+        for folder, dirs, files in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        continue
+                    parts.append(f"{path}\0{st.st_size}\0{st.st_mtime_ns}")
+    return "\n".join(parts)
+
+
+# --- the caller ------------------------------------------------------------------------------
+
+
+def run_through(args: list[str]) -> int | None:
+    """Run the hook call `args` (the command line after the program name) in the resident
+    process: its exit code, or None when this process must run it itself (the module
+    docstring says when). Starts a resident process for the next call when none answers."""
+    if _inside or settings.value("UNDOSTORE_RESIDENT") != "on" or not available():
+        return None
+    import socket
+
+    folder = run_folder()
+    path = os.path.join(folder, SOCKET_NAME)
+    if len(os.fsencode(path)) >= MAX_SOCKET_PATH:
+        return None   # too long for a socket's address: none can listen there
+    if not folder_is_private(folder):
+        if not os.path.lexists(folder):
+            start()
+        return None   # another user's, or open to them: never used (`doctor` says so)
+    from undostore.snapshot.watchsock import trusted
+
+    if not trusted(path):
+        start()
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.settimeout(CONNECT_TIMEOUT_SECONDS)
+        try:
+            conn.connect(path)
+        except OSError:
+            start()   # gone (a stale socket left by a killed one): the next call finds a new one
+            return None
+        return _exchange(conn, args)
+    finally:
+        conn.close()
+
+
+def _exchange(conn: socket.socket, args: list[str]) -> int | None:
+    """Send the call with this process's descriptors; read the child's answer."""
+    import socket
+
+    request = _request(args)
+    try:
+        cwd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        socket.send_fds(conn, [LENGTH.pack(len(request)) + request], [0, 1, 2, cwd])
+    except OSError:
+        return None
+    finally:
+        os.close(cwd)
+    conn.settimeout(None)   # the call takes what it takes; the host's own time-out applies
+    try:
+        return _answer(conn)
+    except KeyboardInterrupt:   # SIGINT or SIGTERM here: closing the socket ends the child
+        print("undostore: interrupted", file=sys.stderr)
+        return 130
+
+
+def _answer(conn: socket.socket) -> int | None:
+    """The child's exit code, read from the resident process (None: refused, run it here)."""
+    first = _read(conn, 1)
+    if first != ACCEPTED:
+        if first == REFUSED:
+            start()   # it runs other code and is leaving: a new one for the next call
+        return None
+    kind = _read(conn, 1)
+    if kind == EXITED:
+        body = _read(conn, EXIT_CODE.size)
+        if len(body) == EXIT_CODE.size:
+            return int(EXIT_CODE.unpack(body)[0])
+    elif kind == KILLED:
+        body = _read(conn, 1)
+        print(f"undostore: the hook was ended by signal {body[0] if body else '?'} in the "
+              "resident process", file=sys.stderr)
+        return 1
+    print("undostore: the resident process ended before the hook finished: this prompt may "
+          "not be recorded (UNDOSTORE_RESIDENT=off runs the hook in its own process)",
+          file=sys.stderr)
+    return 1
+
+
+def _request(args: list[str]) -> bytes:
+    umask = os.umask(0o077)
+    os.umask(umask)
+    streams = [{"encoding": getattr(s, "encoding", None) or "utf-8",
+                "errors": getattr(s, "errors", None) or "strict"}
+               for s in (sys.stdin, sys.stdout, sys.stderr)]
+    return json.dumps({"argv": args, "env": dict(os.environ), "umask": umask,
+                       "stamp": code_stamp(), "streams": streams}).encode("utf-8",
+                                                                       "surrogateescape")
+
+
+def _read(conn: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        try:
+            chunk = conn.recv(size - len(data))
+        except OSError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+    return data
+
+
+def start() -> None:
+    """Start a resident process for this user, detached (it leaves by itself when idle or
+    when another one already runs); at most once in `START_EVERY_SECONDS` (the time of
+    `run/resident.lock`, which each start touches)."""
+    import subprocess
+    import time
+
+    folder = run_folder()
+    lock = os.path.join(folder, LOCK_NAME)
+    try:
+        if time.time() - os.lstat(lock).st_mtime < START_EVERY_SECONDS:
+            return
+        os.utime(lock)
+    except OSError:
+        pass   # none yet: the resident process makes the folder and its lock
+    try:
+        subprocess.Popen([sys.executable, "-m", "undostore_cli.resident_serve"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True,
+                         cwd="/")
+    except OSError:
+        pass   # the hook runs here all the same

@@ -1,0 +1,335 @@
+"""The resident per-user process that runs hook calls warm (`UNDOSTORE_RESIDENT=on`): the
+server side of resident.py, whose docstring says what it does and why. Started detached by a
+hook call (`resident.start`) as `python -m undostore_cli.resident_serve`; one per
+`UNDOSTORE_HOME` (the lock file), gone after `IDLE_SECONDS` without a call.
+
+Each call is read with the caller's descriptors, checked (this user, the same code), and run in
+a forked child that becomes the caller's hook process (`entry.main`); this process only waits:
+it starts no thread, so the fork copies nothing half-done.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import io
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+
+from .resident import (
+    ACCEPTED,
+    EXIT_CODE,
+    EXITED,
+    IDLE_SECONDS,
+    KILLED,
+    LENGTH,
+    LOCK_NAME,
+    MAX_REQUEST_BYTES,
+    REFUSED,
+    REQUEST_TIMEOUT_SECONDS,
+    SOCKET_NAME,
+    STATE_NAME,
+    available,
+    code_stamp,
+    folder_is_private,
+    run_folder,
+    running_here,
+)
+
+
+class _Served:
+    """One call being run: its child and the caller's connection."""
+
+    __slots__ = ("pid", "conn")
+
+    def __init__(self, pid: int, conn: socket.socket) -> None:
+        self.pid, self.conn = pid, conn
+
+
+def serve(idle_seconds: float = IDLE_SECONDS) -> int:
+    """Run as the resident process until idle for `idle_seconds`, refused by a caller running
+    other code, or replaced; 0, or 1 where it cannot run here (another one runs, the folder is
+    not this user's alone)."""
+    import fcntl
+
+    if not available():
+        return 1
+    folder = run_folder()
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return 1
+    if not folder_is_private(folder):
+        return 1
+    try:
+        lock = os.open(os.path.join(folder, LOCK_NAME),
+                       os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return 1
+    path = os.path.join(folder, SOCKET_NAME)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    bound: os.stat_result | None = None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)   # one per home
+        _warm()
+        stamp = code_stamp()
+        try:
+            os.unlink(path)   # a killed one's, or a file planted there: ours now
+        except FileNotFoundError:
+            pass
+        previous = os.umask(0o177)
+        try:
+            listener.bind(path)
+        finally:
+            os.umask(previous)
+        listener.listen(64)
+        bound = os.lstat(path)
+        _write_state(folder, served=0)
+        gc.freeze()   # what the imports made is shared with every child, untouched
+        served = _loop(listener, path, bound, stamp, idle_seconds, folder)
+        _write_state(folder, served=served, ended=True)
+    except OSError:
+        return 1   # another resident process serves this home, or the socket cannot be made
+    finally:
+        listener.close()
+        if bound is not None:
+            _remove_socket(path, bound)
+        os.close(lock)
+    return 0
+
+
+def _remove_socket(path: str, bound: os.stat_result) -> None:
+    """Remove the socket this process bound, never one another resident process made since."""
+    try:
+        if _same_file(os.lstat(path), bound):
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _loop(listener: socket.socket, path: str, bound: os.stat_result, stamp: str,
+          idle_seconds: float, folder: str) -> int:
+    """Accept calls until idle, refused or replaced; returns how many calls it ran."""
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    running: dict[int, _Served] = {}
+    served = 0
+    last = time.monotonic()
+    leaving = False
+    while True:
+        for key, _ in selector.select(timeout=0.2):
+            if key.fileobj is listener:
+                if leaving:
+                    continue
+                conn, _ = listener.accept()
+                outcome = _take(conn, stamp, listener, running)
+                if outcome == "refused":
+                    # This one runs other code: callers from now on run their calls themselves
+                    # and start a new one (the calls of its own still running are finished).
+                    leaving = True
+                    selector.unregister(listener)
+                    listener.close()
+                    _remove_socket(path, bound)
+                elif isinstance(outcome, _Served):
+                    running[outcome.pid] = outcome
+                    selector.register(outcome.conn, selectors.EVENT_READ, outcome)
+                    served += 1
+                last = time.monotonic()
+            else:   # the caller went away (killed by its host) while its child runs
+                call = key.data
+                selector.unregister(call.conn)
+                _signal(call.pid)
+        for pid, status in _reaped():
+            call = running.pop(pid, None)
+            if call is None:
+                continue
+            if os.WIFSIGNALED(status):
+                try:
+                    call.conn.sendall(KILLED + bytes([os.WTERMSIG(status) & 0xFF]))
+                except OSError:
+                    pass
+            try:
+                selector.unregister(call.conn)
+            except (KeyError, ValueError):
+                pass
+            call.conn.close()
+            last = time.monotonic()
+            _write_state(folder, served=served)
+        if running:
+            continue
+        if leaving or time.monotonic() - last > idle_seconds:
+            return served
+        try:
+            if not _same_file(os.lstat(path), bound):
+                return served   # the socket was replaced: another resident process serves
+        except OSError:
+            return served
+
+
+def _take(conn: socket.socket, stamp: str, listener: socket.socket,
+          running: dict[int, _Served]) -> _Served | str | None:
+    """Read one call and start its child: the call, "refused", or None (not a call of ours)."""
+
+    fds: list[int] = []
+    try:
+        conn.settimeout(REQUEST_TIMEOUT_SECONDS)
+        uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                  struct.calcsize("3i")))[1]
+        if uid != os.geteuid():
+            conn.close()
+            return None
+        data, fds, _, _ = socket.recv_fds(conn, 65536, 4)
+        if len(data) < LENGTH.size or len(fds) != 4:
+            raise ValueError("not a call")
+        (size,) = LENGTH.unpack_from(data)
+        if size > MAX_REQUEST_BYTES:
+            raise ValueError("too large")
+        body = data[LENGTH.size:]
+        while len(body) < size:
+            chunk = conn.recv(size - len(body))
+            if not chunk:
+                raise ValueError("cut short")
+            body += chunk
+        request = json.loads(body)
+        if request.get("stamp") != stamp:
+            conn.sendall(REFUSED)
+            raise ValueError("other code")
+    except (OSError, ValueError) as err:
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+        return "refused" if str(err) == "other code" else None
+    conn.settimeout(None)
+    pid = os.fork()
+    if pid == 0:   # the child: never returns
+        _child(conn, fds, request, listener, running)
+    for fd in fds:
+        os.close(fd)
+    return _Served(pid, conn)
+
+
+def _child(conn: socket.socket, fds: list[int], request: dict, listener: socket.socket,
+           running: dict[int, _Served]) -> None:
+    """Become the caller's hook process and run its call (see the module docstring)."""
+
+    code = 1
+    try:
+        listener.close()
+        for other in running.values():
+            other.conn.close()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        os.fchdir(fds[3])
+        for fd in fds:
+            os.close(fd)
+        os.umask(int(request["umask"]))
+        os.environ.clear()
+        os.environ.update(request["env"])
+        streams = request["streams"]
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
+                                     **streams[0])
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
+                                      **streams[1])
+        sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+                                      line_buffering=True, **streams[2])
+        sys.argv = ["undostore", *request["argv"]]
+        running_here()
+        conn.sendall(ACCEPTED)
+        from .entry import main
+
+        try:
+            main(list(request["argv"]))
+            code = 0
+        except SystemExit as done:
+            code = _exit_code(done.code)
+        except BaseException:   # noqa: BLE001 (as the interpreter would: the trace, exit 1)
+            traceback.print_exc()
+            code = 1
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        conn.sendall(EXITED + EXIT_CODE.pack(code))
+    except BaseException:   # noqa: BLE001 (the child must never return into the server)
+        pass
+    finally:
+        os._exit(code)
+
+
+def _exit_code(value: object) -> int:
+    """The exit code `sys.exit(value)` gives a process (a message: printed, then 1)."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    print(value, file=sys.stderr)
+    return 1
+
+
+def _signal(pid: int) -> None:
+
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def _reaped() -> list[tuple[int, int]]:
+    done = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return done
+        if pid == 0:
+            return done
+        done.append((pid, status))
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _warm() -> None:
+    """Import what a hook call uses, so that each child starts with it done."""
+
+    for name in ("undostore_cli.hook_run", "undostore_cli.hosts", "undostore_cli.hosts_undo",
+                 "undostore_cli.hook_once", "undostore_cli.door", "undostore_cli.signals",
+                 "undostore.workspace", "undostore.snapshot.snapshot",
+                 "undostore.history.sessions", "undostore.history.retention",
+                 "undostore.history.notes", "undostore.history.anchors",
+                 "undostore.store.damage", "undostore.restore.cancel", "pywatchman"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass   # pywatchman is an extra
+
+
+def _write_state(folder: str, *, served: int, ended: bool = False) -> None:
+    """`run/resident.json`: this process, when it started, the calls it ran (for `doctor`)."""
+    path = os.path.join(folder, STATE_NAME)
+    text = json.dumps({"pid": os.getpid(), "served": served, "ended": ended})
+    try:
+        with open(path + ".tmp", "w", encoding="utf-8", opener=_private_opener) as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    except OSError:
+        pass
+
+
+def _private_opener(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW, 0o600)
+
+
+if __name__ == "__main__":   # `python -m undostore_cli.resident_serve`, as `start` runs it
+    sys.exit(serve())

@@ -1,0 +1,233 @@
+"""The hook through the resident per-user process (`UNDOSTORE_RESIDENT=on`, cli/resident.py):
+real hook processes, a real resident process started by the first of them, real kills."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from undostore_cli import resident
+
+from undostore import Workspace
+
+pytestmark = pytest.mark.skipif(not resident.available(),
+                                reason="descriptor passing and peer credentials (Linux)")
+
+WAIT_SECONDS = 30.0
+
+
+def hook(event: dict, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    raw = json.dumps(event).encode() if stdin is None else stdin
+    return subprocess.run([sys.executable, "-m", "undostore", "hook"], input=raw,
+                          capture_output=True, cwd=cwd, timeout=120)
+
+
+def prompt(root: Path, text: str, prompt_id: str) -> dict:
+    return {"session_id": "s", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
+            "prompt": text, "prompt_id": prompt_id}
+
+
+def run_folder() -> Path:
+    return Path(os.environ["UNDOSTORE_HOME"]) / resident.RUN_FOLDER
+
+
+def state() -> dict:
+    try:
+        return json.loads((run_folder() / resident.STATE_NAME).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def until(check, what: str):  # noqa: ANN001, ANN201
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def serving() -> bool:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(run_folder() / resident.SOCKET_NAME))
+        return True
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+def lock_is_free() -> bool:
+    import fcntl
+
+    path = run_folder() / resident.LOCK_NAME
+    if not path.exists():
+        return True
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def on(monkeypatch):  # noqa: ANN001, ANN201
+    """The setting on for every process the test starts; the resident process stopped after."""
+    monkeypatch.setenv("UNDOSTORE_RESIDENT", "on")
+    yield
+    pid = state().get("pid")
+    if pid and alive(pid):
+        os.kill(pid, signal.SIGTERM)
+    until(lock_is_free, "the resident process to leave")
+
+
+def started(root: Path) -> int:
+    """A first hook call (run in its own process) starts the resident process: its pid."""
+    done = hook(prompt(root, "first", "p0"), root)
+    assert done.returncode == 0, done.stderr
+    until(serving, "the resident process to listen")
+    return until(lambda: state().get("pid"), "its state")
+
+
+def served() -> int:
+    return state().get("served", 0)
+
+
+def test_hook_calls_run_in_the_resident_process_and_record_what_they_would_alone(
+        tree_factory, on):
+    root = tree_factory({"a.txt": "1", "src": {"m.py": "x"}})
+    pid = started(root)
+    (root / "a.txt").write_text("2")
+    done = hook(prompt(root, "second", "p1"), root)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    until(lambda: served() >= 1, "the call to be counted")
+    done = hook({"session_id": "s", "cwd": str(root), "hook_event_name": "Stop"}, root)
+    assert (done.returncode, done.stdout) == (0, b"")
+    until(lambda: served() >= 2, "the after-turn call to be counted")
+    assert state()["pid"] == pid
+    with Workspace(root) as ws:
+        log = ws.log("s")
+        assert [p.label for p in log.undo] == ["second", "first"]
+        assert log.undo[0].after == ws.snapshot().id
+
+
+def test_an_undo_through_the_resident_process_answers_the_host_and_restores(tree_factory, on):
+    root = tree_factory({"a.txt": "1"})
+    started(root)
+    done = hook(prompt(root, "change a", "p1"), root)
+    assert done.returncode == 0
+    (root / "a.txt").write_text("changed by the agent")
+    assert hook({"session_id": "s", "cwd": str(root), "hook_event_name": "Stop"},
+                root).returncode == 0
+    done = hook(prompt(root, "/undo", "p2"), root)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["decision"] == "block" and "undid" in answer["reason"]
+    assert (root / "a.txt").read_text() == "1"
+    until(lambda: served() >= 3, "the three calls to be counted")
+
+
+def test_a_resident_process_running_other_code_refuses_and_leaves(tree_factory, on):
+    root = tree_factory({"a.txt": "1"})
+    pid = started(root)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(str(run_folder() / resident.SOCKET_NAME))
+    request = json.dumps({"argv": ["hook"], "env": {}, "umask": 0o22, "stamp": "other code",
+                          "streams": []}).encode()
+    cwd = os.open(root, os.O_RDONLY)
+    try:
+        socket.send_fds(conn, [resident.LENGTH.pack(len(request)) + request], [0, 1, 2, cwd])
+    finally:
+        os.close(cwd)
+    assert conn.recv(1) == resident.REFUSED
+    conn.close()
+    until(lambda: not alive(pid), "the refusing resident process to leave")
+    assert not (run_folder() / resident.SOCKET_NAME).exists()
+    # The next call runs in its own process, as before.
+    (root / "a.txt").write_text("2")
+    done = hook(prompt(root, "after", "p1"), root)
+    assert done.returncode == 0, done.stderr
+    with Workspace(root) as ws:
+        assert ws.log("s").undo[0].label == "after"
+
+
+def test_a_caller_killed_while_waiting_has_its_child_ended(tree_factory, on):
+    root = tree_factory({"a.txt": "1"})
+    pid = started(root)
+    # A hook whose event never comes: its child waits on the caller's stdin.
+    waiting = subprocess.Popen([sys.executable, "-m", "undostore", "hook"], cwd=root,
+                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        (child,) = until(lambda: children_of(pid), "the call's child")
+        waiting.kill()   # as a host's time-out would
+        waiting.wait(timeout=30)
+        until(lambda: not alive(child), "the child to be ended")
+    finally:
+        waiting.stdin.close()   # type: ignore[union-attr]
+        if waiting.poll() is None:
+            waiting.kill()
+    assert alive(pid)   # the resident process itself goes on serving
+    assert hook(prompt(root, "next", "p1"), root).returncode == 0
+
+
+def test_a_run_folder_others_may_enter_is_never_used(tree_factory, on):
+    root = tree_factory({"a.txt": "1"})
+    folder = run_folder()
+    folder.mkdir(parents=True)
+    folder.chmod(0o755)
+    done = subprocess.run([sys.executable, "-m", "undostore_cli.resident_serve"], timeout=60)
+    assert done.returncode == 1
+    for n in range(2):
+        done = hook(prompt(root, f"p{n}", f"p{n}"), root)
+        assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in folder.iterdir()) == []
+
+
+def test_an_idle_resident_process_leaves_and_takes_its_socket(tmp_path, on):
+    done = subprocess.run([sys.executable, "-c", "from undostore_cli import resident_serve; "
+                           "raise SystemExit(resident_serve.serve(idle_seconds=0.5))"], timeout=60)
+    assert done.returncode == 0
+    assert not (run_folder() / resident.SOCKET_NAME).exists()
+    assert state()["ended"] is True
+
+
+def test_off_by_default_nothing_is_started(tree_factory, monkeypatch):
+    monkeypatch.delenv("UNDOSTORE_RESIDENT", raising=False)
+    root = tree_factory({"a.txt": "1"})
+    assert hook(prompt(root, "p", "p0"), root).returncode == 0
+    assert not run_folder().exists()
