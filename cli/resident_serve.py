@@ -23,6 +23,8 @@ import sys
 import time
 import traceback
 
+from undostore.store import statcache
+
 from .resident import (
     ACCEPTED,
     EXIT_CODE,
@@ -45,12 +47,13 @@ from .resident import (
 
 
 class _Served:
-    """One call being run: its child and the caller's connection."""
+    """One call being run: its child, the caller's connection, and the pipe on which the child
+    names the stat cache it loaded (preloaded here for the next call)."""
 
-    __slots__ = ("pid", "conn")
+    __slots__ = ("pid", "conn", "told")
 
-    def __init__(self, pid: int, conn: socket.socket) -> None:
-        self.pid, self.conn = pid, conn
+    def __init__(self, pid: int, conn: socket.socket, told: int) -> None:
+        self.pid, self.conn, self.told = pid, conn, told
 
 
 def serve(idle_seconds: float = IDLE_SECONDS) -> int:
@@ -160,6 +163,7 @@ def _loop(listener: socket.socket, path: str, bound: os.stat_result, stamp: str,
             except (KeyError, ValueError):
                 pass
             call.conn.close()
+            _preload(call.told)
             last = time.monotonic()
             _write_state(folder, served=served)
         if running:
@@ -207,16 +211,19 @@ def _take(conn: socket.socket, stamp: str, listener: socket.socket,
         conn.close()
         return "refused" if str(err) == "other code" else None
     conn.settimeout(None)
+    told, tell = os.pipe()
     pid = os.fork()
     if pid == 0:   # the child: never returns
-        _child(conn, fds, request, listener, running)
+        os.close(told)
+        _child(conn, fds, request, listener, running, tell)
+    os.close(tell)
     for fd in fds:
         os.close(fd)
-    return _Served(pid, conn)
+    return _Served(pid, conn, told)
 
 
 def _child(conn: socket.socket, fds: list[int], request: dict, listener: socket.socket,
-           running: dict[int, _Served]) -> None:
+           running: dict[int, _Served], tell: int) -> None:
     """Become the caller's hook process and run its call (see the module docstring)."""
 
     code = 1
@@ -224,6 +231,7 @@ def _child(conn: socket.socket, fds: list[int], request: dict, listener: socket.
         listener.close()
         for other in running.values():
             other.conn.close()
+            os.close(other.told)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         for target, fd in enumerate(fds[:3]):
@@ -260,10 +268,30 @@ def _child(conn: socket.socket, fds: list[int], request: dict, listener: socket.
             except (OSError, ValueError):
                 pass
         conn.sendall(EXITED + EXIT_CODE.pack(code))
+        loaded = statcache.last_loaded()
+        if loaded is not None:
+            os.write(tell, json.dumps(loaded).encode("utf-8", "surrogateescape")[:4096])
     except BaseException:   # noqa: BLE001 (the child must never return into the server)
         pass
     finally:
         os._exit(code)
+
+
+def _preload(told: int) -> None:
+    """Read the cache the finished child loaded, so the next call's child has it (statcache
+    `preload`: taken only while its files are unchanged)."""
+    try:
+        data = os.read(told, 8192)
+    except OSError:
+        data = b""
+    finally:
+        os.close(told)
+    try:
+        path, identity = json.loads(data)
+        statcache.preload(path, identity)
+    except (ValueError, TypeError, OSError):
+        return
+    gc.freeze()   # as the imports: shared with the children, never walked by their collections
 
 
 def _exit_code(value: object) -> int:

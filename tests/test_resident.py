@@ -143,6 +143,17 @@ def test_hook_calls_run_in_the_resident_process_and_record_what_they_would_alone
         log = ws.log("s")
         assert [p.label for p in log.undo] == ["second", "first"]
         assert log.undo[0].after == ws.snapshot().id
+    # Each later call's child starts from the stat cache the one before left (preloaded by the
+    # resident process while its files are unchanged): each records the files as they are.
+    for n in range(3):
+        (root / "src" / "m.py").write_text(f"version {n}")
+        (root / f"new{n}.txt").write_text("new")
+        done = hook(prompt(root, f"turn {n}", f"t{n}"), root)
+        assert (done.returncode, done.stderr) == (0, b"")
+        until(lambda n=n: served() >= 3 + n, "the call to be counted")
+        with Workspace(root) as ws:
+            assert ws.log("s").undo[0].label == f"turn {n}"
+            assert ws.log("s").undo[0].id == ws.snapshot().id
 
 
 def test_an_undo_through_the_resident_process_answers_the_host_and_restores(tree_factory, on):

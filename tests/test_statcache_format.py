@@ -182,3 +182,33 @@ def test_a_new_base_is_written_one_part_at_a_time(tmp_path, monkeypatch):
     # Each part's length and bytes go out before the next part is marshalled.
     assert made_when_written[:4] == [1, 1, 2, 2]
     assert StatCache.load(str(tmp_path / "cache"), cache.identity).records == cache.records
+
+
+def test_a_preloaded_cache_serves_loads_only_while_its_files_are_unchanged(tmp_path, monkeypatch):
+    """`preload` (the resident process's): a later load of the same files takes a copy of its
+    own; once a snapshot saved the cache again, the files on disk are read."""
+    from undostore.store import statcache
+
+    monkeypatch.setattr(statcache, "_preloaded", None)
+    root = make_tree(tmp_path / "t", {"a.txt": "1", "d": {"b.txt": "2"}})
+    with Workspace(root, tmp_path / "store") as ws:
+        ws.snapshot()
+        path, identity = ws.store.stat_cache_path, ws.store.identity
+        assert statcache.preload(path, identity)
+        reads: list[str] = []
+        real_read = statcache.read_framed_view
+        monkeypatch.setattr(statcache, "read_framed_view",
+                            lambda p, kind: reads.append(p) or real_read(p, kind))
+        first, second = StatCache.load(path, identity), StatCache.load(path, identity)
+        assert reads == []
+        assert first.records == second.records and first.records is not second.records
+        first.records.clear()   # one caller's changes are its own
+        assert StatCache.load(path, identity).records == second.records
+        assert StatCache.load(path, "another store").records == {}
+        reads.clear()
+        (root / "d" / "b.txt").write_text("changed")
+        changed = ws.snapshot()   # loads the preloaded copy, then saves the cache anew
+        assert reads == []
+        loaded = StatCache.load(path, identity)
+        assert reads == [path]
+        assert loaded.root == bytes.fromhex(changed.id)

@@ -359,6 +359,12 @@ class StatCache:
         """The cache at `path`, or an empty one if it is missing, damaged, written by another
         format or Python, or bound to another store (its blob ids would mean nothing here).
         A delta saved beside it (`path` + DELTA_SUFFIX) applies when it names this base."""
+        global _last_loaded
+        _last_loaded = (path, store_identity)
+        kept = _preloaded
+        if (kept is not None and kept.path == path and kept.identity == store_identity
+                and _files_of(path) == kept.files):
+            return kept.cache.copy()
         empty = cls(identity=store_identity)
         try:
             found = read_framed_view(path, _KIND)
@@ -413,6 +419,14 @@ class StatCache:
         self.fsmonitor = fsmonitor if isinstance(fsmonitor, tuple) else None
         self.count = count if isinstance(count, int) else -1
         self.modes = modes[0] if modes and isinstance(modes[0], bytes) else None
+
+    def copy(self) -> StatCache:
+        """A cache of its own with the same records (which are never changed in place)."""
+        other = StatCache(identity=self.identity)
+        other.records = dict(self.records)
+        other.packs, other.fsmonitor, other.count = self.packs, self.fsmonitor, self.count
+        other.modes, other._base, other._delta = self.modes, self._base, dict(self._delta)
+        return other
 
     def trusted_with(self, present_packs: set[str]) -> bool:
         """Whether every pack this cache relied on is still in the store."""
@@ -494,6 +508,50 @@ class StatCache:
         """What a head (or a delta) holds besides version and identity."""
         state = (self.packs, self.fsmonitor, count)
         return state if self.modes is None else (*state, self.modes)
+
+
+class _Preloaded(NamedTuple):
+    path: str
+    identity: str
+    files: tuple    # `_files_of(path)` when it was read
+    cache: StatCache
+
+
+_preloaded: _Preloaded | None = None
+_last_loaded: tuple[str, str] | None = None
+
+
+def preload(path: str, store_identity: str) -> bool:
+    """Read the cache at `path` now and keep it in this process: a later `load` of the same
+    files, unchanged since (the base's and the delta's device, inode, size and time), here or in
+    a process forked from this one, takes a copy without reading them. For the resident process
+    (cli/resident_serve.py), whose children each load the cache their call's store has; one is
+    kept, the last preloaded. Returns whether one is kept."""
+    global _preloaded
+    _preloaded = None
+    files = _files_of(path)
+    cache = StatCache.load(path, store_identity)
+    if cache._base is None or _files_of(path) != files:
+        return False   # none there, damaged, or rewritten while it was read
+    _preloaded = _Preloaded(path, store_identity, files, cache)
+    return True
+
+
+def last_loaded() -> tuple[str, str] | None:
+    """(path, store identity) of the last cache `load` was asked for in this process."""
+    return _last_loaded
+
+
+def _files_of(path: str) -> tuple:
+    found = []
+    for name in (path, path + DELTA_SUFFIX):
+        try:
+            st = os.stat(name)
+        except OSError:
+            found.append(None)
+            continue
+        found.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(found)
 
 
 def _encode(head: tuple, records: dict[str, Record], part_folders: int) -> Iterator[bytes]:
