@@ -6,23 +6,27 @@ any option only click knows) goes to `main`, the click command line."""
 from __future__ import annotations
 
 import sys
-from typing import NamedTuple
 
-from .plain import GLOBAL_WITH_VALUE, Options
+from .options import GLOBAL_WITH_VALUE
 
 # Each lean command and its own options that take a value (to the name of that value).
 _LEAN = {"hook": {"--host": "host"},
          "status": {"--session": "session", "-s": "session"}}
 
 
-class PlainCall(NamedTuple):
-    """A command line that is a plain `hook` or `status` call."""
+class PlainCall:
+    """A command line that is a plain `hook` or `status` call. A slotted class, not a
+    NamedTuple: a hook call sent to the resident process imports neither typing nor plain.py."""
 
-    command: str
-    options: Options
-    as_json: bool
-    values: dict[str, str]   # the command's own options: host, session
-    args: list[str]          # hook: the event name or JSON
+    __slots__ = ("command", "root", "store", "force", "as_json", "values", "args")
+
+    def __init__(self, command: str, root: str | None, store: str | None, force: bool,
+                 as_json: bool, values: dict[str, str], args: list[str]) -> None:
+        self.command = command
+        self.root, self.store, self.force = root, store, force   # the global options
+        self.as_json = as_json
+        self.values = values   # the command's own options: host, session
+        self.args = args       # hook: the event name or JSON
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -33,7 +37,14 @@ def main(argv: list[str] | None = None) -> None:
 
         with_click(args)
         return
-    _run(call, args)
+    if call.command == "hook":
+        from . import resident
+
+        if resident.wanted():
+            code = resident.run_through(args)
+            if code is not None:
+                sys.exit(code)
+    _run(call)
 
 
 def plain_call(args: list[str]) -> PlainCall | None:
@@ -84,35 +95,33 @@ def plain_call(args: list[str]) -> PlainCall | None:
         else:
             rest.append(arg)   # the event name or JSON (hook_run refuses other options)
         j += 1
-    options = Options(found.get("--root") or None, found.get("--store") or None, force)
-    return PlainCall(command, options, as_json, values, rest)
+    return PlainCall(command, found.get("--root") or None, found.get("--store") or None, force,
+                     as_json, values, rest)
 
 
-def _run(call: PlainCall, args: list[str]) -> None:
+def _run(call: PlainCall) -> None:
     """As `main` runs a command: signals as a cancel request, bad settings said once and their
     defaults used (both run unattended), the library's errors mapped to their exit codes, no
-    final collection. A hook call goes to the resident process where one serves
-    (resident.py)."""
+    final collection."""
     import gc
 
     from . import signals
-    from .plain import fail, fail_with, unattended_settings
+    from .plain import Options, fail, fail_with, unattended_settings
 
     try:
         with signals.cancel_on_signals(), unattended_settings():
+            options = Options(call.root, call.store, call.force)
             if call.command == "hook":
-                from .resident import run_through
+                from undostore import settings
 
-                code = run_through(args)
-                if code is not None:
-                    sys.exit(code)
                 from .hook_run import run
 
-                run(call.options, call.values.get("host"), call.args)   # exits
+                settings.value("UNDOSTORE_RESIDENT")   # a bad value is said (`main` read "on")
+                run(options, call.values.get("host"), call.args)   # exits
             from .status_run import run as status
 
             try:
-                status(call.options, call.values.get("session"), call.as_json)
+                status(options, call.values.get("session"), call.as_json)
             except Exception as err:  # noqa: BLE001 (fail_with re-raises what it does not map)
                 fail_with(call.as_json, err)
             except KeyboardInterrupt:

@@ -12,7 +12,8 @@ from undostore import __version__
 
 from . import signals  # (before any command: a process may drop privileges, then import less)
 from .common import Context
-from .plain import GLOBAL_WITH_VALUE, fail, fail_with, unattended_settings
+from .options import GLOBAL_WITH_VALUE
+from .plain import fail, fail_with, unattended_settings
 
 
 class _Interrupt(Exception):

@@ -9,9 +9,6 @@ import os
 import sys
 from typing import Any, NamedTuple, NoReturn
 
-# The global options that take a value (`--root DIR`, `--store DIR`).
-GLOBAL_WITH_VALUE = ("--root", "--store")
-
 
 class Options(NamedTuple):
     """The global options: `--root`, `--store` (None: `UNDOSTORE_STORE`, else the default) and

@@ -23,17 +23,11 @@ socket's peer credentials) and makes its socket readable by no one else.
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
 import stat
 import struct
 import sys
-from typing import TYPE_CHECKING
-
-from undostore import settings
-
-if TYPE_CHECKING:
-    import socket
 
 RUN_FOLDER = "run"
 SOCKET_NAME = "resident.sock"
@@ -60,16 +54,30 @@ def running_here() -> None:
     _inside = True
 
 
+def wanted() -> bool:
+    """`UNDOSTORE_RESIDENT` is `on` (read here as settings.py parses it, without importing the
+    library: the caller of a resident process imports only the standard library's smallest
+    parts; a bad value is said by the hook run in its own process)."""
+    return os.environ.get("UNDOSTORE_RESIDENT", "").strip().lower() == "on"
+
+
 def available() -> bool:
     """Whether this system can pass descriptors and tell a caller's user (Linux)."""
-    import socket
+    import _socket
 
-    return (os.name == "posix" and hasattr(socket, "send_fds") and hasattr(socket, "AF_UNIX")
-            and hasattr(socket, "SO_PEERCRED"))
+    return (os.name == "posix" and hasattr(_socket, "AF_UNIX") and hasattr(_socket, "SCM_RIGHTS")
+            and hasattr(_socket, "SO_PEERCRED") and hasattr(_socket.socket, "sendmsg"))
+
+
+def home() -> str:
+    """`settings.home()`, spelled again here so the caller need not import the library (a test
+    keeps the two equal)."""
+    return os.environ.get("UNDOSTORE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                            ".undostore")
 
 
 def run_folder() -> str:
-    return os.path.join(settings.home(), RUN_FOLDER)
+    return os.path.join(home(), RUN_FOLDER)
 
 
 def folder_is_private(path: str) -> bool:
@@ -82,16 +90,22 @@ def folder_is_private(path: str) -> bool:
             and not st.st_mode & (stat.S_IRWXG | stat.S_IRWXO))
 
 
+def _socket_is_ours(path: str) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(st.st_mode) and st.st_uid == os.geteuid()
+
+
 def code_stamp() -> str:
     """What the resident process must share with a caller to run its call: the interpreter and
-    every module file of both packages (path, size, time). An upgrade or an edit changes it."""
-    import undostore_cli
-
-    import undostore
-
-    parts = [sys.executable, sys.version]
-    for package in (undostore, undostore_cli):
-        top = os.path.dirname(os.path.abspath(package.__file__ or ""))
+    every module file of both packages (path, size, time), found beside this one without
+    importing them (they lie side by side, installed or editable). An upgrade or an edit
+    changes it."""
+    cli = os.path.dirname(os.path.abspath(__file__))
+    parts = [os.path.realpath(sys.executable), sys.version]   # `python` and `python3` alike
+    for top in (cli, os.path.join(os.path.dirname(cli), "undostore")):
         for folder, dirs, files in os.walk(top):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):
@@ -105,16 +119,24 @@ def code_stamp() -> str:
     return "\n".join(parts)
 
 
+def encode_request(request: dict) -> bytes:
+    """A call as sent: its length, then the marshalled dict (marshal is built in: no import)."""
+    body = marshal.dumps(request, 4)
+    return LENGTH.pack(len(body)) + body
+
+
 # --- the caller ------------------------------------------------------------------------------
+# It speaks through `_socket`, the C module under `socket`: importing `socket` (enum, selectors)
+# costs more than this whole caller (8 ms against under 1 here), on every prompt.
 
 
 def run_through(args: list[str]) -> int | None:
     """Run the hook call `args` (the command line after the program name) in the resident
     process: its exit code, or None when this process must run it itself (the module
     docstring says when). Starts a resident process for the next call when none answers."""
-    if _inside or settings.value("UNDOSTORE_RESIDENT") != "on" or not available():
+    if _inside or not available():
         return None
-    import socket
+    import _socket
 
     folder = run_folder()
     path = os.path.join(folder, SOCKET_NAME)
@@ -124,12 +146,10 @@ def run_through(args: list[str]) -> int | None:
         if not os.path.lexists(folder):
             start()
         return None   # another user's, or open to them: never used (`doctor` says so)
-    from undostore.snapshot.watchsock import trusted
-
-    if not trusted(path):
+    if not _socket_is_ours(path):
         start()
         return None
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.settimeout(CONNECT_TIMEOUT_SECONDS)
         try:
@@ -142,9 +162,9 @@ def run_through(args: list[str]) -> int | None:
         conn.close()
 
 
-def _exchange(conn: socket.socket, args: list[str]) -> int | None:
+def _exchange(conn: object, args: list[str]) -> int | None:
     """Send the call with this process's descriptors; read the child's answer."""
-    import socket
+    import _socket
 
     request = _request(args)
     try:
@@ -152,20 +172,24 @@ def _exchange(conn: socket.socket, args: list[str]) -> int | None:
     except OSError:
         return None
     try:
-        socket.send_fds(conn, [LENGTH.pack(len(request)) + request], [0, 1, 2, cwd])
+        fds = struct.pack("4i", 0, 1, 2, cwd)
+        sent = conn.sendmsg([request],   # type: ignore[attr-defined]
+                           [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        if sent < len(request):
+            conn.sendall(request[sent:])   # type: ignore[attr-defined]
     except OSError:
         return None
     finally:
         os.close(cwd)
-    conn.settimeout(None)   # the call takes what it takes; the host's own time-out applies
+    conn.settimeout(None)   # type: ignore[attr-defined]   # the host's own time-out applies
     try:
         return _answer(conn)
-    except KeyboardInterrupt:   # SIGINT or SIGTERM here: closing the socket ends the child
+    except KeyboardInterrupt:   # SIGINT here: closing the socket ends the child
         print("undostore: interrupted", file=sys.stderr)
         return 130
 
 
-def _answer(conn: socket.socket) -> int | None:
+def _answer(conn: object) -> int | None:
     """The child's exit code, read from the resident process (None: refused, run it here)."""
     first = _read(conn, 1)
     if first != ACCEPTED:
@@ -191,19 +215,18 @@ def _answer(conn: socket.socket) -> int | None:
 def _request(args: list[str]) -> bytes:
     umask = os.umask(0o077)
     os.umask(umask)
-    streams = [{"encoding": getattr(s, "encoding", None) or "utf-8",
-                "errors": getattr(s, "errors", None) or "strict"}
-               for s in (sys.stdin, sys.stdout, sys.stderr)]
-    return json.dumps({"argv": args, "env": dict(os.environ), "umask": umask,
-                       "stamp": code_stamp(), "streams": streams}).encode("utf-8",
-                                                                       "surrogateescape")
+    streams = [{"encoding": getattr(f, "encoding", None) or "utf-8",
+                "errors": getattr(f, "errors", None) or "strict"}
+               for f in (sys.stdin, sys.stdout, sys.stderr)]
+    return encode_request({"argv": list(args), "env": dict(os.environ), "umask": umask,
+                           "stamp": code_stamp(), "streams": streams})
 
 
-def _read(conn: socket.socket, size: int) -> bytes:
+def _read(conn: object, size: int) -> bytes:
     data = b""
     while len(data) < size:
         try:
-            chunk = conn.recv(size - len(data))
+            chunk = conn.recv(size - len(data))   # type: ignore[attr-defined]
         except OSError:
             return data
         if not chunk:

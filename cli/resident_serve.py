@@ -14,6 +14,7 @@ import gc
 import importlib
 import io
 import json
+import marshal
 import os
 import selectors
 import signal
@@ -180,7 +181,6 @@ def _loop(listener: socket.socket, path: str, bound: os.stat_result, stamp: str,
 def _take(conn: socket.socket, stamp: str, listener: socket.socket,
           running: dict[int, _Served]) -> _Served | str | None:
     """Read one call and start its child: the call, "refused", or None (not a call of ours)."""
-
     fds: list[int] = []
     try:
         conn.settimeout(REQUEST_TIMEOUT_SECONDS)
@@ -201,11 +201,15 @@ def _take(conn: socket.socket, stamp: str, listener: socket.socket,
             if not chunk:
                 raise ValueError("cut short")
             body += chunk
-        request = json.loads(body)
+        request = marshal.loads(body)   # a caller of this user's (checked above)
+        if not isinstance(request, dict):
+            raise ValueError("not a call")
         if request.get("stamp") != stamp:
             conn.sendall(REFUSED)
             raise ValueError("other code")
-    except (OSError, ValueError) as err:
+        if not _well_formed(request):
+            raise ValueError("not a call")
+    except (OSError, ValueError, EOFError, TypeError) as err:
         for fd in fds:
             os.close(fd)
         conn.close()
@@ -220,6 +224,18 @@ def _take(conn: socket.socket, stamp: str, listener: socket.socket,
     for fd in fds:
         os.close(fd)
     return _Served(pid, conn, told)
+
+
+def _well_formed(request: dict) -> bool:
+    streams = request.get("streams")
+    return (isinstance(request.get("argv"), list)
+            and all(isinstance(a, str) for a in request["argv"])
+            and isinstance(request.get("env"), dict)
+            and all(isinstance(k, str) and isinstance(v, str)
+                    for k, v in request["env"].items())
+            and isinstance(request.get("umask"), int)
+            and isinstance(streams, list) and len(streams) == 3
+            and all(isinstance(x, dict) for x in streams))
 
 
 def _child(conn: socket.socket, fds: list[int], request: dict, listener: socket.socket,

@@ -106,9 +106,9 @@ def test_the_per_prompt_hook_path_imports_no_click_nor_any_command(tree_factory)
             assert cli_modules == ["undostore_cli.door", "undostore_cli.entry",
                                    "undostore_cli.hook_once",
                                    "undostore_cli.hook_run", "undostore_cli.hosts",
-                                   "undostore_cli.hosts_undo", "undostore_cli.plain",
-                                   "undostore_cli.resident", "undostore_cli.signals"],\
-                (event, args)
+                                   "undostore_cli.hosts_undo", "undostore_cli.options",
+                                   "undostore_cli.plain", "undostore_cli.resident",
+                                   "undostore_cli.signals"], (event, args)
             assert [m for m in modules if m == "click" or m.startswith("click.")] == []
             # Records on this path are NamedTuples and slotted classes: dataclasses would add
             # its import (inspect, ast, dis, tokenize) to every prompt.
@@ -134,8 +134,9 @@ def test_the_footer_status_imports_no_click_nor_any_command(tree_factory):
         assert code == 0, args
         assert out.startswith("undo:1 redo:0") or json.loads(out)["undo"] == 1, (args, out)
         cli_modules = sorted(m for m in modules if m.startswith("undostore_cli."))
-        assert cli_modules == ["undostore_cli.entry", "undostore_cli.plain",
-                               "undostore_cli.signals", "undostore_cli.status_run"], args
+        assert cli_modules == ["undostore_cli.entry", "undostore_cli.options",
+                               "undostore_cli.plain", "undostore_cli.signals",
+                               "undostore_cli.status_run"], args
         assert [m for m in modules if m == "click" or m.startswith("click.")] == []
         assert {"dataclasses", "inspect"} & set(modules) == set(), args
     code, out, _ = _run_loaded(["--json", "--root", str(root / "a.txt"), "status"], root)

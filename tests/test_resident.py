@@ -177,11 +177,11 @@ def test_a_resident_process_running_other_code_refuses_and_leaves(tree_factory, 
     pid = started(root)
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(str(run_folder() / resident.SOCKET_NAME))
-    request = json.dumps({"argv": ["hook"], "env": {}, "umask": 0o22, "stamp": "other code",
-                          "streams": []}).encode()
+    request = resident.encode_request({"argv": ["hook"], "env": {}, "umask": 0o22,
+                                       "stamp": "other code", "streams": [{}, {}, {}]})
     cwd = os.open(root, os.O_RDONLY)
     try:
-        socket.send_fds(conn, [resident.LENGTH.pack(len(request)) + request], [0, 1, 2, cwd])
+        socket.send_fds(conn, [request], [0, 1, 2, cwd])
     finally:
         os.close(cwd)
     assert conn.recv(1) == resident.REFUSED
@@ -242,3 +242,31 @@ def test_off_by_default_nothing_is_started(tree_factory, monkeypatch):
     root = tree_factory({"a.txt": "1"})
     assert hook(prompt(root, "p", "p0"), root).returncode == 0
     assert not run_folder().exists()
+
+
+def test_the_caller_finds_the_home_as_the_library_does(monkeypatch, tmp_path):
+    from undostore import settings
+
+    for value in (str(tmp_path / "h"), ""):
+        monkeypatch.setenv("UNDOSTORE_HOME", value)
+        assert resident.home() == settings.home()
+    monkeypatch.delenv("UNDOSTORE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert resident.home() == settings.home() == str(tmp_path / "home" / ".undostore")
+
+
+def test_a_hook_call_reaches_the_resident_process_importing_no_typing_nor_the_library(
+        tree_factory, on):
+    """The caller's whole cost is its start: what it imports is pinned here."""
+    root = tree_factory({"a.txt": "1"})
+    started(root)
+    code = ("import sys\nfrom undostore_cli.entry import main\ntry:\n    main(['hook'])\n"
+            "except SystemExit as done:\n    print(sorted(sys.modules), file=sys.stderr)\n"
+            "    raise\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                          input=json.dumps(prompt(root, "lean", "p1")).encode(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    modules = eval(done.stderr.decode().strip().splitlines()[-1])   # noqa: S307 (our own list)
+    assert [m for m in modules if m == "typing" or m.startswith("undostore")] == [
+        "undostore_cli", "undostore_cli.entry", "undostore_cli.options", "undostore_cli.resident"]
+    until(lambda: served() >= 1, "the call to be counted")
