@@ -8,8 +8,17 @@ carries undostore's note to the model; two conversations in one folder each undo
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 import uuid
 from pathlib import Path
+
+import pytest
 
 from .host_support import (
     NODE_MODULES,
@@ -35,12 +44,12 @@ pytestmark = pinned(CLAUDE, "Claude Code")
 class Host:
     """Claude Code in one project folder, against one scripted model."""
 
-    def __init__(self, root: Path, home: Path, model: ModelServer) -> None:
+    def __init__(self, root: Path, home: Path, model: ModelServer, **extra: str) -> None:
         self.root = root
         self.env = host_env(home, model, ANTHROPIC_BASE_URL=model.url,
                             ANTHROPIC_API_KEY="sk-scripted",
                             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1",
-                            DISABLE_AUTOUPDATER="1")
+                            DISABLE_AUTOUPDATER="1", **extra)
         init(root, self.env, "claude-code")
         # As root, --dangerously-skip-permissions is refused: these let the turns edit.
         self.prompt = PrintMode([str(CLAUDE), "--permission-mode", "acceptEdits",
@@ -69,6 +78,49 @@ def test_turns_undo_and_redo_inside_claude_code(tmp_path):
         at = told.find("undostore: ")
         assert "the user took back the 2 turns 'edit a', 'add b'" in told, told[at:at + 2000]
         assert "b.txt" in told
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the resident process: Linux")
+def test_turns_undo_and_redo_through_the_resident_process(tmp_path, monkeypatch):
+    """With `UNDOSTORE_RESIDENT=on` in the host's environment, every hook call Claude Code makes
+    is run by the resident process's children, and the turns, `/undo` and `/redo` come out as
+    they do in the hook's own process."""
+    short = Path(tempfile.mkdtemp(prefix="us-", dir="/tmp"))   # a socket's path must be short
+    undostore_home = short / ".undostore"
+    monkeypatch.setenv("UNDOSTORE_HOME", str(undostore_home))
+    run = undostore_home / "run"
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    script = {"add b": [Tool("Write", {"file_path": str(root / "b.txt"), "content": "b\n"})],
+              "edit a": [Tool("Bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}",
+                                       "description": "edit a"})]}
+    conversation = str(uuid.uuid4())
+    resident = None
+    try:
+        with ModelServer(script) as model:
+            host = Host(root, tmp_path / "home", model, UNDOSTORE_RESIDENT="on")
+            resident = subprocess.Popen([sys.executable, "-m", "undostore_cli.resident_serve"],
+                                        env=host.env, start_new_session=True)
+            deadline = time.monotonic() + 30
+            while not (run / "resident.json").exists():
+                assert time.monotonic() < deadline and resident.poll() is None
+                time.sleep(0.05)
+            the_two_turns(host.prompt, conversation, root)
+            undone = host.prompt(conversation, "/undo")
+            assert "undid the last turn" in undone.stdout and "'edit a'" in undone.stdout
+            assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
+            redone = host.prompt(conversation, "/redo")
+            assert "redid" in redone.stdout
+            assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
+        while json.loads((run / "resident.json").read_text())["served"] < 6:
+            assert time.monotonic() < deadline + 60, "the hook calls were not all served"
+            time.sleep(0.05)
+    finally:
+        if resident is not None:
+            os.killpg(resident.pid, signal.SIGTERM)
+            resident.wait(timeout=30)
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
