@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from .common import Context, emit, json_option, pass_context, project_root
-from .doctor_checks import Check, config, files, fired, on_path, trust, wired
+from .doctor_checks import Check, config, files, fired, on_path, resident_process, trust, wired
 from .hosts_init import INIT
 
 
@@ -19,6 +19,9 @@ def run_checks(ctx: Context, hosts: list[str]) -> list[Check]:
     hosts = hosts or [h for h in sorted(INIT) if wired(h, root) is not None]
     seen, over_limit = _store_state(ctx)
     checks = [on_path(), files(over_limit)]
+    served = resident_process()
+    if served is not None:
+        checks.append(served)
     if not hosts:
         checks.append(Check("hosts", False, "no agent host is wired here: run "
                                             "`undostore init HOST` (HOST: "

@@ -20,6 +20,7 @@ import shutil
 import time
 from typing import NamedTuple
 
+from . import resident
 from .hosts_init import INIT, ConfigError, read_config, target
 
 
@@ -189,6 +190,46 @@ def files(over_limit: int | None) -> Check:
     return Check("files", False, f"the last snapshot found more than {over_limit:,} files and "
                  "recorded nothing: raise UNDOSTORE_MAX_FILES, or leave generated folders out "
                  "with .gitignore or .undostoreignore")
+
+
+def resident_process() -> Check | None:
+    """With `UNDOSTORE_RESIDENT=on`: whether hook calls can go through the resident process
+    (cli/resident.py), and whether one serves now. None when the setting is off."""
+    if not resident.wanted():
+        return None
+    name = "resident process"
+    if not resident.available():
+        return Check(name, True, "UNDOSTORE_RESIDENT=on has no effect on this system (it needs "
+                                 "Linux): each hook runs in its own process")
+    folder = resident.run_folder()
+    path = os.path.join(folder, resident.SOCKET_NAME)
+    if len(os.fsencode(path)) >= resident.MAX_SOCKET_PATH:
+        return Check(name, False, f"its socket's path is too long for the system ({path}): "
+                                  "hooks run in their own process; a shorter UNDOSTORE_HOME "
+                                  "fixes it")
+    if os.path.lexists(folder) and not resident.folder_is_private(folder):
+        return Check(name, False, f"{folder} is not yours alone: the resident process is never "
+                                  f"used; `chmod 700 {folder}` (if it is yours) fixes it")
+    try:
+        with open(os.path.join(folder, resident.STATE_NAME), encoding="utf-8") as f:
+            state = json.load(f)
+        pid, served, ended = int(state["pid"]), int(state["served"]), bool(state["ended"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return Check(name, True, "none runs now: the next hook call starts one")
+    if ended or not _alive(pid):
+        return Check(name, True, f"none runs now (the last one ran {served} call(s)): the next "
+                                 "hook call starts one")
+    return Check(name, True, f"serving hook calls (pid {pid}, {served} so far)")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True   # there, and not ours to signal
+    return True
 
 
 def fired(host: str, seen: dict[str, float], now: float | None = None) -> Check:

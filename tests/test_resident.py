@@ -270,3 +270,26 @@ def test_a_hook_call_reaches_the_resident_process_importing_no_typing_nor_the_li
     assert [m for m in modules if m == "typing" or m.startswith("undostore")] == [
         "undostore_cli", "undostore_cli.entry", "undostore_cli.options", "undostore_cli.resident"]
     until(lambda: served() >= 1, "the call to be counted")
+
+
+def doctor_check(root: Path) -> dict | None:
+    done = subprocess.run([sys.executable, "-m", "undostore", "doctor", "--json"], cwd=root,
+                          capture_output=True, timeout=120)
+    checks = json.loads(done.stdout)["checks"]
+    return next((c for c in checks if c["name"] == "resident process"), None)
+
+
+def test_doctor_says_whether_the_resident_process_can_serve(tree_factory, on, monkeypatch):
+    root = tree_factory({"a.txt": "1"})
+    check = doctor_check(root)
+    assert check["ok"] and "the next hook call starts one" in check["detail"]
+    pid = started(root)
+    check = doctor_check(root)
+    assert check["ok"] and f"pid {pid}" in check["detail"], check
+    os.kill(pid, signal.SIGTERM)
+    until(lock_is_free, "the resident process to leave")
+    run_folder().chmod(0o755)
+    check = doctor_check(root)
+    assert not check["ok"] and "not yours alone" in check["detail"], check
+    monkeypatch.setenv("UNDOSTORE_RESIDENT", "off")
+    assert doctor_check(root) is None
