@@ -241,7 +241,6 @@ def _well_formed(request: dict) -> bool:
 def _child(conn: socket.socket, fds: list[int], request: dict, listener: socket.socket,
            running: dict[int, _Served], tell: int) -> None:
     """Become the caller's hook process and run its call (see the module docstring)."""
-
     code = 1
     try:
         listener.close()
@@ -283,10 +282,13 @@ def _child(conn: socket.socket, fds: list[int], request: dict, listener: socket.
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        conn.sendall(EXITED + EXIT_CODE.pack(code))
+        # The cache first, then the answer: once answered, the caller leaves, and this child
+        # may be sent SIGTERM for it before it exits.
         loaded = statcache.last_loaded()
         if loaded is not None:
             os.write(tell, json.dumps(loaded).encode("utf-8", "surrogateescape")[:4096])
+        os.close(tell)
+        conn.sendall(EXITED + EXIT_CODE.pack(code))
     except BaseException:   # noqa: BLE001 (the child must never return into the server)
         pass
     finally:
