@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,7 @@ from common import MB, DiskUsage, dir_usage, drop_caches, fmt_mb, fmt_seconds, m
 CASES = ("20k", "20k-cold", "threads", "100k", "big-file", "node-modules", "startup", "floor",
          "profile",
          "watchman-20k", "watchman-100k", "watchman-1m", "watchman-real", "c-project",
-         "real-tree", "frozen-20k", "per-prompt",
+         "real-tree", "frozen-20k", "per-prompt", "resident",
          "profile-c")
 QUICK_CASES = ("20k", "20k-cold", "startup")
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -710,6 +711,76 @@ def markdown_startup(floors: dict[str, dict[str, float | None]]) -> str:
     return "\n".join(lines)
 
 
+def case_resident(bench: Bench) -> None:
+    """The per-prompt hook (`UserPromptSubmit`, a new prompt each round) in its own process and
+    through the resident process (`UNDOSTORE_RESIDENT=on`, started ahead here as its first hook
+    call would start it), interleaved round by round: the 20k tree and the real tree
+    (`--real-tree`), walking and with watchman (a private daemon)."""
+    trees = {"20k files": bench.tree("20k").path}
+    if bench.real_tree:
+        real = os.path.abspath(bench.real_tree)
+        trees[f"real tree {os.path.basename(real)}"] = real
+    problem = watchman_cases.available()
+    daemon = None if problem else watchman_cases.PrivateWatchman(bench.state("resident", "wm"))
+    if problem:
+        bench.notes.append(f"resident: watchman rows skipped ({problem})")
+    command = list(common.undostore_commands(bench.python).values())[0]
+    run = os.path.join(bench.env["UNDOSTORE_HOME"], "run")
+    server = None
+    try:
+        if daemon is not None:
+            daemon.start()
+        server = subprocess.Popen([bench.python, "-m", "undostore_cli.resident_serve"],
+                                  env=bench.env, start_new_session=True,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.path.join(run, "resident.json")):
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise RuntimeError("the resident process did not start")
+            time.sleep(0.05)
+        table: dict[str, dict[str, float]] = {}
+        for title, path in trees.items():
+            for mode in (["off"] if daemon is None else ["off", "watchman"]):
+                env = (watchman_cases.walk_env(bench.env, mode, daemon) if daemon is not None
+                       else {**bench.env, "UNDOSTORE_FSMONITOR": "off"})
+                # Each its own store: a snapshot with watchman saves its clock in the stat cache,
+                # and the other's calls would make the cache the resident process preloaded stale.
+                own = {**env, "UNDOSTORE_RESIDENT": "off",
+                       "UNDOSTORE_HOME": os.path.join(bench.state("resident", "own"), "home")}
+                resident = {**env, "UNDOSTORE_RESIDENT": "on"}
+                session = f"resident-{mode}"
+                for warm in (-3, -2, -1):   # the first snapshot, the cache, the watch
+                    _hook(command, path, own, session, "UserPromptSubmit", warm)
+                    _hook(command, path, resident, session, "UserPromptSubmit", warm)
+                bench.log(f"resident {title}, {mode}: x{bench.repeats}")
+                runs: dict[str, list[float]] = {"own process": [], "resident": []}
+                for round_no in range(bench.repeats):
+                    common.settle()
+                    runs["own process"].append(_hook(command, path, own, session,
+                                                     "UserPromptSubmit", 2 * round_no).seconds)
+                    common.settle()
+                    runs["resident"].append(_hook(command, path, resident, session,
+                                                  "UserPromptSubmit", 2 * round_no + 1).seconds)
+                medians = {k: median(v) for k, v in runs.items()}
+                table[f"{title}, {'watchman' if mode == 'watchman' else 'walk'}"] = medians
+                watched = mode == "watchman"
+                bench.rows.append(Row(
+                    f"{title}, {'watchman' if watched else 'walk'}: the hook through the "
+                    "resident process (the git column: in its own process)",
+                    medians["resident"], medians["own process"],
+                    target="< 0.050 s" if watched else "—",
+                    limit=0.050 if watched else None, absolute=True))
+        with open(os.path.join(run, "resident.json"), encoding="utf-8") as f:
+            bench.notes.append(f"resident: {f.read()} (every call through it counted)")
+        bench.details["resident"] = table
+    finally:
+        if server is not None and server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=30)
+        if daemon is not None:
+            daemon.stop()
+
+
 # Run in a child and timed whole: a Python program that lists the tree and lstats every file.
 _WALK_STAT = """
 import os, sys
@@ -774,6 +845,17 @@ def case_floor(bench: Bench) -> None:
     bench.details["floor"] = table
 
 
+def _hook(command: list[str], path: str, env: dict[str, str], session: str, event_name: str,
+          round_no: int) -> common.ProcessRun:
+    """`undostore hook --host claude-code` with Claude Code's event (a prompt of its own for
+    each round), as the host runs it."""
+    event = {"session_id": session, "cwd": path, "hook_event_name": event_name}
+    if event_name == "UserPromptSubmit":
+        event.update(prompt=f"bench prompt {round_no}", prompt_id=f"{session}-{round_no}")
+    return common.run_process([*command, "hook", "--host", "claude-code"], cwd=path, env=env,
+                              stdin=json.dumps(event).encode()).check()
+
+
 def case_per_prompt(bench: Bench) -> None:
     """What a host pays on every prompt at 20k files: Claude Code's `UserPromptSubmit` (a new
     prompt each run: an undo point and a snapshot that stats every file), its `Stop` (the files
@@ -792,11 +874,7 @@ def case_per_prompt(bench: Bench) -> None:
     session = "bench-per-prompt"
 
     def hook(event_name: str, round_no: int) -> common.ProcessRun:
-        event = {"session_id": session, "cwd": path, "hook_event_name": event_name}
-        if event_name == "UserPromptSubmit":
-            event.update(prompt=f"bench prompt {round_no}", prompt_id=f"bench-{round_no}")
-        return common.run_process([*command, "hook", "--host", "claude-code"], cwd=path,
-                                  env=env, stdin=json.dumps(event).encode()).check()
+        return _hook(command, path, env, session, event_name, round_no)
 
     status_line = json.dumps({"session_id": session, "cwd": path,
                               "workspace": {"current_dir": path}}).encode()
@@ -1139,7 +1217,8 @@ def main(argv: list[str] | None = None) -> int:
                "real-tree": lambda: case_walk_tree(bench, "real-tree"),
                "profile-c": lambda: case_profile_c(bench),
                "frozen-20k": lambda: case_frozen(bench),
-               "per-prompt": lambda: case_per_prompt(bench)}
+               "per-prompt": lambda: case_per_prompt(bench),
+               "resident": lambda: case_resident(bench)}
     try:
         for case in args.cases:
             runners[case]()
