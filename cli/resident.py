@@ -157,9 +157,24 @@ def run_through(args: list[str]) -> int | None:
         except OSError:
             start()   # gone (a stale socket left by a killed one): the next call finds a new one
             return None
+        if not _peer_is_us(conn):
+            return None   # the folder was swapped since it was checked: nothing is sent
         return _exchange(conn, args)
     finally:
         conn.close()
+
+
+def _peer_is_us(conn: object) -> bool:
+    """Whether the process listening is this user's (its peer credentials: pid, uid, gid), so
+    that this call's environment and descriptors go to no one else."""
+    import _socket
+
+    try:
+        creds = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED,   # type: ignore[attr-defined]
+                                struct.calcsize("3i"))
+    except OSError:
+        return False
+    return struct.unpack("3i", creds)[1] == os.geteuid()
 
 
 def _exchange(conn: object, args: list[str]) -> int | None:

@@ -293,3 +293,38 @@ def test_doctor_says_whether_the_resident_process_can_serve(tree_factory, on, mo
     assert not check["ok"] and "not yours alone" in check["detail"], check
     monkeypatch.setenv("UNDOSTORE_RESIDENT", "off")
     assert doctor_check(root) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="a listener of another user is made by root dropping its user")
+def test_a_listener_of_another_user_is_sent_nothing(tree_factory, on):
+    """Were `run/` swapped between the caller's look and its connect, the socket's peer
+    credentials still tell: a process of another user gets neither the call nor its
+    descriptors, and the hook runs in its own process."""
+    root = tree_factory({"a.txt": "1"})
+    folder = run_folder()
+    folder.mkdir(parents=True, mode=0o700)
+    listener = (
+        "import os, socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "s.bind(sys.argv[1])\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        "s.listen(1)\n"
+        "print('listening', flush=True)\n"
+        "c, _ = s.accept()\n"
+        "c.settimeout(10)\n"
+        "print('got', len(c.recv(65536)), flush=True)\n")
+    other = subprocess.Popen([sys.executable, "-c", listener,
+                              str(folder / resident.SOCKET_NAME)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "listening"   # type: ignore[union-attr]
+        done = hook(prompt(root, "mine", "p0"), root)
+        assert done.returncode == 0, done.stderr
+        out, _ = other.communicate(timeout=30)
+        assert out.strip() == "got 0"   # the caller connected, looked, and left
+    finally:
+        if other.poll() is None:
+            other.kill()
+    with Workspace(root) as ws:
+        assert ws.log("s").undo[0].label == "mine"
