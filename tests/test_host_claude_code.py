@@ -57,14 +57,20 @@ class Host:
                                 "--session-id", "--resume", root, self.env)
 
 
-def test_turns_undo_and_redo_inside_claude_code(tmp_path):
+def two_turn_project(tmp_path: Path) -> tuple[Path, dict[str, list[Tool]]]:
+    """The project, and the scripted model's two turns: a file written, and a shell command
+    that edits another (as an agent's `sed` or `rm` would: undo takes it back too)."""
     root = tmp_path / "project"
     root.mkdir()
     (root / "a.txt").write_text("a\n")
-    script = {"add b": [Tool("Write", {"file_path": str(root / "b.txt"), "content": "b\n"})],
-              # A shell command, as an agent's `sed` or `rm` would be: undo takes it back too.
-              "edit a": [Tool("Bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}",
-                                       "description": "edit a"})]}
+    return root, {"add b": [Tool("Write", {"file_path": str(root / "b.txt"),
+                                           "content": "b\n"})],
+                  "edit a": [Tool("Bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}",
+                                           "description": "edit a"})]}
+
+
+def test_turns_undo_and_redo_inside_claude_code(tmp_path):
+    root, script = two_turn_project(tmp_path)
     conversation = str(uuid.uuid4())
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
@@ -89,12 +95,7 @@ def test_turns_undo_and_redo_through_the_resident_process(tmp_path, monkeypatch)
     undostore_home = short / ".undostore"
     monkeypatch.setenv("UNDOSTORE_HOME", str(undostore_home))
     run = undostore_home / "run"
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
-    script = {"add b": [Tool("Write", {"file_path": str(root / "b.txt"), "content": "b\n"})],
-              "edit a": [Tool("Bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}",
-                                       "description": "edit a"})]}
+    root, script = two_turn_project(tmp_path)
     conversation = str(uuid.uuid4())
     resident = None
     try:
