@@ -201,17 +201,12 @@ def resident_process() -> Check | None:
     if not resident.available():
         return Check(name, True, "UNDOSTORE_RESIDENT=on has no effect on this system (it needs "
                                  "Linux): each hook runs in its own process")
-    folder = resident.run_folder()
-    path = os.path.join(folder, resident.SOCKET_NAME)
-    if len(os.fsencode(path)) >= resident.MAX_SOCKET_PATH:
-        return Check(name, False, f"its socket's path is too long for the system ({path}): "
-                                  "hooks run in their own process; a shorter UNDOSTORE_HOME "
-                                  "fixes it")
-    if os.path.lexists(folder) and not resident.folder_is_private(folder):
-        return Check(name, False, f"{folder} is not yours alone: the resident process is never "
-                                  f"used; `chmod 700 {folder}` (if it is yours) fixes it")
+    why = resident.blocked()
+    if why is not None:
+        return Check(name, False, why)
     try:
-        with open(os.path.join(folder, resident.STATE_NAME), encoding="utf-8") as f:
+        with open(os.path.join(resident.run_folder(), resident.STATE_NAME),
+                  encoding="utf-8") as f:
             state = json.load(f)
         pid, served, ended = int(state["pid"]), int(state["served"]), bool(state["ended"])
     except (OSError, ValueError, KeyError, TypeError):

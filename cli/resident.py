@@ -16,9 +16,9 @@ next call and runs this one itself), when the resident process runs other code t
 user's alone, the hook runs in its own process as before. The resident process leaves after
 `IDLE_SECONDS` without a call; one per `UNDOSTORE_HOME` (a lock file).
 
-Trust: the folder `run/` must be this user's and writable by no one else, the socket this
-user's (watchsock.trusted); the resident process answers only callers of its own user (the
-socket's peer credentials) and makes its socket readable by no one else.
+Trust: the folder `run/` must be this user's and closed to everyone else, the socket this
+user's; each side checks the other's user by the socket's peer credentials (`peer_uid`), and
+the resident process makes its socket readable by no one else.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ MAX_REQUEST_BYTES = 4 << 20
 MAX_SOCKET_PATH = 104        # sun_path holds 104 to 108 bytes, the terminating NUL included
 START_EVERY_SECONDS = 30.0   # a resident process that cannot start is not tried on every call
 LENGTH = struct.Struct(">I")
+_CREDENTIALS = struct.Struct("3i")   # struct ucred: pid, uid, gid
 EXIT_CODE = struct.Struct(">i")
 # Replies: the child took the call; then its exit code, or the signal that ended it. Refused:
 # the resident process runs other code (it leaves); the caller runs the call itself.
@@ -78,6 +79,34 @@ def home() -> str:
 
 def run_folder() -> str:
     return os.path.join(home(), RUN_FOLDER)
+
+
+def blocked() -> str | None:
+    """Why no resident process can serve this user here, with the fix (None: one can, or will
+    once started): a socket path too long for the system, or a `run/` folder that is not this
+    user's alone. Asked by each caller and by `doctor`."""
+    folder = run_folder()
+    path = os.path.join(folder, SOCKET_NAME)
+    if len(os.fsencode(path)) >= MAX_SOCKET_PATH:
+        return (f"its socket's path is too long for the system ({path}): hooks run in their "
+                "own process; a shorter UNDOSTORE_HOME fixes it")
+    if os.path.lexists(folder) and not folder_is_private(folder):
+        return (f"{folder} is not yours alone: the resident process is never used; "
+                f"`chmod 700 {folder}` (if it is yours) fixes it")
+    return None
+
+
+def peer_uid(conn: object) -> int | None:
+    """The user of the process at the other end of a Unix socket (its peer credentials: pid,
+    uid, gid), None when the system will not say. Works on `socket` and `_socket` sockets."""
+    import _socket
+
+    try:
+        creds = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED,   # type: ignore[attr-defined]
+                                _CREDENTIALS.size)
+    except OSError:
+        return None
+    return int(_CREDENTIALS.unpack(creds)[1])
 
 
 def folder_is_private(path: str) -> bool:
@@ -127,7 +156,7 @@ def encode_request(request: dict) -> bytes:
 
 # --- the caller ------------------------------------------------------------------------------
 # It speaks through `_socket`, the C module under `socket`: importing `socket` (enum, selectors)
-# costs more than this whole caller (8 ms against under 1 here), on every prompt.
+# costs more than this whole caller, on every prompt (docs/design.md).
 
 
 def run_through(args: list[str]) -> int | None:
@@ -138,14 +167,13 @@ def run_through(args: list[str]) -> int | None:
         return None
     import _socket
 
+    if blocked() is not None:
+        return None   # `doctor` says why
     folder = run_folder()
     path = os.path.join(folder, SOCKET_NAME)
-    if len(os.fsencode(path)) >= MAX_SOCKET_PATH:
-        return None   # too long for a socket's address: none can listen there
-    if not folder_is_private(folder):
-        if not os.path.lexists(folder):
-            start()
-        return None   # another user's, or open to them: never used (`doctor` says so)
+    if not folder_is_private(folder):   # none yet: the one started makes it
+        start()
+        return None
     if not _socket_is_ours(path):
         start()
         return None
@@ -157,24 +185,11 @@ def run_through(args: list[str]) -> int | None:
         except OSError:
             start()   # gone (a stale socket left by a killed one): the next call finds a new one
             return None
-        if not _peer_is_us(conn):
+        if peer_uid(conn) != os.geteuid():
             return None   # the folder was swapped since it was checked: nothing is sent
         return _exchange(conn, args)
     finally:
         conn.close()
-
-
-def _peer_is_us(conn: object) -> bool:
-    """Whether the process listening is this user's (its peer credentials: pid, uid, gid), so
-    that this call's environment and descriptors go to no one else."""
-    import _socket
-
-    try:
-        creds = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED,   # type: ignore[attr-defined]
-                                struct.calcsize("3i"))
-    except OSError:
-        return False
-    return struct.unpack("3i", creds)[1] == os.geteuid()
 
 
 def _exchange(conn: object, args: list[str]) -> int | None:

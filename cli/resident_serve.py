@@ -19,11 +19,11 @@ import os
 import selectors
 import signal
 import socket
-import struct
 import sys
 import time
 import traceback
 
+from undostore.fileio import atomic_write
 from undostore.store import statcache
 
 from .resident import (
@@ -42,6 +42,7 @@ from .resident import (
     available,
     code_stamp,
     folder_is_private,
+    peer_uid,
     run_folder,
     running_here,
 )
@@ -112,7 +113,7 @@ def serve(idle_seconds: float = IDLE_SECONDS) -> int:
 def _remove_socket(path: str, bound: os.stat_result) -> None:
     """Remove the socket this process bound, never one another resident process made since."""
     try:
-        if _same_file(os.lstat(path), bound):
+        if os.path.samestat(os.lstat(path), bound):
             os.unlink(path)
     except OSError:
         pass
@@ -172,7 +173,7 @@ def _loop(listener: socket.socket, path: str, bound: os.stat_result, stamp: str,
         if leaving or time.monotonic() - last > idle_seconds:
             return served
         try:
-            if not _same_file(os.lstat(path), bound):
+            if not os.path.samestat(os.lstat(path), bound):
                 return served   # the socket was replaced: another resident process serves
         except OSError:
             return served
@@ -184,9 +185,7 @@ def _take(conn: socket.socket, stamp: str, listener: socket.socket,
     fds: list[int] = []
     try:
         conn.settimeout(REQUEST_TIMEOUT_SECONDS)
-        uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                  struct.calcsize("3i")))[1]
-        if uid != os.geteuid():
+        if peer_uid(conn) != os.geteuid():
             conn.close()
             return None
         data, fds, _, _ = socket.recv_fds(conn, 65536, 4)
@@ -323,7 +322,6 @@ def _exit_code(value: object) -> int:
 
 
 def _signal(pid: int) -> None:
-
     try:
         os.kill(pid, signal.SIGTERM)
     except OSError:
@@ -342,13 +340,8 @@ def _reaped() -> list[tuple[int, int]]:
         done.append((pid, status))
 
 
-def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
 def _warm() -> None:
     """Import what a hook call uses, so that each child starts with it done."""
-
     for name in ("undostore_cli.hook_run", "undostore_cli.hosts", "undostore_cli.hosts_undo",
                  "undostore_cli.hook_once", "undostore_cli.door", "undostore_cli.signals",
                  "undostore.workspace", "undostore.snapshot.snapshot",
@@ -362,19 +355,12 @@ def _warm() -> None:
 
 
 def _write_state(folder: str, *, served: int, ended: bool = False) -> None:
-    """`run/resident.json`: this process, when it started, the calls it ran (for `doctor`)."""
-    path = os.path.join(folder, STATE_NAME)
+    """`run/resident.json`: this process, the calls it ran, whether it left (for `doctor`)."""
     text = json.dumps({"pid": os.getpid(), "served": served, "ended": ended})
     try:
-        with open(path + ".tmp", "w", encoding="utf-8", opener=_private_opener) as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
+        atomic_write(os.path.join(folder, STATE_NAME), text.encode(), durable=False)
     except OSError:
         pass
-
-
-def _private_opener(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW, 0o600)
 
 
 if __name__ == "__main__":   # `python -m undostore_cli.resident_serve`, as `start` runs it
