@@ -63,13 +63,6 @@ SETTINGS = {s.name: s for s in (
     Setting("UNDOSTORE_RESIDENT", "off", "on or off", _choice("on", "off")),
 )}
 
-
-def home() -> str:
-    """The folder of this user's stores and per-user files: `UNDOSTORE_HOME`, else
-    `~/.undostore`."""
-    return os.environ.get("UNDOSTORE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                            ".undostore")
-
 _lenient: Callable[[str], None] | None = None
 _told: set[str] = set()
 
@@ -111,3 +104,10 @@ def defaults_for_bad_values(notify: Callable[[str], None]) -> Iterator[None]:
         yield
     finally:
         _lenient = before
+
+
+def home() -> str:
+    """The folder of this user's stores and per-user files: `UNDOSTORE_HOME`, else
+    `~/.undostore`."""
+    return os.environ.get("UNDOSTORE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                            ".undostore")

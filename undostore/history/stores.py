@@ -16,11 +16,12 @@ import shutil
 import time
 from typing import Any, NamedTuple
 
+from undostore import settings
 from undostore.errors import StoreError, UndostoreError, UsageError, from_oserror
 from undostore.git.objects import BLOB, MODE_EXEC, MODE_FILE, MODE_TREE, hash_object
 from undostore.history import journal as journals
 from undostore.store import oplog
-from undostore.store.store import Store, default_home, default_store_path, recorded_root
+from undostore.store.store import Store, default_store_path, recorded_root
 
 SET_ASIDE = ".set-aside-"
 
@@ -54,7 +55,7 @@ class Rebound(NamedTuple):
 
 
 def stores_dir(home: str | None = None) -> str:
-    return os.path.join(home or default_home(), "stores")
+    return os.path.join(home or settings.home(), "stores")
 
 
 def _store_folders(home: str | None) -> list[str]:

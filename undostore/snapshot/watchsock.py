@@ -87,9 +87,9 @@ def trusted(path: str) -> bool:
 
 def memory_path() -> str:
     """`$UNDOSTORE_HOME/watchman-sock`: the key line, then the socket's path."""
-    from undostore.store.store import default_home
+    from undostore import settings
 
-    return os.path.join(default_home(), MEMORY_NAME)
+    return os.path.join(settings.home(), MEMORY_NAME)
 
 
 def memory_key(program: str) -> str:

@@ -44,15 +44,11 @@ _LAYOUT_NAMES = {"FORMAT", "lock", "objects", "sessions", "cache", "restore", "t
                  "damaged"}
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
-def default_home() -> str:
-    return settings.home()
-
-
 def default_store_path(root: str) -> str:
     """`$UNDOSTORE_HOME/stores/<first 16 hex of sha256(realpath(root))>` (the contract)."""
     real = os.path.realpath(root)
     digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
-    return os.path.join(default_home(), "stores", digest)
+    return os.path.join(settings.home(), "stores", digest)
 
 
 def recorded_root(store: str) -> str | None:
@@ -115,7 +111,7 @@ class Store:
         self.root = root
         self.identity = ""
         self.recorded_root = ""
-        home = default_home()
+        home = settings.home()
         check_store(self.path, home if _same_folder(os.path.dirname(self.path),
                                                     os.path.join(home, "stores")) else None)
         # Windows: a store outside the user's profile, which the check above cannot vouch for
