@@ -117,12 +117,24 @@ def _grouped(host: str, *events: str, **fields: Any) -> dict[str, Any]:
             for e in events}
 
 
+STATUS_REFRESH_SECONDS = 5
+"""How often Claude Code runs the footer's `undostore status` besides on each assistant message:
+a prompt the hook blocks (`/undo`, `/redo`) adds no assistant message, nor does a step taken
+in a terminal or another conversation, and the footer would go on showing the counts from
+before until the next reply."""
+
+
 def claude_settings(text: str | None, path: str) -> str:
+    """Claude Code's settings with undostore's hooks and its footer (unless the user has a
+    footer of their own; a refresh interval the user set on ours is kept)."""
     doc = _load_json(text, path)
     merge_hooks(doc, path, _grouped("claude-code", "UserPromptSubmit", "Stop"))
     line = doc.get("statusLine")
     if line is None or (isinstance(line, dict) and "undostore status" in str(line.get("command"))):
-        doc["statusLine"] = {"type": "command", "command": "undostore status"}
+        refresh = line.get("refreshInterval", STATUS_REFRESH_SECONDS) if line else \
+            STATUS_REFRESH_SECONDS
+        doc["statusLine"] = {"type": "command", "command": "undostore status",
+                             "refreshInterval": refresh}
     return _dump(doc)
 
 

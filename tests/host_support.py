@@ -195,12 +195,16 @@ def in_tui(folder: Path, program: list[str], args: list[str], root: Path, env: d
         tmux.close()
 
 
-def typed(tmux: Tmux, text: str, then: str, timeout: float = 90) -> str:
+def typed(tmux: Tmux, text: str, then: str, timeout: float = 90, busy: str | None = None) -> str:
     """Type `text` into a host's TUI and submit it once it shows (a half second later: TUIs
     take keys arriving right after typed text for a paste, and Enter then for a new line);
-    the screen once `then` shows. An Enter that changed nothing on the screen within a few
-    seconds (a busy TUI dropped it: seen in Gemini's under a loaded CI) is sent again; one
-    that did anything is never repeated."""
+    the screen once `then` shows. With `busy` (what the host shows while a turn or its hooks
+    run), nothing is typed until it has gone: Gemini shows "Done." before its turn-end hook
+    has run and refuses a slash command until then ("Slash commands cannot be queued"). An
+    Enter that changed nothing on the screen within a few seconds (a busy TUI dropped it) is
+    sent again; one that did anything is never repeated."""
+    if busy is not None:
+        _until_gone(tmux, busy, timeout)
     tmux.send("-l", text)
     tmux.wait_for(text, timeout=30)
     time.sleep(0.5)
@@ -219,3 +223,11 @@ def typed(tmux: Tmux, text: str, then: str, timeout: float = 90) -> str:
 
 
 ENTER_TAKEN_SECONDS = 5   # a TUI that took an Enter has redrawn by then
+
+
+def _until_gone(tmux: Tmux, text: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while text in (screen := tmux.screen()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{text!r} never went; the screen:\n{screen}")
+        time.sleep(0.05)

@@ -29,6 +29,7 @@ from .host_support import (
     in_tui,
     init,
     pinned,
+    slow_turn_ends,
     the_two_turns,
     two_conversations_undo_their_own,
     typed,
@@ -134,9 +135,11 @@ def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
 def test_undo_in_claude_codes_tui_and_its_footer(tmp_path):
     """Typed in Claude Code's TUI (tmux): `/undo` is done by the hook and shown as Claude Code
     shows a blocked prompt (the line under "UserPromptSubmit operation blocked by hook"), and
-    the footer (undostore's `status` as its statusLine) shows the counts after the undo. The
-    user's first-run answers are in ~/.claude.json as Claude Code keeps them (onboarding done,
-    the API key approved, the folder trusted)."""
+    the footer (undostore's `status` as its statusLine) shows the counts after the undo: a
+    blocked prompt adds no assistant message, so only the footer's refresh interval runs it
+    again once the turn's slowed end has passed. The user's first-run answers are in
+    ~/.claude.json as Claude Code keeps them (onboarding done, the API key approved, the
+    folder trusted)."""
     root = tmp_path / "project"
     root.mkdir()
     (root / "a.txt").write_text("a\n")
@@ -144,6 +147,7 @@ def test_undo_in_claude_codes_tui_and_its_footer(tmp_path):
                                        "description": "edit a"})]}
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
+        slow_turn_ends(host.env, tmp_path, seconds=3)   # the footer's last run is the turn's
         (tmp_path / "home" / ".claude.json").write_text(json.dumps({
             "hasCompletedOnboarding": True, "theme": "dark",
             "customApiKeyResponses": {"approved": [host.env["ANTHROPIC_API_KEY"][-20:]],

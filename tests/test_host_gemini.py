@@ -24,6 +24,7 @@ from .host_support import (
     in_tui,
     init,
     pinned,
+    slow_turn_ends,
     the_two_turns,
     two_conversations_undo_their_own,
     typed,
@@ -33,6 +34,7 @@ from .terminal_support import needs_tmux
 
 GEMINI = NODE_MODULES / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 NODE = "node"
+GEMINI_BUSY = "esc to cancel"   # the TUI's line while a turn or its hooks run
 
 pytestmark = pinned(GEMINI, "Gemini CLI")
 
@@ -141,7 +143,9 @@ def test_undo_in_geminis_tui(tmp_path):
     """Typed in Gemini's TUI (tmux): `/undo` reaches the hook, the files come back, and the
     line shows as information ("Agent execution stopped: undostore: undid ..."). Gemini adds
     its own "This request failed" note after any stopped prompt at its default error
-    verbosity (useGeminiStream's maybeAddLowVerbosityFailureNote): no hook field avoids it."""
+    verbosity (useGeminiStream's maybeAddLowVerbosityFailureNote): no hook field avoids it.
+    The turn's end is slowed: `/undo` is typed once Gemini's turn-end hook is done, as a
+    user must (Gemini refuses a slash command until then)."""
     root = tmp_path / "project"
     root.mkdir()
     (root / "a.txt").write_text("a\n")
@@ -149,10 +153,12 @@ def test_undo_in_geminis_tui(tmp_path):
                                                     "description": "edit a"})]}
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
+        slow_turn_ends(host.env, tmp_path, seconds=3)   # as a loaded CI: "Done." long before
         with in_tui(tmp_path, [NODE, str(GEMINI)], ["--approval-mode", "yolo"], root, host.env,
                     "Type your message") as tmux:
             typed(tmux, "edit a", "Done.")
             assert files(root) == {"a.txt": "A\n"}
-            screen = typed(tmux, "/undo", "Agent execution stopped: undostore: undid the last turn")
+            screen = typed(tmux, "/undo", "Agent execution stopped: undostore: undid the last turn",
+                           busy=GEMINI_BUSY)
             assert files(root) == {"a.txt": "a\n"}
             assert "'edit a'" in screen and "Agent execution blocked" not in screen, screen

@@ -72,8 +72,23 @@ def test_claude_code_merge_keeps_every_other_key_hook_and_the_users_status_line(
 
 def test_claude_code_sets_the_status_line_when_there_is_none(tmp_path):
     assert init(tmp_path, "claude-code").returncode == 0
-    doc = json.loads((tmp_path / ".claude" / "settings.json").read_text())
-    assert doc["statusLine"] == {"type": "command", "command": "undostore status"}
+    settings = tmp_path / ".claude" / "settings.json"
+    doc = json.loads(settings.read_text())
+    assert doc["statusLine"] == {"type": "command", "command": "undostore status",
+                                 "refreshInterval": 5}
+
+
+def test_claude_code_adds_a_refresh_to_its_old_status_line_and_keeps_the_users(tmp_path):
+    """A footer undostore wrote before it had a refresh interval gets one (a blocked `/undo`
+    would leave it stale); an interval the user chose stays."""
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    for before, after in [({"type": "command", "command": "undostore status"}, 5),
+                          ({"type": "command", "command": "undostore status",
+                            "refreshInterval": 30}, 30)]:
+        settings.write_text(json.dumps({"statusLine": before}))
+        assert init(tmp_path, "claude-code").returncode == 0
+        assert json.loads(settings.read_text())["statusLine"]["refreshInterval"] == after
 
 
 @pytest.mark.parametrize("host, path, events", [
