@@ -771,6 +771,9 @@ def case_resident(bench: Bench) -> None:
                     medians["resident"], medians["own process"],
                     target="< 0.050 s" if watched else "—",
                     limit=0.050 if watched else None, absolute=True))
+                if mode == "off":
+                    table[f"{title}, status"] = _status_both_ways(bench, command, path, title,
+                                                                  own, resident, session)
         with open(os.path.join(run, "resident.json"), encoding="utf-8") as f:
             bench.notes.append(f"resident: {f.read()} (every call through it counted)")
         bench.details["resident"] = table
@@ -780,6 +783,25 @@ def case_resident(bench: Bench) -> None:
             server.wait(timeout=30)
         if daemon is not None:
             daemon.stop()
+
+
+def _status_both_ways(bench: Bench, command: list[str], path: str, title: str,
+                      own: dict[str, str], resident: dict[str, str], session: str
+                      ) -> dict[str, float]:
+    """The footer's `status` (Claude Code's statusLine JSON on stdin) in its own process and
+    through the resident process, interleaved: the medians, and a row."""
+    line = json.dumps({"session_id": session, "cwd": path}).encode()
+    runs: dict[str, list[float]] = {"own process": [], "resident": []}
+    for _ in range(bench.repeats):
+        for name, env in (("own process", own), ("resident", resident)):
+            common.settle()
+            runs[name].append(common.run_process([*command, "status"], cwd=path, env=env,
+                                                 stdin=line).check().seconds)
+    medians = {k: median(v) for k, v in runs.items()}
+    bench.rows.append(Row(f"{title}: status through the resident process (the "
+                          "git column: in its own process)", medians["resident"],
+                          medians["own process"], target="—", absolute=True))
+    return medians
 
 
 # Run in a child and timed whole: a Python program that lists the tree and lstats every file.

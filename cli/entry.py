@@ -16,7 +16,7 @@ _LEAN = {"hook": {"--host": "host"},
 
 class PlainCall:
     """A command line that is a plain `hook` or `status` call. A slotted class, not a
-    NamedTuple: a hook call sent to the resident process imports neither typing nor plain.py."""
+    NamedTuple: a call sent to the resident process imports neither typing nor plain.py."""
 
     __slots__ = ("command", "root", "store", "force", "as_json", "values", "args")
 
@@ -37,13 +37,12 @@ def main(argv: list[str] | None = None) -> None:
 
         with_click(args)
         return
-    if call.command == "hook":
-        from . import resident
+    from . import resident
 
-        if resident.wanted():
-            code = resident.run_through(args)
-            if code is not None:
-                sys.exit(code)
+    if resident.wanted():
+        code = resident.run_through(args)
+        if code is not None:
+            sys.exit(code)
     _run(call)
 
 
@@ -111,12 +110,12 @@ def _run(call: PlainCall) -> None:
     try:
         with signals.cancel_on_signals(), unattended_settings():
             options = Options(call.root, call.store, call.force)
-            if call.command == "hook":
-                from undostore import settings
+            from undostore import settings
 
+            settings.value("UNDOSTORE_RESIDENT")   # a bad value is said (`main` read "on")
+            if call.command == "hook":
                 from .hook_run import run
 
-                settings.value("UNDOSTORE_RESIDENT")   # a bad value is said (`main` read "on")
                 run(options, call.values.get("host"), call.args)   # exits
             from .status_run import run as status
 

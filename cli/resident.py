@@ -1,10 +1,11 @@
-"""The hook through a resident per-user process (`UNDOSTORE_RESIDENT=on`): a host's per-prompt
-hook then pays a small client's start instead of the imports of everything a snapshot needs.
+"""The hook and the footer through a resident per-user process (`UNDOSTORE_RESIDENT=on`): a
+host's per-prompt hook and its footer's `status` then pay a small client's start instead of the
+imports of everything a snapshot needs.
 
-The resident process imports that code once, then waits on a socket in
-`$UNDOSTORE_HOME/run/`. For each hook call it forks a child, which takes the caller's standard
-input, output and error, folder, umask and environment (the descriptors passed over the socket)
-and runs the same `entry.main` the `undostore` process would: a fresh process per call, with
+The resident process imports that code once, then waits on a socket in `$UNDOSTORE_HOME/run/`.
+For each call (`hook`, `status`) it forks a child, which takes the caller's standard input,
+output and error, folder, umask and environment (the descriptors passed over the socket) and
+runs the same `entry.main` the `undostore` process would: a fresh process per call, with
 nothing of one call left for the next, only the imports done ahead. The caller waits for the
 child's exit code and exits with it. A caller killed while waiting (a host's time-out) has its
 child sent SIGTERM, as the host's own signal would have reached an in-process hook.
@@ -13,7 +14,7 @@ Never required: where the setting is off, on systems without descriptor passing 
 credentials (Windows, macOS), when no resident process answers (the caller starts one for the
 next call and runs this one itself), when the resident process runs other code than the caller
 (an upgrade: it refuses and exits), or when anything about its folder or socket is not this
-user's alone, the hook runs in its own process as before. The resident process leaves after
+user's alone, the call runs in its own process as before. The resident process leaves after
 `IDLE_SECONDS` without a call; one per `UNDOSTORE_HOME` (a lock file).
 
 Trust: the folder `run/` must be this user's and closed to everyone else, the socket this
@@ -50,7 +51,7 @@ _inside = False   # in a resident process's child (`running_here`): its call run
 
 
 def running_here() -> None:
-    """Said in a resident process's child: its own hook call runs in it, never sent on."""
+    """Said in a resident process's child: its own call runs in it, never sent on."""
     global _inside
     _inside = True
 
@@ -160,9 +161,10 @@ def encode_request(request: dict) -> bytes:
 
 
 def run_through(args: list[str]) -> int | None:
-    """Run the hook call `args` (the command line after the program name) in the resident
-    process: its exit code, or None when this process must run it itself (the module
-    docstring says when). Starts a resident process for the next call when none answers."""
+    """Run the `hook` or `status` call `args` (the command line after the program name) in
+    the resident process: its exit code, or None when this process must run it itself (the
+    module docstring says when). Starts a resident process for the next call when none
+    answers."""
     if _inside or not available():
         return None
     import _socket

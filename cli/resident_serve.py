@@ -1,7 +1,8 @@
-"""The resident per-user process that runs hook calls warm (`UNDOSTORE_RESIDENT=on`): the
-server side of resident.py, whose docstring says what it does and why. Started detached by a
-hook call (`resident.start`) as `python -m undostore_cli.resident_serve`; one per
-`UNDOSTORE_HOME` (the lock file), gone after `IDLE_SECONDS` without a call.
+"""The resident per-user process that runs hook and status calls warm
+(`UNDOSTORE_RESIDENT=on`): the server side of resident.py, whose docstring says what it does
+and why. Started detached by a hook or status call (`resident.start`) as
+`python -m undostore_cli.resident_serve`; one per `UNDOSTORE_HOME` (the lock file), gone after
+`IDLE_SECONDS` without a call.
 
 Each call is read with the caller's descriptors, checked (this user, the same code), and run in
 a forked child that becomes the caller's hook process (`entry.main`); this process only waits:
@@ -341,13 +342,15 @@ def _reaped() -> list[tuple[int, int]]:
 
 
 def _warm() -> None:
-    """Import what a hook call uses, so that each child starts with it done."""
+    """Import what a hook or status call uses, so that each child starts with it done."""
     for name in ("undostore_cli.hook_run", "undostore_cli.hosts", "undostore_cli.hosts_undo",
                  "undostore_cli.hook_once", "undostore_cli.door", "undostore_cli.signals",
                  "undostore.workspace", "undostore.snapshot.snapshot",
                  "undostore.history.sessions", "undostore.history.retention",
                  "undostore.history.notes", "undostore.history.anchors",
-                 "undostore.store.damage", "undostore.restore.cancel", "pywatchman"):
+                 "undostore.store.damage", "undostore.restore.cancel",
+                 "undostore_cli.status_run", "undostore.history.status",
+                 "undostore.store.discover", "pywatchman"):
         try:
             importlib.import_module(name)
         except ImportError:

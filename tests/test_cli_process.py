@@ -135,8 +135,8 @@ def test_the_footer_status_imports_no_click_nor_any_command(tree_factory):
         assert out.startswith("undo:1 redo:0") or json.loads(out)["undo"] == 1, (args, out)
         cli_modules = sorted(m for m in modules if m.startswith("undostore_cli."))
         assert cli_modules == ["undostore_cli.entry", "undostore_cli.options",
-                               "undostore_cli.plain", "undostore_cli.signals",
-                               "undostore_cli.status_run"], args
+                               "undostore_cli.plain", "undostore_cli.resident",
+                               "undostore_cli.signals", "undostore_cli.status_run"], args
         assert [m for m in modules if m == "click" or m.startswith("click.")] == []
         assert {"dataclasses", "inspect"} & set(modules) == set(), args
     code, out, _ = _run_loaded(["--json", "--root", str(root / "a.txt"), "status"], root)

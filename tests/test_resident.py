@@ -172,6 +172,40 @@ def test_an_undo_through_the_resident_process_answers_the_host_and_restores(tree
     until(lambda: served() >= 3, "the three calls to be counted")
 
 
+def test_the_footers_status_runs_in_the_resident_process_and_says_what_it_would_alone(
+        tree_factory, on, monkeypatch):
+    """`status` as a host's footer runs it (its statusLine JSON on stdin) is served too, and
+    prints what it prints in its own process, before and after an undo."""
+    root = tree_factory({"a.txt": "1"})
+    started(root)
+    assert hook(prompt(root, "change a", "p1"), root).returncode == 0
+    (root / "a.txt").write_text("2")
+    assert hook({"session_id": "s", "cwd": str(root), "hook_event_name": "Stop"},
+                root).returncode == 0
+    footer = json.dumps({"session_id": "s", "cwd": str(root)}).encode()
+
+    def status(*args: str) -> tuple[int, object, bytes]:
+        done = subprocess.run([sys.executable, "-m", "undostore", "status", *args],
+                              input=footer, capture_output=True, cwd=root, timeout=60)
+        said: object = done.stdout
+        if args:
+            said = json.loads(done.stdout)
+            said.pop("last_point_age_seconds")   # moves between the two runs
+        return done.returncode, said, done.stderr
+
+    for undo in (False, True):
+        if undo:
+            assert hook(prompt(root, "/undo", "p2"), root).returncode == 0
+        count = served()
+        through = [status(), status("--json")]
+        until(lambda count=count: served() >= count + 2, "the two status calls to be counted")
+        monkeypatch.setenv("UNDOSTORE_RESIDENT", "off")
+        alone = [status(), status("--json")]
+        monkeypatch.setenv("UNDOSTORE_RESIDENT", "on")
+        assert through == alone
+        assert through[0][1] == (b"undo:0 redo:1\n" if undo else b"undo:1 redo:0\n")
+
+
 def test_a_resident_process_running_other_code_refuses_and_leaves(tree_factory, on):
     root = tree_factory({"a.txt": "1"})
     pid = started(root)
