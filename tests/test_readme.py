@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from undostore_cli import hosts_init
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -103,6 +104,8 @@ def test_the_claude_code_settings_snippet_wires_the_hook_and_the_status_line(tre
     (entry,) = settings["hooks"]["UserPromptSubmit"]
     (hook,) = entry["hooks"]
     assert hook == {"type": "command", "command": "undostore hook --host claude-code"}
+    written = json.loads(hosts_init.claude_settings(None, "settings.json"))
+    assert settings == written   # what `init claude-code` writes, the footer's refresh too
     root = tree_factory({"a.txt": "before"})
 
     def send(prompt: str) -> subprocess.CompletedProcess[str]:
