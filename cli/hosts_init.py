@@ -131,10 +131,10 @@ def claude_settings(text: str | None, path: str) -> str:
     merge_hooks(doc, path, _grouped("claude-code", "UserPromptSubmit", "Stop"))
     line = doc.get("statusLine")
     if line is None or (isinstance(line, dict) and "undostore status" in str(line.get("command"))):
-        refresh = line.get("refreshInterval", STATUS_REFRESH_SECONDS) if line else \
-            STATUS_REFRESH_SECONDS
+        ours = line or {}
         doc["statusLine"] = {"type": "command", "command": "undostore status",
-                             "refreshInterval": refresh}
+                             "refreshInterval": ours.get("refreshInterval",
+                                                         STATUS_REFRESH_SECONDS)}
     return _dump(doc)
 
 
