@@ -72,7 +72,8 @@ def on_path() -> Check:
 def config(host: str, root: str) -> Check:
     where = wired(host, root)
     if where is None:
-        return Check(f"{host}: config", False, f"not wired here: run `undostore init {host}`")
+        return Check(f"{host}: config", False, f"not wired here as this version's init "
+                     f"writes it: run `undostore init {host}`")
     return Check(f"{host}: config", True, f"wired in {where}")
 
 

@@ -75,6 +75,30 @@ def test_claude_code_wired_then_its_hook_fired(tree_factory, cli, tmp_path):
     assert plain.returncode == 0 and plain.stdout.startswith("ok    path: undostore is ")
 
 
+def test_a_footer_an_older_init_wrote_is_named_and_init_brings_it_up_to_date(tree_factory,
+                                                                              cli, tmp_path):
+    """Claude Code's settings as `init` wrote them before the footer's refresh interval (a
+    blocked `/undo` left that footer stale): doctor fails the config check naming `init`,
+    which rewrites the footer and keeps the rest."""
+    root = tree_factory({"a.txt": "a"})
+    env = _env(tmp_path / "home")
+    ours = {"hooks": [{"type": "command", "command": "undostore hook --host claude-code"}]}
+    settings = root / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": "opus", "hooks": {"UserPromptSubmit": [ours],
+                                                              "Stop": [ours]},
+                                    "statusLine": {"type": "command",
+                                                   "command": "undostore status"}}))
+    _, doc = _doctor(cli, root, env, "claude-code")
+    ok, detail = _checks(doc)["claude-code: config"]
+    assert not ok and "run `undostore init claude-code`" in detail, detail
+    assert cli.run("init", "claude-code", cwd=root, env=env).returncode == 0
+    written = json.loads(settings.read_text())
+    assert written["model"] == "opus" and written["statusLine"]["refreshInterval"] == 5
+    _, doc = _doctor(cli, root, env, "claude-code")
+    assert _checks(doc)["claude-code: config"][0]
+
+
 def test_init_takes_the_first_snapshot(tree_factory, cli, tmp_path):
     root = tree_factory({"a.txt": "a", "b.txt": "b"})
     done = cli.run("init", "cursor", "--json", cwd=root, env=_env(tmp_path / "home"))
