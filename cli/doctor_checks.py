@@ -212,20 +212,21 @@ def resident_process() -> Check | None:
         pid, served, ended = int(state["pid"]), int(state["served"]), bool(state["ended"])
     except (OSError, ValueError, KeyError, TypeError):
         return Check(name, True, "none runs now: the next hook call starts one")
-    if ended or not _alive(pid):
+    if ended or not _resident_at(pid):
         return Check(name, True, f"none runs now (the last one ran {served} call(s)): the next "
                                  "hook call starts one")
-    return Check(name, True, f"serving hook calls (pid {pid}, {served} so far)")
+    return Check(name, True, f"serving hook and status calls (pid {pid}, {served} so far)")
 
 
-def _alive(pid: int) -> bool:
+def _resident_at(pid: int) -> bool:
+    """Whether process `pid` is a resident process: its command line, read from /proc (the
+    resident process runs only on Linux), so that one killed without a word, its pid taken
+    since by another program, does not read as serving."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f"{resident.SERVE_MODULE}\0".encode() in f.read()
     except OSError:
-        return True   # there, and not ours to signal
-    return True
+        return False
 
 
 def fired(host: str, seen: dict[str, float], now: float | None = None) -> Check:

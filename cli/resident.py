@@ -30,6 +30,7 @@ import stat
 import struct
 import sys
 
+SERVE_MODULE = "undostore_cli.resident_serve"   # run with `python -m`
 RUN_FOLDER = "run"
 SOCKET_NAME = "resident.sock"
 LOCK_NAME = "resident.lock"
@@ -283,7 +284,7 @@ def start() -> None:
     except OSError:
         pass   # none yet: the resident process makes the folder and its lock
     try:
-        subprocess.Popen([sys.executable, "-m", "undostore_cli.resident_serve"],
+        subprocess.Popen([sys.executable, "-m", SERVE_MODULE],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True,
                          cwd="/")

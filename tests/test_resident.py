@@ -322,6 +322,18 @@ def test_doctor_says_whether_the_resident_process_can_serve(tree_factory, on, mo
     assert check["ok"] and f"pid {pid}" in check["detail"], check
     os.kill(pid, signal.SIGTERM)
     until(lock_is_free, "the resident process to leave")
+    # One killed without a word, its pid since another program's: not taken for serving.
+    state_file = run_folder() / resident.STATE_NAME
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        state_file.write_text(json.dumps({"pid": other.pid, "served": 4, "ended": False}))
+        check = doctor_check(root)
+        assert check["ok"] and "none runs now (the last one ran 4 call(s))" in check["detail"], \
+            check
+    finally:
+        state_file.unlink()
+        other.kill()
+        other.wait()
     run_folder().chmod(0o755)
     check = doctor_check(root)
     assert not check["ok"] and "not yours alone" in check["detail"], check
