@@ -204,7 +204,7 @@ def typed(tmux: Tmux, text: str, then: str, timeout: float = 90, busy: str | Non
     Enter that changed nothing on the screen within a few seconds (a busy TUI dropped it) is
     sent again; one that did anything is never repeated."""
     if busy is not None:
-        _until_gone(tmux, busy, timeout)
+        tmux.wait_gone(busy, timeout)
     tmux.send("-l", text)
     tmux.wait_for(text, timeout=30)
     time.sleep(0.5)
@@ -223,11 +223,3 @@ def typed(tmux: Tmux, text: str, then: str, timeout: float = 90, busy: str | Non
 
 
 ENTER_TAKEN_SECONDS = 5   # a TUI that took an Enter has redrawn by then
-
-
-def _until_gone(tmux: Tmux, text: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while text in (screen := tmux.screen()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{text!r} never went; the screen:\n{screen}")
-        time.sleep(0.05)

@@ -93,6 +93,17 @@ class Tmux:
                 raise AssertionError(f"{text!r} never appeared; the screen:\n{screen}")
             time.sleep(0.05)
 
+    def wait_gone(self, text: str, timeout: float = 30) -> str:
+        """The screen once `text` is no longer on it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if text not in screen:
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never went; the screen:\n{screen}")
+            time.sleep(0.05)
+
     def send(self, *keys: str) -> None:
         self._tmux("send-keys", *keys)
 
