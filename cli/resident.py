@@ -174,11 +174,8 @@ def run_through(args: list[str]) -> int | None:
         return None   # `doctor` says why
     folder = run_folder()
     path = os.path.join(folder, SOCKET_NAME)
-    if not folder_is_private(folder):   # none yet: the one started makes it
-        start()
-        return None
-    if not _socket_is_ours(path):
-        start()
+    if not folder_is_private(folder) or not _socket_is_ours(path):
+        start()   # none yet (the one started makes the folder and its socket), or none now
         return None
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
