@@ -406,10 +406,13 @@ class Workspace:
         return [self._turn(span) for span in turns.spans(journal, n)]
 
     def _turn(self, span: TurnSpan, paths: list[str] | None = None) -> Turn:
+        from undostore.diff.trees import own_changes
         from undostore.history.turns import Turn
 
         result = self.compare(span.point.id, span.end, paths=paths)
-        return Turn(span, result.to_id, result.changes)
+        changes = own_changes(self.store, bytes.fromhex(result.from_id),
+                              bytes.fromhex(result.to_id), result.changes)
+        return Turn(span, result.to_id, changes)
 
     def sessions(self) -> list[SessionInfo]:
         from undostore.history.sessions import list_sessions

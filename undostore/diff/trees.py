@@ -214,3 +214,19 @@ def _root_entries(reader: ObjectReader, sha: bytes, which: str) -> list[tuple[in
     if type_num != TREE:
         raise UnknownSnapshotError(f"{which}: {sha.hex()} is not a snapshot (not a tree)")
     return decode_tree(body)
+
+
+def own_changes(store: Store, from_sha20: bytes, to_sha20: bytes,
+                changes: list[Change]) -> list[Change]:
+    """`changes` (from `from_sha20` to `to_sha20`) without the paths that only came into view
+    because an ignore file changed (snapshot/treeignore.py): a turn that deleted
+    `.gitignore` did not create the `.env` it had kept out, and undo leaves it alone."""
+    from undostore.git.reader import ObjectReader
+    from undostore.snapshot.treeignore import came_into_view, touches_ignore_files
+
+    if not touches_ignore_files(c.path for c in changes):
+        return changes
+    with ObjectReader(store) as reader:
+        seen = came_into_view(reader.read_tree_body, reader.read_blob, from_sha20,
+                              [c.path for c in changes if c.status == "A"])
+    return [c for c in changes if c.path not in seen]

@@ -70,8 +70,9 @@ from undostore.restore.checkout import (
     remove_temp_files,
     temp_files_left,
 )
-from undostore.restore.diskstate import DiskMatcher, find_obstacles, is_case_insensitive
+from undostore.restore.diskstate import DiskMatcher, find_obstacles, is_case_insensitive, probe
 from undostore.restore.filemeta import Modes
+from undostore.restore.fsops import ABSENT
 from undostore.restore.notices import Kind, RestoreWarning, Warn
 from undostore.restore.pending import PendingRestore, pending_of, pending_restore
 from undostore.restore.plan import (
@@ -97,8 +98,10 @@ from undostore.restore.restorelog import (
     write_journal,
 )
 from undostore.restore.syncing import RestoreSync
-from undostore.snapshot.ignore import excluded_by, undostore_ignore
+from undostore.snapshot.ignore import excluded_by, root_rules, undostore_ignore
 from undostore.snapshot.snapshot import store_exclusion
+from undostore.snapshot.treeignore import TreeIgnores, touches_ignore_files
+from undostore.snapshot.walk import disk_path
 from undostore.store import moderecord
 from undostore.store.statcache import StatCache
 
@@ -437,6 +440,8 @@ def _prepare(wt: Worktree, reader: ObjectReader, current: FlatTree, wanted: Flat
         raise UnsafePathError(f"differs from {first!r} only in case; this file system cannot "
                               "hold both", second)
     _leave_alone(wt.root, current, wanted)
+    if only is None:
+        _leave_ignored(wt, reader, current, wanted)
     plan = make_plan(current, wanted, only=only, extra_dirs=extra_dirs)
     blobs = BlobSource.verified(reader, (plan.after[p][1] for p in plan.create + plan.modify))
     _check_complete(reader, wanted, blobs)
@@ -459,6 +464,33 @@ def _leave_alone(root: str, *flats: FlatTree) -> None:
         for path in [p for p in flat.files if excluded_by(top, p)]:
             del flat.files[path]
             flat.drop_trees(path.rpartition("/")[0])
+
+
+def _leave_ignored(wt: Worktree, reader: ObjectReader, current: FlatTree, wanted: FlatTree
+                   ) -> None:
+    """Take ignored files out of a plan whose two snapshots differ in an ignore file. A file the
+    target's own rules ignore is not deleted: a turn that deleted `.gitignore` showed the `.env`
+    it kept out, and going back hides it again. A file the target has where an ignored one
+    already holds exactly its content needs no write (a turn that only hid `build/`); an
+    ignored file holding anything else is refused as before (find_obstacles): it was never
+    captured, so a restore never overwrites it."""
+    if not touches_ignore_files(current.files.keys() | wanted.files.keys()):
+        return
+    base = root_rules(wt.root)
+    hidden_after = TreeIgnores(reader.read_tree_body, reader.read_blob,
+                               bytes.fromhex(wanted.id), base)
+    for path in [p for p in current.files if p not in wanted.files]:
+        if hidden_after.ignores(path):
+            del current.files[path]
+            current.drop_trees(path.rpartition("/")[0])
+    hidden_now = TreeIgnores(reader.read_tree_body, reader.read_blob,
+                             bytes.fromhex(current.id), base)
+    disk = DiskMatcher(wt.root, StatCache(identity=wt.store.identity))
+    for path in [p for p in wanted.files if p not in current.files]:
+        if hidden_now.ignores(path):
+            found = probe(disk_path(wt.root, path))
+            if found.kind != ABSENT and disk.holds(path, found, wanted.files[path]):
+                del wanted.files[path]
 
 
 def _refuse_store_paths(wt: Worktree, wanted: FlatTree) -> None:
