@@ -48,8 +48,11 @@ def revert_command(ctx: Context, from_id: str, to_id: str | None, session: str |
                                            session=session, merge=merge),
                          yes=yes, dry_run=dry_run, action="revert")
     if not as_json:
-        for path in result.conflicts:
-            note(f"conflict: {path}" + ("" if dry_run else " (merged with conflict markers)"))
+        from undostore.restore.revert import conflict_notes
+
+        for line in (result.conflicts if dry_run
+                     else conflict_notes(result.conflicts, result.unmarked)):
+            note(f"conflict: {line}")
     render_restore(result, as_json, verb="reverted; files now at")
     if result.conflicts and not result.dry_run:
         sys.exit(3)   # markers remain: not done until the user resolves them

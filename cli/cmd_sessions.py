@@ -131,6 +131,8 @@ def step_summary(result: Any) -> str:
     and the way back."""
     import json
 
+    from undostore.restore.revert import conflict_notes
+
     direction = Direction(result.step)
     which = direction.value
     named = "; ".join(json.dumps(p.label, ensure_ascii=False) if p.label else p.id[:12]
@@ -147,10 +149,11 @@ def step_summary(result: Any) -> str:
                                   "nothing was changed"])
     back = direction.back.value
     lines = [f"{which}: {done}{named} ({counts})"]
-    lines += [f"conflict: {path} (conflict markers written: resolve them)"
-              for path in result.conflicts]
+    lines += [f"conflict: {note}" for note in conflict_notes(result.conflicts, result.unmarked)]
+    undoes = ("`undostore redo` applies this session's turns again, not the other changes it "
+              "took back" if result.whole else f"`undostore {back}` takes the turns back")
     lines.append(f"safety snapshot {result.safety} (`undostore restore {result.safety[:12]}` "
-                 f"puts the files back as they were; `undostore {back}` takes the turns back)")
+                 f"puts the files back as they were; {undoes})")
     return "\n".join(lines)
 
 

@@ -69,6 +69,8 @@ def perform(workspace: Any, session: str | None, command: HostCommand) -> Perfor
 
 def summary(command: HostCommand, session: str, result: Any) -> str:
     """The one line: which turns came back or went, how many files, what stays to resolve."""
+    from undostore.restore.revert import conflict_notes
+
     labels = [p.label or p.id[:12] for p in result.turns]
     touched = {*result.created, *result.modified, *result.deleted}
     count = len(result.turns)
@@ -76,11 +78,14 @@ def summary(command: HostCommand, session: str, result: Any) -> str:
     what = "; ".join(repr(label) for label in labels[:3]) + ("; ..." if len(labels) > 3 else "")
     undo = command.direction is Direction.UNDO
     verb = ("undid" if undo else "redid") + (" (whole folder)" if result.whole else "")
-    back = f"/{command.direction.back.value} takes it back"
+    back = (f"/redo applies this session's turns again; every other change it took back is "
+            f"in the safety snapshot (`undostore restore {result.safety[:12]}`)"
+            if result.whole else f"/{command.direction.back.value} takes it back")
     first = (f"undostore: finished {result.recovered} first; "
              if result.recovered else "undostore: ")
-    conflicts = (f"; {len(result.conflicts)} file(s) left with conflict markers: "
-                 f"{', '.join(result.conflicts[:3])}" if result.conflicts else "")
+    conflicts = (f"; {len(result.conflicts)} conflict(s) left: "
+                 + "; ".join(conflict_notes(result.conflicts[:3], result.unmarked))
+                 + ("; ..." if len(result.conflicts) > 3 else "") if result.conflicts else "")
     warnings = result.warnings
     kept = (f"; {len(warnings)} warning(s), the first: {warnings[0].path!r}: "
             f"{' '.join(warnings[0].message.split())}" if warnings else "")  # one line

@@ -247,8 +247,7 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
         if not dry_run:  # usually done already, inside the restore; a no-op restore is not
             finish_step(store, context, composed.target, _safety_of(result))
             _tell_the_model(store, session, request, result)
-    conflicts = sorted({c.path for c in composed.conflicts})
-    return multi.StepResult.of(result, request, conflicts, recovered[0] if recovered else None)
+    return multi.StepResult.of(result, request, composed, recovered[0] if recovered else None)
 
 
 def _tell_the_model(store: Store, session: str, request: Any, result: Any) -> None:

@@ -67,20 +67,23 @@ class StepResult(RestoreResult):
     step: str = Direction.UNDO.value
     turns: list[Point] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
+    unmarked: dict[str, str] = field(default_factory=dict)   # conflicts with no markers: why
     whole: bool = False
     recovered: str | None = None
 
     @classmethod
-    def of(cls, result: RestoreResult, request: StepRequest, conflicts: list[str],
+    def of(cls, result: RestoreResult, request: StepRequest, composed: Composed,
            recovered: str | None) -> StepResult:
         values = {f.name: getattr(result, f.name) for f in fields(RestoreResult)}
         return cls(**values, step=request.direction.value, turns=list(request.turns),
-                   conflicts=conflicts, whole=request.whole, recovered=recovered)
+                   conflicts=sorted({c.path for c in composed.conflicts}),
+                   unmarked=composed.unmarked, whole=request.whole, recovered=recovered)
 
     def to_json(self) -> dict[str, Any]:
         doc = super().to_json()
         doc.update(step=self.step, turns=[p.to_json() for p in self.turns],
-                   conflicts=self.conflicts, whole=self.whole, recovered=self.recovered)
+                   conflicts=self.conflicts, unmarked=self.unmarked, whole=self.whole,
+                   recovered=self.recovered)
         return doc
 
 
@@ -180,6 +183,7 @@ class Composed(NamedTuple):
 
     target: str
     conflicts: list[TurnConflict]
+    unmarked: dict[str, str]   # conflicts left with no markers, and what stands there
 
 
 def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | None = None
@@ -190,9 +194,10 @@ def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | Non
     from undostore.restore.revert import build_revert_tree
 
     if request.whole:
-        return Composed(request.turns[-1].id, [])
+        return Composed(request.turns[-1].id, [], {})
     ours = request.now
     conflicts: list[TurnConflict] = []
+    unmarked: dict[str, str] = {}
     for turn in request.turns:
         after = turn.after or turn.id
         # revert(FROM, TO) takes back FROM -> TO: undo takes back the turn, redo its reverse.
@@ -202,8 +207,9 @@ def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | Non
                                  theirs_label=f"{request.direction.value} of "
                                               f"{_turn_name(turn)}", bodies=bodies)
         conflicts += [TurnConflict(path, turn) for path in tree.conflicts]
+        unmarked.update(tree.unmarked)
         ours = tree.target
-    return Composed(ours, conflicts)
+    return Composed(ours, conflicts, unmarked)
 
 
 # --- the journal ---------------------------------------------------------------------------------

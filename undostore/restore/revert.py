@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import KeysView
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,13 +52,28 @@ from undostore.restore.restore import (
     begin,
     restore,
 )
+from undostore.snapshot.treeignore import came_into_view, touches_ignore_files
 from undostore.snapshot.treepatch import TreeEntry, entries_named, patch_tree
 from undostore.store.recent import remember
 from undostore.store.store import Store
 
-__all__ = ["RevertConflict", "RevertResult", "RevertTree", "build_revert_tree", "revert"]
+__all__ = ["RevertConflict", "RevertResult", "RevertTree", "build_revert_tree", "conflict_notes",
+           "revert"]
 
 _KEEP = object()  # "no change at this path" in the change map
+
+# Why a conflict has no markers to resolve: what `--merge` left at the path instead.
+NO_MARKERS_KEPT = "kept as the files now have it: changed since, and this would delete it"
+NO_MARKERS_WRITTEN = "written back: deleted since, and this changes it"
+NO_MARKERS_WHOLE = "kept as the files now have it: a binary file, a symlink or a mode, " \
+                   "changed on both sides"
+
+
+def conflict_notes(conflicts: list[str], unmarked: dict[str, str]) -> list[str]:
+    """One line per conflict `--merge` left: the markers to resolve, or what stands there
+    instead (a file deleted on one side, a binary file: git writes no markers either)."""
+    return [f"{path} ({unmarked.get(path, 'conflict markers written: resolve them')})"
+            for path in conflicts]
 
 
 @dataclass
@@ -66,6 +82,7 @@ class RevertTree:
 
     target: str
     conflicts: list[str] = field(default_factory=list)
+    unmarked: dict[str, str] = field(default_factory=dict)   # conflicts with no markers: why
     created: int = 0
     modified: int = 0
     deleted: int = 0
@@ -88,11 +105,13 @@ class RevertResult(RestoreResult):
     """A restore result plus the paths that conflicted (with markers where they are text)."""
 
     conflicts: list[str] = field(default_factory=list)
+    unmarked: dict[str, str] = field(default_factory=dict)   # conflicts with no markers: why
     reverted: tuple[str, str] = ("", "")   # (FROM, TO) hex ids
 
     def to_json(self) -> dict[str, Any]:
         doc = super().to_json()
         doc["conflicts"] = self.conflicts
+        doc["unmarked"] = self.unmarked
         doc["from"], doc["to"] = self.reverted
         return doc
 
@@ -108,12 +127,13 @@ def build_revert_tree(store: Store, from_sha: bytes, to_sha: bytes, ours_sha: by
         # Read, not checked: the restore of the merged tree checks what it writes.
         base_side, theirs_side = flatten_difference(reader.read_tree_body, to_sha, from_sha,
                                                     bodies=bodies, check=False)
-        paths = sorted(base_side.files.keys() | theirs_side.files.keys())
+        paths = _own_paths(reader, from_sha, to_sha, base_side.files.keys(),
+                           theirs_side.files.keys())
         since_to, ours_side = flatten_difference(reader.read_tree_body, to_sha, ours_sha,
                                                  bodies=bodies, check=False)
         merger = _Merger(reader, ours_label, theirs_label)
         changes: dict[str, Entry | None] = {}
-        tree = RevertTree(target="", conflicts=merger.conflicts)
+        tree = RevertTree(target="", conflicts=merger.conflicts, unmarked=merger.unmarked)
         for path in paths:
             base = base_side.files.get(path)
             if path in ours_side.files:
@@ -151,6 +171,17 @@ def build_revert_tree(store: Store, from_sha: bytes, to_sha: bytes, ours_sha: by
     return tree
 
 
+def _own_paths(reader: ObjectReader, from_sha: bytes, to_sha: bytes, in_to: KeysView[str],
+               in_from: KeysView[str]) -> list[str]:
+    """The paths where FROM and TO differ, less those TO shows only because an ignore file
+    changed (snapshot/treeignore.py): not the change's to take back."""
+    paths = in_to | in_from
+    if touches_ignore_files(paths):
+        paths -= came_into_view(reader.read_tree_body, reader.read_blob, from_sha,
+                                in_to - in_from)
+    return sorted(paths)
+
+
 def _empty_tree(store: Store) -> bytes:
     sha = hash_object(TREE, b"")
     if not store.has(sha):
@@ -172,6 +203,7 @@ class _Merger:
         self.reader = reader
         self.labels = (ours_label, theirs_label)
         self.conflicts: list[str] = []
+        self.unmarked: dict[str, str] = {}   # conflicts left with no markers, and why
         self.new_blobs: dict[bytes, bytes] = {}
 
     def merge(self, path: str, base: Entry | None, ours: Entry | None,
@@ -180,12 +212,13 @@ class _Merger:
         if ours in (base, theirs):
             return theirs
         if ours is None or theirs is None:
-            self.conflicts.append(path)   # modify/delete: git leaves the modified side
+            # modify/delete: git leaves the modified side, with no markers to resolve
+            self._unmarked(path, NO_MARKERS_KEPT if theirs is None else NO_MARKERS_WRITTEN)
             return ours if ours is not None else theirs
         if _is_link(ours[0]) or _is_link(theirs[0]):
             result, conflict = merge_value(base, ours, theirs)   # a link, or two types
             if conflict:
-                self.conflicts.append(path)
+                self._unmarked(path, NO_MARKERS_WHOLE)
             return result
         # Two regular files (an add/add merges over an empty base, as git's does).
         base_mode, base_sha = base if base is not None else (None, None)
@@ -199,10 +232,16 @@ class _Merger:
             # leaves it merged with our mode (both sides' contents differing), or unmerged when
             # the contents are the same.
             mode_conflict = False
-        if mode_conflict or content_conflict:
-            self.conflicts.append(path)
+        if mode_conflict or (content_conflict and sha == ours[1]):   # the mode, or binary
+            self._unmarked(path, NO_MARKERS_WHOLE)
+        elif content_conflict:
+            self.conflicts.append(path)   # the line merge wrote markers
         assert mode is not None and sha is not None
         return (mode, sha)
+
+    def _unmarked(self, path: str, why: str) -> None:
+        self.conflicts.append(path)
+        self.unmarked[path] = why
 
     def _merge_content(self, base: bytes | None, ours: bytes,
                        theirs: bytes) -> tuple[bytes, bool]:
@@ -353,5 +392,5 @@ def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool 
     fields = {name: getattr(restored, name) for name in RestoreResult.__dataclass_fields__}
     fields["operation"] = "revert"
     fields["seconds"] = time.perf_counter() - started
-    return RevertResult(**fields, conflicts=tree.conflicts,
+    return RevertResult(**fields, conflicts=tree.conflicts, unmarked=tree.unmarked,
                         reverted=(from_sha.hex(), to_sha.hex()))
