@@ -24,7 +24,7 @@ import sys
 import time
 import traceback
 
-from undostore.fileio import atomic_write
+from undostore.fileio import atomic_write, make_private_dirs
 from undostore.store import statcache
 
 from .resident import (
@@ -69,7 +69,7 @@ def serve(idle_seconds: float = IDLE_SECONDS) -> int:
         return 1
     folder = run_folder()
     try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        make_private_dirs(folder)
     except OSError:
         return 1
     if not folder_is_private(folder):
@@ -284,15 +284,26 @@ def _child(conn: socket.socket, fds: list[int], request: dict, listener: socket.
                 pass
         # The cache first, then the answer: once answered, the caller leaves, and this child
         # may be sent SIGTERM for it before it exits.
-        loaded = statcache.last_loaded()
-        if loaded is not None:
-            os.write(tell, json.dumps(loaded).encode("utf-8", "surrogateescape")[:4096])
-        os.close(tell)
+        _tell_loaded(tell)
         conn.sendall(EXITED + EXIT_CODE.pack(code))
     except BaseException:   # noqa: BLE001 (the child must never return into the server)
         pass
     finally:
         os._exit(code)
+
+
+def _tell_loaded(tell: int) -> None:
+    """Name the cache this child loaded to the resident process, if it is still there: one
+    killed meanwhile (an upgrade, the OOM killer) has closed the pipe, and the call's answer
+    must reach its caller all the same."""
+    loaded = statcache.last_loaded()
+    try:
+        if loaded is not None:
+            os.write(tell, json.dumps(loaded).encode("utf-8", "surrogateescape")[:4096])
+    except OSError:
+        pass
+    finally:
+        os.close(tell)
 
 
 def _preload(told: int) -> None:

@@ -374,3 +374,53 @@ def test_a_listener_of_another_user_is_sent_nothing(tree_factory, on):
             other.kill()
     with Workspace(root) as ws:
         assert ws.log("s").undo[0].label == "mine"
+
+
+def test_under_umask_002_the_home_it_makes_is_private_and_hooks_go_on_recording(
+        tree_factory, on, monkeypatch, tmp_path):
+    """Issue 55, item 4: Debian's and Ubuntu's default umask for user groups. The resident
+    process made a missing home 0775, and every hook then failed ("writable by others")."""
+    root = tree_factory({"a.txt": "1"})
+    home = tmp_path / "fresh" / "home"
+    monkeypatch.setenv("UNDOSTORE_HOME", str(home))
+    umask_002 = ("import os, sys; os.umask(0o002); "
+                 "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+    serve = subprocess.run([sys.executable, "-c", umask_002, "-c",
+                            "from undostore_cli import resident_serve; "
+                            "raise SystemExit(resident_serve.serve(idle_seconds=0.5))"],
+                           timeout=60)
+    assert serve.returncode == 0
+    for folder in (home.parent, home, home / resident.RUN_FOLDER):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    for n in range(2):
+        (root / "a.txt").write_text(f"before turn {n}")
+        done = subprocess.run([sys.executable, "-c", umask_002, "-m", "undostore", "hook"],
+                              input=json.dumps(prompt(root, f"turn {n}", f"p{n}")).encode(),
+                              capture_output=True, cwd=root, timeout=120)
+        assert (done.returncode, done.stderr) == (0, b""), done.stderr
+    with Workspace(root) as ws:
+        assert [p.label for p in ws.log("s").undo] == ["turn 1", "turn 0"]
+
+
+def test_a_call_finished_after_the_resident_process_was_killed_is_reported_done(
+        tree_factory, on):
+    """Issue 55, item 5: the resident process killed (an upgrade, the OOM killer) while a
+    child runs; the child finishes, and its caller hears its exit code, not a failure."""
+    root = tree_factory({"a.txt": "1"})
+    pid = started(root)
+    (root / "a.txt").write_text("2")
+    waiting = subprocess.Popen([sys.executable, "-m", "undostore", "hook"], cwd=root,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        until(lambda: children_of(pid), "the call's child")
+        os.kill(pid, signal.SIGKILL)
+        until(lambda: not alive(pid), "the resident process to be gone")
+        out, err = waiting.communicate(json.dumps(prompt(root, "after the kill", "p1")).encode(),
+                                       timeout=120)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    assert (waiting.returncode, out, err) == (0, b"", b"")
+    with Workspace(root) as ws:
+        assert ws.log("s").undo[0].label == "after the kill"

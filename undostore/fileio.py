@@ -87,6 +87,14 @@ def make_durable_dirs(path: str, mode: int = 0o700) -> list[str]:
     return made
 
 
+def make_private_dirs(path: str) -> None:
+    """Create `path` and any missing parents as this user's alone (0700, whatever the umask:
+    `os.makedirs` gives the parents it makes the umask's mode, 0775 under Debian's 002, which
+    the store's trust check then refuses), each durable before anything is made in it."""
+    for folder in make_durable_dirs(path, 0o700):
+        os.chmod(folder, 0o700)
+
+
 def replace_with_retry(src: str, dst: str, attempts: int = 20) -> None:
     """`os.replace`, retried briefly on Windows where another handle may hold `dst` open."""
     for attempt in range(attempts):

@@ -121,12 +121,12 @@ def remember(program: str, sock: str) -> None:
     """Keep `sock` for the next process (only a `trusted` one; failures are ignored)."""
     if IS_WINDOWS or not trusted(sock):
         return
-    from undostore.fileio import atomic_write
+    from undostore.fileio import atomic_write, make_private_dirs
 
     path = memory_path()
     text = f"{memory_key(program)}\n{sock}\n".encode("utf-8", "surrogateescape")
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        make_private_dirs(os.path.dirname(path))
         atomic_write(path, text, durable=False)
     except (OSError, UnicodeError):
         pass

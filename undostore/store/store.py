@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 from collections.abc import Callable, Iterator
 
 from undostore import settings
@@ -31,6 +30,7 @@ from undostore.errors import (
     UnknownSnapshotError,
     UsageError,
 )
+from undostore.fileio import make_private_dirs
 from undostore.git.objects import BLOB, TREE, decode_tree
 from undostore.git.reader import ObjectReader
 from undostore.git.treewalk import walk
@@ -84,15 +84,6 @@ def same_root(a: str, b: str) -> bool:
 
 def _same_folder(a: str, b: str) -> bool:
     return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
-
-
-def _make_private_dirs(path: str) -> None:
-    """Create `path` and any missing parents with mode 0700 (`os.makedirs` applies the mode to
-    the last folder only), each durable before anything is made in it (`make_durable_dirs`)."""
-    from undostore.fileio import make_durable_dirs
-
-    for folder in make_durable_dirs(path, 0o700):
-        os.chmod(folder, stat.S_IRWXU)
 
 
 class Store:
@@ -159,12 +150,12 @@ class Store:
         # Two processes may create the same new store at once: creating the layout is
         # idempotent, and FORMAT is linked into place whole, so the second one reads the first's.
         try:
-            _make_private_dirs(self.path)
+            make_private_dirs(self.path)
             for folder in (self.objects_dir, self.pack_dir, os.path.join(self.objects_dir, "info"),
                            self.sessions_dir, self.cache_dir, self.restore_dir, self.tmp_dir,
                            os.path.join(self.path, "refs"),
                            os.path.join(self.path, "refs", "undostore")):
-                _make_private_dirs(folder)
+                make_private_dirs(folder)
             from undostore.fileio import atomic_write, fsync_dir
 
             # A random identity: caches bound to it are never trusted by another store.
