@@ -111,7 +111,10 @@ def _turn(host: Host, event: dict[str, Any]) -> Turn:
     cwd = _text(event, host.root, "folder") if host.root is not None else None
     if cwd is not None and not os.path.isdir(cwd):
         raise HookFailure(f"{cwd}: the hook event's folder is not a folder")
-    return Turn(cwd, _text(event, host.session, "session id"))
+    from undostore.history.journal import session_name_for
+
+    session = _text(event, host.session, "session id")
+    return Turn(cwd, session_name_for(session) if session is not None else None)
 
 
 def _workspace(ctx: Options, turn: Turn):  # noqa: ANN202 (undostore.Workspace, imported lazily)

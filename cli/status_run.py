@@ -46,6 +46,10 @@ def read_host_status_line(wait: float = STDIN_WAIT_SECONDS) -> HostStatusLine:
     folder = workspace.get("current_dir") if isinstance(workspace, dict) else None
     cwd = folder if isinstance(folder, str) and folder else doc.get("cwd")
     session = doc.get("session_id")
+    if isinstance(session, str) and session:
+        from undostore.history.journal import session_name_for
+
+        session = session_name_for(session)   # as the hook names the conversation's session
     return HostStatusLine(session if isinstance(session, str) and session else None,
                           cwd if isinstance(cwd, str) and cwd else None)
 

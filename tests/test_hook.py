@@ -125,10 +125,14 @@ def test_a_cwd_that_does_not_exist_fails_naming_it(tmp_path):
     assert str(gone) in line
 
 
-def test_a_session_id_that_cannot_name_a_session_fails_with_exit_1_not_2(tree_factory):
+def test_a_session_id_that_cannot_name_a_session_as_it_is_still_gets_one(tree_factory):
+    """A host's id is taken as it comes (contract, `hook`): one with a control character is
+    recorded in a session named from it, as every event of that conversation will be."""
     root = tree_factory({"a.txt": "1"})
-    line = assert_failed_one_line(hook(prompt_event(root, "hi", session="bad\x01name")))
-    assert "session name" in line
+    assert_done(hook(prompt_event(root, "hi", session="bad\x01name")))
+    with Workspace(root) as ws:
+        (info,) = ws.sessions()
+    assert info.name.startswith("bad\ufffdname~") and info.undo == 1
 
 
 def test_arguments_to_hook_fail_with_exit_1_not_2(tree_factory):

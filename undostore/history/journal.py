@@ -63,6 +63,27 @@ def validate_name(name: str) -> str:
     return name
 
 
+def session_name_for(host_id: str) -> str:
+    """The session a host's conversation id names: the id itself where it can name a session,
+    else (over `MAX_NAME_CHARS`, half a character, a control character) a name made from it,
+    the same on every event of the conversation: its readable start and a digest of the whole
+    id, so two ids never share one. A host's id is taken as it comes; a person's `--session`
+    is checked (`validate_name`)."""
+    try:
+        return validate_name(host_id)
+    except UsageError:
+        pass
+    import hashlib
+
+    digest = hashlib.sha256(host_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    readable = _CONTROL.sub("\ufffd", oplog.whole_text(host_id))[:40] or "session"
+    for cut in range(len(readable), -1, -1):   # the encoded file name has a limit in bytes
+        name = f"{readable[:cut]}~{digest}"
+        if len(encode_name(name)) <= MAX_ENCODED_BYTES:
+            return name
+    return digest
+
+
 def encode_name(name: str) -> str:
     """A file-name- and ref-safe spelling of a session name (see the module docstring)."""
     raw = name.encode("utf-8")
@@ -210,8 +231,8 @@ class Journal:
                "last_step": self.last_step,
                "undo": [_point_doc(p) for p in self.undo],
                "redo": [_point_doc(p) for p in self.redo]}
-        return json.dumps(doc, ensure_ascii=False, separators=(",", ":"),
-                          allow_nan=False).encode("utf-8")
+        # ASCII: a host's event id in `meta` may hold half a character, kept exactly as \uXXXX
+        return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode("ascii")
 
     @classmethod
     def from_bytes(cls, name: str, payload: bytes) -> Journal:

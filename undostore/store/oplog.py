@@ -63,11 +63,25 @@ MAX_LABEL_CHARS = 2000
 
 def cut_label(label: str | None) -> str | None:
     """`label`, cut to `MAX_LABEL_CHARS` and marked so where it was longer: a label names a
-    turn for people, and a 50 MB one would be stored whole in the journal and the ops log."""
-    if label is None or len(label) <= MAX_LABEL_CHARS:
+    turn for people, and a 50 MB one would be stored whole in the journal and the ops log. Half
+    a character (a lone surrogate: JavaScript's `slice` cuts emoji in two, a command line's
+    undecodable bytes) becomes U+FFFD, so every place that shows the label can print it."""
+    if label is None:
+        return None
+    label = whole_text(label)
+    if len(label) <= MAX_LABEL_CHARS:
         return label
     mark = f"… (cut: {len(label):,} characters)"
     return label[:MAX_LABEL_CHARS - len(mark)] + mark   # within the limit: cut once
+
+
+def whole_text(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD (the text unchanged where it has none)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def log_path(store_path: str) -> str:

@@ -1,0 +1,59 @@
+"""Odd text from a host is taken as it comes (issue 55, items 6 and 8): half an emoji (a lone
+surrogate, which JavaScript's `slice` makes) in a prompt, a session id or an event id, and a
+session id longer than a session name may be. Through real hook, status and CLI processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from undostore import Workspace
+
+from .conftest import Cli
+from .test_hook import hook
+from .test_undo_per_conversation import answer, prompt_event, stop_event
+
+HALF_AN_EMOJI = "\ud83d"   # the first half of 😀 (U+1F600)
+
+
+def footer(root: Path, session: str) -> dict:
+    line = {"session_id": session, "cwd": str(root), "workspace": {"current_dir": str(root)}}
+    done = subprocess.run([sys.executable, "-m", "undostore", "status", "--json"],
+                          input=json.dumps(line).encode(), capture_output=True, cwd=root,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_half_an_emoji_in_a_prompt_and_its_ids_is_recorded_and_shown(tree_factory, cli: Cli):
+    root = tree_factory({"a.txt": "1"})
+    session = f"conv-{HALF_AN_EMOJI}"
+    event = prompt_event(root, f"fix the {HALF_AN_EMOJI} bug", session=session)
+    event["prompt_id"] = f"id-{HALF_AN_EMOJI}"
+    done = hook(event)
+    assert (done.returncode, done.stderr) == (0, b""), done.stderr
+    (root / "a.txt").write_text("2")
+    assert hook(stop_event(root, session)).returncode == 0
+    assert footer(root, session)["undo"] == 1
+    listed = cli.run("sessions", "--json", root=root)
+    (name,) = [s["name"] for s in json.loads(listed.stdout)["sessions"]]
+    logged = cli.run("log", "--session", name, root=root)
+    assert logged.returncode == 0 and "fix the \ufffd bug" in logged.stdout
+    assert "undid" in answer(hook(prompt_event(root, "/undo", session=session)))
+    assert (root / "a.txt").read_text() == "1"
+
+
+def test_a_session_id_longer_than_a_name_is_one_session_of_its_own(tree_factory):
+    root = tree_factory({"a.txt": "1"})
+    first, second = "x" * 150 + "-first", "x" * 150 + "-second"
+    for n, session in enumerate((first, second, first)):
+        (root / "a.txt").write_text(f"turn {n}")
+        done = hook(prompt_event(root, f"turn {n}", session=session))
+        assert (done.returncode, done.stderr) == (0, b""), done.stderr
+    with Workspace(root) as ws:
+        sessions = sorted((s.name, s.undo) for s in ws.sessions())
+    assert sorted(count for _, count in sessions) == [1, 2]
+    assert all(len(name) <= 100 for name, _ in sessions)
+    assert footer(root, first)["undo"] == 2 and footer(root, second)["undo"] == 1
