@@ -28,7 +28,10 @@ BAD = [("UNDOSTORE_UNDO_LIMIT", "abc", "a whole number of 1 or more"),
        ("UNDOSTORE_MAX_STORE_MB", "lots", "a number of megabytes more than 0"),
        ("UNDOSTORE_FSMONITOR", "fsevents", "auto, watchman or off"),
        ("UNDOSTORE_MAX_FILES", "0", "a whole number of 1 or more"),
-       ("UNDOSTORE_MAX_FILES", "many", "a whole number of 1 or more")]
+       ("UNDOSTORE_MAX_FILES", "many", "a whole number of 1 or more"),
+       # Other scripts' digits, which int() and float() read (issue 55, item 7)
+       ("UNDOSTORE_MAX_FILES", "\u0663", "a whole number of 1 or more"),
+       ("UNDOSTORE_KEEP_DAYS", "\u0661.\u0665", "a number of days more than 0")]
 
 
 def env_with(variable: str, value: str) -> dict[str, str]:

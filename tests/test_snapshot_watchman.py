@@ -572,3 +572,20 @@ def test_init_starts_watching_a_large_tree_unless_the_setting_says_otherwise(
     if watched:
         with Workspace(root) as ws:   # `auto`: the daemon answers, the clock is saved
             expect_watchman(ws.snapshot(), "after init")
+
+
+def test_the_file_limit_holds_when_watchman_answers(snapper):
+    """Issue 55, item 7: the limit was counted by the walk only, so a tree that grew past it
+    between two snapshots was captured when watchman answered."""
+    from undostore.errors import TooManyFilesError
+
+    first = snapper()
+    limit = first.files + 2
+    for n in range(3):
+        (snapper.root / "src" / f"new{n}.py").write_text(f"{n}\n")
+    with pytest.raises(TooManyFilesError) as refused:
+        expect_watchman(snapper(max_files=limit))
+    assert refused.value.limit == limit
+    (snapper.root / "src" / "new2.py").unlink()
+    again = expect_watchman(snapper(max_files=limit))
+    assert again.files == limit

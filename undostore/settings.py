@@ -30,6 +30,8 @@ class Setting(NamedTuple):
 
 def _number(whole: bool, minimum: float, above: bool) -> Callable[[str], float]:
     def parse(text: str) -> float:
+        if not text.isascii():   # int() and float() also read other scripts' digits: "٣" is 3
+            raise ValueError(text)
         value: float = int(text) if whole else float(text)
         if math.isnan(value) or math.isinf(value) or value < minimum or (above and
                                                                           value == minimum):

@@ -35,7 +35,7 @@ from undostore.snapshot.changes import WALK_FULL, Scan, moved_while_taken, scan
 from undostore.snapshot.hashing import HashRun
 from undostore.snapshot.resume import Checkpoints
 from undostore.snapshot.resume import forget as forget_kept
-from undostore.snapshot.walk import WalkOptions, ignore_warning, unsettled
+from undostore.snapshot.walk import WalkOptions, ignore_warning, too_many_files, unsettled
 from undostore.store import overlimit
 from undostore.store.durable import on_fuse
 from undostore.store.moderecord import ModeRecorder
@@ -227,6 +227,10 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
         total = sum(work.nfiles for work in works)
         root_tree, records = build_trees(works, base, cache, store, writer, start_ns,
                                          limits.splice_max_inserts)
+        if found.base:  # files under folders taken from the cache were not counted
+            total = count_files(records, cache.records, cache.count)
+        if total > max_files:   # what watchman answered was no walk: the limit is checked here
+            raise too_many_files(real_root, max_files)
         # Before the commit, so a Ctrl-C here still leaves no pack (a record of a snapshot
         # that never was is harmless).
         record = modes.build(looked, records, lambda usual: _cached_modes(records, usual)) \
@@ -249,9 +253,6 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
     # The records now have a root tree, whose mode record was just saved; where it could not
     # be, the cache carries it instead (the next snapshot's record starts from it).
     cache.modes = unsaved
-    if found.base:  # files under folders taken from the cache were not counted
-        total = cache.count if unchanged and cache.count >= 0 else count_files(
-            records, cache.records, cache.count)
     if found.monitor is not None:
         cache.fsmonitor = found.monitor
     if not unchanged:  # rewriting an identical cache would only cost time

@@ -716,17 +716,18 @@ def _folders(root: str, first: ToVisit, read: Read, options: WalkOptions) -> Ite
         folder, below = read(root, stack.pop(), options)
         total += folder.count
         if total > options.max_files:
-            raise _too_many(root, options)
+            raise too_many_files(root, options.max_files)
         stack.extend(below)
         yield folder
 
 
-def _too_many(root: str, options: WalkOptions) -> TooManyFilesError:
+def too_many_files(root: str, limit: int) -> TooManyFilesError:
+    """The refusal of a tree with more than `limit` files (`UNDOSTORE_MAX_FILES`)."""
     return TooManyFilesError(
-        f"more than {options.max_files:,} files to capture, nothing recorded: raise "
+        f"more than {limit:,} files to capture, nothing recorded: raise "
         f"UNDOSTORE_MAX_FILES (or snapshot --max-files), or leave generated folders out "
         "with .gitignore or .undostoreignore",
-        root, options.max_files)  # the limit is on the whole root: name it, not a folder
+        root, limit)  # the limit is on the whole root: name it, not a folder
 
 
 def _walk_threaded(root: str, options: WalkOptions) -> list[Folder]:
@@ -747,7 +748,7 @@ def _walk_threaded(root: str, options: WalkOptions) -> list[Folder]:
                     folders.append(folder)
                     total += folder.count
                     if total > options.max_files:
-                        raise _too_many(root, options)
+                        raise too_many_files(root, options.max_files)
                     for item in below:
                         pending.add(pool.submit(read_folder, root, item, options))
         except BaseException:
