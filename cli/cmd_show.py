@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 # A turn number has at most this many digits; anything longer is an id prefix (4+ hex).
 _MAX_NUMBER_DIGITS = 3
 _ENDS = {"after": "the files after the turn", "next": "the next undo point",
-         "now": "the files now: the turn is the last one"}
+         "now": "the turn is the last one; not recorded: `undostore snapshot` does that"}
 
 
 def _which(ref: str | None) -> tuple[int | None, str | None]:
@@ -97,7 +97,9 @@ def _header(turn: Turn, colored: bool) -> str:
     if colored:
         first = f"\033[33m{first}\033[m"
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(point.time))
-    lines = [first, f"Date:  {when}", f"To:    {turn.to_id} ({_ENDS[turn.span.end_kind]})", ""]
+    # The files now are looked at, not recorded (a read-only command): no id is handed out.
+    to = turn.to_id if turn.span.end is not None else "the files now"
+    lines = [first, f"Date:  {when}", f"To:    {to} ({_ENDS[turn.span.end_kind]})", ""]
     label = point.label or "(no label)"
     lines += [f"    {line}" for line in label.splitlines() or [label]]
     return "\n".join(lines) + "\n\n"

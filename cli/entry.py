@@ -40,7 +40,9 @@ def main(argv: list[str] | None = None) -> None:
     from . import resident
 
     if resident.wanted():
-        code = resident.run_through(args)
+        # Only the hook starts a resident process: `status` reads, and makes nothing (a footer
+        # in a folder nothing protects would otherwise start one, and its run/ folder).
+        code = resident.run_through(args, may_start=call.command == "hook")
         if code is not None:
             sys.exit(code)
     _run(call)

@@ -161,11 +161,11 @@ def encode_request(request: dict) -> bytes:
 # costs more than this whole caller, on every prompt (docs/design.md).
 
 
-def run_through(args: list[str]) -> int | None:
+def run_through(args: list[str], may_start: bool = True) -> int | None:
     """Run the `hook` or `status` call `args` (the command line after the program name) in
     the resident process: its exit code, or None when this process must run it itself (the
-    module docstring says when). Starts a resident process for the next call when none
-    answers."""
+    module docstring says when). With `may_start`, starts a resident process for the next call
+    when none answers."""
     if _inside or not available():
         return None
     import _socket
@@ -175,7 +175,8 @@ def run_through(args: list[str]) -> int | None:
     folder = run_folder()
     path = os.path.join(folder, SOCKET_NAME)
     if not folder_is_private(folder) or not _socket_is_ours(path):
-        start()   # none yet (the one started makes the folder and its socket), or none now
+        if may_start:
+            start()   # none yet (the one started makes the folder and its socket), or none now
         return None
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -183,7 +184,8 @@ def run_through(args: list[str]) -> int | None:
         try:
             conn.connect(path)
         except OSError:
-            start()   # gone (a stale socket left by a killed one): the next call finds a new one
+            if may_start:
+                start()   # gone (a stale socket left by a killed one): the next finds a new one
             return None
         if peer_uid(conn) != os.geteuid():
             return None   # the folder was swapped since it was checked: nothing is sent

@@ -70,13 +70,15 @@ def show_json(store: Store, turn: Any) -> Json:
 
 def turn_diff_json(store: Store, shown: Any) -> Json:
     """`diff --turn N`: what the turn began with, the files after it, and its changes."""
-    return {"from": shown.from_id, "to": shown.to_id, "to_is_now": shown.span.end is None,
+    return {"from": shown.from_id, "to": shown.to_id if shown.span.end is not None else None,
+            "to_is_now": shown.span.end is None,
             "point": shown.point.to_json(), "changes": changes_json(store, shown.changes)}
 
 
 def compare_json(store: Store, result: Any) -> Json:
     """`diff FROM [TO]`: the two ids compared and the changes."""
-    return {"from": result.from_id, "to": result.to_id, "to_is_now": result.to_is_now,
+    return {"from": result.from_id, "to": None if result.to_is_now else result.to_id,
+            "to_is_now": result.to_is_now,
             "changes": changes_json(store, result.changes)}
 
 

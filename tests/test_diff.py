@@ -382,7 +382,7 @@ def test_cli_json_has_ids_counts_and_null_for_binary(tree_factory, cli):
     result = cli.run("diff", a, "--json", root=root, cwd=root, text=False)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
-    assert payload["from"] == a and payload["to_is_now"] is True and len(payload["to"]) == 40
+    assert payload["from"] == a and payload["to_is_now"] is True and payload["to"] is None
     assert [(c["status"], c["path"], c["added"], c["removed"]) for c in payload["changes"]] == [
         ("M", "b.bin", None, None), ("M", "t.txt", 1, 0)]
 

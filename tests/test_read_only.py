@@ -55,3 +55,99 @@ def test_a_huge_label_is_cut_and_marked(tree_factory, cli):
         assert point.label.endswith("… (cut: 5,000,000 characters)")
         assert [op.label for op in ws.ops() if op.op == "snapshot"] == [point.label]
         assert os.path.getsize(os.path.join(ws.store.path, "oplog")) < 10_000
+
+
+READ_ONLY = [("log", "-s", "s"), ("log", "--stat", "-s", "s"), ("show", "-s", "s"),
+             ("show", "2", "-s", "s"), ("diff", "--turn", "1", "-s", "s"), ("status", "-s", "s"),
+             ("ops",), ("sessions",), ("stores",), ("verify",), ("doctor",)]
+
+
+def _protected_with_an_open_turn(tree_factory) -> tuple[Path, str]:
+    """A root with two recorded turns and changes since the last (the newest turn is open, so
+    `show` and `diff FROM` compare with the files now); the first point's id."""
+    from undostore import Workspace
+
+    root = tree_factory({"a.txt": "1\n", "src": {"m.py": "x\n"}})
+    with Workspace(root) as ws:
+        first = ws.snapshot(session="s", label="one").id
+        (root / "a.txt").write_text("2\n")
+        ws.snapshot(session="s", label="two")
+    (root / "a.txt").write_text("3\n")
+    (root / "src" / "new.py").write_text("new\n")
+    (root / "src" / "m.py").chmod(0o755)
+    return root, first
+
+
+def _everything_under(folder: Path) -> dict[str, tuple[int, int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.stat().st_size,
+                                         p.stat().st_mode)
+            for p in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize("args", [*READ_ONLY, ("diff", "FIRST"), ("diff", "FIRST", "--stat")])
+def test_a_read_only_command_writes_nothing_into_the_store(tree_factory, cli, args):
+    """Issue 55, item 9: `show` of the open turn and `diff FROM` wrote packs, `modes/` and
+    stat-cache files; `sessions` and `verify` rewrote `lock`."""
+    root, first = _protected_with_an_open_turn(tree_factory)
+    home = Path(os.environ["UNDOSTORE_HOME"])
+    before = _everything_under(home)
+    done = cli.run(*(first if a == "FIRST" else a for a in args), root=root)
+    assert done.returncode in (0, 1), done.stderr   # doctor: 1 where no host is wired here
+    assert _everything_under(home) == before
+
+
+def _read_only_bind(source: Path, target: Path) -> bool:
+    import subprocess
+
+    target.mkdir()
+    if subprocess.run(["mount", "--bind", str(source), str(target)],
+                      capture_output=True).returncode != 0:
+        return False
+    if subprocess.run(["mount", "-o", "remount,bind,ro", str(target)],
+                      capture_output=True).returncode != 0:
+        subprocess.run(["umount", str(target)], check=True)
+        return False
+    return True
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0,
+                    reason="a read-only bind mount needs root")
+def test_read_only_commands_work_on_a_store_they_cannot_write(tree_factory, cli, tmp_path):
+    """Issue 55, item 9: on a read-only store `sessions`, `verify` and `show` failed "could not
+    be written". The home is bind-mounted read-only, as a backup or a shared volume is."""
+    import subprocess
+
+    root, first = _protected_with_an_open_turn(tree_factory)
+    home = Path(os.environ["UNDOSTORE_HOME"])
+    frozen = tmp_path / "frozen-home"
+    if not _read_only_bind(home, frozen):
+        pytest.skip("no bind mounts here")
+    try:
+        env = {**os.environ, "UNDOSTORE_HOME": str(frozen)}
+        for args in [*READ_ONLY, ("diff", first), ("show", "-s", "s", "--patch")]:
+            done = cli.run(*args, root=root, env=env)
+            assert done.returncode in (0, 1) and "could not be written" not in done.stderr, \
+                (args, done.stderr)
+            assert done.returncode == 0 or args == ("doctor",), (args, done.stderr)
+        shown = json.loads(cli.run("show", "-s", "s", "--json", root=root, env=env).stdout)
+        assert sorted(c["path"] for c in shown["changes"]) == ["a.txt", "src/m.py", "src/new.py"]
+        assert shown["to"] is None
+    finally:
+        subprocess.run(["umount", str(frozen)], check=True)
+
+
+def test_a_snapshot_after_a_look_in_the_same_process_stores_what_the_look_held(tree_factory):
+    """A look holds its new objects in memory; the snapshot that records next (an MCP server's
+    `diff` then `snapshot`, `pick` then its undo) must still write them to the store."""
+    from undostore import Workspace
+
+    root, first = _protected_with_an_open_turn(tree_factory)
+    with Workspace(root) as ws:
+        looked = ws.compare(first)
+        assert ws.store.held and not any(ws.store.has(sha) for sha in ws.store.held)
+        taken = ws.snapshot()
+        assert taken.id == looked.to_id and ws.store.held == {}
+    with Workspace(root) as fresh:
+        assert fresh.verify(taken.id).ok
+        assert [c.path for c in fresh.diff(first, taken.id)] == ["a.txt", "src/m.py",
+                                                                  "src/new.py"]

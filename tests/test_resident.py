@@ -424,3 +424,20 @@ def test_a_call_finished_after_the_resident_process_was_killed_is_reported_done(
     assert (waiting.returncode, out, err) == (0, b"", b"")
     with Workspace(root) as ws:
         assert ws.log("s").undo[0].label == "after the kill"
+
+
+def test_the_footers_status_starts_no_resident_process_and_makes_nothing(tree_factory, on,
+                                                                         monkeypatch, tmp_path):
+    """Issue 55, item 9: `status` is read-only; in a folder nothing protects it made run/ and
+    started a resident process. Only the hook starts one."""
+    root = tree_factory({"a.txt": "1"})
+    home = tmp_path / "untouched-home"
+    monkeypatch.setenv("UNDOSTORE_HOME", str(home))
+    line = json.dumps({"session_id": "s", "cwd": str(root)}).encode()
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-m", "undostore", "status"], input=line,
+                              capture_output=True, cwd=root, timeout=120)
+        assert (done.returncode, done.stdout.split()[:2]) == (0, [b"undo:0", b"redo:0"]), \
+            done.stderr
+    time.sleep(0.5)   # a resident process started in the background would have made run/
+    assert not home.exists()

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from undostore.errors import UnknownSnapshotError
+from undostore.git.objects import TREE
 from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.restore.cancel import Cancel
 from undostore.store.discover import discover, named
@@ -188,6 +189,24 @@ class Workspace:
             options = options._replace(limits=self.limits)
         return take_snapshot(self.root, self.store, options)
 
+    def look(self) -> SnapshotResult:
+        """The files now as a snapshot, for a read-only command (`diff`, `show` of the open
+        turn): its new objects held in memory (`store.held`), nothing written to the store,
+        which may be on a read-only disk. A restore a crash left half-done is refused, not
+        finished: the files are half-way, and a command that changes files finishes it."""
+        from undostore.errors import PendingRecoveryError
+        from undostore.snapshot.snapshot import SnapshotOptions, take_snapshot
+
+        with self.store.reading():
+            self.store.held.clear()   # the last look's objects: only the newest is compared with
+            if self._restore_pending():
+                raise PendingRecoveryError(
+                    "a restore a crash left half-done is pending, so the files are half-way: "
+                    "any command that changes files (`undostore snapshot`) finishes it, "
+                    "`undostore restore --abort` rolls it back", self.store.restore_dir)
+            return take_snapshot(self.root, self.store, SnapshotOptions(
+                force=self.force, limits=self.limits, read_only=True))
+
     def resolve(self, snapshot_id: str) -> bytes:
         return self.store.resolve(snapshot_id)
 
@@ -200,12 +219,8 @@ class Workspace:
         from undostore.diff.trees import DiffResult, diff_trees
 
         from_sha = self._resolve_side(from_id, "FROM")
-        if to_id is None:
-            with self.store.lock:
-                self._recover_if_needed()
-                to_sha = bytes.fromhex(self._snapshot_locked().id)
-        else:
-            to_sha = self._resolve_side(to_id, "TO")
+        to_sha = (bytes.fromhex(self.look().id) if to_id is None
+                  else self._resolve_side(to_id, "TO"))
         changes = diff_trees(self.store, from_sha, to_sha, paths=paths, find_renames=find_renames)
         return DiffResult(from_sha.hex(), to_sha.hex(), changes, to_is_now=to_id is None)
 
@@ -215,6 +230,15 @@ class Workspace:
         return self.compare(from_id, to_id, paths=paths, find_renames=find_renames).changes
 
     def _resolve_side(self, ref: str, which: str) -> bytes:
+        """A side of a comparison: what `resolve` takes, or the full id of a `look` this
+        process took (held in memory, never handed out: a front end compares with it)."""
+        if len(ref) == 40:
+            try:
+                sha = bytes.fromhex(ref)
+            except ValueError:
+                sha = b""
+            if self.store.held.get(sha, (0,))[0] == TREE:
+                return sha
         try:
             return self.resolve(ref)
         except UnknownSnapshotError as err:
@@ -300,15 +324,17 @@ class Workspace:
 
         return pending_restore(self.store)
 
+    def _restore_pending(self) -> bool:
+        try:
+            return bool(os.listdir(self.store.restore_dir))
+        except FileNotFoundError:
+            return False
+
     def _recover_if_needed(self) -> None:
         """Finish an interrupted restore before anything else touches the files (lock held)."""
         if self._recovered:
             return
-        try:
-            pending = bool(os.listdir(self.store.restore_dir))
-        except FileNotFoundError:
-            pending = False
-        if pending:  # the common case skips importing the restore machinery (6 ms)
+        if self._restore_pending():  # the common case skips importing the restore machinery
             from undostore.restore.restore import recover_pending
 
             recover_pending(self._worktree())

@@ -162,7 +162,7 @@ class _Walk:
 
     def add(self, change: Change) -> None:
         for hex_id in (change.old_id, change.new_id):
-            if hex_id is not None and not self.store.has(bytes.fromhex(hex_id)):
+            if hex_id is not None and not self.store.readable(bytes.fromhex(hex_id)):
                 self.missing.append((hex_id, change.path))
         change.source = self.store
         self.changes.append(change)

@@ -60,10 +60,15 @@ class ObjectReader:
     def __init__(self, source: str | PackSource, on_damage: OnDamage | None = None,
                  skip: set[tuple[bytes, str]] | None = None,
                  release_after: int = RELEASE_AFTER) -> None:
+        # Objects a read-only look at the files holds in memory (heldobjects.py), read first
+        # (never counted as stored: `__contains__`); the store's own map, so what is held
+        # after this reader opened is seen too.
+        self.held: dict[bytes, tuple[int, bytes]] = {}
         if isinstance(source, str):
             self.pack_dir = source
         else:
             self.pack_dir = source.pack_dir
+            self.held = getattr(source, "held", self.held)
             on_damage = on_damage or source.note_damage
             skip = source.damaged_copies() if skip is None else skip
         self.on_damage = on_damage
@@ -143,6 +148,8 @@ class ObjectReader:
             yield pack, position
 
     def __contains__(self, sha: bytes) -> bool:
+        """Whether the packs hold `sha`. Objects held in memory do not count: a snapshot that
+        records must write them (they are read, never vouched for)."""
         if not self.skip:
             return self._lookup(sha) is not None
         return next(self._copies(sha), None) is not None
@@ -207,6 +214,11 @@ class ObjectReader:
         """(type, body), hash-checked, trying each copy in turn (`first`: the `_open` of the
         first one, when the caller has it); an intact object of another type than `want` is
         refused without counting as damage."""
+        held = self.held.get(sha)
+        if held is not None:
+            if want is not None and held[0] != want:
+                raise _damaged(sha, f"expected a {'tree' if want == TREE else 'blob'}")
+            return held
         while True:
             found, first = first or self._open(sha), None
             if found is None:
@@ -229,12 +241,16 @@ class ObjectReader:
 
     def type_of(self, sha: bytes) -> int | None:
         """The object's type from its record header (nothing inflated); None if absent."""
+        if sha in self.held:
+            return self.held[sha][0]
         found = self._open(sha)
         if found is None:
             return None
         return self._whole(sha)[0] if found[2] in DELTAS else found[2]
 
     def size_of(self, sha: bytes) -> int:
+        if sha in self.held:
+            return len(self.held[sha][1])
         found = self._open(sha)
         if found is None:
             raise _missing(sha)
@@ -276,6 +292,9 @@ class ObjectReader:
         """A blob's bytes in chunks, in constant memory; the hash is checked after the last
         chunk (IncompleteSnapshotError there if it does not match). `at`: where
         `verify_blobs` found it."""
+        if sha in self.held:
+            yield self._whole(sha, BLOB)[1]
+            return
         found = self._open(sha) if at is None or not self._usable(at) else (
             at.pack, at.start, BLOB, at.size)
         if found is None:

@@ -338,7 +338,7 @@ def list_sessions(store: Store) -> list[SessionInfo]:
     from undostore.history import usage
     from undostore.history.gc import DEFAULT_GRACE_SECONDS
 
-    with store.lock:
+    with store.reading():
         out = []
         for name in journals.session_names(store):
             journal = journals.load(store, name)

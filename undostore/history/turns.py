@@ -83,6 +83,8 @@ class Turn:
 
     def to_json(self) -> dict[str, Any]:
         return {"session": self.span.session, "number": self.span.number,
-                "point": self.point.to_json(), "from": self.from_id, "to": self.to_id,
+                "point": self.point.to_json(), "from": self.from_id,
+                # the files now are looked at, not recorded: no id is handed out for them
+                "to": self.to_id if self.span.end is not None else None,
                 "to_kind": self.span.end_kind,
                 "changes": [change.to_dict() for change in self.changes]}

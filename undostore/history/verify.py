@@ -70,7 +70,8 @@ def verify(store: Store, snapshot_id: str | None = None, *, repair: bool = False
     first (re-index, salvage, move aside), move packs holding a damaged object aside, write
     what the files still hold (`snapshot`, a callable taking a snapshot with the lock held),
     accept the salvage of damaged journals, and check again: what is left is what is lost."""
-    with store.lock:   # gc must not delete packs under our feet
+    # gc must not delete packs under our feet; a check alone writes nothing (a read-only store)
+    with store.lock if repair else store.reading():
         repaired = store.heal(full=True) if repair else []
         if snapshot_id is not None:
             snapshots = [store.resolve(snapshot_id).hex()]

@@ -20,6 +20,7 @@ from undostore.errors import (
     TreeMovedError,
     UnreadableFilesError,
 )
+from undostore.git.heldobjects import HeldWriter
 from undostore.git.packwriter import PackWriter
 from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.progress import OnProgress, no_progress
@@ -59,6 +60,10 @@ class SnapshotOptions(NamedTuple):
     on_warning: Warn = ignore_warning
     limits: Limits | None = None        # batch and size limits (None: the Workspace's)
     fsmonitor: str | None = None        # auto, watchman or off (None: UNDOSTORE_FSMONITOR)
+    # A look for a read-only command: the id of the files now, its new objects held in memory
+    # (`store.held`, git/heldobjects.py); nothing written: no pack, stat cache, mode record,
+    # recent id or over-limit mark.
+    read_only: bool = False
 
 
 class SnapshotResult(NamedTuple):
@@ -134,13 +139,15 @@ def take_snapshot(root: str, store: Store, options: SnapshotOptions | None = Non
             continue
         except TooManyFilesError as err:
             _report(warnings, options)
-            overlimit.mark(store.cache_dir, err.limit)   # status and doctor say so
+            if not options.read_only:
+                overlimit.mark(store.cache_dir, err.limit)   # status and doctor say so
             raise
         except BaseException:
             _report(warnings, options)
             raise
         _report(warnings, options)
-        overlimit.clear(store.cache_dir)   # protected again (one unlink: a stat costs as much)
+        if not options.read_only:
+            overlimit.clear(store.cache_dir)   # protected again (an unlink costs as a stat)
         return result
 
 
@@ -191,11 +198,12 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
     found = scan(real_root, cache, walk_options, warn, limits.watchman_timeout_s,
                  options.fsmonitor)
 
-    writer = PackWriter(store.pack_dir, durable=options.durable)
+    writer = (HeldWriter(store.held) if options.read_only
+              else PackWriter(store.pack_dir, durable=options.durable))
     # No stat cache: every file is read. Keep what is hashed as it goes (and take what an
     # earlier try kept), so a first snapshot stopped half-way is not started over (resume.py).
     checkpoints = (Checkpoints(store, writer, start_ns, limits.checkpoint_s)
-                   if cache.root is None else None)
+                   if cache.root is None and not options.read_only else None)
     modes = ModeRecorder(store.path, real_root, cache.root.hex() if cache.root else None,
                          unsaved=cache.modes)
     try:
@@ -237,7 +245,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
             if modes.enabled else None
         unsaved = None
         try:
-            if record is not None:
+            if record is not None and not options.read_only:
                 save_modes(store.path, root_tree.hex(), record)
         except OSError as err:
             warn(store.path, f"could not record permission bits: {err.strerror or err}")
@@ -246,6 +254,11 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
     except BaseException:
         writer.abort()
         raise
+    if options.read_only:
+        return SnapshotResult(id=root_tree.hex(), files=total, hashed=run.hashed,
+                              new_objects=writer.stats.objects, new_bytes=0,
+                              seconds=time.perf_counter() - started, warnings=warnings,
+                              walk=found.walk, walk_reason=found.reason)
     store.refresh()
     remember(store.path, root_tree)  # so gc's grace period covers this id
     unchanged = (not run.hashed and records == cache.records and not _new_watch(cache, found)

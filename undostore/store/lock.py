@@ -1,4 +1,4 @@
-"""The store lock: one writer at a time, and never a stale lock.
+"""The store lock: one writer at a time, readers beside each other, and never a stale lock.
 
 The lock is an OS file lock (`fcntl.flock` on POSIX, `msvcrt.locking` on Windows) on
 `<store>/lock`. The operating system drops it when the holding process dies, however it dies, so a
@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 
 from undostore.errors import StoreError, store_write_error
@@ -22,7 +23,8 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)   # never a lock through a planted link
 if IS_WINDOWS:
     import msvcrt
 
-    def _try_lock(fd: int) -> bool:
+    def _try_lock(fd: int, shared: bool = False) -> bool:
+        # Windows has no shared byte-range lock through msvcrt: a reader holds it alone.
         try:
             os.lseek(fd, 0, os.SEEK_SET)
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
@@ -38,9 +40,9 @@ if IS_WINDOWS:
 else:
     import fcntl
 
-    def _try_lock(fd: int) -> bool:
+    def _try_lock(fd: int, shared: bool = False) -> bool:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             return True
         except OSError:
             return False
@@ -72,17 +74,7 @@ class StoreLock:
                          0o600)
         except OSError as err:   # a read-only or full disk: the store's, said as such
             raise store_write_error(err, os.path.dirname(self.path)) from err
-        deadline = time.monotonic() + self.timeout
-        delay = 0.01
-        while not _try_lock(fd):
-            if time.monotonic() >= deadline:
-                holder = _read_holder(fd)
-                os.close(fd)
-                raise StoreError(
-                    f"store is busy: locked by {holder or 'another process'} "
-                    f"for more than {self.timeout:g} s", self.path)
-            time.sleep(delay)
-            delay = min(delay * 2, 0.2)
+        self._wait(fd, shared=False)
         note = f"pid {os.getpid()} ({self.what})\n".encode()
         try:
             os.lseek(fd, _HOLDER_AT, os.SEEK_SET)
@@ -98,6 +90,47 @@ class StoreLock:
             except BaseException:
                 self.release()
                 raise
+
+    def _wait(self, fd: int, shared: bool) -> None:
+        """Take the lock on `fd`, waiting up to `timeout` (then StoreError naming the holder,
+        `fd` closed)."""
+        deadline = time.monotonic() + self.timeout
+        delay = 0.01
+        while not _try_lock(fd, shared):
+            if time.monotonic() >= deadline:
+                holder = _read_holder(fd)
+                os.close(fd)
+                raise StoreError(
+                    f"store is busy: locked by {holder or 'another process'} "
+                    f"for more than {self.timeout:g} s", self.path)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Held while a read-only command reads: a writer waits for it, other readers do not
+        (POSIX). The lock file is opened read-only and never created or written, so a store
+        on a read-only disk is read as any other; a store with no lock file has never had a
+        writer. Within this object's own lock, nothing more is taken."""
+        if self._depth:
+            yield
+            return
+        try:
+            fd = os.open(self.path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_BINARY", 0))
+        except FileNotFoundError:
+            yield
+            return
+        except OSError as err:
+            raise StoreError(f"cannot open the store's lock to read: {err.strerror or err}",
+                             self.path) from err
+        self._wait(fd, shared=True)
+        try:
+            yield
+        finally:
+            try:
+                _unlock(fd)
+            finally:
+                os.close(fd)
 
     def release(self) -> None:
         if not self._depth:

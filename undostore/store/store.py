@@ -20,6 +20,7 @@ import hashlib
 import os
 import re
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from undostore import settings
 from undostore.errors import (
@@ -31,6 +32,7 @@ from undostore.errors import (
     UsageError,
 )
 from undostore.fileio import make_private_dirs
+from undostore.git.heldobjects import Held
 from undostore.git.objects import BLOB, TREE, decode_tree
 from undostore.git.reader import ObjectReader
 from undostore.git.treewalk import walk
@@ -118,6 +120,9 @@ class Store:
         # Whoever takes the lock sees the packs as they are now: another process's gc may have
         # repacked since this object last looked, and a stale pack list would claim pruned
         # objects still exist (a snapshot would then skip writing them).
+        # Objects a read-only look at the files made, held in memory, never written
+        # (git/heldobjects.py); the store's readers ask it first.
+        self.held: Held = {}
         self.lock = StoreLock(os.path.join(self.path, "lock"), on_acquire=self._locked)
         self._index: ObjectReader | None = None
         self.listed_snapshots: Callable[[], set[bytes]] = set
@@ -199,15 +204,31 @@ class Store:
         return self._index
 
     def has(self, sha: bytes) -> bool:
+        """Whether the store holds `sha` (what a read-only look holds in memory does not count:
+        a snapshot that records writes it)."""
         return sha in self.index
+
+    def readable(self, sha: bytes) -> bool:
+        """Whether `sha` can be read: held by the store, or by a read-only look in memory."""
+        return sha in self.held or sha in self.index
 
     def refresh(self) -> None:
         """See packs written since this object was opened (by this or another process)."""
         if self._index is not None:
             self._index.refresh()
 
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """For a read-only command: the store as it is, no writer changing it meanwhile, and
+        nothing written (no lock file, no healing: `lock` is for writers)."""
+        with self.lock.reading():
+            self.refresh()
+            yield
+
     def _locked(self) -> None:
-        """The lock was just taken: see the packs as they are now, and heal damaged ones."""
+        """The lock was just taken: see the packs as they are now, and heal damaged ones. What
+        a read-only look held in memory is let go: a writer records what it needs."""
+        self.held.clear()
         self.refresh()
         if self.index.damaged_packs:
             self.heal()
