@@ -38,12 +38,12 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _row(number: int, label: str | None, age: float, files: int, width: int = 78) -> str:
+def _row(number: int | None, label: str | None, age: float, files: int, width: int = 78) -> str:
     right = f"{_age(age):>11}  {_plural(files, 'file'):>9}"
     room = max(10, width - 6 - len(right))
     text = (label or "(no label)").replace("\n", " ")
     text = text if len(text) <= room else text[:room - 1] + "\u2026"
-    return f"{number:>3}  {text:<{room}} {right}"
+    return f"{number if number is not None else '-':>3}  {text:<{room}} {right}"
 
 
 def _require_terminal() -> None:

@@ -38,13 +38,17 @@ def _when(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
 
-def _point_line(kind: str, number: int, point: Any) -> str:
+def _point_line(kind: str, number: int | None, point: Any) -> str:
+    """One line of `log`: the turn's number as `undo N` counts it ("-": it changed no file)."""
     # A redo entry is a turn an undo took back (its undo point's id): say so.
     if point.label:
         label = f"  (undone: {point.label})" if kind == "redo" else f"  {point.label}"
     else:
         label = ""
-    return f"{kind} {number:>3}  {point.id[:12]}  {_when(point.time)}{label}"
+    if number is None:
+        label += "  (changed no file)"
+    shown = number if number is not None else "-"
+    return f"{kind} {shown:>3}  {point.id[:12]}  {_when(point.time)}{label}"
 
 
 def _emit_listing(ctx: Context, body: dict[str, Any], as_json: bool,
@@ -72,9 +76,10 @@ def log_command(ctx: Context, session: str | None, count: int | None, stat: bool
                 no_pager: bool, as_json: bool) -> None:
     """Show the undo points of a session, newest first, and its redo stack.
 
-    Each line: undo or redo, its number (1 is what the next undo or redo restores; `undo N`
-    goes back to undo point N), the snapshot id, when it was recorded, and its label (for a
-    redo entry, the label of the undo point that the undo took away). With --stat, each undo
+    Each line: undo or redo, its number (1 is what the next undo or redo takes back or applies
+    again; `undo N` takes back the turns down to number N; "-": a turn that changed no file,
+    which undo skips), the snapshot id, when it was recorded, and its label (for a redo entry,
+    the label of the undo point that the undo took away). With --stat, each undo
     point's turn as `show` lists it. On a terminal, long output goes through a pager.
     """
 
@@ -87,10 +92,11 @@ def log_command(ctx: Context, session: str | None, count: int | None, stat: bool
 
     def plain() -> str:
         lines = []
-        for i, p in enumerate(log.undo, 1):
-            lines.append(_point_line("undo", i, p))
+        for i, p in enumerate(log.undo):
+            # --stat looked at the files: it knows whether an open turn changed any
+            lines.append(_point_line("undo", turns[i].span.number if stat else log.turns[i], p))
             if stat:
-                lines.append(_stat_text(workspace, turns[i - 1].changes, colored, width))
+                lines.append(_stat_text(workspace, turns[i].changes, colored, width))
         lines += [_point_line("redo", i, p) for i, p in enumerate(log.redo, 1)]
         return "\n".join(lines)
 

@@ -93,7 +93,9 @@ def _header(turn: Turn, colored: bool) -> str:
     """git show's head: the point (yellow, as git's commit line), its date, where the turn
     ran to, and the label indented."""
     point = turn.point
-    first = f"point {point.id} (turn {turn.span.number} of session {turn.span.session!r})"
+    first = (f"point {point.id} (turn {turn.span.number} of session {turn.span.session!r})"
+             if turn.span.number is not None else
+             f"point {point.id} (a turn of session {turn.span.session!r} that changed no file)")
     if colored:
         first = f"\033[33m{first}\033[m"
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(point.time))

@@ -47,6 +47,7 @@ def log_json(workspace: Workspace, log: Any, turns: list[Any]) -> Json:
     body = log.to_json()
     for entry, turn in zip(body["undo"], turns, strict=False):
         entry["changes"] = changes_json(workspace.store, turn.changes)
+        entry["turn"] = turn.span.number   # it looked at the files: an open turn is known
     return body
 
 

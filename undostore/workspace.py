@@ -362,7 +362,8 @@ class Workspace:
         from undostore.history.sessions import read_log
 
         log = read_log(self.store, self.history_session(session)[0])
-        return log if n is None else log._replace(undo=log.undo[:n], redo=log.redo[:n])
+        return log if n is None else log._replace(undo=log.undo[:n], redo=log.redo[:n],
+                                                  turns=log.turns[:n])
 
     def require_session(self, session: str, doing: str = "") -> None:
         """UsageError "no session named X" listing the sessions, unless `session` exists (a
@@ -414,28 +415,41 @@ class Workspace:
 
     def show(self, n: int | None = None, id: str | None = None, session: str | None = None,
              paths: list[str] | None = None) -> Turn:
-        """Turn `n` of the session (1, the default, is the last), or the turn of undo point
-        `id`: its point and what it changed (history/turns.py). `paths` limits the changes."""
+        """Turn `n` of the session (1, the default, is the last that changed files), or the turn
+        of undo point `id`: its point and what it changed (history/turns.py). `paths` limits the
+        changes."""
         from undostore.history import turns
         from undostore.history.journal import load
 
         journal = load(self.store, self.history_session(session)[0])
         wanted = self.resolve(id).hex() if id is not None else None
-        return self._turn(turns.find(journal, n, wanted), paths)
+        now, open_changed = self._open_turn(journal)
+        return self._turn(turns.find(journal, n, wanted, open_changed), paths, now)
 
     def turns(self, session: str | None = None, n: int | None = None) -> list[Turn]:
-        """The session's turns, newest first (at most `n`), each with what it changed."""
+        """The session's turns, newest first (at most `n`), each with what it changed and its
+        number (None: it changed no file)."""
         from undostore.history import turns
         from undostore.history.journal import load
 
         journal = load(self.store, self.history_session(session)[0])
-        return [self._turn(span) for span in turns.spans(journal, n)]
+        now, open_changed = self._open_turn(journal)
+        return [self._turn(span, now=now) for span in turns.spans(journal, n, open_changed)]
 
-    def _turn(self, span: TurnSpan, paths: list[str] | None = None) -> Turn:
+    def _open_turn(self, journal: Any) -> tuple[str | None, bool | None]:
+        """The files now (a look) and whether the newest turn changed them, when that turn is
+        still open; (None, None) when no turn is."""
+        if not journal.undo or journal.undo[-1].after is not None:
+            return None, None
+        now = self.look().id
+        return now, now != journal.undo[-1].id
+
+    def _turn(self, span: TurnSpan, paths: list[str] | None = None,
+              now: str | None = None) -> Turn:
         from undostore.diff.trees import own_changes
         from undostore.history.turns import Turn
 
-        result = self.compare(span.point.id, span.end, paths=paths)
+        result = self.compare(span.point.id, span.end or now, paths=paths)
         changes = own_changes(self.store, bytes.fromhex(result.from_id),
                               bytes.fromhex(result.to_id), result.changes)
         return Turn(span, result.to_id, changes)

@@ -42,14 +42,19 @@ if TYPE_CHECKING:
 
 
 class Log(NamedTuple):
-    """A session's undo points, newest first, and its redo stack, next redo first."""
+    """A session's undo points, newest first, and its redo stack, next redo first; `turns`:
+    each undo point's turn number as `undo N` counts (turns.numbers: None, it changed no file;
+    the newest turn, while open, counts)."""
 
     session: str
     undo: list[Point]
     redo: list[Point]
+    turns: list[int | None]
 
     def to_json(self) -> dict[str, Any]:
-        return {"session": self.session, "undo": [p.to_json() for p in self.undo],
+        return {"session": self.session,
+                "undo": [{**p.to_json(), "turn": n} for p, n in zip(self.undo, self.turns,
+                                                                    strict=True)],
                 "redo": [p.to_json() for p in self.redo]}
 
 
@@ -180,8 +185,11 @@ def _auto_gc(store: Store) -> None:
 
 
 def read_log(store: Store, session: str) -> Log:
+    from undostore.history.turns import numbers
+
     journal = journals.load(store, session)
-    return Log(session, list(reversed(journal.undo)), list(reversed(journal.redo)))
+    return Log(session, list(reversed(journal.undo)), list(reversed(journal.redo)),
+               numbers(journal))
 
 
 def undo(wt: Worktree, session: str, *, steps: int = 1, to: str | None = None,

@@ -3,8 +3,8 @@
 A turn runs from its undo point (the files as the turn began) to the files after it: what the
 host recorded at its after-turn event (`Point.after`) where it sent one, else the session's
 next undo point, else (the newest turn, still open) the files now. Turns are counted from the
-newest: 1 is the last turn. Pure over a journal; the workspace takes the snapshot of the files
-now and diffs the two trees.
+newest as `undo N` counts them: 1 is the last turn that changed files (`numbers`). Pure over a
+journal; the workspace looks at the files now and diffs the two trees.
 """
 
 from __future__ import annotations
@@ -25,42 +25,69 @@ class TurnSpan(NamedTuple):
     """Where one turn starts and ends. `end` None: the files now (`end_kind` "now")."""
 
     session: str
-    number: int             # 1 = the last turn
+    number: int | None      # 1 = the last turn that changed files; None: it changed none
     point: Point
     end: str | None
     end_kind: str           # END_AFTER, END_NEXT or END_NOW
 
 
-def spans(journal: Journal, limit: int | None = None) -> list[TurnSpan]:
-    """The session's turns, newest first (at most `limit`)."""
+def numbers(journal: Journal, open_changed: bool | None = None) -> list[int | None]:
+    """Each undo point's turn number, newest first: the turns that changed files counted from
+    1, the turns that changed none None, as `undo N` counts them (history/steps.py). The
+    newest turn while open counts as changed unless `open_changed` (the files now compared
+    with its point, by a command that looks at them) says it changed nothing: `status` and
+    `log` do not look, `show`, `diff --turn`, `log --stat` and `undo` do. One numbering,
+    decided here."""
+    out: list[int | None] = []
+    count = 0
+    for point in reversed(journal.undo):
+        changed = point.changed
+        if point is journal.undo[-1] and point.after is None and open_changed is not None:
+            changed = open_changed
+        if changed:
+            count += 1
+        out.append(count if changed else None)
+    return out
+
+
+def spans(journal: Journal, limit: int | None = None, open_changed: bool | None = None
+          ) -> list[TurnSpan]:
+    """The session's turns, newest first (at most `limit`), numbered by `numbers`."""
     count = len(journal.undo) if limit is None else min(limit, len(journal.undo))
-    return [_span(journal, n) for n in range(1, count + 1)]
+    numbered = numbers(journal, open_changed)
+    return [_span(journal, at, numbered[at]) for at in range(count)]
 
 
-def find(journal: Journal, number: int | None = None, point_id: str | None = None) -> TurnSpan:
-    """Turn `number` (1 = the last; the default), or the newest turn whose point is `point_id`
-    (a full id). UsageError when the session has no such turn."""
+def find(journal: Journal, number: int | None = None, point_id: str | None = None,
+         open_changed: bool | None = None) -> TurnSpan:
+    """Turn `number` (1 = the last that changed files; the default), or the newest turn whose
+    point is `point_id` (a full id; also a turn that changed nothing). UsageError when the
+    session has no such turn."""
     if not journal.undo:
         raise UsageError(f"session {journal.name!r} has no undo points, so no turns to show")
+    numbered = numbers(journal, open_changed)
     if point_id is not None:
-        ids = [p.id for p in journal.undo]
+        ids = [p.id for p in reversed(journal.undo)]
         if point_id not in ids:
             raise UsageError(f"{point_id[:12]} is not an undo point of session "
                              f"{journal.name!r} (see `undostore log`)")
-        return _span(journal, ids[::-1].index(point_id) + 1)
+        at = ids.index(point_id)
+        return _span(journal, at, numbered[at])
     number = 1 if number is None else number
-    if not 1 <= number <= len(journal.undo):
-        raise UsageError(f"no turn {number} in session {journal.name!r}: it has "
-                         f"{len(journal.undo)} (1 is the last)")
-    return _span(journal, number)
+    if number not in numbered or number < 1:
+        counted = max((n for n in numbered if n is not None), default=0)
+        raise UsageError(f"no turn {number} in session {journal.name!r}: it has {counted} "
+                         f"turn{'s' if counted != 1 else ''} that changed files (1 is the last)")
+    at = numbered.index(number)
+    return _span(journal, at, number)
 
 
-def _span(journal: Journal, number: int) -> TurnSpan:
-    at = len(journal.undo) - number
+def _span(journal: Journal, newest_first: int, number: int | None) -> TurnSpan:
+    at = len(journal.undo) - 1 - newest_first
     point = journal.undo[at]
     if point.after is not None:
         return TurnSpan(journal.name, number, point, point.after, END_AFTER)
-    if number > 1:
+    if at + 1 < len(journal.undo):
         return TurnSpan(journal.name, number, point, journal.undo[at + 1].id, END_NEXT)
     return TurnSpan(journal.name, number, point, None, END_NOW)
 
