@@ -65,3 +65,17 @@ def test_an_open_turn_that_changed_files_is_turn_1(tree_factory, cli: Cli):
     shown = json.loads(cli.run("show", "-s", "c", "--json", root=root).stdout)
     assert (shown["point"]["label"], shown["number"], shown["to"]) == ("working", 1, None)
     assert _numbers(cli, root, "--stat") == [("working", 1), ("first", 2)]
+
+
+def test_plain_redo_acts_on_the_session_the_user_just_undid(tree_factory, cli: Cli):
+    """Issue 55, item 11: after `undo -s A` (or `pick -s A`), plain `redo` offered the redo of
+    B, whose undo point was newer."""
+    root = tree_factory({"a.txt": "0\n"})
+    turn(root, "A", "a's turn", {"a.txt": "A\n"})
+    turn(root, "B", "b's turn", {"b.txt": "B\n"})
+    assert cli.run("undo", "-s", "A", "--yes", root=root).returncode == 0
+    redone = cli.run("redo", "--yes", "--json", root=root)
+    assert redone.returncode == 0, redone.stderr
+    assert "session 'A'" in redone.stderr
+    assert [p["label"] for p in json.loads(redone.stdout)["turns"]] == ["a's turn"]
+    assert (root / "a.txt").read_text() == "A\n"

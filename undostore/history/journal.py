@@ -160,11 +160,11 @@ class Journal:
     redo), as its journal file holds them. A plain slotted class: the per-prompt hook loads
     one, and dataclasses would cost it their import (docs/design.md, "Start-up")."""
 
-    __slots__ = ("name", "undo", "redo", "recorded", "last_step", "legacy_redo")
+    __slots__ = ("name", "undo", "redo", "recorded", "last_step", "legacy_redo", "stepped")
 
     def __init__(self, name: str, undo: list[Point] | None = None,
                  redo: list[Point] | None = None, recorded: int = 0, last_step: str = "",
-                 legacy_redo: list[Point] | None = None) -> None:
+                 legacy_redo: list[Point] | None = None, stepped: float = 0.0) -> None:
         self.name = name
         self.undo: list[Point] = undo if undo is not None else []
         self.redo: list[Point] = redo if redo is not None else []
@@ -176,6 +176,9 @@ class Journal:
         # Redo entries of a journal written before turns were kept whole (format 1): they name
         # states, not turns, and leave through the operation log on the next write (`load`).
         self.legacy_redo: list[Point] = legacy_redo if legacy_redo is not None else []
+        # When the last undo or redo of the session was applied (0: never): with its points'
+        # times, the session's last activity, which picks the session plain `redo` acts on.
+        self.stepped = stepped
 
     def __repr__(self) -> str:
         return (f"Journal({self.name!r}, undo={self.undo!r}, redo={self.redo!r}, "
@@ -228,7 +231,7 @@ class Journal:
 
     def to_bytes(self) -> bytes:
         doc = {"format": _FORMAT, "session": self.name, "recorded": self.recorded,
-               "last_step": self.last_step,
+               "last_step": self.last_step, "stepped": self.stepped,
                "undo": [_point_doc(p) for p in self.undo],
                "redo": [_point_doc(p) for p in self.redo]}
         # ASCII: a host's event id in `meta` may hold half a character, kept exactly as \uXXXX
@@ -251,11 +254,13 @@ class Journal:
         last_step = doc.get("last_step", "")
         if not isinstance(last_step, str):
             raise ValueError("bad step token")
+        stepped = doc.get("stepped", 0.0)   # absent in journals written before it
+        stepped = float(stepped) if isinstance(stepped, (int, float)) and stepped >= 0 else 0.0
         if doc["format"] == _LEGACY_FORMAT:   # its redo entries name states, not turns
             return cls(name, [_point_from(d) for d in undo], [], recorded, last_step,
-                       [_point_from(d) for d in redo])
+                       [_point_from(d) for d in redo], stepped)
         return cls(name, [_point_from(d) for d in undo], [_point_from(d) for d in redo], recorded,
-                   last_step)
+                   last_step, stepped=stepped)
 
 
 def _point_doc(p: Point) -> dict[str, Any]:

@@ -299,6 +299,7 @@ def finish_step(store: Store, context: dict, target: str, safety: str) -> None:
         return  # the session changed since: nothing left to move
     multi.apply(journal, context)
     journal.last_step = token
+    journal.stepped = time.time()
     _commit(store, journal, new_ids=[safety])
 
 

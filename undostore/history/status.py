@@ -21,11 +21,15 @@ DEFAULT_SESSION = "default"
 
 
 def _last_activity(journal: journals.Journal) -> float:
-    return max((p.time for p in (*journal.undo, *journal.redo)), default=0.0)
+    """When the session last recorded a point or had an undo or redo applied."""
+    if not journal.undo and not journal.redo:
+        return 0.0
+    return max(journal.stepped, *(p.time for p in (*journal.undo, *journal.redo)))
 
 
 def newest_session(store: Store) -> str | None:
-    """The session with the newest undo point or redo entry; None when no session has one."""
+    """The session the user last acted on: the newest undo point, or the newest undo or redo
+    applied (after `undo -s A`, plain `redo` is A's); None when no session has a point."""
     best: tuple[float, str] | None = None
     for name in journals.session_names(store):
         when = _last_activity(journals.load(store, name))
