@@ -15,6 +15,9 @@ from undostore.history.direction import Direction
 
 _COMMAND = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s+(\d{1,4}))?"
                       r"(?:\s+--(merge|whole))?\s*", re.IGNORECASE)
+# `/undo` or `/redo` and then anything: the user's command still, one it cannot read
+_COMMAND_WORD = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s|$)", re.IGNORECASE)
+USAGE = "/undo [N] [--merge | --whole] or /redo [N] [--merge]"
 
 
 class HostCommand(NamedTuple):
@@ -22,15 +25,22 @@ class HostCommand(NamedTuple):
     count: int            # how many steps (1 for a bare `/undo`)
     merge: bool = False   # on a conflict: markers instead of refusing
     whole: bool = False   # undo only: the whole folder back to the point
+    unreadable: str | None = None   # the rest of a `/undo ...` it cannot read: nothing is done
 
 
 def parse_command(prompt: object) -> HostCommand | None:
-    """The command a prompt is, or None for an ordinary prompt."""
+    """The command a prompt is, or None for an ordinary prompt. A prompt that starts with
+    the word `/undo` or `/redo` is always the user's command, never the model's to read: one
+    it cannot read (`/undo foo`) is answered with the usage line."""
     if not isinstance(prompt, str):
         return None
     match = _COMMAND.fullmatch(prompt)
     if match is None:
-        return None
+        word = _COMMAND_WORD.match(prompt)
+        if word is None:
+            return None
+        rest = " ".join(prompt[word.end():].split())
+        return HostCommand(Direction(word.group(1).lower()), 1, unreadable=rest)
     count = int(match.group(2)) if match.group(2) else 1
     how = (match.group(3) or "").lower()
     return HostCommand(Direction(match.group(1).lower()), max(count, 1), how == "merge",
@@ -50,6 +60,11 @@ def perform(workspace: Any, session: str | None, command: HostCommand) -> Perfor
     from undostore.errors import ConflictError, UndostoreError
 
     verb = command.direction.value
+    if command.unreadable is not None:
+        shown = command.unreadable if len(command.unreadable) <= 40 else \
+            command.unreadable[:39] + "\u2026"
+        return Performed(f"undostore: nothing done: {USAGE} ({shown!r} is not a count or one "
+                         "of those options)", [])
     name = workspace.history_session(session or None)[0]
     try:
         result = workspace.step(command.direction, name, steps=command.count,

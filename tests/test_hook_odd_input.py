@@ -57,3 +57,40 @@ def test_a_session_id_longer_than_a_name_is_one_session_of_its_own(tree_factory)
     assert sorted(count for _, count in sessions) == [1, 2]
     assert all(len(name) <= 100 for name, _ in sessions)
     assert footer(root, first)["undo"] == 2 and footer(root, second)["undo"] == 1
+
+
+def test_a_slash_undo_it_cannot_read_is_answered_with_the_usage_not_sent_on(tree_factory):
+    """Issue 55, item 12: `/undo foo` reached the model (whose undo.md then said the hook had
+    not run). A prompt that starts with the word /undo or /redo is always the user's command."""
+    root = tree_factory({"a.txt": "1"})
+    turn_files = {"a.txt": "2"}
+    from .test_undo_per_conversation import turn
+
+    turn(root, "c", "edit a", turn_files)
+    for typed in ("/undo foo", "/redo 2 please", "/undostore:undo --hard", "/UNDO\nthen go on"):
+        told = answer(hook(prompt_event(root, typed, session="c")))
+        assert told.startswith("undostore: nothing done: /undo [N] [--merge | --whole] or "
+                               "/redo [N] [--merge]"), told
+    assert (root / "a.txt").read_text() == "2"   # nothing was undone
+    for ordinary in ("/undone is a word", "please /undo that"):
+        done = hook(prompt_event(root, ordinary, session="c"))
+        assert done.returncode == 0 and b"decision" not in done.stdout
+
+
+def test_the_models_note_says_the_net_result_of_the_steps_since_its_last_prompt(tree_factory):
+    """Issue 55, item 13: seven alternating /undo and /redo made seven lines for the model."""
+    from .test_undo_per_conversation import turn
+
+    root = tree_factory({"a.txt": "1", "b.txt": "1"})
+    turn(root, "c", "edit a", {"a.txt": "2"})
+    turn(root, "c", "edit b", {"b.txt": "2"})
+    for typed in ("/undo", "/redo", "/undo", "/redo", "/undo", "/redo", "/undo"):
+        answer(hook(prompt_event(root, typed, session="c")))
+    done = hook(prompt_event(root, "go on", session="c"))
+    note = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert note.count("the user") == 1, note
+    assert "took back the turn 'edit b'" in note and "b.txt" in note and "a.txt" not in note
+    for typed in ("/undo", "/redo"):   # net nothing: the files are as the model left them
+        answer(hook(prompt_event(root, typed, session="c")))
+    done = hook(prompt_event(root, "and again", session="c"))
+    assert done.returncode == 0 and done.stdout == b"", done.stdout

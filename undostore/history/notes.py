@@ -29,37 +29,69 @@ def _path(store: Store, session: str) -> str:
     return os.path.join(store.sessions_dir, encode_name(validate_name(session)) + SUFFIX)
 
 
-def _read(path: str) -> list[str]:
+def _read(path: str) -> list[object]:
     raw = read_small(path)
     try:
-        lines = [json.loads(line) for line in (raw or b"").splitlines() if line.strip()]
+        return [json.loads(line) for line in (raw or b"").splitlines() if line.strip()]
     except ValueError:
         return []
-    return [line for line in lines if isinstance(line, str)]
 
 
-def add(store: Store, session: str, text: str) -> None:
-    """Keep `text` for the session's model (store lock held); best effort."""
+def add(store: Store, session: str, direction: str, turns: list[tuple[str, str]],
+        files: list[str]) -> None:
+    """Keep for the session's model that its undo (`direction` "undo") or redo moved `turns`
+    ((point id, label), in the order it moved them) and changed `files` (store lock held);
+    best effort."""
     path = _path(store, session)
-    lines = [*_read(path), text][-KEEP:]
+    step = {"step": direction, "turns": [list(t) for t in turns], "files": sorted(files)}
+    lines = [*_read(path), step][-KEEP:]
     write_small(path, "".join(json.dumps(line) + "\n" for line in lines).encode())
 
 
 def take(store: Store, session: str) -> list[str]:
-    """The lines kept for the session's model, oldest first; they are gone once taken."""
+    """What the session's model is to be told: the net result of the steps since its last
+    prompt, oldest first (a turn undone and then redone is not said: the files are as the
+    model left them); gone once taken."""
     path = _path(store, session)
-    lines = _read(path)
-    if lines:
+    records = _read(path)
+    if records:
         remove_quietly(path)
+    return net_notes(records)
+
+
+def net_notes(records: list[object]) -> list[str]:
+    """The lines for `records` (each an undo or redo step): per turn, only where it ended up,
+    and for the turns taken back, then those applied again, the files their steps changed."""
+    moved: dict[str, tuple[str, str, frozenset[str]]] = {}   # point id -> (step, label, files)
+    lines: list[str] = []
+    for record in records:
+        if isinstance(record, str):   # a line an older undostore wrote
+            lines.append(record)
+            continue
+        if not isinstance(record, dict) or record.get("step") not in ("undo", "redo"):
+            continue
+        files = frozenset(f for f in record.get("files", ()) if isinstance(f, str))
+        for turn in record.get("turns", ()):
+            if not (isinstance(turn, list) and len(turn) == 2):
+                continue
+            ident, label = str(turn[0]), str(turn[1])
+            before = moved.pop(ident, None)
+            if before is not None and before[0] != record["step"]:
+                continue   # undone, then applied again (or the other way): as the model left it
+            moved[ident] = (record["step"], label, files | (before[2] if before else frozenset()))
+    for step in ("undo", "redo"):
+        turns = [(label, files) for kind, label, files in moved.values() if kind == step]
+        if turns:
+            files = sorted(frozenset().union(*(f for _, f in turns)))
+            lines.append(step_note(step, [label for label, _ in turns], files))
     return lines
 
 
-def step_note(direction: str, labels: list[str], created: list[str], modified: list[str],
-              deleted: list[str]) -> str:
-    """The line for an undo (`direction` "undo") or redo of the turns `labels`, newest first."""
+def step_note(direction: str, labels: list[str], files: list[str]) -> str:
+    """The line for an undo (`direction` "undo") or redo of the turns `labels`, in the order
+    the steps moved them."""
     turns = ", ".join(repr(label) for label in labels[:3]) + (", ..." if len(labels) > 3 else "")
     what = "turn" if len(labels) == 1 else f"{len(labels)} turns"
-    files = sorted({*created, *modified, *deleted})
     named = ", ".join(files[:MAX_FILES_NAMED]) + (
         f" and {len(files) - MAX_FILES_NAMED} more" if len(files) > MAX_FILES_NAMED else "")
     if direction == "undo":

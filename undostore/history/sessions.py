@@ -265,9 +265,9 @@ def _tell_the_model(store: Store, session: str, request: Any, result: Any) -> No
 
     if not (result.created or result.modified or result.deleted):
         return
-    labels = [p.label or p.id[:12] for p in request.turns]
-    notes.add(store, session, notes.step_note(request.direction.value, labels, result.created,
-                                              result.modified, result.deleted))
+    notes.add(store, session, request.direction.value,
+              [(p.id, p.label or p.id[:12]) for p in request.turns],
+              [*result.created, *result.modified, *result.deleted])
 
 
 def resolve_point(store: Store, ref: str) -> str:
