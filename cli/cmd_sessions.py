@@ -147,8 +147,7 @@ def step_summary(result: Any) -> str:
                     "before ") if result.whole else
                    ("took back ", "take back ") if direction is Direction.UNDO else
                    ("applied again ", "apply again "))
-    files = len(result.created) + len(result.modified) + len(result.deleted)
-    counts = f"{_plural(len(result.turns), 'turn')}; {_plural(files, 'file')}"
+    counts = result.counts()
     if result.dry_run:
         lines = result.plan.lines() if result.plan is not None else []
         return "\n".join([*lines, f"dry run: {which} would {would}{named} ({counts}); "
@@ -161,10 +160,6 @@ def step_summary(result: Any) -> str:
     lines.append(f"safety snapshot {result.safety} (`undostore restore {result.safety[:12]}` "
                  f"puts the files back as they were; {undoes})")
     return "\n".join(lines)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 _STEPS = click.argument("steps", metavar="[N]", type=click.IntRange(min=1), default=1,

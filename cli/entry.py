@@ -105,10 +105,12 @@ def _run(call: PlainCall) -> None:
     defaults used (both run unattended), the library's errors mapped to their exit codes, no
     final collection."""
     import gc
+    import warnings
 
     from . import signals
-    from .plain import Options, fail, fail_with, unattended_settings
+    from .plain import Options, fail, fail_with, one_line_warning, unattended_settings
 
+    warnings.showwarning = one_line_warning
     try:
         with signals.cancel_on_signals(), unattended_settings():
             options = Options(call.root, call.store, call.force)

@@ -87,7 +87,6 @@ def summary(command: HostCommand, session: str, result: Any) -> str:
     from undostore.restore.revert import conflict_notes
 
     labels = [p.label or p.id[:12] for p in result.turns]
-    touched = {*result.created, *result.modified, *result.deleted}
     count = len(result.turns)
     turns = f"{count} turns" if count > 1 else "the last turn"
     what = "; ".join(repr(label) for label in labels[:3]) + ("; ..." if len(labels) > 3 else "")
@@ -104,5 +103,5 @@ def summary(command: HostCommand, session: str, result: Any) -> str:
     warnings = result.warnings
     kept = (f"; {len(warnings)} warning(s), the first: {warnings[0].path!r}: "
             f"{' '.join(warnings[0].message.split())}" if warnings else "")  # one line
-    return (f"{first}{verb} {turns} of session {session!r} ({what}): {len(touched)} "
-            f"file(s) changed, safety snapshot {result.safety[:12]}; {back}{conflicts}{kept}")
+    return (f"{first}{verb} {turns} of session {session!r} ({what}; {result.counts()}), "
+            f"safety snapshot {result.safety[:12]}; {back}{conflicts}{kept}")

@@ -97,11 +97,6 @@ def all_commands() -> dict[str, click.Command]:
     return dict(cli.commands)
 
 
-def _one_line_warning(message: Warning | str, *args: object, **kwargs: object) -> None:
-    """A library warning is one line for people, not Python's file:line and source."""
-    click.echo(f"undostore: warning: {message}", err=True)
-
-
 def _interrupted(as_json: bool, err: BaseException) -> None:
     """Ctrl-C: one line on stderr saying what became of the half-done work, exit 130."""
     original = err.original if isinstance(err, _Interrupt) else err
@@ -183,7 +178,9 @@ def main(argv: list[str] | None = None) -> None:
 def _main(argv: list[str] | None) -> None:
     import warnings
 
-    warnings.showwarning = _one_line_warning
+    from .plain import one_line_warning
+
+    warnings.showwarning = one_line_warning
     args = json_after_command(sys.argv[1:] if argv is None else list(argv))
     as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:

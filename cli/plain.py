@@ -50,6 +50,12 @@ def unattended_settings() -> contextlib.AbstractContextManager[None]:
         return stack.pop_all()
 
 
+def one_line_warning(message: Warning | str, *args: object, **kwargs: object) -> None:
+    """`warnings.showwarning` for every entry: a library warning is one line for people (the
+    contract's one stderr line), not Python's file:line and source line."""
+    print(f"undostore: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 def stdin_is_terminal() -> bool:
     try:
         return sys.stdin is not None and sys.stdin.isatty()

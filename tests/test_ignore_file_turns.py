@@ -33,7 +33,7 @@ def test_undo_of_a_turn_that_deleted_gitignore_keeps_the_ignored_files(tree_fact
     assert shown.returncode == 0, shown.stderr
     assert [c["path"] for c in json.loads(shown.stdout)["changes"]] == [".gitignore", "app.py"]
     told = answer(hook(prompt_event(root, "/undo", session="c")))
-    assert "2 file(s) changed" in told
+    assert "1 turn; 2 files" in told
     assert files(root) == {".gitignore": ".env\nnode_modules/\n", ".env": ENV, "app.py": "v1\n",
                            "node_modules/left/index.js": "module.exports = 1\n"}
     answer(hook(prompt_event(root, "/redo", session="c")))

@@ -5,6 +5,8 @@ Through real `undostore` processes."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 from .conftest import Cli
 from .test_hook import files, hook
@@ -58,3 +60,43 @@ def test_undo_whole_says_what_redo_will_and_will_not_bring_back(tree_factory, cl
     undone = cli.run("undo", "--session", "A", "--whole", "--yes", root=root)
     assert "`undostore redo` applies this session's turns again, not the other changes" \
         in undone.stdout
+
+
+def test_merge_over_markers_an_earlier_merge_left_is_refused_naming_them(tree_factory,
+                                                                         cli: Cli):
+    """Issue 55, item 14: `redo --merge` over unresolved markers nested new ones inside them;
+    and a refusal named "someone else" for the markers undostore itself wrote."""
+    root = tree_factory({"a.py": "1\n2\n3\n"})
+    turn(root, "c", "edit", {"a.py": "1\nturn\n3\n"})
+    (root / "a.py").write_text("1\nuser\n3\n")
+    refused = cli.run("undo", "-s", "c", "--yes", root=root)
+    assert refused.returncode == 3
+    assert "changed since by you or a program: no recorded turn changed it" in refused.stderr
+    assert cli.run("undo", "-s", "c", "--yes", "--merge", root=root).returncode == 3
+    marked = (root / "a.py").read_text()
+    assert marked.count("<<<<<<<") == 1
+    again = cli.run("redo", "-s", "c", "--yes", "--merge", root=root)
+    assert again.returncode == 3
+    assert "a.py still holds conflict markers an earlier --merge left" in again.stderr
+    assert (root / "a.py").read_text() == marked
+    plain = cli.run("redo", "-s", "c", "--yes", root=root)
+    assert "changed since by an earlier --merge: it holds the conflict markers" in plain.stderr
+
+
+def test_the_hooks_warning_is_one_line(tree_factory):
+    """Issue 55, item 14: a store-size warning came out as Python's two lines (file:line and
+    the source line); the contract says one stderr line."""
+    import os
+
+    root = tree_factory({"big.bin": os.urandom(300_000)})
+    env = {**os.environ, "UNDOSTORE_MAX_STORE_MB": "0.01"}
+    said = []
+    for n in range(2):
+        (root / "big.bin").write_bytes(os.urandom(300_000))
+        done = subprocess.run([sys.executable, "-m", "undostore", "hook"], env=env,
+                              input=json.dumps(prompt_event(root, f"p{n}", session="c")).encode(),
+                              capture_output=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        said += done.stderr.decode().splitlines()
+    assert len(said) == 1, said   # said once, when first found (retention.py), in one line
+    assert said[0].startswith("undostore: warning: the store (0.3 MB) cannot fit"), said

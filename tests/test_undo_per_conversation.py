@@ -64,10 +64,10 @@ def test_one_conversations_undo_leaves_anothers_undone_turn_undone(tree_factory)
     turn(root, "X", "make x", {"x1.txt": "x\n", "x2.txt": "x\n", "x3.txt": "x\n"})
     turn(root, "Y", "make y", {"y.txt": "y\n"})
     told_x = answer(hook(prompt_event(root, "/undo", session="X")))
-    assert "'make x'" in told_x and "3 file(s) changed" in told_x
+    assert "'make x'" in told_x and "1 turn; 3 files" in told_x
     assert files(root) == {"keep.txt": "k\n", "y.txt": "y\n"}
     told_y = answer(hook(prompt_event(root, "/undo", session="Y")))
-    assert "session 'Y' ('make y'): 1 file(s) changed" in told_y
+    assert "session 'Y' ('make y'; 1 turn; 1 file)" in told_y
     assert files(root) == {"keep.txt": "k\n"}        # X's turn stays undone
     answer(hook(prompt_event(root, "/redo", session="X")))
     assert files(root) == {"keep.txt": "k\n", "x1.txt": "x\n", "x2.txt": "x\n", "x3.txt": "x\n"}

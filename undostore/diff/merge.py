@@ -26,6 +26,7 @@ from typing import TypeVar
 from undostore.diff.linediff import Edit, diff_lines, split_lines
 
 MARKER_SIZE = 7
+_OPENS, _CLOSES = b"<" * MARKER_SIZE + b" ", b">" * MARKER_SIZE + b" "
 BINARY_PROBE = 8000    # git's buffer_is_binary: a NUL in the first 8000 bytes
 CONFLICT, OURS, THEIRS, SAME = 0, 1, 2, 4
 T = TypeVar("T")
@@ -46,6 +47,16 @@ class TextMerge:
 def is_binary(data: bytes) -> bool:
     """True where git would not merge line by line: a NUL byte in the first 8000 bytes."""
     return b"\0" in data[:BINARY_PROBE]
+
+
+def has_markers(data: bytes) -> bool:
+    """Whether `data` holds git-style conflict markers (a `<<<<<<< ` line and a `>>>>>>> `
+    line): what an earlier `--merge` left unresolved."""
+    return _has_line(data, _OPENS) and _has_line(data, _CLOSES)
+
+
+def _has_line(data: bytes, start: bytes) -> bool:
+    return data.startswith(start) or b"\n" + start in data
 
 
 def merge_value(base: T | None, ours: T | None, theirs: T | None) -> tuple[T | None, bool]:

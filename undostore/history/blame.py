@@ -35,6 +35,24 @@ def changed_by(store: Store, path: str, turn: Point) -> str | None:
     return None
 
 
-def name_changes(store: Store, conflicts: list[TurnConflict]) -> list[TurnConflict]:
-    """`conflicts`, each with who changed its path since, where a recorded turn did."""
-    return [c._replace(by=changed_by(store, c.path, c.turn)) for c in conflicts]
+def name_changes(store: Store, conflicts: list[TurnConflict], now: str | None = None
+                 ) -> list[TurnConflict]:
+    """`conflicts`, each with who changed its path since: the markers an earlier `--merge`
+    left in it (in snapshot `now`, the files now), else a recorded turn where one did."""
+    marked = _holding_markers(store, now, [c.path for c in conflicts]) if now else set()
+    return [c._replace(by="an earlier --merge: it holds the conflict markers that left"
+                       if c.path in marked else changed_by(store, c.path, c.turn))
+            for c in conflicts]
+
+
+def _holding_markers(store: Store, now: str, paths: list[str]) -> set[str]:
+    from undostore.diff.merge import has_markers
+    from undostore.git.objects import MODE_LINK
+    from undostore.git.reader import ObjectReader
+    from undostore.restore.plan import entries_at
+
+    with ObjectReader(store) as reader:
+        found = entries_at(reader.read_tree_body, bytes.fromhex(now), paths)
+        return {path for path, entry in found.items()
+                if entry is not None and entry[0] != MODE_LINK
+                and has_markers(reader.read_blob(entry[1]))}

@@ -225,6 +225,7 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
     from undostore.history import steps as multi
     from undostore.history.blame import name_changes
     from undostore.restore.restore import recover_pending, restore
+    from undostore.restore.revert import UnresolvedMarkers
 
     store = wt.store
     recovered: list[str] = []
@@ -247,7 +248,9 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
         bodies: dict[bytes, bytes] = {}   # the trees the merge read and made, for the restore
         composed = multi.compose(store, request, bodies)
         if composed.conflicts and not merge:
-            raise multi.StepConflict(request, name_changes(store, composed.conflicts))
+            raise multi.StepConflict(request, name_changes(store, composed.conflicts, now.id))
+        if composed.still_marked:
+            raise UnresolvedMarkers(composed.still_marked)
         context = request.context(os.urandom(8).hex())
         result = restore(wt, composed.target, expected=None if whole else now.id,
                          dry_run=dry_run, confirm=confirm, context=context,

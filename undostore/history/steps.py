@@ -79,6 +79,11 @@ class StepResult(RestoreResult):
                    conflicts=sorted({c.path for c in composed.conflicts}),
                    unmarked=composed.unmarked, whole=request.whole, recovered=recovered)
 
+    def counts(self) -> str:
+        """`1 turn; 3 files`: what the step moved, in the words every front end uses."""
+        files = len(self.created) + len(self.modified) + len(self.deleted)
+        return f"{_plural(len(self.turns), 'turn')}; {_plural(files, 'file')}"
+
     def to_json(self) -> dict[str, Any]:
         doc = super().to_json()
         doc.update(step=self.step, turns=[p.to_json() for p in self.turns],
@@ -94,7 +99,8 @@ class StepConflict(ConflictError):
     def __init__(self, request: StepRequest, conflicts: list[TurnConflict]) -> None:
         self.conflicts = sorted({c.path for c in conflicts})   # what `--json` lists
         verb = request.direction.value
-        lines = [f"{c.path} ({_turn_name(c.turn)}; changed since by {c.by or 'someone else'})"
+        lines = [f"{c.path} ({_turn_name(c.turn)}; changed since by "
+                 f"{c.by or 'you or a program: no recorded turn changed it'})"
                  for c in conflicts]
         ways = (f"`undostore {verb} --merge` writes them with conflict markers"
                 + (f", `undostore undo --whole` puts the whole folder back to "
@@ -105,6 +111,10 @@ class StepConflict(ConflictError):
             f"{verb} of session {request.session!r} conflicts with later changes in "
             f"{len(conflicts)} path(s); nothing was changed ({ways}):\n  {shown}",
             None)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _turn_name(point: Point) -> str:
@@ -184,6 +194,7 @@ class Composed(NamedTuple):
     target: str
     conflicts: list[TurnConflict]
     unmarked: dict[str, str]   # conflicts left with no markers, and what stands there
+    still_marked: list[str]    # conflicts in files an earlier --merge left marked
 
 
 def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | None = None
@@ -194,10 +205,11 @@ def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | Non
     from undostore.restore.revert import build_revert_tree
 
     if request.whole:
-        return Composed(request.turns[-1].id, [], {})
+        return Composed(request.turns[-1].id, [], {}, [])
     ours = request.now
     conflicts: list[TurnConflict] = []
     unmarked: dict[str, str] = {}
+    still_marked: list[str] = []
     for turn in request.turns:
         after = turn.after or turn.id
         # revert(FROM, TO) takes back FROM -> TO: undo takes back the turn, redo its reverse.
@@ -208,8 +220,9 @@ def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | Non
                                               f"{_turn_name(turn)}", bodies=bodies)
         conflicts += [TurnConflict(path, turn) for path in tree.conflicts]
         unmarked.update(tree.unmarked)
+        still_marked += tree.still_marked
         ours = tree.target
-    return Composed(ours, conflicts, unmarked)
+    return Composed(ours, conflicts, unmarked, still_marked)
 
 
 # --- the journal ---------------------------------------------------------------------------------

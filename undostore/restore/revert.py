@@ -29,7 +29,7 @@ from collections.abc import KeysView
 from dataclasses import dataclass, field
 from typing import Any
 
-from undostore.diff.merge import BINARY_PROBE, is_binary, merge_text, merge_value
+from undostore.diff.merge import BINARY_PROBE, has_markers, is_binary, merge_text, merge_value
 from undostore.errors import ConflictError
 from undostore.git.objects import (
     BLOB,
@@ -83,9 +83,23 @@ class RevertTree:
     target: str
     conflicts: list[str] = field(default_factory=list)
     unmarked: dict[str, str] = field(default_factory=dict)   # conflicts with no markers: why
+    still_marked: list[str] = field(default_factory=list)   # hold an earlier merge's markers
     created: int = 0
     modified: int = 0
     deleted: int = 0
+
+
+class UnresolvedMarkers(ConflictError):
+    """A `--merge` would mark files that still hold the markers an earlier one left: markers
+    inside markers. Nothing changed; the user resolves the old ones first."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.conflicts = sorted(paths)
+        shown = ", ".join(self.conflicts[:5]) + (", ..." if len(paths) > 5 else "")
+        super().__init__(
+            f"{shown} still hold{'s' if len(paths) == 1 else ''} conflict markers an earlier "
+            "--merge left, and would be marked again inside them; nothing was changed: resolve "
+            "them (or put the file back with `undostore restore`) and run it again")
 
 
 class RevertConflict(ConflictError):
@@ -133,7 +147,8 @@ def build_revert_tree(store: Store, from_sha: bytes, to_sha: bytes, ours_sha: by
                                                  bodies=bodies, check=False)
         merger = _Merger(reader, ours_label, theirs_label)
         changes: dict[str, Entry | None] = {}
-        tree = RevertTree(target="", conflicts=merger.conflicts, unmarked=merger.unmarked)
+        tree = RevertTree(target="", conflicts=merger.conflicts, unmarked=merger.unmarked,
+                          still_marked=merger.still_marked)
         for path in paths:
             base = base_side.files.get(path)
             if path in ours_side.files:
@@ -204,6 +219,9 @@ class _Merger:
         self.labels = (ours_label, theirs_label)
         self.conflicts: list[str] = []
         self.unmarked: dict[str, str] = {}   # conflicts left with no markers, and why
+        # conflicts in files that hold markers an earlier --merge left: never marked again
+        self.still_marked: list[str] = []
+        self.path = ""   # the path being merged
         self.new_blobs: dict[bytes, bytes] = {}
 
     def merge(self, path: str, base: Entry | None, ours: Entry | None,
@@ -225,6 +243,7 @@ class _Merger:
         mode, mode_conflict = merge_value(base_mode, ours[0], theirs[0])
         sha, content_conflict = merge_value(base_sha, ours[1], theirs[1])
         if content_conflict:
+            self.path = path
             sha, content_conflict = self._merge_content(base_sha, ours[1], theirs[1])
             # As git's merge-recursive does (merge_mode_and_contents, 2.39): once the contents
             # were merged line by line, that merge alone says whether the path is clean, and
@@ -252,7 +271,10 @@ class _Merger:
             return ours, True
         read = self.reader.read_blob
         base_data = read(base) if base is not None else b""
-        merged = merge_text(base_data, read(ours), read(theirs), *self.labels, alnum=False)
+        ours_data = read(ours)
+        merged = merge_text(base_data, ours_data, read(theirs), *self.labels, alnum=False)
+        if not merged.clean and has_markers(ours_data):
+            self.still_marked.append(self.path)
         sha = hash_object(BLOB, merged.data)
         self.new_blobs[sha] = merged.data
         return sha, not merged.clean
@@ -387,6 +409,8 @@ def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool 
                                  theirs_label=f"before {from_sha.hex()[:12]}")
         if tree.conflicts and not merge:
             raise RevertConflict(from_sha.hex(), to_sha.hex(), tree.conflicts)
+        if tree.still_marked:
+            raise UnresolvedMarkers(tree.still_marked)
         restored = restore(wt, tree.target, expected=ours.id, dry_run=dry_run,
                            confirm=confirm, on_progress=on_progress, now=ours, context=context)
     fields = {name: getattr(restored, name) for name in RestoreResult.__dataclass_fields__}
