@@ -279,7 +279,7 @@ def start() -> None:
     try:
         if time.time() - os.lstat(lock).st_mtime < START_EVERY_SECONDS:
             return
-        os.utime(lock)
+        os.utime(lock, follow_symlinks=False)
     except OSError:
         pass   # none yet: the resident process makes the folder and its lock
     try:

@@ -20,6 +20,7 @@ import os
 import selectors
 import signal
 import socket
+import stat
 import sys
 import time
 import traceback
@@ -38,15 +39,15 @@ from .resident import (
     MAX_REQUEST_BYTES,
     REFUSED,
     REQUEST_TIMEOUT_SECONDS,
+    RUN_FOLDER,
     SOCKET_NAME,
     STATE_NAME,
     available,
     code_stamp,
-    folder_is_private,
     peer_uid,
-    run_folder,
     running_here,
 )
+from .resident import home as resident_home
 
 
 class _Served:
@@ -65,21 +66,15 @@ def serve(idle_seconds: float = IDLE_SECONDS) -> int:
     not this user's alone)."""
     import fcntl
 
-    if not available():
+    if not available() or not _enter_run_folder():
         return 1
-    folder = run_folder()
+    # From here on every name is relative to run/, the folder opened and checked: were it (or
+    # the home) swapped for a link since, nothing is written through it.
     try:
-        make_private_dirs(folder)
+        lock = os.open(LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
         return 1
-    if not folder_is_private(folder):
-        return 1
-    try:
-        lock = os.open(os.path.join(folder, LOCK_NAME),
-                       os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return 1
-    path = os.path.join(folder, SOCKET_NAME)
+    path = SOCKET_NAME
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     bound: os.stat_result | None = None
     try:
@@ -97,10 +92,10 @@ def serve(idle_seconds: float = IDLE_SECONDS) -> int:
             os.umask(previous)
         listener.listen(64)
         bound = os.lstat(path)
-        _write_state(folder, served=0)
+        _write_state(served=0)
         gc.freeze()   # what the imports made is shared with every child, untouched
-        served = _loop(listener, path, bound, stamp, idle_seconds, folder)
-        _write_state(folder, served=served, ended=True)
+        served = _loop(listener, path, bound, stamp, idle_seconds)
+        _write_state(served=served, ended=True)
     except OSError:
         return 1   # another resident process serves this home, or the socket cannot be made
     finally:
@@ -109,6 +104,46 @@ def serve(idle_seconds: float = IDLE_SECONDS) -> int:
             _remove_socket(path, bound)
         os.close(lock)
     return 0
+
+
+def _enter_run_folder() -> bool:
+    """Make this process's folder `run/` in the home, as the store would have the home: this
+    user's, writable by no one else, never through a symbolic link (store/trust.py); run/ this
+    user's alone (made 0700 where missing). Opened once and checked on what was opened (not by
+    path again): False where any of that fails."""
+    from undostore.errors import UntrustedStoreError
+    from undostore.store.trust import check
+
+    home = resident_home()
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        check(home, folder=True)
+        make_private_dirs(os.path.join(home, RUN_FOLDER))
+        home_fd = os.open(home, flags)
+    except (OSError, UntrustedStoreError):
+        return False
+    try:
+        if not _owned(os.fstat(home_fd), shut=stat.S_IWGRP | stat.S_IWOTH):
+            return False
+        run_fd = os.open(RUN_FOLDER, flags, dir_fd=home_fd)
+    except OSError:
+        return False
+    finally:
+        os.close(home_fd)
+    try:
+        if not _owned(os.fstat(run_fd), shut=stat.S_IRWXG | stat.S_IRWXO):
+            return False
+        os.fchdir(run_fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(run_fd)
+
+
+def _owned(st: os.stat_result, shut: int) -> bool:
+    """A folder of this user's that grants no one else the rights in `shut`."""
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & shut
 
 
 def _remove_socket(path: str, bound: os.stat_result) -> None:
@@ -121,7 +156,7 @@ def _remove_socket(path: str, bound: os.stat_result) -> None:
 
 
 def _loop(listener: socket.socket, path: str, bound: os.stat_result, stamp: str,
-          idle_seconds: float, folder: str) -> int:
+          idle_seconds: float) -> int:
     """Accept calls until idle, refused or replaced; returns how many calls it ran."""
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
@@ -168,7 +203,7 @@ def _loop(listener: socket.socket, path: str, bound: os.stat_result, stamp: str,
             call.conn.close()
             _preload(call.told)
             last = time.monotonic()
-            _write_state(folder, served=served)
+            _write_state(served=served)
         if running:
             continue
         if leaving or time.monotonic() - last > idle_seconds:
@@ -368,11 +403,12 @@ def _warm() -> None:
             pass   # pywatchman is an extra
 
 
-def _write_state(folder: str, *, served: int, ended: bool = False) -> None:
-    """`run/resident.json`: this process, the calls it ran, whether it left (for `doctor`)."""
+def _write_state(*, served: int, ended: bool = False) -> None:
+    """`run/resident.json` (this process's folder: `_enter_run_folder`): this process, the
+    calls it ran, whether it left (for `doctor`)."""
     text = json.dumps({"pid": os.getpid(), "served": served, "ended": ended})
     try:
-        atomic_write(os.path.join(folder, STATE_NAME), text.encode(), durable=False)
+        atomic_write(STATE_NAME, text.encode(), durable=False)
     except OSError:
         pass
 

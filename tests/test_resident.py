@@ -441,3 +441,38 @@ def test_the_footers_status_starts_no_resident_process_and_makes_nothing(tree_fa
             done.stderr
     time.sleep(0.5)   # a resident process started in the background would have made run/
     assert not home.exists()
+
+
+def test_a_run_folder_swapped_for_a_link_after_start_is_never_written_through(tmp_path, on):
+    """Issue 55, item 15: the resident process wrote run/resident.json by path after it had
+    started, so one who could write the home swapped run/ for a link and the process (root's,
+    say) wrote through it. It now writes only in the folder it opened."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    serving_process = subprocess.Popen(
+        [sys.executable, "-c", "from undostore_cli import resident_serve; "
+                               "raise SystemExit(resident_serve.serve(idle_seconds=2))"])
+    try:
+        until(serving, "the resident process to listen")
+        folder = run_folder()
+        folder.rename(folder.with_name("run.moved"))
+        folder.symlink_to(elsewhere)
+        assert serving_process.wait(timeout=60) == 0
+    finally:
+        if serving_process.poll() is None:
+            serving_process.kill()
+    assert list(elsewhere.iterdir()) == []
+    moved = json.loads((folder.with_name("run.moved") / resident.STATE_NAME).read_text())
+    assert moved["ended"] is True
+
+
+def test_a_home_others_may_write_is_refused_as_the_store_refuses_it(tmp_path, on, monkeypatch):
+    home = tmp_path / "shared-home"
+    home.mkdir()
+    home.chmod(0o777)
+    monkeypatch.setenv("UNDOSTORE_HOME", str(home))
+    done = subprocess.run([sys.executable, "-c", "from undostore_cli import resident_serve; "
+                           "raise SystemExit(resident_serve.serve(idle_seconds=0.5))"],
+                          timeout=60)
+    assert done.returncode == 1
+    assert list(home.iterdir()) == []
