@@ -60,7 +60,8 @@ def init_command(ctx: Context, host: str, user_wide: bool, dry_run: bool, as_jso
             path = target(spec, root, user_wide)
             old = read_config(path)
             new = spec.update(old, path)
-            changes.append({"path": path, "old": old, "new": new})
+            kept = spec.kept(new) if spec.kept is not None else None
+            changes.append({"path": path, "old": old, "new": new, "kept": kept})
     except ConfigError as err:
         from undostore.errors import UndostoreError
 
@@ -72,7 +73,8 @@ def init_command(ctx: Context, host: str, user_wide: bool, dry_run: bool, as_jso
                 _write(change["path"], change["new"])
     payload: dict[str, Any] = {
         "host": host, "dry_run": dry_run, "written": [] if dry_run else written,
-        "unchanged": [c["path"] for c in changes if c["new"] == c["old"]]}
+        "unchanged": [c["path"] for c in changes if c["new"] == c["old"]],
+        "kept": [c["kept"] for c in changes if c["kept"]]}
     if dry_run:
         payload["would_write"] = [{"path": c["path"], "content": c["new"]} for c in changes
                                   if c["new"] != c["old"]]
@@ -149,6 +151,8 @@ def _plain(changes: list[dict[str, Any]], dry_run: bool) -> str:
             lines += [f"would write {change['path']}:", change["new"].rstrip("\n"), ""]
         else:
             lines.append(f"wrote {change['path']}")
+        if change["kept"]:
+            lines.append(f"  {change['kept']}")
     return "\n".join(lines)
 
 

@@ -25,9 +25,11 @@ def mcp_command(ctx: Context, as_json: bool) -> None:
     except ModuleNotFoundError as err:
         if not (err.name or "").startswith(("mcp", "anyio", "pydantic")):
             raise
+        from .install_hint import pip_install
+
         raise click.ClickException(
             f"the MCP server needs the `mcp` package ({err.name} is missing): "
-            "pip install 'undostore[mcp]'") from None
+            f"{pip_install('mcp')}") from None
     serve(ctx.options)
 
 COMMANDS = [mcp_command]

@@ -62,8 +62,10 @@ def _require_extra() -> None:
     try:
         import prompt_toolkit  # noqa: F401
     except ImportError:
-        raise click.ClickException("pick needs the terminal-UI extra: pip install "
-                                   "'undostore[tui]' (prompt_toolkit)") from None
+        from .install_hint import pip_install
+
+        raise click.ClickException("pick needs the terminal-UI extra (prompt_toolkit): "
+                                   f"{pip_install('tui')}") from None
 
 
 class _Picker:

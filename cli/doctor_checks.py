@@ -63,8 +63,10 @@ def wired(host: str, root: str) -> str | None:
 def on_path() -> Check:
     found = shutil.which("undostore")
     if found is None:
+        from .install_hint import tool_install
+
         return Check("path", False, "`undostore` is not on the PATH hosts run it from: install "
-                     "it with `pipx install undostore` (or `uv tool install`), then open a new "
+                     f"it with `{tool_install()}` (or `uv tool install`), then open a new "
                      "terminal")
     return Check("path", True, f"undostore is {found}")
 
@@ -235,7 +237,8 @@ def fired(host: str, seen: dict[str, float], now: float | None = None) -> Check:
     if when is None:
         return Check(f"{host}: hooks fired", False, f"{host} has not run undostore's hook here "
                      f"yet: send a prompt in {host} in this folder; if it still says so, the "
-                     "host is not calling it (see the steps above)")
+                     f"host is not calling it: `undostore init {host}` writes its hooks again, "
+                     "and the host must trust this folder and its hooks")
     age = max(0.0, (time.time() if now is None else now) - when)
     return Check(f"{host}: hooks fired", True, f"last {_ago(age)} ago")
 

@@ -42,6 +42,9 @@ class ConfigFile:
     project: str | None          # path under the root (None: user-wide only)
     user: str                    # path under the home folder (with --global)
     update: Callable[[str | None, str], str]   # (old text or None, path) -> new text
+    # What of the user's own the new text keeps in undostore's place, for `init` to say
+    # (None: nothing): new text -> one line, or None.
+    kept: Callable[[str], str | None] | None = None
 
 
 def read_config(path: str) -> str | None:
@@ -138,6 +141,20 @@ def claude_settings(text: str | None, path: str) -> str:
     return _dump(doc)
 
 
+def own_footer(text: str) -> str | None:
+    """What `init` says when Claude Code's settings keep a footer of the user's own (so the
+    undo counts do not show in it); None when the footer is undostore's."""
+    try:
+        line = json.loads(text).get("statusLine")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(line, dict) or "undostore status" in str(line.get("command")):
+        return None
+    return (f"kept your statusLine ({line.get('command')!r}): Claude Code's footer shows no "
+            "undo:N redo:M; `undostore status` prints that line from the same JSON on stdin, "
+            "for your script to add")
+
+
 def _copilot_entries() -> dict[str, Any]:
     def entry(event: str) -> dict[str, Any]:
         run = command("copilot", event)
@@ -202,7 +219,8 @@ def owned(body: str) -> Callable[[str | None, str], str]:
 
 INIT: dict[str, list[ConfigFile]] = {
     "claude-code": [
-        ConfigFile(".claude/settings.json", ".claude/settings.json", claude_settings),
+        ConfigFile(".claude/settings.json", ".claude/settings.json", claude_settings,
+                   kept=own_footer),
         ConfigFile(".claude/commands/undo.md", ".claude/commands/undo.md", owned(CLAUDE_UNDO)),
         ConfigFile(".claude/commands/redo.md", ".claude/commands/redo.md", owned(CLAUDE_REDO)),
     ],
