@@ -32,7 +32,6 @@ from .hosts import (
     BLOCK_CONTINUE,
     BLOCK_EXIT_2,
     BLOCK_NONE,
-    BLOCK_STOP,
     HOSTS,
     Host,
     detect,
@@ -255,8 +254,6 @@ def _blocked(host: Host, line: str) -> Answer:
     """The answer that stops the `/undo` prompt from reaching the model, in the host's way."""
     if host.block == BLOCK_CONTINUE:
         return Answer(json.dumps({"continue": False, "user_message": line}))
-    if host.block == BLOCK_STOP:
-        return Answer(json.dumps({"continue": False, "stopReason": line}))
     if host.block == BLOCK_EXIT_2:
         return Answer("", line, 2)
     if host.block == BLOCK_NONE:

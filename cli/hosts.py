@@ -19,9 +19,10 @@ see docs/design.md "Agent hosts"):
   hook_event_name, workspace_roots; beforeSubmitPrompt: prompt, answer `{"continue": bool,
   "user_message"}`; stop: status, loop_count, answer `{}` or `{"followup_message"}`).
 - gemini: google-gemini/gemini-cli docs/hooks/reference.md (session_id, cwd, hook_event_name,
-  BeforeAgent: prompt, `{"continue": false, "stopReason"}` stops the turn before the model and
-  shows the reason as information (0.61's bundle: shouldStopExecution, AgentExecutionStopped);
-  AfterAgent; stdout must be JSON only).
+  BeforeAgent: prompt, `{"decision": "block", "reason"}` stops the turn before the model and
+  keeps the prompt out of the conversation (0.61's bundle: isBlockingDecision,
+  AgentExecutionBlocked; `continue: false` adds it to the history); AfterAgent; stdout must be
+  JSON only).
 - copilot: docs.github.com/en/copilot/reference/hooks-reference (camelCase events in
   `.github/hooks/*.json`: sessionId, timestamp, cwd; userPromptSubmitted: prompt, its output is
   ignored (it cannot stop a prompt); agentStop: stopReason; no event name in the payload).
@@ -50,10 +51,11 @@ ALWAYS_JSON = "always-json"  # exactly one JSON object on every path (Cursor)
 JSON_ONLY = "json-only"      # nothing, or JSON only (Gemini)
 
 # How a host lets a hook stop a prompt from reaching the model.
-BLOCK_DECISION = "decision-block"  # {"decision": "block", "reason": ...} on stdout, exit 0
-BLOCK_STOP = "stop"                # {"continue": false, "stopReason": ...}: Gemini CLI shows it
-#                                    as information ("Agent execution stopped: ..."); a "deny"
-#                                    shows as a warning and, in its TUI, as a failed request
+# {"decision": "block", "reason": ...} on stdout, exit 0. Gemini CLI then keeps the prompt out
+# of the conversation (with `continue: false` it adds it to the history, and the blocked
+# `/undo`s reached the model merged into the next prompt: its GeminiClient.sendMessageStream),
+# and shows "Agent execution blocked: ..." as a warning.
+BLOCK_DECISION = "decision-block"
 BLOCK_CONTINUE = "continue-false"  # {"continue": false, "user_message": ...} (Cursor)
 BLOCK_EXIT_2 = "exit-2"            # the reason on stderr, exit 2 (Windsurf's pre-hooks)
 BLOCK_NONE = "none"                # the host has no way: the command is done, the prompt goes on
@@ -141,7 +143,8 @@ HOSTS: dict[str, Host] = {h.name: h for h in (
          stdout=ALWAYS_JSON, block=BLOCK_CONTINUE, event_id=("generation_id",)),
     Host("gemini", frozenset({"BeforeAgent"}), frozenset({"AfterAgent"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",),
-         stdout=JSON_ONLY, block=BLOCK_STOP, event_id=("timestamp",), context="BeforeAgent"),
+         stdout=JSON_ONLY, block=BLOCK_DECISION, event_id=("timestamp",),
+         context="BeforeAgent"),
     Host("copilot", frozenset({"userPromptSubmitted"}), frozenset({"agentStop"}),
          None, ("sessionId",), ("cwd",), ("prompt",), block=BLOCK_NONE,
          event_id=("timestamp",)),

@@ -26,6 +26,19 @@ CLAUDE_UNDO = _CLAUDE_COMMAND.format(what="Put the files back as they were befor
                                      more="; /undo N for N turns", step="undo")
 CLAUDE_REDO = _CLAUDE_COMMAND.format(what="Take back the last /undo", more="", step="redo")
 
+# Gemini CLI's custom commands (`.gemini/commands/*.toml`): `/undo` and `/redo` in its slash
+# menu. Gemini submits the prompt as typed (`{{args}}`: N, --merge, --whole), which its
+# BeforeAgent hook, undostore's, answers before it reaches the model.
+_GEMINI_COMMAND = """\
+# undostore: {what} (the BeforeAgent hook does it; the model never sees it)
+description = "{what} (undostore)"
+prompt = "/{step} {{{{args}}}}"
+"""
+
+GEMINI_UNDO = _GEMINI_COMMAND.format(what="Put the files back as they were before the last turn; "
+                                          "/undo N for N turns", step="undo")
+GEMINI_REDO = _GEMINI_COMMAND.format(what="Take back the last /undo", step="redo")
+
 _RUN_HOOK = """\
 import { spawn } from "node:child_process";
 

@@ -20,7 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .hosts_files import CLAUDE_REDO, CLAUDE_UNDO, OPENCODE_PLUGIN, PI_EXTENSION
+from .hosts_files import (
+    CLAUDE_REDO,
+    CLAUDE_UNDO,
+    GEMINI_REDO,
+    GEMINI_UNDO,
+    OPENCODE_PLUGIN,
+    PI_EXTENSION,
+)
 
 MARK = "undostore hook"  # what makes a hook entry undostore's own
 
@@ -231,7 +238,11 @@ INIT: dict[str, list[ConfigFile]] = {
         lambda: {e: {"command": command("cursor")} for e in ("beforeSubmitPrompt", "stop")},
         top={"version": 1}))],
     "gemini": [ConfigFile(".gemini/settings.json", ".gemini/settings.json", hooks_json(
-        lambda: _grouped("gemini", "BeforeAgent", "AfterAgent", name="undostore")))],
+        lambda: _grouped("gemini", "BeforeAgent", "AfterAgent", name="undostore"))),
+               ConfigFile(".gemini/commands/undo.toml", ".gemini/commands/undo.toml",
+                          owned(GEMINI_UNDO)),
+               ConfigFile(".gemini/commands/redo.toml", ".gemini/commands/redo.toml",
+                          owned(GEMINI_REDO))],
     "copilot": [ConfigFile(".github/hooks/undostore.json", ".copilot/hooks/undostore.json",
                            hooks_json(_copilot_entries, top={"version": 1}))],
     "windsurf": [ConfigFile(".windsurf/hooks.json", ".codeium/windsurf/hooks.json", hooks_json(

@@ -113,7 +113,7 @@ SHAPES = [
     Shape("codex", _codex("UserPromptSubmit"), _codex("Stop")),
     Shape("cursor", _cursor("beforeSubmitPrompt"), _cursor("stop"),
           quiet_prompt='{"continue": true}', quiet_after="{}", block="continue"),
-    Shape("gemini", _gemini("BeforeAgent"), _gemini("AfterAgent"), block="stop"),
+    Shape("gemini", _gemini("BeforeAgent"), _gemini("AfterAgent")),
     Shape("copilot", _copilot, _copilot, prompt_args=("userPromptSubmitted",),
           after_args=("agentStop",), block="none"),
     Shape("windsurf", _windsurf("pre_user_prompt"), _windsurf("post_cascade_response"),
@@ -154,9 +154,6 @@ def undo_answer(shape: Shape, result: subprocess.CompletedProcess[bytes]) -> str
     if shape.block == "continue":
         assert answer["continue"] is False
         return answer["user_message"]
-    if shape.block == "stop":
-        assert set(answer) == {"continue", "stopReason"} and answer["continue"] is False
-        return answer["stopReason"]
     assert set(answer) == {"decision", "reason"} and answer["decision"] == "block"
     return answer["reason"]
 

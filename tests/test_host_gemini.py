@@ -3,8 +3,10 @@
 speaking Gemini's API (tests/model_server.py), wired by `undostore init gemini` only, in a
 folder the user trusted as Gemini asks (its trustedFolders.json; an untrusted folder registers
 no hook at all, and `doctor` says so). Turns record points with their after-turn files;
-`/undo`, `/undo`, `/redo`, `/redo`, `/undo 2` put the files right, show as information (not a
-warning) and never reach the model; the next prompt carries undostore's note."""
+`/undo`, `/undo`, `/redo`, `/redo`, `/undo 2` put the files right, show as "Agent execution
+blocked: ..." and never reach the model, then or merged into a later prompt; the next prompt
+carries undostore's note. `/undo` and `/redo` are in the TUI's slash menu (init's command
+files)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import functools
 import json
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -24,6 +27,7 @@ from .host_support import (
     in_tui,
     init,
     pinned,
+    received_texts,
     slow_turn_ends,
     the_two_turns,
     two_conversations_undo_their_own,
@@ -75,12 +79,13 @@ def test_turns_undo_and_redo_inside_gemini_cli(tmp_path):
 
         undone = host.prompt(conversation, "/undo")
         shown = undone.stdout + undone.stderr
-        assert "Agent execution stopped: undostore: undid the last turn" in shown, shown
-        assert "[WARNING]" not in shown and "blocked" not in shown
+        # A blocking decision: Gemini keeps the prompt out of the conversation (issue 55.17)
+        assert "Agent execution blocked: undostore: undid the last turn" in shown, shown
         assert files(root) == {"a.txt": "a\n", "b.txt": "b\n"}
         told = after_the_first_undo(host.prompt, conversation, root, model).told
-        assert "<hook_context>undostore: the user took back the turn 'edit a'" in told
-        assert "the user took back the 2 turns 'edit a', 'add b'" in told
+        # The net result of the five steps, said once: both turns undone.
+        assert "<hook_context>undostore: the user took back the 2 turns 'edit a', 'add b'" \
+            in told
 
 
 def test_an_untrusted_folder_runs_no_hook_and_doctor_says_so(tmp_path):
@@ -140,12 +145,15 @@ def test_geminis_clean_up_deletes_a_conversation_resumed_in_a_later_minute(tmp_p
 
 @needs_tmux
 def test_undo_in_geminis_tui(tmp_path):
-    """Typed in Gemini's TUI (tmux): `/undo` reaches the hook, the files come back, and the
-    line shows as information ("Agent execution stopped: undostore: undid ..."). Gemini adds
-    its own "This request failed" note after any stopped prompt at its default error
-    verbosity (useGeminiStream's maybeAddLowVerbosityFailureNote): no hook field avoids it.
-    The turn's end is slowed: `/undo` is typed once Gemini's turn-end hook is done, as a
-    user must (Gemini refuses a slash command until then)."""
+    """Typed in Gemini's TUI (tmux): `/undo` is in the slash menu (init's command file), reaches
+    the hook, the files come back, and the line shows ("Agent execution blocked: undostore:
+    undid ..."). The blocked `/undo` and `/redo` stay out of the conversation: the next prompt
+    reaches the model alone (issue 55.17: with `continue: false` Gemini kept them in its
+    history and sent "/undo\n/redo\nPROMPT"). Gemini adds its own "This request failed" note
+    after a blocked prompt at its default error verbosity (useGeminiStream's
+    maybeAddLowVerbosityFailureNote): no hook field avoids it. The turn's end is slowed:
+    `/undo` is typed once Gemini's turn-end hook is done, as a user must (Gemini refuses a
+    slash command until then)."""
     root = tmp_path / "project"
     root.mkdir()
     (root / "a.txt").write_text("a\n")
@@ -158,7 +166,25 @@ def test_undo_in_geminis_tui(tmp_path):
                     "Type your message") as tmux:
             typed(tmux, "edit a", "Done.")
             assert files(root) == {"a.txt": "A\n"}
-            screen = typed(tmux, "/undo", "Agent execution stopped: undostore: undid the last turn",
+            tmux.wait_gone(GEMINI_BUSY, 90)
+            tmux.send("-l", "/und")
+            menu = tmux.wait_for("(undostore)", timeout=30)
+            assert "undo" in menu, menu
+            for _ in "/und":
+                tmux.send("BSpace")
+            screen = typed(tmux, "/undo", "Agent execution blocked: undostore: undid the last turn",
                            busy=GEMINI_BUSY)
             assert files(root) == {"a.txt": "a\n"}
-            assert "'edit a'" in screen and "Agent execution blocked" not in screen, screen
+            assert "'edit a'" in screen, screen
+            typed(tmux, "/redo", "Agent execution blocked: undostore: redid the last turn",
+                  busy=GEMINI_BUSY)
+            assert files(root) == {"a.txt": "A\n"}
+            asked = len(model.requests)
+            typed(tmux, "go on now", "go on now", busy=GEMINI_BUSY)
+            deadline = time.monotonic() + 90
+            while len(model.requests) == asked and time.monotonic() < deadline:
+                time.sleep(0.2)
+            tmux.wait_gone(GEMINI_BUSY, 90)
+        sent = [t for r in model.requests[asked:] for t in received_texts(r["body"])]
+        assert sent and not any(line.strip().startswith(("/undo", "/redo"))
+                                for t in sent for line in t.splitlines()), sent

@@ -141,7 +141,9 @@ def test_global_writes_under_the_home_folder(tmp_path):
     home.mkdir()
     result = init(tmp_path / "proj", "gemini", "--global", "--json", home=home)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["written"] == [str(home / ".gemini" / "settings.json")]
+    assert json.loads(result.stdout)["written"] == [
+        str(home / ".gemini" / name) for name in ("settings.json", "commands/undo.toml",
+                                                  "commands/redo.toml")]
 
 
 def test_codex_notify_goes_before_the_first_table_and_refuses_another_program(tmp_path):
