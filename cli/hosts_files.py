@@ -65,6 +65,13 @@ function runHook(host, event, cwd) {
   });
 }
 
+// An id of this event's own: the hook takes a second event with the same id for a duplicate
+// delivery, and one without an id for a duplicate if it repeats the first within a moment, as
+// two `/undo` sent back to back (Pi's RPC mode) do.
+function eventId(kind) {
+  return `${kind}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+}
+
 // The hook's JSON answer (null when it printed none).
 function parse(out) {
   try {
@@ -152,7 +159,8 @@ export const UndostorePlugin = async ({ client, directory, worktree }) => {
       const { out, err } = await runHook("opencode", {
         hook_event_name: "chat.message",
         session_id: input && input.sessionID,
-        message_id: (output && output.message && output.message.id) || (input && input.messageID),
+        message_id: (output && output.message && output.message.id) || (input && input.messageID)
+          || eventId("opencode"),
         cwd,
         prompt,
       }, cwd);
@@ -256,6 +264,7 @@ async function command(step, args, ctx) {
   const typed = `/${step}${args && args.trim() ? " " + args.trim() : ""}`;
   const { out, err } = await runHook("pi", {
     hook_event_name: "input", session_id: sessionOf(ctx), cwd: ctx.cwd, prompt: typed,
+    turn_id: eventId("pi-command"),
   }, ctx.cwd);
   const answer = parse(out);
   if (!answer || answer.decision !== "block") {
@@ -289,7 +298,7 @@ export default function (api) {
   });
 
   pi.on("before_agent_start", async (event, ctx) => {
-    const turn = `pi-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+    const turn = eventId("pi");
     open = { turn, before: ctx.sessionManager.getLeafId() };
     const { out, err } = await runHook("pi", {
       hook_event_name: "before_agent_start", session_id: sessionOf(ctx), cwd: ctx.cwd,

@@ -9,6 +9,10 @@ the model goes on from the files as they are; two conversations in one folder un
 from __future__ import annotations
 
 import json
+import queue
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 from .host_support import (
@@ -127,3 +131,87 @@ def test_undo_and_redo_in_pis_tui(tmp_path):
             assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
             assert "(no output)" in screen, screen          # and came back with its files
             # The editor was left empty by the undo: "/redo" was the whole prompt.
+
+
+class Rpc:
+    """Pi's RPC mode (`pi --mode rpc`, what editors drive): JSON commands on stdin, its events
+    and answers on stdout, one per line."""
+
+    def __init__(self, host: Host) -> None:
+        self.proc = subprocess.Popen([NODE, str(PI), "--mode", "rpc", "--provider", "scripted",
+                                      "--model", "scripted-model"], cwd=host.root, env=host.env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.lines: queue.Queue[dict] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.sent = 0
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.lines.put(json.loads(line))
+            except ValueError:
+                continue
+
+    def prompt(self, message: str, until: str) -> list[dict]:
+        """Send `message`; every line until the event of type `until` (a turn's `agent_end`)
+        or the prompt's answer (`response`), whichever is asked."""
+        self.sent += 1
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"id": f"c{self.sent}", "type": "prompt",
+                                          "message": message}) + "\n")
+        self.proc.stdin.flush()
+        seen: list[dict] = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                event = self.lines.get(timeout=1)
+            except queue.Empty:
+                continue
+            seen.append(event)
+            if event.get("type") == until and (until != "response"
+                                               or event.get("id") == f"c{self.sent}"):
+                return seen
+        raise AssertionError(f"no {until} for {message!r}: {seen[-5:]}")
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def _notices(events: list[dict]) -> list[str]:
+    return [e.get("message", "") for e in events
+            if e.get("type") == "extension_ui_request" and e.get("method") == "notify"]
+
+
+def test_undo_undo_redo_redo_in_pis_rpc_mode(tmp_path):
+    """Issue 55, item 18: in RPC mode, each command sent once the previous one's answer came,
+    no notice came for either /undo, the second changed nothing (taken for a duplicate of the
+    first by the time window), and the first /redo applied turn 2 again. Each command now
+    carries an id of its own."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    script = {"add b": [Tool("write", {"path": str(root / "b.txt"), "content": "b\n"})],
+              "edit a": [Tool("bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}"})]}
+    with ModelServer(script) as model:
+        rpc = Rpc(Host(root, tmp_path / "home", model))
+        try:
+            rpc.prompt("add b", "agent_end")
+            rpc.prompt("edit a", "agent_end")
+            assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
+            steps = [("/undo", "undid", {"a.txt": "a\n", "b.txt": "b\n"}),
+                     ("/undo", "undid", {"a.txt": "a\n"}),
+                     ("/redo", "redid", {"a.txt": "a\n", "b.txt": "b\n"}),
+                     ("/redo", "redid", {"a.txt": "A\n", "b.txt": "b\n"})]
+            for command, said, after in steps:
+                events = rpc.prompt(command, "response")
+                assert any(f"undostore: {said}" in n for n in _notices(events)), (command, events)
+                assert files(root) == after, command
+        finally:
+            rpc.close()
