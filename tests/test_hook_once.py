@@ -67,7 +67,8 @@ def test_one_undo_delivered_twice_at_once_takes_back_one_turn(tree_factory, host
     assert answers[0] == answers[1], answers
     code, out, err = answers[0]
     assert code == 0
-    assert "undid the last turn of session 'conv' ('turn 3')" in out + err, answers
+    assert "undid the last turn of session 'conv' ('turn 3'; 1 turn; 1 file)" in out + err, \
+        answers
     with Workspace(root) as ws:
         log = ws.log("conv")
         assert [p.label for p in log.undo] == ["turn 2", "turn 1"]   # newest first

@@ -140,4 +140,5 @@ def test_without_the_extra_pick_says_how_to_get_it(project, tmp_path):
     code, screen = under_a_terminal(["pick", "-s", "agent"], project,
                                     {"PYTHONPATH": str(shadow.parent)})
     assert code == 1
-    assert b"pick needs the terminal-UI extra: pip install 'undostore[tui]'" in screen
+    assert b"pick needs the terminal-UI extra (prompt_toolkit): " in screen
+    assert b"-m pip install" in screen and b"[tui]'" in screen
