@@ -76,9 +76,8 @@ class PackIndexFile:
         if lo >= hi:
             return lo, False
         self._lookups += 1
-        # Copying the ids into a list costs O(index size) and ~57 bytes an id (5 MB for 87,000):
-        # it pays only after many lookups (0.6 us a lookup against 1.3; a 2,900-file restore of
-        # an 80,000-file tree makes fewer than a quarter of the count).
+        # Copying the ids into a list costs O(index size) in time and memory: it pays only after
+        # many lookups (docs/design.md, "Figures behind constants").
         if self._names is None and self._lookups > max(_LIST_AFTER, self.count // 4):
             self.name_list()
         if self._names is not None:

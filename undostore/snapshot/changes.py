@@ -59,9 +59,9 @@ WALK_WATCHMAN = "watchman"
 # More folders to read whole than this share of them: a full walk costs no more.
 MAX_CHANGED_SHARE = 0.25
 # More reported names to stat (in folders the cache holds) than this share of the cached files:
-# a full walk costs no more. Measured after a restore of 2,000 of 20,000 files (6,896 names,
-# 897 folders): the patch stat'ed them in 0.04-0.07 s, the walk takes 0.15 s, so ~7 us a name
-# against ~7.5 us a file; half leaves room for decoding each patched folder's record.
+# a full walk costs no more (a name costs about what a walked file does; half leaves room for
+# decoding each patched folder's record: the figures in docs/design.md, "Figures behind
+# constants").
 PATCH_SHARE = 0.5
 
 Warn = Callable[[str, str], None]

@@ -59,7 +59,7 @@ READ_ATTEMPTS = 3
 HASH_STEP = "hash"           # the step a snapshot reports (undostore/progress.py)
 IO_THREADS = 4
 PROBE_FILES = 128
-SLOW_FILE_SECONDS = 300e-6   # a warm small file reads, hashes and compresses in 20-60 us here
+SLOW_FILE_SECONDS = 300e-6   # well above a warm small file's read, hash and compress
 
 Hashed = Callable[[str, os.stat_result], None]
 
@@ -292,7 +292,7 @@ class HashRun:
                 self._record(item, self._blob(item))
             return
         if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor  # only here: 5 ms of start-up
+            from concurrent.futures import ThreadPoolExecutor  # only here: a start-up cost
 
             self._pool = ThreadPoolExecutor(max_workers=self._threads)
         blob = self._blob

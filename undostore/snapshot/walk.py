@@ -732,7 +732,7 @@ def too_many_files(root: str, limit: int) -> TooManyFilesError:
 
 def _walk_threaded(root: str, options: WalkOptions) -> list[Folder]:
     """`walk` with folders read in a thread pool (never from cached listings)."""
-    # Imported here: concurrent.futures costs 5 ms of start-up that a warm walk never needs.
+    # Imported here: concurrent.futures costs start-up time that a warm walk never needs.
     from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
     folders: list[Folder] = []
