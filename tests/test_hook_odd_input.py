@@ -5,9 +5,12 @@ session id longer than a session name may be. Through real hook, status and CLI 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from undostore import Workspace
 
@@ -94,3 +97,25 @@ def test_the_models_note_says_the_net_result_of_the_steps_since_its_last_prompt(
         answer(hook(prompt_event(root, typed, session="c")))
     done = hook(prompt_event(root, "and again", session="c"))
     assert done.returncode == 0 and done.stdout == b"", done.stdout
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace counts the opens")
+def test_one_hook_undo_reads_the_session_journal_once(tree_factory, tmp_path):
+    """Issue 56: a step is one transaction; one `/undo` read its session's journal six times."""
+    from undostore.history.journal import encode_name
+
+    from .test_undo_per_conversation import turn
+
+    root = tree_factory({"a.txt": "1"})
+    turn(root, "conv", "edit a", {"a.txt": "2"})
+    trace = tmp_path / "opens.txt"
+    event = json.dumps(prompt_event(root, "/undo", session="conv")).encode()
+    done = subprocess.run(["strace", "-f", "-e", "trace=openat", "-o", str(trace),
+                           sys.executable, "-m", "undostore", "hook"], input=event,
+                          capture_output=True, cwd=root, timeout=120)
+    assert done.returncode == 0 and b"undid" in done.stdout, done.stderr
+    name = encode_name("conv") + ".journal"
+    reads = [line for line in trace.read_text().splitlines()
+             if f'/{name}"' in line and "O_RDONLY" in line and "ENOENT" not in line]
+    assert len(reads) == 1, reads
+    assert (root / "a.txt").read_text() == "1"

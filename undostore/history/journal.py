@@ -184,6 +184,11 @@ class Journal:
         return (f"Journal({self.name!r}, undo={self.undo!r}, redo={self.redo!r}, "
                 f"recorded={self.recorded}, last_step={self.last_step!r})")
 
+    def copy(self) -> Journal:
+        """An independent copy (its points are immutable records: the lists are copied)."""
+        return Journal(self.name, list(self.undo), list(self.redo), self.recorded,
+                       self.last_step, list(self.legacy_redo), self.stepped)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Journal):
             return NotImplemented
@@ -321,9 +326,13 @@ def journal_path(store: Store, name: str) -> str:
 def load(store: Store, name: str) -> Journal:
     """The journal of session `name` (empty if it has none). A damaged journal is set aside and
     its records salvaged (module docstring)."""
+    known = _already_read(store, name)
+    if known is not None:
+        return known
     path = journal_path(store, name)
     journal = _read(path, name)
     if journal is not None:
+        _remember_read(store, journal)
         return journal
     # Damaged. Move it aside only under the store lock, and only if it is still damaged then:
     # a writer may have replaced it with a good journal since we read it.
@@ -346,6 +355,23 @@ def load(store: Store, name: str) -> Journal:
         journal = salvage(store, name, data)
         save(store, journal)
     return journal
+
+
+def _already_read(store: Store, name: str) -> Journal | None:
+    """A copy of the journal as this process last read or wrote it while holding the store lock
+    it still holds (no other writer can have changed it since), else None: one step, whatever
+    its layers ask, reads each journal once."""
+    if not store.lock.held:
+        return None
+    known = store.journals_read.get(name)
+    if known is None or known[0] != store.lock.holding:
+        return None
+    return known[1].copy()
+
+
+def _remember_read(store: Store, journal: Journal) -> None:
+    if store.lock.held:
+        store.journals_read[journal.name] = (store.lock.holding, journal.copy())
 
 
 def _read(path: str, name: str) -> Journal | None:
@@ -379,12 +405,15 @@ def save(store: Store, journal: Journal) -> None:
         os.makedirs(store.sessions_dir, exist_ok=True)
         write_framed(path, _KIND, journal.to_bytes())
     except OSError as err:
+        store.journals_read.pop(journal.name, None)
         raise from_oserror(err, "write the journal", path, StoreError) from err
+    _remember_read(store, journal)
 
 
 def delete(store: Store, name: str) -> bool:
     """Remove the journal of `name` and any damaged copy of it; False if there was none."""
     path = journal_path(store, name)
+    store.journals_read.pop(name, None)
     existed = bool(forget_damaged(store, name))
     try:
         os.unlink(path)

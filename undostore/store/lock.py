@@ -64,6 +64,14 @@ class StoreLock:
         self._fd: int | None = None
         self._depth = 0
         self.on_acquire = on_acquire   # runs each time the lock is newly taken
+        # Counts each time the lock is newly taken: what was read under one holding is known
+        # to be current only while that holding lasts (journal.load's read-once cache).
+        self.holding = 0
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the lock now."""
+        return self._depth > 0
 
     def acquire(self) -> None:
         if self._depth:
@@ -84,6 +92,7 @@ class StoreLock:
             pass  # the note is only for messages
         self._fd = fd
         self._depth = 1
+        self.holding += 1
         if self.on_acquire is not None:
             try:
                 self.on_acquire()

@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from undostore import settings
 from undostore.errors import (
@@ -123,6 +124,9 @@ class Store:
         # Objects a read-only look at the files made, held in memory, never written
         # (git/heldobjects.py); the store's readers ask it first.
         self.held: Held = {}
+        # Session journals read while the lock is held, by name: (the lock's holding they were
+        # read in, the journal). One step reads each once (history/journal.py `load`).
+        self.journals_read: dict[str, tuple[int, Any]] = {}
         self.lock = StoreLock(os.path.join(self.path, "lock"), on_acquire=self._locked)
         self._index: ObjectReader | None = None
         self.listed_snapshots: Callable[[], set[bytes]] = set
