@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from .hosts import Host, pick
+from .hosts import PROMPT, HostEvent
 
 SAME_EVENT_SECONDS = 0.25   # no id: the same prompt arriving this soon after the first's answer
 #                             (or before it) is it; one typed again comes after the answer shows
@@ -28,19 +28,18 @@ class EventKey(NamedTuple):
     window: float     # seconds after the first answer within which a duplicate is one
 
 
-def event_key(host: Host, name: str, event: dict[str, Any]) -> EventKey | None:
-    """What `event` (named `name`) of `host` is known by; None: an after-turn event with no id,
-    which is never taken for a duplicate (ending a turn twice records nothing more, and the
-    next turn's end looks the same)."""
-    session = pick(event, host.session)
-    ident = host.id_of(event)
-    prompt = json.dumps(pick(event, host.prompt), sort_keys=True, default=str)
+def event_key(event: HostEvent) -> EventKey | None:
+    """What `event` is known by; None: an after-turn event with no id, which is never taken
+    for a duplicate (ending a turn twice records nothing more, and the next turn's end looks
+    the same)."""
+    prompt = json.dumps(event.prompt, sort_keys=True, default=str)
     digest = hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()
-    if ident is not None:
-        return EventKey(_join(host.name, name, session, "id", ident, digest), ID_SECONDS)
-    if name not in host.prompt_events:
+    host, name, session = event.host.name, event.name, event.session
+    if event.event_id is not None:
+        return EventKey(_join(host, name, session, "id", event.event_id, digest), ID_SECONDS)
+    if event.kind != PROMPT:
         return None
-    return EventKey(_join(host.name, name, session, "prompt", digest), SAME_EVENT_SECONDS)
+    return EventKey(_join(host, name, session, "prompt", digest), SAME_EVENT_SECONDS)
 
 
 def _join(*parts: object) -> str:

@@ -33,14 +33,15 @@ from .hosts import (
     BLOCK_EXIT_2,
     BLOCK_NONE,
     HOSTS,
+    OTHER,
+    PROMPT,
+    BadEvent,
     Host,
+    HostEvent,
     detect,
-    pick,
 )
-from .hosts_undo import parse_command, perform
+from .hosts_undo import HostCommand, parse_command, perform
 from .plain import Options, stdin_is_terminal
-
-LABEL_CHARS = 80
 
 
 class HookFailure(Exception):
@@ -78,101 +79,61 @@ def read_event(raw: bytes | str) -> dict[str, Any]:
     return event
 
 
-def label_of(prompt: object) -> str | None:
-    """The prompt's first non-blank line, cut at 80 characters (None for no prompt)."""
-    if not isinstance(prompt, str):
-        return None
-    for line in prompt.splitlines():
-        if line.strip():
-            return line.strip()[:LABEL_CHARS]
-    return None
-
-
-def _text(event: dict[str, Any], path: tuple[str | int, ...], what: str) -> str | None:
-    value = pick(event, path)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise HookFailure(f"the hook event's {what} ({'.'.join(map(str, path))}) is not text: "
-                          f"{value!r}")
-    return value
-
-
-class Turn(NamedTuple):
-    """Where an event's work happens: the root folder (None: found from the process's own) and
-    the session (None: $UNDOSTORE_SESSION, else "default")."""
-
-    cwd: str | None
-    session: str | None
-
-
-def _turn(host: Host, event: dict[str, Any]) -> Turn:
-    cwd = _text(event, host.root, "folder") if host.root is not None else None
-    if cwd is not None and not os.path.isdir(cwd):
-        raise HookFailure(f"{cwd}: the hook event's folder is not a folder")
-    from undostore.history.journal import session_name_for
-
-    session = _text(event, host.session, "session id")
-    return Turn(cwd, session_name_for(session) if session is not None else None)
-
-
-def _workspace(ctx: Options, turn: Turn):  # noqa: ANN202 (undostore.Workspace, imported lazily)
+def _workspace(ctx: Options, event: HostEvent):  # noqa: ANN202 (undostore.Workspace, lazily)
     """The event's workspace through the one door (door.py): a restore a crash left half-done,
     a moved project and an untrusted store said on stderr (a `/undo` answer says the first
     too); nothing else, as the host shows stderr as trouble."""
-    return open_workspace(ctx, lambda said: print(said.line, file=sys.stderr), cwd=turn.cwd,
+    return open_workspace(ctx, lambda said: print(said.line, file=sys.stderr), cwd=event.cwd,
                           chatty=False)
 
 
-def handle(ctx: Options, host: Host, name: str | None, event: dict[str, Any],
-           arrived: float) -> Answer:
-    """Do what event `name` of `host` asks, once (a duplicate of it, `arrived` when its hook
-    started, gets the first's answer: hook_once.py); the answer for the host."""
+def handle(ctx: Options, event: HostEvent, arrived: float) -> Answer:
+    """Do what `event` asks, once (a duplicate of it, `arrived` when its hook started, gets the
+    first's answer: hook_once.py); the answer for the host."""
     from undostore.store import once
 
-    quiet = Answer(host.quiet_answer(name))
-    if name in host.prompt_events:
-        if name == "input" and parse_command(pick(event, host.prompt)) is None:
-            return quiet  # Pi's `input` event is asked only about commands
-    elif name not in host.after_events:
+    host = event.host
+    quiet = Answer(host.quiet_answer(event.name))
+    if event.kind == OTHER:
         return quiet
-    turn = _turn(host, event)
-    with _workspace(ctx, turn) as workspace, workspace.store.lock:
+    command = parse_command(event.prompt) if event.kind == PROMPT else None
+    if event.name == "input" and command is None:
+        return quiet  # Pi's `input` event is asked only about commands
+    with _workspace(ctx, event) as workspace, workspace.store.lock:
         cache = workspace.store.cache_dir
-        known = event_key(host, name, event)   # type: ignore[arg-type]
+        known = event_key(event)
         if known is not None:
             earlier = once.recall(cache, known.key, known.window, arrived)
             if isinstance(earlier, list) and len(earlier) == len(Answer._fields):
                 return Answer(*earlier)
-        answer = _act(host, name, event, turn, workspace, quiet)
+        answer = _act(event, command, workspace, quiet)
         once.remember(cache, host.name, known.key if known else None,
                       list(quiet if answer.noted else answer))
         return answer
 
 
-def _act(host: Host, name: str | None, event: dict[str, Any], turn: Turn, workspace: Any,
+def _act(event: HostEvent, command: HostCommand | None, workspace: Any,
          quiet: Answer) -> Answer:
     """`handle`'s work, the store lock held."""
-    session = turn.session or ""
-    if name in host.prompt_events:
-        prompt = pick(event, host.prompt)
-        command = parse_command(prompt)
-        if command is not None:
-            done = perform(workspace, turn.session, command)
-            if host.plugin:
-                return _plugin_answer(workspace, session, done)
-            return _blocked(host, done.line)
-        ident = host.id_of(event)
+    host, session = event.host, event.session or ""
+    if command is not None:
+        done = perform(workspace, event.session, command)
+        if host.plugin:
+            return _plugin_answer(workspace, session, done)
+        return _blocked(host, done.line)
+    if event.kind == PROMPT:
         with _first_snapshot_said(workspace):
-            result = workspace.snapshot(session=session, label=label_of(prompt),
-                                        meta={"event_id": ident} if ident else None)
+            result = workspace.snapshot(session=session, label=event.label,
+                                        meta={"event_id": event.event_id}
+                                        if event.event_id else None)
         _say_left_out(result)
         return _with_notes(host, workspace, session, quiet)
-    workspace.end_turn(session, event_id=host.id_of(event) if host.ends_by_id else None)
+    workspace.end_turn(session, event_id=event.event_id if host.ends_by_id else None)
     if host.after_records_point:  # the next turn's undo point: notify has no other
-        done = label_of(pick(event, host.prompt))
+        done_label = event.label
         with _first_snapshot_said(workspace):
-            result = workspace.snapshot(session=session, label=f"after: {done}" if done else None)
+            result = workspace.snapshot(session=session,
+                                        label=f"after: {done_label}" if done_label else None)
         _say_left_out(result)
     return quiet
 
@@ -299,7 +260,11 @@ def run(options: Options, host_name: str | None, args: list[str]) -> None:
         if name is None:
             key = host.event_key or "event name"
             raise HookFailure(f"the hook event has no {key}")
-        answer = handle(options, host, name, event, arrived)
+        try:
+            record = host.parse(event, name)
+        except BadEvent as err:
+            raise HookFailure(str(err)) from None
+        answer = handle(options, record, arrived)
     except BaseException as err:  # noqa: BLE001 (a hook must end with exit 0 or 1, whatever)
         if isinstance(err, SystemExit) and not err.code:
             answer = Answer(host.quiet_answer(name) if host else "")

@@ -41,6 +41,7 @@ see docs/design.md "Agent hosts"):
 
 from __future__ import annotations
 
+import os
 from typing import Any, NamedTuple
 
 Path = tuple[str | int, ...]
@@ -59,6 +60,40 @@ BLOCK_DECISION = "decision-block"
 BLOCK_CONTINUE = "continue-false"  # {"continue": false, "user_message": ...} (Cursor)
 BLOCK_EXIT_2 = "exit-2"            # the reason on stderr, exit 2 (Windsurf's pre-hooks)
 BLOCK_NONE = "none"                # the host has no way: the command is done, the prompt goes on
+
+
+PROMPT, AFTER, OTHER = "prompt", "after", "other"   # what an event is to undostore
+
+
+class BadEvent(ValueError):
+    """An event undostore cannot read (a field of the wrong type, a folder that is none): the
+    message is what the hook says in its one stderr line."""
+
+
+class HostEvent(NamedTuple):
+    """One hook event, read once from its host's JSON (`Host.parse`): everything the hook's
+    steps use, so none goes back to the dict."""
+
+    host: Host
+    name: str                 # the host's own name for it (`UserPromptSubmit`, ...)
+    kind: str                 # PROMPT, AFTER or OTHER
+    session: str | None       # the session it names (None: $UNDOSTORE_SESSION, else default)
+    cwd: str | None           # its folder (None: the host sends none, the process's own)
+    prompt: object            # the prompt as sent (any JSON value; None for none)
+    event_id: str | None      # the id the host gave it (hook_once.py)
+
+    @property
+    def label(self) -> str | None:
+        """The prompt's first non-blank line, cut at `LABEL_CHARS` (None for no prompt)."""
+        if not isinstance(self.prompt, str):
+            return None
+        for line in self.prompt.splitlines():
+            if line.strip():
+                return line.strip()[:LABEL_CHARS]
+        return None
+
+
+LABEL_CHARS = 80
 
 
 class Host(NamedTuple):
@@ -108,11 +143,39 @@ class Host(NamedTuple):
         ident = pick(event, self.event_id) if self.event_id is not None else None
         return str(ident) if isinstance(ident, (str, int)) and str(ident) else None
 
+    def parse(self, event: dict[str, Any], name: str) -> HostEvent:
+        """`event` (named `name`) read once into its record; BadEvent naming what is wrong.
+        A session id is taken as it comes (journal.session_name_for names its session)."""
+        kind = (PROMPT if name in self.prompt_events else AFTER if name in self.after_events
+                else OTHER)
+        if kind == OTHER:   # nothing is done with it: nothing of it is read
+            return HostEvent(self, name, kind, None, None, None, None)
+        cwd = _text(event, self.root, "folder") if self.root is not None else None
+        if cwd is not None and not os.path.isdir(cwd):
+            raise BadEvent(f"{cwd}: the hook event's folder is not a folder")
+        session = _text(event, self.session, "session id")
+        if session is not None:
+            from undostore.history.journal import session_name_for
+
+            session = session_name_for(session)
+        return HostEvent(self, name, kind, session, cwd, pick(event, self.prompt),
+                         self.id_of(event))
+
     def quiet_answer(self, event_name: str | None) -> str:
         """What stdout gets when the hook has nothing to say (done or failed)."""
         if self.stdout != ALWAYS_JSON:
             return ""
         return '{"continue": true}' if event_name in self.prompt_events else "{}"
+
+
+def _text(event: dict[str, Any], path: Path, what: str) -> str | None:
+    value = pick(event, path)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise BadEvent(f"the hook event's {what} ({'.'.join(map(str, path))}) is not text: "
+                       f"{value!r}")
+    return value
 
 
 def pick(event: dict[str, Any], path: Path) -> Any:
