@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -237,7 +236,9 @@ def drop_command(ctx: Context, session: str | None, as_json: bool) -> None:
     The session must be named (--session or $UNDOSTORE_SESSION): dropping the 'default'
     session by accident would be a loss.
     """
-    session = session or os.environ.get("UNDOSTORE_SESSION") or None
+    from undostore.settings import named_session
+
+    session = named_session(session)
     if session is None:
         raise click.UsageError("drop needs --session NAME (the session to forget)")
     ctx.workspace().require_session(session)   # none: exit 2, listing the sessions

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from typing import TYPE_CHECKING
 
@@ -60,11 +59,12 @@ def snapshot_command(ctx: Context, session: str | None, label: str | None,
     set), the snapshot is also recorded as an undo point of that session.
     """
     from undostore.progress import no_progress
+    from undostore.settings import named_session
     from undostore.snapshot.snapshot import SnapshotOptions
 
     # $UNDOSTORE_SESSION names the session as --session does (the contract), so a host that
     # sets it gets undo points from a plain `undostore snapshot`.
-    session = session or os.environ.get("UNDOSTORE_SESSION") or None
+    session = named_session(session)
     if label is not None and session is None:
         raise click.UsageError("--label needs --session (a label names an undo point)")
     workspace = ctx.workspace()

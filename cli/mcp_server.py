@@ -30,7 +30,6 @@ returns its command's JSON.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,6 +42,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from undostore.history.direction import Direction
+from undostore.settings import named_session
 
 from .door import ALWAYS, Said, history_session, open_workspace
 from .mcp_relay import Relay
@@ -189,7 +189,7 @@ def _snapshot(call: Call, args: Args) -> Json:
     if args.get("label") and not args.get("session"):
         raise ToolInputError("label needs session (a label names an undo point)")
     # $UNDOSTORE_SESSION names the session as `session` does (the contract), as the command's.
-    session = _session(args) or os.environ.get("UNDOSTORE_SESSION") or None
+    session = named_session(_session(args))
     with call.workspace() as workspace:
         result = workspace.snapshot(session=session, label=args.get("label") or None,
                                     options=SnapshotOptions(force=call.options.force))

@@ -8,7 +8,6 @@ into the other.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -90,4 +89,6 @@ def empty_log(session: str | None) -> Json:
 
     if session is not None:
         raise no_session(session, [])
-    return {"session": os.environ.get("UNDOSTORE_SESSION") or "default", "undo": [], "redo": []}
+    from undostore.settings import DEFAULT_SESSION, named_session
+
+    return {"session": named_session(None) or DEFAULT_SESSION, "undo": [], "redo": []}

@@ -108,6 +108,16 @@ def defaults_for_bad_values(notify: Callable[[str], None]) -> Iterator[None]:
         _lenient = before
 
 
+DEFAULT_SESSION = "default"
+
+
+def named_session(session: str | None) -> str | None:
+    """The session a caller named: `session` (`--session`, an MCP argument), else
+    `UNDOSTORE_SESSION`, else None (the caller's default: "default" for recording, the session
+    last acted on for the history commands). Decided here, once."""
+    return session or os.environ.get("UNDOSTORE_SESSION") or None
+
+
 def home() -> str:
     """The folder of this user's stores and per-user files: `UNDOSTORE_HOME`, else
     `~/.undostore`."""

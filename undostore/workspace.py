@@ -22,6 +22,7 @@ from undostore.errors import UnknownSnapshotError
 from undostore.git.objects import TREE
 from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.restore.cancel import Cancel
+from undostore.settings import DEFAULT_SESSION, named_session
 from undostore.store.discover import discover, named
 from undostore.store.store import Store, check_root, default_store_path
 
@@ -45,12 +46,11 @@ if TYPE_CHECKING:
     from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult
     from undostore.store.oplog import Op
 
-DEFAULT_SESSION = "default"
 
 
 def session_name(session: str | None) -> str:
     """`--session`, else `UNDOSTORE_SESSION`, else "default" (the contract)."""
-    return session or os.environ.get("UNDOSTORE_SESSION") or DEFAULT_SESSION
+    return named_session(session) or DEFAULT_SESSION
 
 
 class Workspace:

@@ -13,11 +13,10 @@ import time
 from typing import Any, NamedTuple
 
 from undostore.history import journal as journals
+from undostore.settings import DEFAULT_SESSION, named_session
 from undostore.store import overlimit
 from undostore.store.lock import held_elsewhere
 from undostore.store.store import Store
-
-DEFAULT_SESSION = "default"
 
 
 def _last_activity(journal: journals.Journal) -> float:
@@ -41,7 +40,7 @@ def newest_session(store: Store) -> str | None:
 def history_session(store: Store, session: str | None) -> tuple[str, bool]:
     """(name, chosen): `session`, else `UNDOSTORE_SESSION`, else the newest session (chosen is
     True then: callers say which one on stderr), else "default"."""
-    named = session or os.environ.get("UNDOSTORE_SESSION")
+    named = named_session(session)
     if named:
         return named, False
     newest = newest_session(store)
@@ -113,7 +112,7 @@ def read_status(store: Store | None, session: str | None, host_session: bool = F
     (its statusLine named it), which has reached the hook here only if it has a journal: else
     `no_hook` (a host that does not call the hook, or not yet, is never silent)."""
     if store is None:
-        name = session or os.environ.get("UNDOSTORE_SESSION") or DEFAULT_SESSION
+        name = named_session(session) or DEFAULT_SESSION
         journals.validate_name(name)
         return Status(name, 0, 0, None, None, no_hook=host_session)
     name, chosen = history_session(store, session)
