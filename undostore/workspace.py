@@ -24,7 +24,7 @@ from undostore.limits import DEFAULT_LIMITS, Limits
 from undostore.restore.cancel import Cancel
 from undostore.settings import DEFAULT_SESSION, named_session
 from undostore.store.discover import discover, named
-from undostore.store.store import Store, check_root, default_store_path
+from undostore.store.store import MadeId, Store, check_root, default_store_path
 
 if TYPE_CHECKING:
     from undostore.diff.change import Change
@@ -231,7 +231,10 @@ class Workspace:
 
     def _resolve_side(self, ref: str, which: str) -> bytes:
         """A side of a comparison: what `resolve` takes, or the full id of a `look` this
-        process took (held in memory, never handed out: a front end compares with it)."""
+        process took (held in memory, never handed out: a front end compares with it), or an
+        id the library made (`MadeId`: a journal's point), taken as it is."""
+        if isinstance(ref, MadeId):
+            return bytes.fromhex(ref)
         if len(ref) == 40:
             try:
                 sha = bytes.fromhex(ref)
@@ -449,7 +452,8 @@ class Workspace:
         from undostore.diff.trees import own_changes
         from undostore.history.turns import Turn
 
-        result = self.compare(span.point.id, span.end or now, paths=paths)
+        end = MadeId(span.end) if span.end is not None else now
+        result = self.compare(MadeId(span.point.id), end, paths=paths)
         changes = own_changes(self.store, bytes.fromhex(result.from_id),
                               bytes.fromhex(result.to_id), result.changes)
         return Turn(span, result.to_id, changes)

@@ -30,6 +30,7 @@ from undostore.history import journal as journals
 from undostore.history.direction import Direction
 from undostore.history.journal import Point, SessionWarning
 from undostore.store import oplog
+from undostore.store.store import MadeId
 
 if TYPE_CHECKING:
     from undostore.history.retention import OnEvict
@@ -252,7 +253,7 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
         if composed.still_marked:
             raise UnresolvedMarkers(composed.still_marked)
         context = request.context(os.urandom(8).hex())
-        result = restore(wt, composed.target, expected=None if whole else now.id,
+        result = restore(wt, MadeId(composed.target), expected=None if whole else MadeId(now.id),
                          dry_run=dry_run, confirm=confirm, context=context,
                          on_progress=on_progress, now=now, bodies=bodies)
         if not dry_run:  # usually done already, inside the restore; a no-op restore is not

@@ -104,6 +104,7 @@ from undostore.snapshot.treeignore import TreeIgnores, touches_ignore_files
 from undostore.snapshot.walk import disk_path
 from undostore.store import moderecord
 from undostore.store.statcache import StatCache
+from undostore.store.store import MadeId
 
 if TYPE_CHECKING:
     from undostore.snapshot.snapshot import SnapshotResult
@@ -280,7 +281,8 @@ def begin(wt: Worktree, *refs: str | None, now: SnapshotResult | None = None
     the ids are resolved."""
     if now is None:
         recover_pending(wt)
-    shas = [wt.store.resolve(ref) if ref is not None else None for ref in refs]
+    shas = [None if ref is None else bytes.fromhex(ref) if isinstance(ref, MadeId)
+            else wt.store.resolve(ref) for ref in refs]
     return shas, now if now is not None else wt.snapshot()
 
 

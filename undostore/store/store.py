@@ -89,6 +89,13 @@ def _same_folder(a: str, b: str) -> bool:
     return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
+class MadeId(str):
+    """A full snapshot id the library made or read from its own records (a merge's tree, an
+    undo point of a journal, a safety snapshot): used as it is. `Store.resolve` is for what a
+    person typed (a prefix, an id to check against what was handed out), and asking it of the
+    library's own ids read every journal and the operation log again."""
+
+
 class Store:
     """One root's object database, refs, journals and caches."""
 
