@@ -171,7 +171,7 @@ def _loop(listener: socket.socket, path: str, bound: os.stat_result, stamp: str,
                     continue
                 conn, _ = listener.accept()
                 outcome = _take(conn, stamp, listener, running)
-                if outcome == "refused":
+                if outcome == REFUSED_OTHER_CODE:
                     # This one runs other code: callers from now on run their calls themselves
                     # and start a new one (the calls of its own still running are finished).
                     leaving = True
@@ -215,9 +215,22 @@ def _loop(listener: socket.socket, path: str, bound: os.stat_result, stamp: str,
             return served
 
 
+class _NotACall(ValueError):
+    """What came on the socket is no call this process takes: it is dropped."""
+
+
+class _OtherCode(_NotACall):
+    """The caller runs other code than this process (an upgrade): refused, and this process
+    leaves so that the caller's next call starts one running the new code."""
+
+
+REFUSED_OTHER_CODE = "refused"   # `_take`'s outcome for `_OtherCode`
+
+
 def _take(conn: socket.socket, stamp: str, listener: socket.socket,
           running: dict[int, _Served]) -> _Served | str | None:
-    """Read one call and start its child: the call, "refused", or None (not a call of ours)."""
+    """Read one call and start its child: the call, `REFUSED_OTHER_CODE`, or None (not a call
+    of ours)."""
     fds: list[int] = []
     try:
         conn.settimeout(REQUEST_TIMEOUT_SECONDS)
@@ -226,29 +239,29 @@ def _take(conn: socket.socket, stamp: str, listener: socket.socket,
             return None
         data, fds, _, _ = socket.recv_fds(conn, 65536, 4)
         if len(data) < LENGTH.size or len(fds) != 4:
-            raise ValueError("not a call")
+            raise _NotACall("not a call")
         (size,) = LENGTH.unpack_from(data)
         if size > MAX_REQUEST_BYTES:
-            raise ValueError("too large")
+            raise _NotACall("too large")
         body = data[LENGTH.size:]
         while len(body) < size:
             chunk = conn.recv(size - len(body))
             if not chunk:
-                raise ValueError("cut short")
+                raise _NotACall("cut short")
             body += chunk
         request = marshal.loads(body)   # a caller of this user's (checked above)
         if not isinstance(request, dict):
-            raise ValueError("not a call")
+            raise _NotACall("not a call")
         if request.get("stamp") != stamp:
             conn.sendall(REFUSED)
-            raise ValueError("other code")
+            raise _OtherCode("other code")
         if not _well_formed(request):
-            raise ValueError("not a call")
+            raise _NotACall("not a call")
     except (OSError, ValueError, EOFError, TypeError) as err:
         for fd in fds:
             os.close(fd)
         conn.close()
-        return "refused" if str(err) == "other code" else None
+        return REFUSED_OTHER_CODE if isinstance(err, _OtherCode) else None
     conn.settimeout(None)
     told, tell = os.pipe()
     pid = os.fork()
@@ -387,20 +400,33 @@ def _reaped() -> list[tuple[int, int]]:
         done.append((pid, status))
 
 
+# What a hook or status call imports (with what they import), done once here so that each
+# child starts with it; tests/test_resident.py keeps the list whole: a prompt's hook and a
+# footer's status, run after these imports, import no module of undostore's more.
+WARM_MODULES = ("undostore_cli.hook_run", "undostore_cli.hosts", "undostore_cli.hosts_undo",
+                "undostore_cli.hook_once", "undostore_cli.door", "undostore_cli.signals",
+                "undostore.workspace", "undostore.snapshot.snapshot",
+                "undostore.history.sessions", "undostore.history.retention",
+                "undostore.history.notes", "undostore.history.anchors",
+                "undostore.store.damage", "undostore.restore.cancel",
+                "undostore_cli.status_run", "undostore.history.status",
+                "undostore.store.discover", "undostore_cli.entry", "undostore.store.once",
+                "undostore.snapshot.treeignore",
+                # a `/undo` or `/redo` typed in a host: the restore and the merge
+                "undostore.history.steps", "undostore.history.blame",
+                "undostore.restore.revert", "undostore.restore.restore",
+                "pywatchman")
+OPTIONAL_MODULES = frozenset({"pywatchman"})   # an extra: absent where it is not installed
+
+
 def _warm() -> None:
-    """Import what a hook or status call uses, so that each child starts with it done."""
-    for name in ("undostore_cli.hook_run", "undostore_cli.hosts", "undostore_cli.hosts_undo",
-                 "undostore_cli.hook_once", "undostore_cli.door", "undostore_cli.signals",
-                 "undostore.workspace", "undostore.snapshot.snapshot",
-                 "undostore.history.sessions", "undostore.history.retention",
-                 "undostore.history.notes", "undostore.history.anchors",
-                 "undostore.store.damage", "undostore.restore.cancel",
-                 "undostore_cli.status_run", "undostore.history.status",
-                 "undostore.store.discover", "pywatchman"):
+    """Import `WARM_MODULES`, so that each child starts with them done."""
+    for name in WARM_MODULES:
         try:
             importlib.import_module(name)
         except ImportError:
-            pass   # pywatchman is an extra
+            if name not in OPTIONAL_MODULES:
+                raise
 
 
 def _write_state(*, served: int, ended: bool = False) -> None:

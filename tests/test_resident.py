@@ -476,3 +476,40 @@ def test_a_home_others_may_write_is_refused_as_the_store_refuses_it(tmp_path, on
                           timeout=60)
     assert done.returncode == 1
     assert list(home.iterdir()) == []
+
+
+WARM_CHECK = """
+import io, json, sys
+from undostore_cli import resident_serve
+resident_serve._warm()
+before = set(sys.modules)
+from undostore_cli.entry import main
+for argv, stdin in json.loads(sys.argv[1]):
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()))
+    try:
+        main(argv)
+    except SystemExit:
+        pass
+new = sorted(m for m in set(sys.modules) - before if m.startswith("undostore"))
+print(json.dumps(new), file=sys.__stdout__)
+"""
+
+
+def test_the_warm_up_list_holds_what_a_hook_and_a_status_call_import(tree_factory, monkeypatch):
+    """Issue 56: the resident process imports `WARM_MODULES` once; a module missing from the
+    list is imported again by every call's child. A prompt, the turn's end, an `/undo` and a
+    footer's status, run after the warm-up, import no module of undostore's more."""
+    monkeypatch.delenv("UNDOSTORE_RESIDENT", raising=False)
+    root = tree_factory({"a.txt": "1"})
+    assert hook(prompt(root, "first", "p0"), root).returncode == 0   # not a first snapshot
+    (root / "a.txt").write_text("2")
+    calls = [(["hook"], json.dumps(prompt(root, "edit", "p1"))),
+             (["hook"], json.dumps({"session_id": "s", "cwd": str(root),
+                                    "hook_event_name": "Stop"})),
+             (["hook"], json.dumps(prompt(root, "/undo", "p2"))),
+             (["status"], json.dumps({"session_id": "s", "cwd": str(root)}))]
+    done = subprocess.run([sys.executable, "-c", WARM_CHECK, json.dumps(calls)], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == [], done.stdout
+    assert (root / "a.txt").read_text() == "1"
