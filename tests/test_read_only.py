@@ -74,7 +74,7 @@ def _protected_with_an_open_turn(tree_factory) -> tuple[Path, str]:
         ws.snapshot(session="s", label="two")
     (root / "a.txt").write_text("3\n")
     (root / "src" / "new.py").write_text("new\n")
-    (root / "src" / "m.py").chmod(0o755)
+    (root / "src" / "m.py").write_text("y\n")
     return root, first
 
 
