@@ -18,7 +18,7 @@ from .common import (
 )
 from .complete import complete_ids
 from .pager import no_pager_option, paged
-from .plain import root_relative
+from .plain import json_text, root_relative
 from .results import compare_json, turn_diff_json
 from .textout import columns, want_color, write_changes
 
@@ -134,7 +134,7 @@ def _forms(name_only: bool, name_status: bool, numstat: bool, stat: bool,
 def _write_json(payload: dict[str, Any]) -> None:
     import json
 
-    text = json.dumps(payload, ensure_ascii=False)
+    text = json_text(payload)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:

@@ -5,7 +5,6 @@ Library errors become exit codes in exactly one place (`main.main`); commands on
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -15,7 +14,7 @@ import click
 from .complete import complete_sessions
 from .door import Said, open_workspace
 from .door import history_session as _history_session
-from .plain import Options
+from .plain import Options, json_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -114,7 +113,7 @@ def yes_option(f: F) -> F:
 def emit(as_json: bool, payload: dict[str, Any], plain: str | Callable[[], str] | None) -> None:
     """Write the result: one JSON object, or plain text for people."""
     if as_json:
-        sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(json_text(payload) + "\n")
         return
     text = plain() if callable(plain) else plain
     if text:

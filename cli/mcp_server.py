@@ -29,7 +29,6 @@ returns its command's JSON.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -46,7 +45,7 @@ from undostore.settings import named_session
 
 from .door import ALWAYS, Said, history_session, open_workspace
 from .mcp_relay import Relay
-from .plain import Options, failure_of, root_relative
+from .plain import Options, failure_of, json_text, root_relative
 from .results import (
     compare_json,
     empty_log,
@@ -419,7 +418,7 @@ def limited(payload: dict[str, Any], name: str) -> tuple[dict[str, Any], str]:
     """(payload, its JSON text), cut to a summary when the text would pass RESULT_LIMIT: each
     list keeps the items that fit (its full length in `<key>_total`), each long text its start,
     with `"truncated": true` and `narrow` saying how to ask for less."""
-    text = json.dumps(payload, ensure_ascii=False)
+    text = json_text(payload)
     size = len(text.encode("utf-8"))
     if size <= RESULT_LIMIT:
         return payload, text
@@ -437,13 +436,13 @@ def limited(payload: dict[str, Any], name: str) -> tuple[dict[str, Any], str]:
             summary[f"{key}_total_chars"] = len(value)
         else:
             summary[key] = value
-    return summary, json.dumps(summary, ensure_ascii=False)
+    return summary, json_text(summary)
 
 
 def _fit_list(items: list[Any], budget: int) -> list[Any]:
     kept, used = [], 0
     for item in items:
-        used += len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + 2
+        used += len(json_text(item).encode("utf-8")) + 2
         if used > budget:
             break
         kept.append(item)

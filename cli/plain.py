@@ -50,6 +50,17 @@ def unattended_settings() -> contextlib.AbstractContextManager[None]:
         return stack.pop_all()
 
 
+def json_text(payload: Any) -> str:
+    """`payload` as JSON text: UTF-8 as it is, unless it holds half a character (a lone
+    surrogate a host sent in an id), which is then written escaped, as JSON allows."""
+    text = json.dumps(payload, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(payload, default=str)
+    return text
+
+
 def one_line_warning(message: Warning | str, *args: object, **kwargs: object) -> None:
     """`warnings.showwarning` for every entry: a library warning is one line for people (the
     contract's one stderr line), not Python's file:line and source line."""

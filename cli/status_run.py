@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import NamedTuple
 
-from .plain import Options, stdin_is_terminal
+from .plain import Options, json_text, stdin_is_terminal
 
 STDIN_WAIT_SECONDS = 0.5   # a host writes its JSON at once; a silent open pipe is no host
 
@@ -88,6 +88,6 @@ def run(options: Options, session: str | None, as_json: bool) -> None:
     for line in status.damage:
         print(f"undostore: warning: {line}", file=sys.stderr)
     if as_json:
-        sys.stdout.write(json.dumps(status.to_json(), ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(json_text(status.to_json()) + "\n")
     else:
         sys.stdout.write(status.line() + "\n")

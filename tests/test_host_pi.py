@@ -64,16 +64,22 @@ class Host:
                                  "scripted-model"], "--session", "--session", root, self.env)
 
 
+def _project(tmp_path: Path) -> tuple[Path, dict[str, list[Tool]]]:
+    """A project with a.txt, and the model's script for the two turns every test runs: 'add b'
+    (Pi's write tool) and 'edit a' (a shell command)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    return root, {"add b": [Tool("write", {"path": str(root / "b.txt"), "content": "b\n"})],
+                  "edit a": [Tool("bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}"})]}
+
+
 def _user_texts(body: dict) -> list[str]:
     return [t for t in received_texts(body) if t.strip()]
 
 
 def test_turns_undo_and_redo_inside_pi(tmp_path):
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
-    script = {"add b": [Tool("write", {"path": str(root / "b.txt"), "content": "b\n"})],
-              "edit a": [Tool("bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}"})]}
+    root, script = _project(tmp_path)
     conversation = str(tmp_path / "conversation.jsonl")
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
@@ -111,11 +117,7 @@ def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
 def test_undo_and_redo_in_pis_tui(tmp_path):
     """Typed in Pi's TUI (tmux, 100x30): the line shows as Pi's notice, the conversation shows
     the turn gone (and back after /redo), and the editor is left empty for the next prompt."""
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
-    script = {"add b": [Tool("write", {"path": str(root / "b.txt"), "content": "b\n"})],
-              "edit a": [Tool("bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}"})]}
+    root, script = _project(tmp_path)
     with ModelServer(script) as model:
         host = Host(root, tmp_path / "home", model)
         with in_tui(tmp_path, [NODE, str(PI)], ["--provider", "scripted", "--model",
@@ -194,11 +196,7 @@ def test_undo_undo_redo_redo_in_pis_rpc_mode(tmp_path):
     no notice came for either /undo, the second changed nothing (taken for a duplicate of the
     first by the time window), and the first /redo applied turn 2 again. Each command now
     carries an id of its own."""
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
-    script = {"add b": [Tool("write", {"path": str(root / "b.txt"), "content": "b\n"})],
-              "edit a": [Tool("bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}"})]}
+    root, script = _project(tmp_path)
     with ModelServer(script) as model:
         rpc = Rpc(Host(root, tmp_path / "home", model))
         try:

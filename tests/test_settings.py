@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,9 +30,13 @@ BAD = [("UNDOSTORE_UNDO_LIMIT", "abc", "a whole number of 1 or more"),
        ("UNDOSTORE_FSMONITOR", "fsevents", "auto, watchman or off"),
        ("UNDOSTORE_MAX_FILES", "0", "a whole number of 1 or more"),
        ("UNDOSTORE_MAX_FILES", "many", "a whole number of 1 or more"),
-       # Other scripts' digits, which int() and float() read (issue 55, item 7)
-       ("UNDOSTORE_MAX_FILES", "\u0663", "a whole number of 1 or more"),
-       ("UNDOSTORE_KEEP_DAYS", "\u0661.\u0665", "a number of days more than 0")]
+       # Other scripts' digits, which int() and float() read (issue 55, item 7); Wine hands a
+       # Windows process the environment's non-ASCII values re-encoded (the lane's messages
+       # show them as mojibake), so these are Linux's and macOS's
+       *(pytest.param(*case, marks=pytest.mark.skipif(sys.platform == "win32",
+                                                      reason="non-ASCII environment under Wine"))
+         for case in (("UNDOSTORE_MAX_FILES", "\u0663", "a whole number of 1 or more"),
+                      ("UNDOSTORE_KEEP_DAYS", "\u0661.\u0665", "a number of days more than 0")))]
 
 
 def env_with(variable: str, value: str) -> dict[str, str]:
