@@ -117,8 +117,12 @@ def folder_is_private(path: str) -> bool:
         st = os.lstat(path)
     except OSError:
         return False
-    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
-            and not st.st_mode & (stat.S_IRWXG | stat.S_IRWXO))
+    return owned_folder(st, shut=stat.S_IRWXG | stat.S_IRWXO)
+
+
+def owned_folder(st: os.stat_result, shut: int) -> bool:
+    """A folder of this user's (by its stat) that grants no one else the rights in `shut`."""
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & shut
 
 
 def _socket_is_ours(path: str) -> bool:

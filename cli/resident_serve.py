@@ -44,6 +44,7 @@ from .resident import (
     STATE_NAME,
     available,
     code_stamp,
+    owned_folder,
     peer_uid,
     running_here,
 )
@@ -123,7 +124,7 @@ def _enter_run_folder() -> bool:
     except (OSError, UntrustedStoreError):
         return False
     try:
-        if not _owned(os.fstat(home_fd), shut=stat.S_IWGRP | stat.S_IWOTH):
+        if not owned_folder(os.fstat(home_fd), shut=stat.S_IWGRP | stat.S_IWOTH):
             return False
         run_fd = os.open(RUN_FOLDER, flags, dir_fd=home_fd)
     except OSError:
@@ -131,7 +132,7 @@ def _enter_run_folder() -> bool:
     finally:
         os.close(home_fd)
     try:
-        if not _owned(os.fstat(run_fd), shut=stat.S_IRWXG | stat.S_IRWXO):
+        if not owned_folder(os.fstat(run_fd), shut=stat.S_IRWXG | stat.S_IRWXO):
             return False
         os.fchdir(run_fd)
         return True
@@ -139,11 +140,6 @@ def _enter_run_folder() -> bool:
         return False
     finally:
         os.close(run_fd)
-
-
-def _owned(st: os.stat_result, shut: int) -> bool:
-    """A folder of this user's that grants no one else the rights in `shut`."""
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & shut
 
 
 def _remove_socket(path: str, bound: os.stat_result) -> None:
