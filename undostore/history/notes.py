@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from undostore.fileio import read_small, remove_quietly, write_small
 from undostore.history.journal import encode_name, validate_name
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from undostore.store.store import Store
 
 SUFFIX = ".note"
-KEEP = 8
 MAX_FILES_NAMED = 12
 
 
@@ -41,11 +40,12 @@ def add(store: Store, session: str, direction: str, turns: list[tuple[str, str]]
         files: list[str]) -> None:
     """Keep for the session's model that its undo (`direction` "undo") or redo moved `turns`
     ((point id, label), in the order it moved them) and changed `files` (store lock held);
-    best effort."""
+    best effort. The file holds the net result so far, a record per turn: a turn moved back
+    where the model last saw it leaves it, so it never grows past the turns there are."""
     path = _path(store, session)
-    step = {"step": direction, "turns": [list(t) for t in turns], "files": sorted(files)}
-    lines = [*_read(path), step][-KEEP:]
-    write_small(path, "".join(json.dumps(line) + "\n" for line in lines).encode())
+    records = net_records([*_read(path), {"step": direction, "turns": [list(t) for t in turns],
+                                          "files": sorted(files)}])
+    write_small(path, "".join(json.dumps(line) + "\n" for line in records).encode())
 
 
 def take(store: Store, session: str) -> list[str]:
@@ -56,35 +56,40 @@ def take(store: Store, session: str) -> list[str]:
     records = _read(path)
     if records:
         remove_quietly(path)
-    return net_notes(records)
+    lines = [r for r in records if isinstance(r, str)]   # lines an older undostore wrote
+    moved = [r for r in net_records(records) if isinstance(r, dict)]
+    for step in ("undo", "redo"):
+        mine = [r for r in moved if r["step"] == step]
+        if mine:
+            files = sorted({f for r in mine for f in r["files"]})
+            lines.append(step_note(step, [r["turns"][0][1] for r in mine], files))
+    return lines
 
 
-def net_notes(records: list[object]) -> list[str]:
-    """The lines for `records` (each an undo or redo step): per turn, only where it ended up,
-    and for the turns taken back, then those applied again, the files their steps changed."""
-    moved: dict[str, tuple[str, str, frozenset[str]]] = {}   # point id -> (step, label, files)
-    lines: list[str] = []
+def net_records(records: list[object]) -> list[object]:
+    """`records` (steps, each moving turns) as one record per turn that ended away from where
+    the model last saw it: its step, label and the files its steps changed. A turn undone and
+    then redone (or the other way) cancels out. Lines an older undostore wrote stay."""
+    moved: dict[str, dict[str, Any]] = {}   # point id -> its net record
+    kept: list[object] = []
     for record in records:
-        if isinstance(record, str):   # a line an older undostore wrote
-            lines.append(record)
+        if isinstance(record, str):
+            kept.append(record)
             continue
         if not isinstance(record, dict) or record.get("step") not in ("undo", "redo"):
             continue
-        files = frozenset(f for f in record.get("files", ()) if isinstance(f, str))
+        files = [f for f in record.get("files", ()) if isinstance(f, str)]
         for turn in record.get("turns", ()):
             if not (isinstance(turn, list) and len(turn) == 2):
                 continue
             ident, label = str(turn[0]), str(turn[1])
             before = moved.pop(ident, None)
-            if before is not None and before[0] != record["step"]:
-                continue   # undone, then applied again (or the other way): as the model left it
-            moved[ident] = (record["step"], label, files | (before[2] if before else frozenset()))
-    for step in ("undo", "redo"):
-        turns = [(label, files) for kind, label, files in moved.values() if kind == step]
-        if turns:
-            files = sorted(frozenset().union(*(f for _, f in turns)))
-            lines.append(step_note(step, [label for label, _ in turns], files))
-    return lines
+            if before is not None and before["step"] != record["step"]:
+                continue   # back where the model left it
+            earlier = before["files"] if before is not None else []
+            moved[ident] = {"step": record["step"], "turns": [[ident, label]],
+                            "files": sorted({*earlier, *files})}
+    return [*kept, *moved.values()]
 
 
 def step_note(direction: str, labels: list[str], files: list[str]) -> str:
