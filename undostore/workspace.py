@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from undostore.store.oplog import Op
 
 
-
 def session_name(session: str | None) -> str:
     """`--session`, else `UNDOSTORE_SESSION`, else "default" (the contract)."""
     return named_session(session) or DEFAULT_SESSION
