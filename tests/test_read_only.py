@@ -151,3 +151,24 @@ def test_a_snapshot_after_a_look_in_the_same_process_stores_what_the_look_held(t
         assert fresh.verify(taken.id).ok
         assert [c.path for c in fresh.diff(first, taken.id)] == ["a.txt", "src/m.py",
                                                                   "src/new.py"]
+
+
+def test_a_look_holds_no_more_than_its_budget_in_memory(tree_factory):
+    """A read-only look at files that changed wholesale since the last recorded snapshot (or a
+    store with no stat cache) would hold all their content in memory: past the budget it says
+    so, names the command that records them, and leaves the store as it was."""
+    from undostore import Workspace
+    from undostore.errors import SnapshotError
+    from undostore.limits import Limits
+
+    root, first = _protected_with_an_open_turn(tree_factory)
+    (root / "big.bin").write_bytes(os.urandom(50_000))
+    home = Path(os.environ["UNDOSTORE_HOME"])
+    before = _everything_under(home)
+    with Workspace(root, limits=Limits(look_held_bytes=20_000)) as ws:
+        with pytest.raises(SnapshotError, match="undostore snapshot` records it"):
+            ws.diff(first)
+        assert ws.store.held == {}
+    assert _everything_under(home) == before
+    with Workspace(root) as ws:
+        assert "big.bin" in [c.path for c in ws.diff(first)]

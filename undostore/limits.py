@@ -20,6 +20,7 @@ class Limits(NamedTuple):
     restore_hash_at_most: int = 256    # a restore touching more paths uses the stat cache
     watchman_timeout_s: float = 5.0    # a watchman reply slower than this means a full walk
     checkpoint_s: float = 5.0          # a first snapshot keeps what it hashed this often
+    look_held_bytes: int = 512 << 20   # new content a read-only look may hold in memory
 
 
 DEFAULT_LIMITS = Limits()

@@ -193,6 +193,19 @@ class Workspace:
         turn): its new objects held in memory (`store.held`), nothing written to the store,
         which may be on a read-only disk. A restore a crash left half-done is refused, not
         finished: the files are half-way, and a command that changes files finishes it."""
+        from undostore.errors import SnapshotError
+        from undostore.git.heldobjects import HeldTooMuch
+
+        try:
+            return self._look()
+        except HeldTooMuch:
+            self.store.held.clear()
+            raise SnapshotError(
+                f"the files now hold more than {self.limits.look_held_bytes // 2**20} MiB of "
+                "content no recorded snapshot has, which a read-only command would hold in "
+                "memory: `undostore snapshot` records it, then ask again", self.root) from None
+
+    def _look(self) -> SnapshotResult:
         from undostore.errors import PendingRecoveryError
         from undostore.snapshot.snapshot import SnapshotOptions, take_snapshot
 

@@ -14,11 +14,18 @@ from undostore.git.packwriter import PackStats
 Held = dict[bytes, tuple[int, bytes]]   # raw id -> (type number, body)
 
 
-class HeldWriter:
-    """A `PackWriter` that writes nothing: each object goes into `held`."""
+class HeldTooMuch(Exception):
+    """The look would hold more new content in memory than its budget allows."""
 
-    def __init__(self, held: Held) -> None:
+
+class HeldWriter:
+    """A `PackWriter` that writes nothing: each object goes into `held`, up to `budget` bytes
+    (HeldTooMuch past it: a look at a tree whose files changed wholesale since the last
+    recorded snapshot, or that has none, must not hold them all in memory)."""
+
+    def __init__(self, held: Held, budget: int) -> None:
         self.held = held
+        self.budget = budget
         self.stats = PackStats()
 
     def __contains__(self, sha: bytes) -> bool:
@@ -29,11 +36,15 @@ class HeldWriter:
 
     def add(self, type_num: int, sha: bytes, data: bytes) -> None:
         if sha not in self.held:
+            if self.stats.raw_bytes + len(data) > self.budget:
+                raise HeldTooMuch(self.budget)
             self.held[sha] = (type_num, bytes(data))
             self.stats.objects += 1
             self.stats.raw_bytes += len(data)
 
     def add_stream(self, type_num: int, sha: bytes, size: int, chunks: Iterable[bytes]) -> None:
+        if self.stats.raw_bytes + size > self.budget:
+            raise HeldTooMuch(self.budget)
         self.add(type_num, sha, b"".join(chunks))
 
     def checkpoint(self) -> str | None:

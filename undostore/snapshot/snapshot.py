@@ -198,7 +198,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
     found = scan(real_root, cache, walk_options, warn, limits.watchman_timeout_s,
                  options.fsmonitor)
 
-    writer = (HeldWriter(store.held) if options.read_only
+    writer = (HeldWriter(store.held, limits.look_held_bytes) if options.read_only
               else PackWriter(store.pack_dir, durable=options.durable))
     # No stat cache: every file is read. Keep what is hashed as it goes (and take what an
     # earlier try kept), so a first snapshot stopped half-way is not started over (resume.py).
