@@ -94,7 +94,7 @@ def _session_flag(help_text: str) -> Callable[[F], F]:
 
 
 session_option = _session_flag("Session (undo history); default: $UNDOSTORE_SESSION, else the "
-                               "session with the newest undo point.")
+                               "session last acted on (its newest undo point, undo or redo).")
 # For a command that never picks a session itself (drop).
 named_session_option = _session_flag("Session (undo history): this or $UNDOSTORE_SESSION is "
                                      "required.")

@@ -84,7 +84,7 @@ def history_session(workspace: Workspace, session: str | None, say: Say,
         workspace.require_session(session, doing)
     name, chosen = workspace.history_session(session)
     if chosen:
-        say(Said("session", f"undostore: session {name!r} (newest undo point)"))
+        say(Said("session", f"undostore: session {name!r} (the one last acted on)"))
     return name
 
 

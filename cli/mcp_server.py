@@ -151,8 +151,8 @@ def _text(description: str) -> dict[str, Any]:
     return {"type": "string", "description": description}
 
 
-SESSION = _text("Undo history to use (default: $UNDOSTORE_SESSION, else the session with the "
-                "newest undo point).")
+SESSION = _text("Undo history to use (default: $UNDOSTORE_SESSION, else the session last acted "
+                "on: its newest undo point, undo or redo).")
 DRY_RUN = {"type": "boolean",
            "description": "Only say what would change (created, modified, deleted); change "
                           "nothing."}

@@ -84,7 +84,7 @@ def run(options: Options, session: str | None, as_json: bool) -> None:
     status = status_at(root, store, session or host.session, force=options.force,
                        host_session=session is None and host.session is not None)
     if status.chosen:
-        print(f"undostore: session {status.session!r} (newest undo point)", file=sys.stderr)
+        print(f"undostore: session {status.session!r} (the one last acted on)", file=sys.stderr)
     for line in status.damage:
         print(f"undostore: warning: {line}", file=sys.stderr)
     if as_json:

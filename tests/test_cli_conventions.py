@@ -64,7 +64,7 @@ def test_drop_needs_a_named_session_and_its_help_says_so(root):
     refused = run("drop", cwd=root, env={"UNDOSTORE_SESSION": ""})
     assert refused.returncode == 2 and "drop needs --session NAME" in refused.stderr
     helped = run("drop", "--help", cwd=root).stdout
-    assert "required" in helped and "newest undo point" not in helped
+    assert "required" in helped and "last acted on" not in helped
 
 
 @pytest.mark.parametrize("args, says", [
