@@ -141,8 +141,7 @@ def build_revert_tree(store: Store, from_sha: bytes, to_sha: bytes, ours_sha: by
         # Read, not checked: the restore of the merged tree checks what it writes.
         base_side, theirs_side = flatten_difference(reader.read_tree_body, to_sha, from_sha,
                                                     bodies=bodies, check=False)
-        paths = _own_paths(reader, from_sha, to_sha, base_side.files.keys(),
-                           theirs_side.files.keys())
+        paths = _own_paths(reader, from_sha, base_side.files.keys(), theirs_side.files.keys())
         since_to, ours_side = flatten_difference(reader.read_tree_body, to_sha, ours_sha,
                                                  bodies=bodies, check=False)
         merger = _Merger(reader, ours_label, theirs_label)
@@ -186,7 +185,7 @@ def build_revert_tree(store: Store, from_sha: bytes, to_sha: bytes, ours_sha: by
     return tree
 
 
-def _own_paths(reader: ObjectReader, from_sha: bytes, to_sha: bytes, in_to: KeysView[str],
+def _own_paths(reader: ObjectReader, from_sha: bytes, in_to: KeysView[str],
                in_from: KeysView[str]) -> list[str]:
     """The paths where FROM and TO differ, less those TO shows only because an ignore file
     changed (snapshot/treeignore.py): not the change's to take back."""
@@ -221,7 +220,6 @@ class _Merger:
         self.unmarked: dict[str, str] = {}   # conflicts left with no markers, and why
         # conflicts in files that hold markers an earlier --merge left: never marked again
         self.still_marked: list[str] = []
-        self.path = ""   # the path being merged
         self.new_blobs: dict[bytes, bytes] = {}
 
     def merge(self, path: str, base: Entry | None, ours: Entry | None,
@@ -243,8 +241,7 @@ class _Merger:
         mode, mode_conflict = merge_value(base_mode, ours[0], theirs[0])
         sha, content_conflict = merge_value(base_sha, ours[1], theirs[1])
         if content_conflict:
-            self.path = path
-            sha, content_conflict = self._merge_content(base_sha, ours[1], theirs[1])
+            sha, content_conflict = self._merge_content(path, base_sha, ours[1], theirs[1])
             # As git's merge-recursive does (merge_mode_and_contents, 2.39): once the contents
             # were merged line by line, that merge alone says whether the path is clean, and
             # the mode stays ours. Only an add/add can differ in mode both ways; git then
@@ -262,7 +259,7 @@ class _Merger:
         self.conflicts.append(path)
         self.unmarked[path] = why
 
-    def _merge_content(self, base: bytes | None, ours: bytes,
+    def _merge_content(self, path: str, base: bytes | None, ours: bytes,
                        theirs: bytes) -> tuple[bytes, bool]:
         """(blob id, conflict) of the line merge; a binary side makes it a conflict on ours
         (told from each blob's first 8000 bytes, so large binaries are never read whole)."""
@@ -274,7 +271,7 @@ class _Merger:
         ours_data = read(ours)
         merged = merge_text(base_data, ours_data, read(theirs), *self.labels, alnum=False)
         if not merged.clean and has_markers(ours_data):
-            self.still_marked.append(self.path)
+            self.still_marked.append(path)
         sha = hash_object(BLOB, merged.data)
         self.new_blobs[sha] = merged.data
         return sha, not merged.clean
