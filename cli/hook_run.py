@@ -130,10 +130,9 @@ def _act(event: HostEvent, command: HostCommand | None, workspace: Any,
         return _with_notes(host, workspace, session, quiet)
     workspace.end_turn(session, event_id=event.event_id if host.ends_by_id else None)
     if host.after_records_point:  # the next turn's undo point: notify has no other
-        done_label = event.label
         with _first_snapshot_said(workspace):
             result = workspace.snapshot(session=session,
-                                        label=f"after: {done_label}" if done_label else None)
+                                        label=f"after: {event.label}" if event.label else None)
         _say_left_out(result)
     return quiet
 
