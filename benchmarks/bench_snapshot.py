@@ -730,7 +730,7 @@ def case_resident(bench: Bench) -> None:
     try:
         if daemon is not None:
             daemon.start()
-        server = subprocess.Popen([bench.python, "-m", "undostore_cli.resident_serve"],
+        server = subprocess.Popen([bench.python, "-m", "undostore_cli.resident.serve"],
                                   env=bench.env, start_new_session=True,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
@@ -840,7 +840,7 @@ def case_floor(bench: Bench) -> None:
         trees[f"real tree {os.path.basename(os.path.abspath(bench.real_tree))}"] = (
             os.path.abspath(bench.real_tree))
     command = list(common.undostore_commands(bench.python).values())[0]
-    imports = [bench.python, "-c", "import undostore_cli.main, undostore_cli.cmd_snapshot, "
+    imports = [bench.python, "-c", "import undostore_cli.main, undostore_cli.commands.snapshot, "
                "undostore.snapshot.snapshot, undostore.workspace"]
     env = {**bench.env, "UNDOSTORE_FSMONITOR": "off"}
     table: dict[str, dict[str, float]] = {}

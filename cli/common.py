@@ -48,7 +48,7 @@ def say(said: Said) -> None:
 def project_root(ctx: Context) -> str:
     """The root the global options name, else the one found from the current folder (as the
     workspace would find it), without opening or making a store (`init`, `doctor`)."""
-    from undostore.store.discover import discover
+    from undostore import discover
 
     return ctx.root or discover(None, ctx.options.named_store, force=ctx.force).root
 
@@ -67,7 +67,7 @@ def read_only(empty: Callable[[dict[str, Any]], dict[str, Any]] | None) -> Calla
 
         @functools.wraps(command)
         def run(ctx: Context, *args: Any, **kwargs: Any) -> Any:
-            from undostore.errors import NoStoreError
+            from undostore import NoStoreError
 
             ctx.read_only = True
             try:

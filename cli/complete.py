@@ -5,22 +5,24 @@ completes nothing rather than printing into the user's shell."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
+    from undostore.store.store import Store
 
-def _store(ctx: click.Context) -> Any:
-    from undostore.history.status import open_existing
+
+def _store(ctx: click.Context) -> Store | None:
+    from undostore import open_existing
 
     params = ctx.find_root().params
     return open_existing(params.get("root"), params.get("store"), force=bool(params.get("force")))
 
 
-def _from_store(ctx: click.Context, items: Callable[[Any], list[CompletionItem]]
+def _from_store(ctx: click.Context, items: Callable[[Store], list[CompletionItem]]
                 ) -> list[CompletionItem]:
     """`items(store)` for the store of this command line, opened for the call; nothing when
     there is no store or anything fails."""
@@ -36,10 +38,10 @@ def _from_store(ctx: click.Context, items: Callable[[Any], list[CompletionItem]]
 
 def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str
                       ) -> list[CompletionItem]:
-    def sessions(store: Any) -> list[CompletionItem]:
+    def sessions(store: Store) -> list[CompletionItem]:
         from click.shell_completion import CompletionItem  # only when completing
 
-        from undostore.history.journal import session_names
+        from undostore import session_names
 
         return [CompletionItem(n) for n in session_names(store) if n.startswith(incomplete)]
 
@@ -48,10 +50,10 @@ def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: st
 
 def complete_ids(ctx: click.Context, param: click.Parameter, incomplete: str
                  ) -> list[CompletionItem]:
-    def ids(store: Any) -> list[CompletionItem]:
+    def ids(store: Store) -> list[CompletionItem]:
         from click.shell_completion import CompletionItem
 
-        from undostore.history.status import known_points
+        from undostore import known_points
 
         seen: set[str] = set()
         items = []

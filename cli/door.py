@@ -11,13 +11,14 @@ Click-free: the hook imports it on every prompt.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .plain import Options, adoption_line
 from .signals import process_cancel
 
 if TYPE_CHECKING:
     from undostore import Workspace
+    from undostore.history.retention import Eviction
 
 
 class Said(NamedTuple):
@@ -47,12 +48,8 @@ def open_workspace(options: Options, say: Say, *, cwd: str | None = None,
     the kinds in ALWAYS are said."""
     from undostore import Workspace
 
-    root = options.root
-    if root is None and cwd is not None:
-        from undostore.store.discover import discover
-
-        root = discover(cwd, options.named_store, force=options.force).root
-    workspace = Workspace(root, options.store, force=options.force, create=create)
+    workspace = Workspace(root_for(options, cwd), options.store, force=options.force,
+                          create=create)
     # SIGINT and SIGTERM (a person's Ctrl-C, a host or client giving up) roll a restore back at
     # its next file operation (signals.py; the entry installs the handlers).
     workspace.cancel = process_cancel()
@@ -75,6 +72,17 @@ def open_workspace(options: Options, say: Say, *, cwd: str | None = None,
     return workspace
 
 
+def root_for(options: Options, cwd: str | None) -> str | None:
+    """The root `options` name (`--root`), else the one found from `cwd` (a host's folder),
+    else None: the library finds it from the process's folder. The one way every front end
+    (the commands, the hook, the footer's status, the MCP server) finds it."""
+    if options.root is not None or cwd is None:
+        return options.root
+    from undostore import discover
+
+    return discover(cwd, options.named_store, force=options.force).root
+
+
 def history_session(workspace: Workspace, session: str | None, say: Say,
                     doing: str = "") -> str:
     """The session a history command acts on; said when it was chosen as the one with the
@@ -88,7 +96,7 @@ def history_session(workspace: Workspace, session: str | None, say: Say,
     return name
 
 
-def _eviction_line(eviction: Any) -> str:
+def _eviction_line(eviction: Eviction) -> str:
     why = ("older than UNDOSTORE_KEEP_DAYS" if eviction.reason == "keep_days"
            else "to keep the store under UNDOSTORE_MAX_STORE_MB")
     return (f"undostore: dropped undo point {eviction.id[:12]} of session {eviction.session!r} "
@@ -97,8 +105,7 @@ def _eviction_line(eviction: Any) -> str:
 
 def _orphan_lines(new_store: str) -> list[str]:
     """A new store was just made: the stores whose root is gone (a moved project's)."""
-    from undostore.history.stores import orphans
-    from undostore.store.store import recorded_root
+    from undostore import orphans, recorded_root
 
     return [f"undostore: note: store {path} protects {recorded_root(path)}, which no longer "
             "exists; if this project moved from there, `undostore rebind` here takes its "

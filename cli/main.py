@@ -12,8 +12,8 @@ from undostore import __version__
 
 from . import signals  # (before any command: a process may drop privileges, then import less)
 from .common import Context
-from .options import GLOBAL_WITH_VALUE
-from .plain import fail, fail_with, unattended_settings
+from .invocation import Invocation
+from .plain import fail, fail_with, interrupted, unattended_settings
 
 
 class _Interrupt(Exception):
@@ -28,14 +28,15 @@ class _Interrupt(Exception):
 # of its commands runs, or when help or completion lists them all, so `undo` pays for no other
 # command's imports. tests/test_cli_process.py holds this table to the modules.
 COMMAND_MODULES = {
-    "snapshot": "cmd_snapshot", "diff": "cmd_diff", "restore": "cmd_restore",
-    "revert": "cmd_revert", "log": "cmd_sessions", "undo": "cmd_sessions",
-    "redo": "cmd_sessions", "sessions": "cmd_sessions", "drop": "cmd_sessions",
-    "gc": "cmd_sessions", "verify": "cmd_sessions", "rebind": "cmd_stores",
-    "stores": "cmd_stores",
-    "hook": "cmd_hook", "status": "cmd_status", "ops": "cmd_status", "mcp": "cmd_mcp",
-    "init": "cmd_init", "doctor": "cmd_doctor",
-    "show": "cmd_show", "pick": "cmd_pick",
+    "snapshot": "commands.snapshot", "diff": "commands.diff", "restore": "commands.restore",
+    "revert": "commands.revert", "log": "commands.sessions", "undo": "commands.sessions",
+    "redo": "commands.sessions", "sessions": "commands.sessions", "drop": "commands.sessions",
+    "gc": "commands.sessions", "verify": "commands.sessions", "rebind": "commands.stores",
+    "stores": "commands.stores",
+    "hook": "commands.hook", "status": "commands.status", "ops": "commands.status",
+    "mcp": "commands.mcp",
+    "init": "commands.init", "doctor": "commands.doctor",
+    "show": "commands.show", "pick": "commands.pick",
 }
 
 
@@ -97,62 +98,17 @@ def all_commands() -> dict[str, click.Command]:
     return dict(cli.commands)
 
 
-def _interrupted(as_json: bool, err: BaseException) -> None:
-    """Ctrl-C: one line on stderr saying what became of the half-done work, exit 130."""
-    original = err.original if isinstance(err, _Interrupt) else err
-    message = getattr(original, "message", None) or "interrupted; nothing was left half-done"
-    try:
-        if sys.stderr.isatty():
-            sys.stderr.write("\n")   # past the terminal's ^C
-    except (AttributeError, ValueError):
-        pass
-    click.echo(f"undostore: {message}", err=True)
-    fail(as_json, 130, "Interrupted", message)
-
-
-# What hosts and clients run unattended: a bad setting is said and the default used (never a
-# hook that records nothing); any command a person types refuses it first (exit 2).
-UNATTENDED = ("hook", "mcp", "status")
-
-
-def _settings_checked(args: list[str]) -> contextlib.AbstractContextManager[None]:
+def _settings_checked(invocation: Invocation) -> contextlib.AbstractContextManager[None]:
     """Check every setting before the command runs: a bad one is exit 2, or, for what runs
     unattended, said once and the default used for the command's length."""
     from undostore import settings
 
-    command = command_name(args)
-    if command is None:
+    if invocation.command is None:
         return contextlib.nullcontext()   # help, --version: nothing to act on
-    if command not in UNATTENDED:
+    if not invocation.unattended:
         settings.check_all()
         return contextlib.nullcontext()
     return unattended_settings()
-
-
-def command_name(args: list[str]) -> str | None:
-    """The command `args` name (after the global options), or None."""
-    i = 0
-    while i < len(args) and args[i].startswith("-") and args[i] != "--":
-        i += 2 if args[i] in GLOBAL_WITH_VALUE else 1
-    return args[i] if i < len(args) and not args[i].startswith("-") else None
-
-
-def json_after_command(args: list[str]) -> list[str]:
-    """`--json` given before the command name moves after it (the contract: before or after)."""
-    i = 0
-    moved = False
-    out = list(args)
-    while i < len(out) and out[i].startswith("-") and out[i] != "--":
-        if out[i] == "--json":
-            del out[i]
-            moved = True
-            continue
-        i += 2 if out[i] in GLOBAL_WITH_VALUE else 1
-    if moved and i < len(out):
-        out.insert(i + 1, "--json")
-    elif moved:
-        out.append("--json")  # no command: let click say so
-    return out
 
 
 def _usage_line(err: click.ClickException) -> str:
@@ -166,32 +122,35 @@ def _usage_line(err: click.ClickException) -> str:
     return f"undostore: error: {message}"
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(invocation: Invocation | list[str] | None = None) -> None:
+    """Run the command line (an `Invocation` the lean entry read, or the arguments)."""
     try:
-        _main(argv)
+        if not isinstance(invocation, Invocation):
+            invocation = Invocation(sys.argv[1:] if invocation is None else invocation)
+        _main(invocation)
     finally:
         # The process ends here: spare the interpreter's last full collection over every object
         # the command left (a snapshot's stat cache: docs/design.md, "Figures behind constants").
         gc.freeze()
 
 
-def _main(argv: list[str] | None) -> None:
+def _main(invocation: Invocation) -> None:
     import warnings
 
     from .plain import one_line_warning
 
     warnings.showwarning = one_line_warning
-    args = json_after_command(sys.argv[1:] if argv is None else list(argv))
-    as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+    as_json = invocation.as_json
     try:
-        from undostore.errors import UndostoreError
+        from undostore import UndostoreError
     except KeyboardInterrupt as err:
-        _interrupted(as_json, err)
+        interrupted(as_json, err)
     # SIGINT and SIGTERM become a cancel request a restore answers itself (signals.py).
     with signals.cancel_on_signals():
         try:
-            with _settings_checked(args):
-                cli.main(args=args, prog_name="undostore", standalone_mode=False)
+            with _settings_checked(invocation):
+                cli.main(args=invocation.for_click(), prog_name="undostore",
+                         standalone_mode=False)
         except click.exceptions.Abort:
             click.echo("undostore: aborted", err=True)
             fail(as_json, 1, "Aborted", "aborted")
@@ -201,7 +160,7 @@ def _main(argv: list[str] | None) -> None:
         except (UndostoreError, OSError) as err:
             fail_with(as_json, err)
         except (KeyboardInterrupt, _Interrupt) as err:
-            _interrupted(as_json, err)
+            interrupted(as_json, err)
     sys.exit(0)
 
 

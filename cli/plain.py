@@ -7,7 +7,10 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+
+if TYPE_CHECKING:
+    from undostore.history.stores import Adoption
 
 
 class Options(NamedTuple):
@@ -24,7 +27,7 @@ class Options(NamedTuple):
         return self.store or os.environ.get("UNDOSTORE_STORE") or None
 
 
-def adoption_line(adopted: Any) -> str:
+def adoption_line(adopted: Adoption) -> str:
     """The one stderr line for a moved project: the store taken along, or the candidates."""
     rebound = adopted.rebound
     if rebound is not None:
@@ -96,7 +99,7 @@ def failure_doc(code: int, kind: str, message: str, path: str | None = None,
 def failure_of(err: Exception) -> Failure | None:
     """The failure a library error (its own code) or an OSError the library did not expect
     (exit 1, with the path and the cause, never a traceback) is; None for anything else."""
-    from undostore.errors import UndostoreError
+    from undostore import UndostoreError
 
     if isinstance(err, UndostoreError):
         return Failure(err.exit_code, f"undostore: error: {err}",
@@ -119,6 +122,21 @@ def fail(as_json: bool, code: int, kind: str, message: str, path: str | None = N
     sys.exit(code)
 
 
+def interrupted(as_json: bool, err: BaseException) -> NoReturn:
+    """Ctrl-C or SIGTERM (KeyboardInterrupt, or the library's Interrupted, or either carried
+    past click in `original`): one line on stderr saying what became of the half-done work,
+    exit 130; the one way every front end of the command line says it."""
+    original = getattr(err, "original", err)
+    message = getattr(original, "message", None) or "interrupted; nothing was left half-done"
+    try:
+        if sys.stderr.isatty():
+            sys.stderr.write("\n")   # past the terminal's ^C
+    except (AttributeError, ValueError):
+        pass
+    print(f"undostore: {message}", file=sys.stderr)
+    fail(as_json, 130, "Interrupted", message)
+
+
 def fail_with(as_json: bool, err: Exception) -> NoReturn:
     """End with the failure `err` is (failure_of): its line on stderr, its JSON with --json;
     any other exception propagates."""
@@ -134,8 +152,7 @@ def fail_with(as_json: bool, err: Exception) -> NoReturn:
 def root_relative(root: str, specs: list[str]) -> list[str]:
     """Path specs as '/'-separated paths under root. A relative spec is taken from the current
     folder when that folder is inside root (as git does), else from root."""
-    from undostore.diff.trees import normalize_spec
-    from undostore.errors import UsageError
+    from undostore import UsageError, normalize_spec
 
     here = os.path.realpath(os.getcwd())
     inside = here == root or here.startswith(root.rstrip(os.sep) + os.sep)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO, TypeVar
 
-from undostore.progress import Progress
+from undostore import Progress
 
 DELAY = 1.0
 TICK = 0.2

@@ -28,7 +28,7 @@ def process_cancel() -> Cancel:
     importing the library costs start-up time `--help` need not pay)."""
     global _cancel
     if _cancel is None:
-        from undostore.restore.cancel import Cancel
+        from undostore import Cancel
 
         _cancel = Cancel()
     return _cancel

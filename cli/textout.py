@@ -16,7 +16,7 @@ def write_changes(form: str, store: Store, changes: list[Change], colored: bool,
                   width: int, context: int = 3) -> None:
     """`changes` in one of git's forms on stdout (`width`: the --stat width; `context`: the
     patch's lines around each change)."""
-    from undostore.diff.patch import GIT_COLORS, PLAIN, render
+    from undostore import GIT_COLORS, PLAIN, render
 
     sys.stdout.flush()
     out = sys.stdout.buffer

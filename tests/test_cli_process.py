@@ -18,7 +18,8 @@ def test_the_command_table_names_every_command_of_every_module():
 
     from undostore_cli.main import COMMAND_MODULES
 
-    modules = sorted(p.stem for p in CLI_FOLDER.glob("cmd_*.py"))
+    modules = sorted(f"commands.{p.stem}" for p in (CLI_FOLDER / "commands").glob("*.py")
+                     if "\nCOMMANDS" in p.read_text(encoding="utf-8"))
     assert sorted(set(COMMAND_MODULES.values())) == modules
     for module_name in modules:
         module = importlib.import_module(f"undostore_cli.{module_name}")
@@ -53,15 +54,18 @@ def test_undo_loads_no_other_commands_module_nor_what_recording_a_point_needs(tr
     code, out, modules = _run_loaded(["undo", "--session", "s", "--yes", "--json"], root)
     assert code == 0 and json.loads(out)["modified"] == ["a.txt"]
     assert (root / "a.txt").read_text() == "A"
-    cli_modules = {m for m in modules if m.startswith("undostore_cli.cmd_")}
+    from undostore_cli.main import COMMAND_MODULES
+
+    command_modules = {f"undostore_cli.{m}" for m in COMMAND_MODULES.values()}
+    cli_modules = {m for m in modules if m in command_modules}
     # undo and redo live with the session commands; they show plans as restore does.
-    assert cli_modules == {"undostore_cli.cmd_sessions", "undostore_cli.cmd_restore"}
+    assert cli_modules == {"undostore_cli.commands.sessions", "undostore_cli.commands.restore"}
     # An undo merges its turn's files 3-way (diff.merge, and dulwich's tree parser where a
     # folder changes), but makes no whole-tree diff, and reads packs itself.
     unneeded = [m for m in modules if m.startswith((
         "dulwich.pack", "dulwich.repo", "mcp", "undostore.diff.trees", "undostore.diff.patch",
         "undostore.diff.renames", "undostore.history.retention", "undostore.history.gc",
-        "undostore.history.usage", "undostore_cli.mcp_server"))]
+        "undostore.history.usage", "undostore_cli.mcpserver.server"))]
     assert unneeded == []
 
 
@@ -93,7 +97,7 @@ def test_the_hook_records_a_point_without_loading_the_restore_machinery(tree_fac
 
 def test_the_per_prompt_hook_path_imports_no_click_nor_any_command(tree_factory):
     """The hook a host runs on every prompt, and its after-turn event, go from the entry point
-    to hook_run without click (0.014 s of imports) or any command module: what they import
+    to hosts/hook.py without click (0.014 s of imports) or any command module: what they import
     is pinned here (docs/design.md, "Start-up")."""
     root = tree_factory({"a.txt": "A"})
     for event in ({"session_id": "s1", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
@@ -104,10 +108,10 @@ def test_the_per_prompt_hook_path_imports_no_click_nor_any_command(tree_factory)
             assert (code, out) == (0, ""), args
             cli_modules = sorted(m for m in modules if m.startswith("undostore_cli."))
             assert cli_modules == ["undostore_cli.door", "undostore_cli.entry",
-                                   "undostore_cli.hook_once",
-                                   "undostore_cli.hook_run", "undostore_cli.hosts",
-                                   "undostore_cli.hosts_undo", "undostore_cli.options",
-                                   "undostore_cli.plain", "undostore_cli.resident",
+                                   "undostore_cli.hosts", "undostore_cli.hosts.hook",
+                                   "undostore_cli.hosts.once", "undostore_cli.hosts.records",
+                                   "undostore_cli.hosts.undo", "undostore_cli.invocation",
+                                   "undostore_cli.plain", "undostore_cli.resident_client",
                                    "undostore_cli.signals"], (event, args)
             assert [m for m in modules if m == "click" or m.startswith("click.")] == []
             # Records on this path are NamedTuples and slotted classes: dataclasses would add
@@ -122,8 +126,8 @@ def test_the_per_prompt_hook_path_imports_no_click_nor_any_command(tree_factory)
 
 
 def test_the_footer_status_imports_no_click_nor_any_command(tree_factory):
-    """`status`, which a host's footer runs on every redraw, goes to status_run the same way;
-    its errors keep their exit codes and JSON."""
+    """`status`, which a host's footer runs on every redraw, goes to commands/status_run.py the
+    same way; its errors keep their exit codes and JSON."""
     root = tree_factory({"a.txt": "A"})
     with Workspace(root) as ws:
         ws.snapshot(session="s1")
@@ -134,9 +138,11 @@ def test_the_footer_status_imports_no_click_nor_any_command(tree_factory):
         assert code == 0, args
         assert out.startswith("undo:1 redo:0") or json.loads(out)["undo"] == 1, (args, out)
         cli_modules = sorted(m for m in modules if m.startswith("undostore_cli."))
-        assert cli_modules == ["undostore_cli.entry", "undostore_cli.options",
-                               "undostore_cli.plain", "undostore_cli.resident",
-                               "undostore_cli.signals", "undostore_cli.status_run"], args
+        assert cli_modules == ["undostore_cli.commands", "undostore_cli.commands.status_run",
+                               "undostore_cli.door", "undostore_cli.entry",
+                               "undostore_cli.invocation",
+                               "undostore_cli.plain", "undostore_cli.resident_client",
+                               "undostore_cli.signals"], args
         assert [m for m in modules if m == "click" or m.startswith("click.")] == []
         assert {"dataclasses", "inspect"} & set(modules) == set(), args
     code, out, _ = _run_loaded(["--json", "--root", str(root / "a.txt"), "status"], root)

@@ -86,7 +86,7 @@ def test_a_second_undo_with_its_own_id_is_done_again(tree_factory, host):
 
 
 def test_a_host_without_ids_does_the_same_undo_again_a_moment_later(tree_factory):
-    from undostore_cli.hook_once import SAME_EVENT_SECONDS
+    from undostore_cli.hosts.once import SAME_EVENT_SECONDS
 
     root = tree_factory({"a.txt": "0\n"})
     _three_turns(root, "opencode")

@@ -102,7 +102,7 @@ def test_turns_undo_and_redo_through_the_resident_process(tmp_path, monkeypatch)
     try:
         with ModelServer(script) as model:
             host = Host(root, tmp_path / "home", model, UNDOSTORE_RESIDENT="on")
-            resident = subprocess.Popen([sys.executable, "-m", "undostore_cli.resident_serve"],
+            resident = subprocess.Popen([sys.executable, "-m", "undostore_cli.resident.serve"],
                                         env=host.env, start_new_session=True)
             deadline = time.monotonic() + 30
             while not (run / "resident.json").exists():

@@ -188,3 +188,13 @@ def test_the_wired_command_run_from_the_path_records_a_point(tmp_path, host, pat
         assert [p.label for p in ws.log("s1").undo] == ["go"]
 
 
+
+
+def test_every_host_has_its_event_record_and_its_setup_record():
+    """A host is its two records: how its events read (hosts/records.py) and what `init`
+    writes and `doctor` checks for it (hosts/setup.py)."""
+    from undostore_cli.hosts.records import HOSTS
+    from undostore_cli.hosts.setup import SETUP
+
+    assert sorted(HOSTS) == sorted(SETUP)
+    assert sorted(h for h, s in SETUP.items() if s.trust is not None) == ["codex", "gemini"]

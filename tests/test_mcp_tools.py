@@ -163,7 +163,7 @@ def test_a_long_call_sends_heartbeat_progress_when_the_client_sent_a_token(tree_
     """In process, with a short heartbeat: a snapshot that takes a while (32 MiB of random
     bytes to hash and compress) is heard of while it runs; without a token, nothing is sent."""
     import anyio
-    from undostore_cli.mcp_server import build_server
+    from undostore_cli.mcpserver.server import build_server
     from undostore_cli.plain import Options
 
     root = tree_factory({})
@@ -267,7 +267,7 @@ def test_the_tools_call_the_library_never_the_command_line(tree_factory):
     root = tree_factory({"a.txt": "1\n"})
     program = f"""
 import io, json, sys
-from undostore_cli.mcp_server import TOOLS, call
+from undostore_cli.mcpserver.server import TOOLS, call
 from undostore_cli.plain import Options
 out = sys.stdout
 options = Options(root={str(root)!r})
@@ -281,7 +281,7 @@ assert set(args) == set(TOOLS), sorted(TOOLS)
 errors = [name for name in args if call(options, name, args[name]).is_error]
 assert sys.stdout is out
 loaded = sorted(m for m in sys.modules
-                if m.startswith("undostore_cli.cmd_") or m == "undostore_cli.main")
+                if m.startswith("undostore_cli.commands.") or m == "undostore_cli.main")
 print(json.dumps({{"errors": errors, "loaded": loaded}}))
 """
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from undostore_cli import hosts_init
+from undostore_cli.hosts import init as hosts_init
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from undostore_cli import resident
+from undostore_cli import resident_client as resident
 
 from undostore import Workspace
 
@@ -35,7 +35,7 @@ def prompt(root: Path, text: str, prompt_id: str) -> dict:
 
 
 def run_folder() -> Path:
-    return Path(os.environ["UNDOSTORE_HOME"]) / resident.RUN_FOLDER
+    return Path(os.environ["UNDOSTORE_HOME"]) / "run"
 
 
 def state() -> dict:
@@ -255,7 +255,7 @@ def test_a_run_folder_others_may_enter_is_never_used(tree_factory, on):
     folder = run_folder()
     folder.mkdir(parents=True)
     folder.chmod(0o755)
-    done = subprocess.run([sys.executable, "-m", "undostore_cli.resident_serve"], timeout=60)
+    done = subprocess.run([sys.executable, "-m", "undostore_cli.resident.serve"], timeout=60)
     assert done.returncode == 1
     for n in range(2):
         done = hook(prompt(root, f"p{n}", f"p{n}"), root)
@@ -264,8 +264,8 @@ def test_a_run_folder_others_may_enter_is_never_used(tree_factory, on):
 
 
 def test_an_idle_resident_process_leaves_and_takes_its_socket(tmp_path, on):
-    done = subprocess.run([sys.executable, "-c", "from undostore_cli import resident_serve; "
-                           "raise SystemExit(resident_serve.serve(idle_seconds=0.5))"], timeout=60)
+    done = subprocess.run([sys.executable, "-c", "from undostore_cli.resident import serve; "
+                           "raise SystemExit(serve.serve(idle_seconds=0.5))"], timeout=60)
     assert done.returncode == 0
     assert not (run_folder() / resident.SOCKET_NAME).exists()
     assert state()["ended"] is True
@@ -278,20 +278,22 @@ def test_off_by_default_nothing_is_started(tree_factory, monkeypatch):
     assert not run_folder().exists()
 
 
-def test_the_caller_finds_the_home_as_the_library_does(monkeypatch, tmp_path):
-    from undostore import settings
+def test_the_home_is_where_the_setting_says_and_under_the_users_folder_without_it(monkeypatch,
+                                                                               tmp_path):
+    from undostore import home
 
-    for value in (str(tmp_path / "h"), ""):
-        monkeypatch.setenv("UNDOSTORE_HOME", value)
-        assert resident.home() == settings.home()
-    monkeypatch.delenv("UNDOSTORE_HOME")
+    monkeypatch.setenv("UNDOSTORE_HOME", str(tmp_path / "h"))
+    assert home.home() == str(tmp_path / "h")
+    assert home.run_folder() == str(tmp_path / "h" / "run") == resident.run_folder()
+    monkeypatch.setenv("UNDOSTORE_HOME", "")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert resident.home() == settings.home() == str(tmp_path / "home" / ".undostore")
+    assert home.home() == str(tmp_path / "home" / ".undostore")
 
 
-def test_a_hook_call_reaches_the_resident_process_importing_no_typing_nor_the_library(
+def test_a_hook_call_reaches_the_resident_process_importing_no_typing_nor_more_than_the_home(
         tree_factory, on):
-    """The caller's whole cost is its start: what it imports is pinned here."""
+    """The caller's whole cost is its start: what it imports is pinned here (of the library,
+    the home's module alone: one place says where the home is and what is private)."""
     root = tree_factory({"a.txt": "1"})
     started(root)
     code = ("import sys\nfrom undostore_cli.entry import main\ntry:\n    main(['hook'])\n"
@@ -302,7 +304,8 @@ def test_a_hook_call_reaches_the_resident_process_importing_no_typing_nor_the_li
     assert done.returncode == 0, done.stderr
     modules = eval(done.stderr.decode().strip().splitlines()[-1])   # noqa: S307 (our own list)
     assert [m for m in modules if m == "typing" or m.startswith("undostore")] == [
-        "undostore_cli", "undostore_cli.entry", "undostore_cli.options", "undostore_cli.resident"]
+        "undostore", "undostore.home", "undostore_cli", "undostore_cli.entry",
+        "undostore_cli.invocation", "undostore_cli.resident_client"]
     until(lambda: served() >= 1, "the call to be counted")
 
 
@@ -386,11 +389,11 @@ def test_under_umask_002_the_home_it_makes_is_private_and_hooks_go_on_recording(
     umask_002 = ("import os, sys; os.umask(0o002); "
                  "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
     serve = subprocess.run([sys.executable, "-c", umask_002, "-c",
-                            "from undostore_cli import resident_serve; "
+                            "from undostore_cli.resident import serve as resident_serve; "
                             "raise SystemExit(resident_serve.serve(idle_seconds=0.5))"],
                            timeout=60)
     assert serve.returncode == 0
-    for folder in (home.parent, home, home / resident.RUN_FOLDER):
+    for folder in (home.parent, home, home / "run"):
         assert folder.stat().st_mode & 0o777 == 0o700, folder
     for n in range(2):
         (root / "a.txt").write_text(f"before turn {n}")
@@ -450,7 +453,7 @@ def test_a_run_folder_swapped_for_a_link_after_start_is_never_written_through(tm
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     serving_process = subprocess.Popen(
-        [sys.executable, "-c", "from undostore_cli import resident_serve; "
+        [sys.executable, "-c", "from undostore_cli.resident import serve as resident_serve; "
                                "raise SystemExit(resident_serve.serve(idle_seconds=2))"])
     try:
         until(serving, "the resident process to listen")
@@ -471,8 +474,8 @@ def test_a_home_others_may_write_is_refused_as_the_store_refuses_it(tmp_path, on
     home.mkdir()
     home.chmod(0o777)
     monkeypatch.setenv("UNDOSTORE_HOME", str(home))
-    done = subprocess.run([sys.executable, "-c", "from undostore_cli import resident_serve; "
-                           "raise SystemExit(resident_serve.serve(idle_seconds=0.5))"],
+    done = subprocess.run([sys.executable, "-c", "from undostore_cli.resident import serve; "
+                           "raise SystemExit(serve.serve(idle_seconds=0.5))"],
                           timeout=60)
     assert done.returncode == 1
     assert list(home.iterdir()) == []
@@ -480,7 +483,7 @@ def test_a_home_others_may_write_is_refused_as_the_store_refuses_it(tmp_path, on
 
 WARM_CHECK = """
 import io, json, sys
-from undostore_cli import resident_serve
+from undostore_cli.resident import serve as resident_serve
 resident_serve._warm()
 before = set(sys.modules)
 from undostore_cli.entry import main

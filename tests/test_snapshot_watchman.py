@@ -552,7 +552,8 @@ def test_init_starts_watching_a_large_tree_unless_the_setting_says_otherwise(
 
     root = make_tree(tmp_path / "tree", {f"f{i}.txt": f"{i}\n" for i in range(files)})
     monkeypatch.setenv("UNDOSTORE_FSMONITOR", mode)
-    program = ("import sys\nimport undostore_cli.cmd_init as init\ninit.WATCH_FROM_FILES = 20\n"
+    program = ("import sys\nimport undostore.snapshot.watchman as watchman\n"
+               "watchman.WATCH_FROM_FILES = 20\n"
                "from undostore_cli.entry import main\nmain(sys.argv[1:])")
     done = subprocess.run([sys.executable, "-c", program, "init", "cursor", "--json"], cwd=root,
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)

@@ -118,8 +118,3 @@ def named_session(session: str | None) -> str | None:
     return session or os.environ.get("UNDOSTORE_SESSION") or None
 
 
-def home() -> str:
-    """The folder of this user's stores and per-user files: `UNDOSTORE_HOME`, else
-    `~/.undostore`."""
-    return os.environ.get("UNDOSTORE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                            ".undostore")

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.restore.revert import RevertResult
     from undostore.snapshot.resume import Kept
-    from undostore.snapshot.snapshot import SnapshotOptions, SnapshotResult
+    from undostore.snapshot.snapshot import FirstSnapshot, SnapshotOptions, SnapshotResult
+    from undostore.store.once import EventAnswer, OnceKey
     from undostore.store.oplog import Op
 
 
@@ -121,6 +122,27 @@ class Workspace:
 
         return usable(load(kept_path(self.store)), self.store)
 
+    def first_snapshot(self, options: SnapshotOptions | None = None) -> FirstSnapshot | None:
+        """The tree's first snapshot, taken ahead of a host's first prompt (`init`), which
+        would otherwise wait while every file is read (None: the tree has one). On a tree big
+        enough to be worth a watchman daemon, where the setting and the installed programs
+        allow it (snapshot/watchman.py `worth_starting`), one more snapshot starts watchman's
+        daemon and watch, so every later one asks it what changed instead of walking."""
+        from undostore.snapshot.snapshot import FirstSnapshot, SnapshotOptions
+        from undostore.snapshot.watchman import worth_starting
+
+        if self.first_snapshot_kept() is None:
+            return None
+        result = self.snapshot(options=options)
+        if not worth_starting(result.files):
+            return FirstSnapshot(result, False)
+        trouble: list[str] = []
+        watched = self.snapshot(options=SnapshotOptions(
+            force=self.force, fsmonitor="watchman",
+            on_warning=lambda path, message: trouble.append(message))).watched
+        return FirstSnapshot(result, watched, None if watched
+                             else "; ".join(trouble) or "no daemon answered")
+
     def snapshot(self, session: str | None = None, label: str | None = None,
                  meta: dict[str, Any] | None = None,
                  options: SnapshotOptions | None = None) -> SnapshotResult:
@@ -169,6 +191,40 @@ class Workspace:
             self._log("end-turn", session=name, id=result.id,
                       label=point.label if point is not None else None)
         return result
+
+    def once(self, host: str, key: OnceKey | None, arrived: float,
+             act: Callable[[], EventAnswer], replay: Callable[[Any], Any]) -> Any:
+        """A host's event performed once (store/once.py): under the store lock, the answer kept
+        for `key` is replayed when this event `arrived` (its hook started) before that answer
+        was given or within `key.window` after it (`replay` None: unusable, performed
+        again); else `act` performs it, and what it keeps answers its duplicates. Either way
+        `host`'s hook is noted as seen here (`hosts_seen`). `key` None: an event never taken
+        for a duplicate."""
+        from undostore.store import once
+
+        with self.store.lock:
+            cache = self.store.cache_dir
+            if key is not None:
+                kept = once.recall(cache, key.key, key.window, arrived)
+                earlier = replay(kept) if kept is not None else None
+                if earlier is not None:
+                    return earlier
+            performed = act()
+            once.remember(cache, host, key.key if key is not None else None, performed.kept)
+            return performed.answer
+
+    def hosts_seen(self) -> dict[str, float]:
+        """Each host whose hook ran for this store, and when it last did (`time.time()`)."""
+        from undostore.store import once
+
+        return once.hosts_seen(self.store.cache_dir)
+
+    def file_limit_passed(self) -> int | None:
+        """The file limit (`UNDOSTORE_MAX_FILES`) the last snapshot found the tree over (it
+        recorded nothing), None when it was not."""
+        from undostore.store import overlimit
+
+        return overlimit.read(self.store.cache_dir)
 
     def notes_for_model(self, session: str | None = None) -> list[str]:
         """What the session's model is to be told with its next prompt (the turns an undo or

@@ -16,10 +16,10 @@ import shutil
 import time
 from typing import Any, NamedTuple
 
-from undostore import settings
 from undostore.errors import StoreError, UndostoreError, UsageError, from_oserror
 from undostore.git.objects import BLOB, MODE_EXEC, MODE_FILE, MODE_TREE, hash_object
 from undostore.history import journal as journals
+from undostore.home import stores_folder
 from undostore.store import oplog
 from undostore.store.store import Store, default_store_path, recorded_root
 
@@ -55,7 +55,7 @@ class Rebound(NamedTuple):
 
 
 def stores_dir(home: str | None = None) -> str:
-    return os.path.join(home or settings.home(), "stores")
+    return stores_folder(home)
 
 
 def _store_folders(home: str | None) -> list[str]:

@@ -36,7 +36,13 @@ from undostore.snapshot.changes import WALK_FULL, Scan, moved_while_taken, scan
 from undostore.snapshot.hashing import HashRun
 from undostore.snapshot.resume import Checkpoints
 from undostore.snapshot.resume import forget as forget_kept
-from undostore.snapshot.walk import WalkOptions, ignore_warning, too_many_files, unsettled
+from undostore.snapshot.walk import (
+    LEFT_OUT,
+    WalkOptions,
+    ignore_warning,
+    too_many_files,
+    unsettled,
+)
 from undostore.store import overlimit
 from undostore.store.durable import on_fuse
 from undostore.store.moderecord import ModeRecorder
@@ -80,6 +86,21 @@ class SnapshotResult(NamedTuple):
     walk_reason: str = ""     # why a full walk though watchman was asked ("" when it was not)
     recorded: bool = False  # an undo point was recorded (set by Workspace.snapshot)
     watched: bool = False   # watchman gave a clock, saved with it: the next one may ask watchman
+
+    @property
+    def left_out(self) -> list[str]:
+        """The paths this snapshot could not read (no permission, a path too long): an undo
+        cannot bring them back, so a front end says so."""
+        return [path for path, message in self.warnings if message.startswith(LEFT_OUT)]
+
+
+class FirstSnapshot(NamedTuple):
+    """A tree's first snapshot (`Workspace.first_snapshot`), and whether watchman now watches
+    the tree for the later ones."""
+
+    result: SnapshotResult
+    watchman: bool              # a daemon watches the tree: later snapshots ask it
+    watchman_trouble: str | None = None   # why watchman was wanted and did not start
 
 
 def store_exclusion(root: str, store: Store) -> frozenset[str]:

@@ -22,6 +22,9 @@ from undostore.limits import DEFAULT_LIMITS
 from undostore.snapshot import watchsock
 
 MODES = ("auto", "watchman", "off")
+# A tree this big is worth starting a watchman daemon for, at its first snapshot: a walk with
+# nothing changed costs every prompt far more than a watchman query (docs/design.md).
+WATCH_FROM_FILES = 50_000
 SYNC_TIMEOUT_MS = 3000         # the cookie sync that makes a just-made write visible
 _RECRAWLED = re.compile(r"Recrawled this watch (\d+) time")
 
@@ -34,6 +37,17 @@ def fsmonitor_mode() -> str:
     from undostore import settings
 
     return str(settings.value("UNDOSTORE_FSMONITOR"))
+
+
+def worth_starting(files: int) -> bool:
+    """Whether a first snapshot of `files` files should start watchman: the tree is that big
+    (`WATCH_FROM_FILES`), `UNDOSTORE_FSMONITOR` leaves the choice to undostore (`auto`), and
+    the `watchman` program and its client library (`undostore[watchman]`) are installed."""
+    import shutil
+
+    return (files >= WATCH_FROM_FILES and fsmonitor_mode() == "auto"
+            and shutil.which("watchman") is not None
+            and importlib.util.find_spec("pywatchman") is not None)
 
 
 class Token(NamedTuple):

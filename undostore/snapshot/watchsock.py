@@ -19,7 +19,6 @@ import stat
 from undostore.platform import IS_WINDOWS
 
 ASK_TIMEOUT_SECONDS = 5.0
-MEMORY_NAME = "watchman-sock"
 # What the watchman program reads to choose its socket (its state folder, user, config).
 _KEY_VARIABLES = ("TMPDIR", "USER", "LOGNAME", "HOME", "WATCHMAN_CONFIG_FILE",
                   "XDG_STATE_HOME", "XDG_RUNTIME_DIR")
@@ -74,22 +73,22 @@ def trusted(path: str) -> bool:
     """A socket owned by this user in a folder owned by this user that others cannot write."""
     if IS_WINDOWS or not os.path.isabs(path) or "\n" in path:
         return False
-    uid = os.geteuid()
+    from undostore.home import owned_folder
+
     try:
         sock = os.lstat(path)
         folder = os.lstat(os.path.dirname(path))
     except (OSError, ValueError):
         return False
-    return (stat.S_ISSOCK(sock.st_mode) and sock.st_uid == uid
-            and stat.S_ISDIR(folder.st_mode) and folder.st_uid == uid
-            and not folder.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+    return (stat.S_ISSOCK(sock.st_mode) and sock.st_uid == os.geteuid()
+            and owned_folder(folder, shut=stat.S_IWGRP | stat.S_IWOTH))
 
 
 def memory_path() -> str:
     """`$UNDOSTORE_HOME/watchman-sock`: the key line, then the socket's path."""
-    from undostore import settings
+    from undostore.home import watchman_memory
 
-    return os.path.join(settings.home(), MEMORY_NAME)
+    return watchman_memory()
 
 
 def memory_key(program: str) -> str:

@@ -2,7 +2,7 @@
 
 A host may deliver one event twice: Codex runs a project's hooks and the user-wide ones at the
 same time, and a host may retry a hook that timed out. Performing `/undo` twice would take back
-two turns. The caller (the hook) holds the store lock, asks `recall` whether this event's key
+two turns. `Workspace.once` holds the store lock, asks `recall` whether this event's key
 was answered before it arrived or within a window after, and if not acts and `remember`s its
 answer; a duplicate that waited for the lock then gives the same answer without acting.
 
@@ -17,9 +17,25 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from undostore.fileio import read_small, write_small
+
+
+class OnceKey(NamedTuple):
+    """What an event is known by, and how long after the first's answer a duplicate may come
+    (seconds)."""
+
+    key: str
+    window: float
+
+
+class EventAnswer(NamedTuple):
+    """An event's answer, and what is kept to answer its duplicates (JSON-able)."""
+
+    answer: Any
+    kept: Any
+
 
 FILE = "events"
 KEEP = 256

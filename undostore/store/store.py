@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from undostore import settings
 from undostore.errors import (
     IncompleteSnapshotError,
     NoStoreError,
@@ -37,6 +36,7 @@ from undostore.git.heldobjects import Held
 from undostore.git.objects import BLOB, TREE, decode_tree
 from undostore.git.reader import ObjectReader
 from undostore.git.treewalk import walk
+from undostore.home import home, stores_folder
 from undostore.store import damage
 from undostore.store.lock import StoreLock
 from undostore.store.recent import all_ids
@@ -51,7 +51,7 @@ def default_store_path(root: str) -> str:
     """`$UNDOSTORE_HOME/stores/<first 16 hex of sha256(realpath(root))>` (the contract)."""
     real = os.path.realpath(root)
     digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
-    return os.path.join(settings.home(), "stores", digest)
+    return os.path.join(stores_folder(), digest)
 
 
 def recorded_root(store: str) -> str | None:
@@ -112,9 +112,8 @@ class Store:
         self.root = root
         self.identity = ""
         self.recorded_root = ""
-        home = settings.home()
-        check_store(self.path, home if _same_folder(os.path.dirname(self.path),
-                                                    os.path.join(home, "stores")) else None)
+        check_store(self.path, home() if _same_folder(os.path.dirname(self.path),
+                                                      stores_folder()) else None)
         # Windows: a store outside the user's profile, which the check above cannot vouch for
         # (the CLI, the hook and the MCP server say it on stderr).
         self.trust_note = outside_profile(self.path)

@@ -40,13 +40,12 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from undostore.history.direction import Direction
+from undostore import Direction
 from undostore.settings import named_session
 
-from .door import ALWAYS, Said, history_session, open_workspace
-from .mcp_relay import Relay
-from .plain import Options, failure_of, json_text, root_relative
-from .results import (
+from ..door import ALWAYS, Said, history_session, open_workspace
+from ..plain import Options, failure_of, json_text, root_relative
+from ..results import (
     compare_json,
     empty_log,
     log_json,
@@ -56,7 +55,8 @@ from .results import (
     snapshot_json,
     with_pending,
 )
-from .signals import process_cancel
+from ..signals import process_cancel
+from .relay import Relay
 
 if TYPE_CHECKING:
     from undostore import Workspace
@@ -97,7 +97,7 @@ class Call:
                 empty: Callable[[], Json] | None = None) -> Json:
         """`read(workspace)` for a tool that only reads (never makes a store); where no store
         protects the folder, what `empty()` gives (None: the error), as its command does."""
-        from undostore.errors import NoStoreError
+        from undostore import NoStoreError
 
         try:
             workspace = self.workspace(create=False)
@@ -183,7 +183,7 @@ class ToolInputError(Exception):
       session=_text("Record an undo point in this session (none: only capture)."),
       label=_text("Label of the undo point, e.g. what is about to be done."))
 def _snapshot(call: Call, args: Args) -> Json:
-    from undostore.snapshot.snapshot import SnapshotOptions
+    from undostore import SnapshotOptions
 
     if args.get("label") and not args.get("session"):
         raise ToolInputError("label needs session (a label names an undo point)")
@@ -219,7 +219,7 @@ def _diff(call: Call, args: Args) -> Json:
 
 def _git_text(workspace: Workspace, form: str, changes: list[Any]) -> str:
     """The changes as git prints them to a pipe: no colour, --stat 80 columns wide."""
-    from undostore.diff.patch import PLAIN, render
+    from undostore import PLAIN, render
 
     return b"".join(render(form, workspace.store, changes, PLAIN, 80)).decode("utf-8",
                                                                               "replace")
@@ -312,7 +312,7 @@ def _log(call: Call, args: Args) -> Json:
 @tool("status", "Count the session's undo points and redo entries, and say whether an "
       "interrupted restore is pending.", session=SESSION)
 def _status(call: Call, args: Args) -> Json:
-    from undostore.history.status import status_at
+    from undostore import status_at
 
     options = call.options
     return status_at(options.root, options.named_store, _session(args),
@@ -324,7 +324,7 @@ def _status(call: Call, args: Args) -> Json:
       session=_text("Only this session's operations."),
       since=_text("Only operations newer than this, e.g. 30m, 2h, 1d."))
 def _ops(call: Call, args: Args) -> Json:
-    from undostore.store.oplog import since_cutoff
+    from undostore import since_cutoff
 
     since = args.get("since") or None
     since_cutoff(since)  # a bad duration fails before the store is opened
@@ -525,7 +525,7 @@ class ProgressBridge:
             return value
 
     def __call__(self, progress: Any) -> None:
-        from .progress import describe
+        from ..progress import describe
 
         step = _STEPS.index(progress.step) if progress.step in _STEPS else 0
         share = (progress.files_done / progress.files_total) if progress.files_total else 0.0

@@ -20,8 +20,10 @@ import shutil
 import time
 from typing import NamedTuple
 
-from . import resident
-from .hosts_init import INIT, ConfigError, read_config, target
+from undostore.home import run_folder
+
+from .. import resident_client as resident
+from .init import ConfigError, ConfigFile, read_config, target
 
 
 class Check(NamedTuple):
@@ -41,12 +43,12 @@ def _read(path: str) -> str | None:
         return None
 
 
-def wired(host: str, root: str) -> str | None:
-    """Where `host` is wired for `root`: the project's config, else the user-wide one (each of
-    the host's files as `init` would write it); None: neither."""
+def wired(files: list[ConfigFile], root: str) -> str | None:
+    """Where a host is wired for `root`: the project's config, else the user-wide one (each of
+    the host's `files` as `init` would write it); None: neither."""
     for user_wide in (False, True):
         paths = []
-        for spec in INIT[host]:
+        for spec in files:
             path = target(spec, root, user_wide)
             text = _read(path)
             try:
@@ -63,7 +65,7 @@ def wired(host: str, root: str) -> str | None:
 def on_path() -> Check:
     found = shutil.which("undostore")
     if found is None:
-        from .install_hint import tool_install
+        from ..install_hint import tool_install
 
         return Check("path", False, "`undostore` is not on the PATH hosts run it from: install "
                      f"it with `{tool_install()}` (or `uv tool install`), then open a new "
@@ -71,24 +73,16 @@ def on_path() -> Check:
     return Check("path", True, f"undostore is {found}")
 
 
-def config(host: str, root: str) -> Check:
-    where = wired(host, root)
+def config(host: str, files: list[ConfigFile], root: str) -> Check:
+    where = wired(files, root)
     if where is None:
         return Check(f"{host}: config", False, f"not wired here as this version's init "
                      f"writes it: run `undostore init {host}`")
     return Check(f"{host}: config", True, f"wired in {where}")
 
 
-def trust(host: str, root: str) -> Check | None:
-    """The host's own trust state for `root` where it gates hooks and can be read."""
-    if host == "codex":
-        return _codex_trust(root)
-    if host == "gemini":
-        return _gemini_trust(root)
-    return None
-
-
-def _codex_trust(root: str) -> Check:
+def codex_trust(root: str) -> Check:
+    """Codex runs a project's hooks once the project is trusted and each hook reviewed."""
     home = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
     settings = _toml(os.path.join(home, "config.toml"))
     level = None
@@ -144,7 +138,8 @@ def _codex_unreviewed(root: str, home: str, settings: dict) -> list[str]:
             if event not in reviewed]
 
 
-def _gemini_trust(root: str) -> Check:
+def gemini_trust(root: str) -> Check:
+    """Gemini CLI registers hooks only in a folder it trusts."""
     if os.environ.get("GEMINI_CLI_TRUST_WORKSPACE", "").lower() == "true":
         return Check("gemini: trust", True, "GEMINI_CLI_TRUST_WORKSPACE=true trusts it")
     path = os.path.join(os.path.expanduser("~"), ".gemini", "trustedFolders.json")
@@ -208,7 +203,7 @@ def resident_process() -> Check | None:
     if why is not None:
         return Check(name, False, why)
     try:
-        with open(os.path.join(resident.run_folder(), resident.STATE_NAME),
+        with open(os.path.join(run_folder(), resident.STATE_NAME),
                   encoding="utf-8") as f:
             state = json.load(f)
         pid, served, ended = int(state["pid"]), int(state["served"]), bool(state["ended"])

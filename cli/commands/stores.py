@@ -8,7 +8,7 @@ import time
 
 import click
 
-from .common import Context, emit, json_option, note, pass_context
+from ..common import Context, emit, json_option, note, pass_context
 
 
 @click.command("stores")
@@ -19,7 +19,7 @@ def stores_command(ctx: Context, as_json: bool) -> None:
     exists), its size, its sessions and when it was last used. A store whose root is gone is
     what a moved project left behind: `undostore rebind`, run in the new place, takes it along.
     """
-    from undostore.history.stores import list_stores
+    from undostore import list_stores
 
     found = list_stores()
 
@@ -44,8 +44,7 @@ def rebind_command(ctx: Context, as_json: bool) -> None:
     plain commands, hooks and the MCP server look for this folder's store, and re-points it
     here. A store made here after the move is set aside (listed by `stores`), never deleted.
     """
-    from undostore.history.stores import rebind
-    from undostore.store.discover import discover
+    from undostore import discover, rebind
 
     root = ctx.root or discover(store=None, force=ctx.force).root
     explicit = ctx.store or os.environ.get("UNDOSTORE_STORE") or None

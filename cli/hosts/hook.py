@@ -3,16 +3,17 @@ Cursor, Gemini CLI, Copilot CLI, Windsurf, Codex's `notify`, and the OpenCode an
 `init` writes).
 
 One event: JSON on stdin, or as the last argument (Codex's `notify`). The host is `--host H`, or
-found from the event's shape (cli/hosts.py holds every host's field names and stdout rules). A
+found from the event's shape (records.py holds every host's field names and stdout rules). A
 prompt event records an undo point in the event's session for the root found from its folder,
 labelled with the prompt's first line; a prompt that is `/undo`, `/undo N` or `/redo` is done
-instead (cli/hosts_undo.py) and answered in the host's way of stopping a prompt. The after-turn
+instead (cli/hosts/undo.py) and answered in the host's way of stopping a prompt. The after-turn
 event records the files after the turn with the newest point. stdout holds only what the host
 accepts; a failure is one line on stderr and exit 1, never 2 (exit 2 drops the user's prompt).
 
 A host runs this on every prompt, so it is the leanest path of the command line: `entry.main`
 sends `undostore hook ...` here without importing click (0.014 s of start-up) or any other
-command; `cmd_hook.py` is the click command `--help` and completion see, running the same `run`.
+command; `commands/hook.py` is the click command `--help` and completion see, running the same
+`run`.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .door import open_workspace
-from .hook_once import event_key
-from .hosts import (
+from ..door import open_workspace
+from ..plain import Options, stdin_is_terminal
+from .once import event_key
+from .records import (
     BLOCK_CONTINUE,
     BLOCK_EXIT_2,
     BLOCK_NONE,
@@ -40,8 +42,10 @@ from .hosts import (
     HostEvent,
     detect,
 )
-from .hosts_undo import HostCommand, parse_command, perform
-from .plain import Options, stdin_is_terminal
+from .undo import CommandDone, HostCommand, parse_command, perform
+
+if TYPE_CHECKING:
+    from undostore import EventAnswer, SnapshotResult, Workspace
 
 
 class HookFailure(Exception):
@@ -79,7 +83,7 @@ def read_event(raw: bytes | str) -> dict[str, Any]:
     return event
 
 
-def _workspace(ctx: Options, event: HostEvent):  # noqa: ANN202 (undostore.Workspace, lazily)
+def _workspace(ctx: Options, event: HostEvent) -> Workspace:
     """The event's workspace through the one door (door.py): a restore a crash left half-done,
     a moved project and an untrusted store said on stderr (a `/undo` answer says the first
     too); nothing else, as the host shows stderr as trouble."""
@@ -89,30 +93,34 @@ def _workspace(ctx: Options, event: HostEvent):  # noqa: ANN202 (undostore.Works
 
 def handle(ctx: Options, event: HostEvent, arrived: float) -> Answer:
     """Do what `event` asks, once (a duplicate of it, `arrived` when its hook started, gets the
-    first's answer: hook_once.py); the answer for the host."""
-    from undostore.store import once
-
-    host = event.host
-    quiet = Answer(host.quiet_answer(event.name))
+    first's answer: `Workspace.once`, keyed as once.py says); the answer for the host."""
+    quiet = Answer(event.host.quiet_answer(event.name))
     if event.kind == OTHER:
         return quiet
     command = parse_command(event.prompt) if event.kind == PROMPT else None
     if event.name == "input" and command is None:
         return quiet  # Pi's `input` event is asked only about commands
-    with _workspace(ctx, event) as workspace, workspace.store.lock:
-        cache = workspace.store.cache_dir
-        known = event_key(event)
-        if known is not None:
-            earlier = once.recall(cache, known.key, known.window, arrived)
-            if isinstance(earlier, list) and len(earlier) == len(Answer._fields):
-                return Answer(*earlier)
-        answer = _act(event, command, workspace, quiet)
-        once.remember(cache, host.name, known.key if known else None,
-                      list(quiet if answer.noted else answer))
-        return answer
+    with _workspace(ctx, event) as workspace:
+        return workspace.once(event.host.name, event_key(event), arrived,
+                              lambda: _performed(event, command, workspace, quiet), _replayed)
 
 
-def _act(event: HostEvent, command: HostCommand | None, workspace: Any,
+def _performed(event: HostEvent, command: HostCommand | None, workspace: Workspace,
+               quiet: Answer) -> EventAnswer:
+    """The event's answer, and the one its duplicates get: the same, less the note for the
+    model (which the host would add twice)."""
+    from undostore import EventAnswer
+
+    answer = _act(event, command, workspace, quiet)
+    return EventAnswer(answer, list(quiet if answer.noted else answer))
+
+
+def _replayed(kept: object) -> Answer | None:
+    """A duplicate's answer from what its first kept (None: unreadable, perform it)."""
+    return Answer(*kept) if isinstance(kept, list) and len(kept) == len(Answer._fields) else None
+
+
+def _act(event: HostEvent, command: HostCommand | None, workspace: Workspace,
          quiet: Answer) -> Answer:
     """`handle`'s work, the store lock held."""
     host, session = event.host, event.session or ""
@@ -137,7 +145,7 @@ def _act(event: HostEvent, command: HostCommand | None, workspace: Any,
     return quiet
 
 
-def _with_notes(host: Host, workspace: Any, session: str, quiet: Answer) -> Answer:
+def _with_notes(host: Host, workspace: Workspace, session: str, quiet: Answer) -> Answer:
     """The prompt's answer, carrying to the model what it must know since its last prompt
     (the turns an undo or redo took back or applied again: history/notes.py), where the host
     takes context from this hook; elsewhere the notes wait."""
@@ -152,7 +160,7 @@ def _with_notes(host: Host, workspace: Any, session: str, quiet: Answer) -> Answ
                                                      "additionalContext": note}}), noted=True)
 
 
-def _plugin_answer(workspace: Any, session: str, done: Any) -> Answer:
+def _plugin_answer(workspace: Workspace, session: str, done: CommandDone) -> Answer:
     """A command's answer to undostore's own plugin: the line, the turns moved (the event id
     the plugin gave each, and its label) and the note for the model, taken here (Pi's
     extension sends it only where it cannot move the conversation; OpenCode's sends it in the
@@ -162,7 +170,7 @@ def _plugin_answer(workspace: Any, session: str, done: Any) -> Answer:
                               "note": _note(workspace, session)}))
 
 
-def _note(workspace: Any, session: str) -> str | None:
+def _note(workspace: Workspace, session: str) -> str | None:
     """The note for the session's model (history/notes.py), taken: one line; None: none."""
     lines = workspace.notes_for_model(session)
     return "undostore: " + " ".join(lines) if lines else None
@@ -173,7 +181,7 @@ FIRST_SNAPSHOT_SAID_AFTER_S = 1.0
 
 
 @contextmanager
-def _first_snapshot_said(workspace: Any) -> Iterator[None]:
+def _first_snapshot_said(workspace: Workspace) -> Iterator[None]:
     """Around a snapshot: where it is the tree's first (it reads every file, and the prompt
     waits for it), one stderr line once it has run FIRST_SNAPSHOT_SAID_AFTER_S, saying so and
     how far the last try got (a try the host stopped keeps what it hashed:
@@ -198,12 +206,10 @@ def _first_snapshot_said(workspace: Any) -> Iterator[None]:
         timer.cancel()
 
 
-def _say_left_out(result) -> None:  # noqa: ANN001 (undostore.SnapshotResult, imported lazily)
+def _say_left_out(result: SnapshotResult) -> None:
     """One stderr line naming what the undo point left out because it could not be read (no
     permission, a path too long): an undo cannot bring those back, so the user is told."""
-    from undostore.snapshot.walk import LEFT_OUT
-
-    paths = [path for path, message in result.warnings if message.startswith(LEFT_OUT)]
+    paths = result.left_out
     if paths:
         shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
         print(f"undostore: warning: left out of the undo point (cannot be read): {shown}",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .common import (
+from ..common import (
     Context,
     emit,
     json_option,
@@ -16,7 +16,7 @@ from .common import (
     session_option,
     stderr_is_terminal,
 )
-from .results import snapshot_json
+from ..results import snapshot_json
 
 if TYPE_CHECKING:
     from undostore.progress import Progress
@@ -58,9 +58,8 @@ def snapshot_command(ctx: Context, session: str | None, label: str | None,
     Prints the snapshot id (git's tree id of the root). With --session (or $UNDOSTORE_SESSION
     set), the snapshot is also recorded as an undo point of that session.
     """
-    from undostore.progress import no_progress
+    from undostore import SnapshotOptions, no_progress
     from undostore.settings import named_session
-    from undostore.snapshot.snapshot import SnapshotOptions
 
     # $UNDOSTORE_SESSION names the session as --session does (the contract), so a host that
     # sets it gets undo points from a plain `undostore snapshot`.

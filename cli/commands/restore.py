@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .common import (
+from ..common import (
     Context,
     dry_run_option,
     emit,
@@ -24,9 +24,9 @@ from .common import (
     session_option,
     yes_option,
 )
-from .complete import complete_ids
-from .plain import stdin_is_terminal
-from .progress import TerminalProgress
+from ..complete import complete_ids
+from ..plain import stdin_is_terminal
+from ..progress import TerminalProgress
 
 if TYPE_CHECKING:
     from undostore.restore.notices import RestoreWarning
@@ -73,7 +73,7 @@ def run_restore(call: Callable[..., RestoreResult], *, yes: bool, dry_run: bool,
 
 
 def _needs_yes(action: str, plan: RestorePlan) -> Exception:
-    from undostore.errors import ConfirmationNeeded
+    from undostore import ConfirmationNeeded
 
     return ConfirmationNeeded(f"{action} would change files ({_counts(plan)}) and there is no "
                               "terminal to ask: pass --yes to do it")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from .common import (
+from ..common import (
     Context,
     history_session,
     json_option,
@@ -16,11 +16,11 @@ from .common import (
     read_only,
     session_option,
 )
-from .complete import complete_ids
-from .pager import no_pager_option, paged
-from .plain import json_text, root_relative
-from .results import compare_json, turn_diff_json
-from .textout import columns, want_color, write_changes
+from ..complete import complete_ids
+from ..pager import no_pager_option, paged
+from ..plain import json_text, root_relative
+from ..results import compare_json, turn_diff_json
+from ..textout import columns, want_color, write_changes
 
 _PATHS_KEY = "undostore.diff.paths"
 

@@ -30,8 +30,9 @@ import stat
 import struct
 import sys
 
-SERVE_MODULE = "undostore_cli.resident_serve"   # run with `python -m`
-RUN_FOLDER = "run"
+from undostore.home import folder_is_private, run_folder
+
+SERVE_MODULE = "undostore_cli.resident.serve"   # run with `python -m`
 SOCKET_NAME = "resident.sock"
 LOCK_NAME = "resident.lock"
 STATE_NAME = "resident.json"
@@ -72,17 +73,6 @@ def available() -> bool:
             and hasattr(_socket, "SO_PEERCRED") and hasattr(_socket.socket, "sendmsg"))
 
 
-def home() -> str:
-    """`settings.home()`, spelled again here so the caller need not import the library (a test
-    keeps the two equal)."""
-    return os.environ.get("UNDOSTORE_HOME") or os.path.join(os.path.expanduser("~"),
-                                                            ".undostore")
-
-
-def run_folder() -> str:
-    return os.path.join(home(), RUN_FOLDER)
-
-
 def blocked() -> str | None:
     """Why no resident process can serve this user here, with the fix (None: one can, or will
     once started): a socket path too long for the system, or a `run/` folder that is not this
@@ -109,20 +99,6 @@ def peer_uid(conn: object) -> int | None:
     except OSError:
         return None
     return int(_CREDENTIALS.unpack(creds)[1])
-
-
-def folder_is_private(path: str) -> bool:
-    """This user's folder, no symbolic link, that no one else may enter or write."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return owned_folder(st, shut=stat.S_IRWXG | stat.S_IRWXO)
-
-
-def owned_folder(st: os.stat_result, shut: int) -> bool:
-    """A folder of this user's (by its stat) that grants no one else the rights in `shut`."""
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & shut
 
 
 def _socket_is_ours(path: str) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from .common import (
+from ..common import (
     Context,
     emit,
     json_option,
@@ -16,9 +16,9 @@ from .common import (
     read_only,
     session_option,
 )
-from .complete import complete_sessions
-from .plain import Options
-from .results import ops_json
+from ..complete import complete_sessions
+from ..plain import Options
+from ..results import ops_json
 from .status_run import run
 
 
@@ -55,7 +55,7 @@ def ops_command(ctx: Context, session: str | None, since: str | None, as_json: b
     snapshot taken before files changed (restore it to take the operation back). Ids listed
     here stay restorable for at least 24 hours, also those outside any session.
     """
-    from undostore.store.oplog import since_cutoff
+    from undostore import since_cutoff
 
     since_cutoff(since)  # a bad duration fails before the store is opened
     ops = ctx.workspace().ops(session=session, since=since)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Context, pass_context
+from ..common import Context, pass_context
 
 
 @click.command("mcp")
@@ -21,11 +21,11 @@ def mcp_command(ctx: Context, as_json: bool) -> None:
     pip install 'undostore[mcp]'.
     """
     try:
-        from .mcp_server import serve
+        from ..mcpserver.server import serve
     except ModuleNotFoundError as err:
         if not (err.name or "").startswith(("mcp", "anyio", "pydantic")):
             raise
-        from .install_hint import pip_install
+        from ..install_hint import pip_install
 
         raise click.ClickException(
             f"the MCP server needs the `mcp` package ({err.name} is missing): "

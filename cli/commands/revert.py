@@ -11,8 +11,7 @@ import sys
 
 import click
 
-from .cmd_restore import render_restore, run_restore
-from .common import (
+from ..common import (
     Context,
     dry_run_option,
     json_option,
@@ -21,6 +20,7 @@ from .common import (
     session_option,
     yes_option,
 )
+from .restore import render_restore, run_restore
 
 
 @click.command("revert")
@@ -48,7 +48,7 @@ def revert_command(ctx: Context, from_id: str, to_id: str | None, session: str |
                                            session=session, merge=merge),
                          yes=yes, dry_run=dry_run, action="revert")
     if not as_json:
-        from undostore.restore.revert import conflict_notes
+        from undostore import conflict_notes
 
         for line in (result.conflicts if dry_run
                      else conflict_notes(result.conflicts, result.unmarked)):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .common import (
+from ..common import (
     Context,
     emit,
     history_session,
@@ -17,10 +17,10 @@ from .common import (
     read_only,
     session_option,
 )
-from .complete import complete_ids
-from .pager import no_pager_option, paged
-from .results import show_json
-from .textout import columns, want_color, write_changes
+from ..complete import complete_ids
+from ..pager import no_pager_option, paged
+from ..results import show_json
+from ..textout import columns, want_color, write_changes
 
 if TYPE_CHECKING:
     from undostore.history.turns import Turn

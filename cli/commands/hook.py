@@ -1,15 +1,15 @@
 """`undostore hook` as a click command: what `--help` and shell completion see. A plain hook call
-never comes here (entry.py sends it to hook_run.py without importing click); a command line
-click must parse does, and runs the same `hook_run.run`."""
+never comes here (entry.py sends it to hosts/hook.py without importing click); a command line
+click must parse does, and runs the same `hosts.hook.run`."""
 
 from __future__ import annotations
 
 import click
 
-from .common import Context, pass_context
-from .hook_run import run
-from .hosts import HOSTS
-from .plain import Options
+from ..common import Context, pass_context
+from ..hosts.hook import run
+from ..hosts.records import HOSTS
+from ..plain import Options
 
 
 @click.command("hook", context_settings={"ignore_unknown_options": True,

@@ -1,5 +1,5 @@
 """`undostore doctor [HOST]`: is undostore protecting this folder in HOST (every host wired here
-when none is named)? One line per check with the step still needed (cli/doctor_checks.py);
+when none is named)? One line per check with the step still needed (cli/hosts/doctor.py);
 exit 1 when one fails. Reads only: it makes no store and writes nothing."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ from typing import Any
 
 import click
 
-from .common import Context, emit, json_option, pass_context, project_root
-from .doctor_checks import Check, config, files, fired, on_path, resident_process, trust, wired
-from .hosts_init import INIT
+from ..common import Context, emit, json_option, pass_context, project_root
+from ..hosts.doctor import Check, config, files, fired, on_path, resident_process, wired
+from ..hosts.setup import SETUP
 
 
 def run_checks(ctx: Context, hosts: list[str]) -> list[Check]:
     """The checks for `hosts` in the folder the context names (all wired hosts when empty)."""
     root = project_root(ctx)
-    hosts = hosts or [h for h in sorted(INIT) if wired(h, root) is not None]
+    hosts = hosts or [h for h in sorted(SETUP) if wired(SETUP[h].files, root) is not None]
     seen, over_limit = _store_state(ctx)
     checks = [on_path(), files(over_limit)]
     served = resident_process()
@@ -25,13 +25,13 @@ def run_checks(ctx: Context, hosts: list[str]) -> list[Check]:
     if not hosts:
         checks.append(Check("hosts", False, "no agent host is wired here: run "
                                             "`undostore init HOST` (HOST: "
-                                            f"{', '.join(sorted(INIT))})"))
+                                            f"{', '.join(sorted(SETUP))})"))
         return checks
     for host in hosts:
-        checks.append(config(host, root))
-        gate = trust(host, root)
-        if gate is not None:
-            checks.append(gate)
+        setup = SETUP[host]
+        checks.append(config(host, setup.files, root))
+        if setup.trust is not None:
+            checks.append(setup.trust(root))
         checks.append(fired(host, seen))
     return checks
 
@@ -39,15 +39,14 @@ def run_checks(ctx: Context, hosts: list[str]) -> list[Check]:
 def _store_state(ctx: Context) -> tuple[dict[str, float], int | None]:
     """(host -> when its hook last ran for this folder's store, the file limit the last
     snapshot passed or None); nothing of either when there is no store."""
-    from undostore.errors import NoStoreError
-    from undostore.store import once, overlimit
+    from undostore import NoStoreError
 
     ctx.read_only = True
     try:
-        cache = ctx.workspace().store.cache_dir
+        workspace = ctx.workspace()
     except NoStoreError:
         return {}, None
-    return once.hosts_seen(cache), overlimit.read(cache)
+    return workspace.hosts_seen(), workspace.file_limit_passed()
 
 
 def print_checks(checks: list[Check], as_json: bool) -> None:
@@ -58,7 +57,7 @@ def print_checks(checks: list[Check], as_json: bool) -> None:
 
 
 @click.command("doctor")
-@click.argument("host", type=click.Choice(sorted(INIT)), metavar="[HOST]", required=False)
+@click.argument("host", type=click.Choice(sorted(SETUP)), metavar="[HOST]", required=False)
 @json_option
 @pass_context
 def doctor_command(ctx: Context, host: str | None, as_json: bool) -> None:

@@ -14,21 +14,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import NamedTuple
 
-from .hosts import PROMPT, HostEvent
+from undostore import OnceKey
+
+from .records import PROMPT, HostEvent
 
 SAME_EVENT_SECONDS = 0.25   # no id: the same prompt arriving this soon after the first's answer
 #                             (or before it) is it; one typed again comes after the answer shows
 ID_SECONDS = 3600.0         # an id: a retry within the hour is the same event
 
 
-class EventKey(NamedTuple):
-    key: str
-    window: float     # seconds after the first answer within which a duplicate is one
-
-
-def event_key(event: HostEvent) -> EventKey | None:
+def event_key(event: HostEvent) -> OnceKey | None:
     """What `event` is known by; None: an after-turn event with no id, which is never taken
     for a duplicate (ending a turn twice records nothing more, and the next turn's end looks
     the same)."""
@@ -36,10 +32,10 @@ def event_key(event: HostEvent) -> EventKey | None:
     digest = hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()
     host, name, session = event.host.name, event.name, event.session
     if event.event_id is not None:
-        return EventKey(_join(host, name, session, "id", event.event_id, digest), ID_SECONDS)
+        return OnceKey(_join(host, name, session, "id", event.event_id, digest), ID_SECONDS)
     if event.kind != PROMPT:
         return None
-    return EventKey(_join(host, name, session, "prompt", digest), SAME_EVENT_SECONDS)
+    return OnceKey(_join(host, name, session, "prompt", digest), SAME_EVENT_SECONDS)
 
 
 def _join(*parts: object) -> str:

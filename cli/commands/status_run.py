@@ -1,7 +1,7 @@
 """`undostore status`'s work, without click: the footer line a host redraws on every prompt.
 
 `entry.main` sends a plain `status` call here (`--session`/`-s NAME`, `--json`, the global
-options) without importing click or any command module; `cmd_status.py` is the click command
+options) without importing click or any command module; `status.py` is the click command
 `--help` and completion see, running the same `run`.
 """
 
@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import NamedTuple
 
-from .plain import Options, json_text, stdin_is_terminal
+from ..plain import Options, json_text, stdin_is_terminal
 
 STDIN_WAIT_SECONDS = 0.5   # a host writes its JSON at once; a silent open pipe is no host
 
@@ -47,7 +47,7 @@ def read_host_status_line(wait: float = STDIN_WAIT_SECONDS) -> HostStatusLine:
     cwd = folder if isinstance(folder, str) and folder else doc.get("cwd")
     session = doc.get("session_id")
     if isinstance(session, str) and session:
-        from undostore.history.journal import session_name_for
+        from undostore import session_name_for
 
         session = session_name_for(session)   # as the hook names the conversation's session
     return HostStatusLine(session if isinstance(session, str) and session else None,
@@ -73,15 +73,14 @@ def _read_all_stdin(limit: int = 1 << 20) -> bytes:
 def run(options: Options, session: str | None, as_json: bool) -> None:
     """Print the status line (or its JSON) for the root the options, or the host's statusLine
     JSON on stdin, name; its notes on stderr."""
-    from undostore.history.status import status_at
-    from undostore.store.discover import discover
+    from undostore import status_at
+
+    from ..door import root_for
 
     host = read_host_status_line()
-    root = options.root
-    store = options.named_store
-    if root is None and host.cwd is not None and os.path.isdir(host.cwd):
-        root = discover(host.cwd, store, force=options.force).root
-    status = status_at(root, store, session or host.session, force=options.force,
+    cwd = host.cwd if host.cwd is not None and os.path.isdir(host.cwd) else None
+    status = status_at(root_for(options, cwd), options.named_store, session or host.session,
+                       force=options.force,
                        host_session=session is None and host.session is not None)
     if status.chosen:
         print(f"undostore: session {status.session!r} (the one last acted on)", file=sys.stderr)

@@ -6,13 +6,13 @@ import functools
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from undostore.history.direction import Direction
+from undostore import Direction
 
-from .common import (
+from ..common import (
     Context,
     dry_run_option,
     emit,
@@ -26,18 +26,24 @@ from .common import (
     session_option,
     yes_option,
 )
-from .complete import complete_ids
-from .pager import no_pager_option, paged
+from ..complete import complete_ids
+from ..pager import no_pager_option, paged
+from ..results import empty_log, log_json, sessions_json
+from ..textout import columns, want_color
 from .pending import mention_pending
-from .results import empty_log, log_json, sessions_json
-from .textout import columns, want_color
+
+if TYPE_CHECKING:
+    from undostore import Workspace
+    from undostore.diff.change import Change
+    from undostore.history.journal import Point
+    from undostore.history.steps import StepResult
 
 
 def _when(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
 
-def _point_line(kind: str, number: int | None, point: Any) -> str:
+def _point_line(kind: str, number: int | None, point: Point) -> str:
     """One line of `log`: the turn's number as `undo N` counts it ("-": it changed no file)."""
     # A redo entry is a turn an undo took back (its undo point's id): say so.
     if point.label:
@@ -105,9 +111,9 @@ def log_command(ctx: Context, session: str | None, count: int | None, stat: bool
                       else f"undostore: session {log.session!r} has no undo points")
 
 
-def _stat_text(workspace: Any, changes: list[Any], colored: bool, width: int) -> str:
+def _stat_text(workspace: Workspace, changes: list[Change], colored: bool, width: int) -> str:
     """git's --stat of one turn (indented as `git log --stat` shows it), or a note."""
-    from undostore.diff.patch import GIT_COLORS, PLAIN, render
+    from undostore import GIT_COLORS, PLAIN, render
 
     if not changes:
         return "    (no file changed)\n"
@@ -118,7 +124,7 @@ def _stat_text(workspace: Any, changes: list[Any], colored: bool, width: int) ->
 
 def _undo_or_redo(ctx: Context, direction: Direction, session: str | None, yes: bool,
                   dry_run: bool, as_json: bool, **how: Any) -> None:
-    from .cmd_restore import note_warnings, run_restore
+    from .restore import note_warnings, run_restore
 
     workspace = ctx.workspace()
     which = direction.value
@@ -131,12 +137,12 @@ def _undo_or_redo(ctx: Context, direction: Direction, session: str | None, yes: 
         sys.exit(3)   # markers remain: not done until the user resolves them
 
 
-def step_summary(result: Any) -> str:
+def step_summary(result: StepResult) -> str:
     """`undo: took back "fix the lexer" (1 turn; 3 files)`, the conflicts left with markers,
     and the way back."""
     import json
 
-    from undostore.restore.revert import conflict_notes
+    from undostore import conflict_notes
 
     direction = Direction(result.step)
     which = direction.value
@@ -315,7 +321,7 @@ def verify_command(ctx: Context, snapshot_id: str | None, repair: bool, as_json:
     Exit code 3 when something is missing or damaged; each problem is listed with its snapshot
     and path.
     """
-    from undostore.errors import IncompleteSnapshotError
+    from undostore import IncompleteSnapshotError
 
     result = ctx.workspace().verify(snapshot_id, repair=repair)
     if not as_json:

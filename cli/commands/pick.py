@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .common import Context, emit, note, pass_context, session_option
-from .plain import stdin_is_terminal
+from ..common import Context, emit, note, pass_context, session_option
+from ..plain import stdin_is_terminal
 
 if TYPE_CHECKING:
     from .pick_screen import Plan
@@ -47,7 +47,7 @@ def _row(number: int | None, label: str | None, age: float, files: int, width: i
 
 
 def _require_terminal() -> None:
-    from undostore.errors import UsageError
+    from undostore import UsageError
 
     try:
         on_terminal = sys.stdout.isatty()
@@ -62,7 +62,7 @@ def _require_extra() -> None:
     try:
         import prompt_toolkit  # noqa: F401
     except ImportError:
-        from .install_hint import pip_install
+        from ..install_hint import pip_install
 
         raise click.ClickException("pick needs the terminal-UI extra (prompt_toolkit): "
                                    f"{pip_install('tui')}") from None
@@ -87,7 +87,7 @@ class _Picker:
                 for t in self.turns]
 
     def preview(self, i: int) -> tuple[str, str]:
-        from undostore.diff.patch import GIT_COLORS, render
+        from undostore import GIT_COLORS, render
 
         point = self.turns[i].point
         changes = self.ws.diff(point.id, self.now)
@@ -104,7 +104,7 @@ class _Picker:
         return heading, b"".join(out).decode("utf-8", "replace").expandtabs(8)
 
     def plan(self, i: int) -> Plan:
-        from undostore.errors import UsageError
+        from undostore import UsageError
 
         from .pick_screen import Plan
 
@@ -128,9 +128,9 @@ class _Picker:
 
     def go(self, i: int) -> Any:
         """Go back to row i's point, if the plan is still the one shown."""
-        from undostore.errors import ConfirmationNeeded
+        from undostore import ConfirmationNeeded
 
-        from .cmd_restore import run_restore
+        from .restore import run_restore
 
         def same_plan(plan: Any) -> bool:
             if plan.lines() != self.shown.get(i):
@@ -156,9 +156,9 @@ def pick_command(ctx: Context, session: str | None) -> None:
     snapshot first, and `redo` takes it back), q quits changing nothing. Needs a terminal and
     the extra: pip install 'undostore[tui]'.
     """
-    from .cmd_restore import note_warnings
-    from .cmd_sessions import step_summary
-    from .common import history_session
+    from ..common import history_session
+    from .restore import note_warnings
+    from .sessions import step_summary
 
     _require_terminal()
     _require_extra()

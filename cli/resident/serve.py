@@ -1,7 +1,7 @@
 """The resident per-user process that runs hook and status calls warm
 (`UNDOSTORE_RESIDENT=on`): the server side of resident.py, whose docstring says what it does
 and why. Started detached by a hook or status call (`resident.start`) as
-`python -m undostore_cli.resident_serve`; one per `UNDOSTORE_HOME` (the lock file), gone after
+`python -m undostore_cli.resident.serve`; one per `UNDOSTORE_HOME` (the lock file), gone after
 `IDLE_SECONDS` without a call.
 
 Each call is read with the caller's descriptors, checked (this user, the same code), and run in
@@ -25,10 +25,16 @@ import sys
 import time
 import traceback
 
-from undostore.fileio import atomic_write, make_private_dirs
-from undostore.store import statcache
+from undostore import (
+    atomic_write,
+    last_loaded_stat_cache,
+    make_private_dirs,
+    preload_stat_cache,
+)
+from undostore.home import RUN_FOLDER, owned_folder
+from undostore.home import home as home_folder
 
-from .resident import (
+from ..resident_client import (
     ACCEPTED,
     EXIT_CODE,
     EXITED,
@@ -39,16 +45,13 @@ from .resident import (
     MAX_REQUEST_BYTES,
     REFUSED,
     REQUEST_TIMEOUT_SECONDS,
-    RUN_FOLDER,
     SOCKET_NAME,
     STATE_NAME,
     available,
     code_stamp,
-    owned_folder,
     peer_uid,
     running_here,
 )
-from .resident import home as resident_home
 
 
 class _Served:
@@ -112,13 +115,12 @@ def _enter_run_folder() -> bool:
     user's, writable by no one else, never through a symbolic link (store/trust.py); run/ this
     user's alone (made 0700 where missing). Opened once and checked on what was opened (not by
     path again): False where any of that fails."""
-    from undostore.errors import UntrustedStoreError
-    from undostore.store.trust import check
+    from undostore import UntrustedStoreError, check_trusted
 
-    home = resident_home()
+    home = home_folder()
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        check(home, folder=True)
+        check_trusted(home, folder=True)
         make_private_dirs(os.path.join(home, RUN_FOLDER))
         home_fd = os.open(home, flags)
     except (OSError, UntrustedStoreError):
@@ -311,7 +313,7 @@ def _child(conn: socket.socket, fds: list[int], request: dict, listener: socket.
         sys.argv = ["undostore", *request["argv"]]
         running_here()
         conn.sendall(ACCEPTED)
-        from .entry import main
+        from ..entry import main
 
         try:
             main(list(request["argv"]))
@@ -340,7 +342,7 @@ def _tell_loaded(tell: int) -> None:
     """Name the cache this child loaded to the resident process, if it is still there: one
     killed meanwhile (an upgrade, the OOM killer) has closed the pipe, and the call's answer
     must reach its caller all the same."""
-    loaded = statcache.last_loaded()
+    loaded = last_loaded_stat_cache()
     try:
         if loaded is not None:
             os.write(tell, json.dumps(loaded).encode("utf-8", "surrogateescape")[:4096])
@@ -351,8 +353,8 @@ def _tell_loaded(tell: int) -> None:
 
 
 def _preload(told: int) -> None:
-    """Read the cache the finished child loaded, so the next call's child has it (statcache
-    `preload`: taken only while its files are unchanged)."""
+    """Read the cache the finished child loaded, so the next call's child has it (the stat
+    cache's `preload`: taken only while its files are unchanged)."""
     try:
         data = os.read(told, 8192)
     except OSError:
@@ -361,7 +363,7 @@ def _preload(told: int) -> None:
         os.close(told)
     try:
         path, identity = json.loads(data)
-        statcache.preload(path, identity)
+        preload_stat_cache(path, identity)
     except (ValueError, TypeError, OSError):
         return
     gc.freeze()   # as the imports: shared with the children, never walked by their collections
@@ -399,13 +401,14 @@ def _reaped() -> list[tuple[int, int]]:
 # What a hook or status call imports (with what they import), done once here so that each
 # child starts with it; tests/test_resident.py keeps the list whole: a prompt's hook and a
 # footer's status, run after these imports, import no module of undostore's more.
-WARM_MODULES = ("undostore_cli.hook_run", "undostore_cli.hosts", "undostore_cli.hosts_undo",
-                "undostore_cli.hook_once", "undostore_cli.door", "undostore_cli.signals",
+WARM_MODULES = ("undostore_cli.hosts.hook", "undostore_cli.hosts.records",
+                "undostore_cli.hosts.undo", "undostore_cli.hosts.once", "undostore_cli.door",
+                "undostore_cli.signals",
                 "undostore.workspace", "undostore.snapshot.snapshot",
                 "undostore.history.sessions", "undostore.history.retention",
                 "undostore.history.notes", "undostore.history.anchors",
                 "undostore.store.damage", "undostore.restore.cancel",
-                "undostore_cli.status_run", "undostore.history.status",
+                "undostore_cli.commands.status_run", "undostore.history.status",
                 "undostore.store.discover", "undostore_cli.entry", "undostore.store.once",
                 "undostore.snapshot.treeignore",
                 # a `/undo` or `/redo` typed in a host: the restore and the merge
@@ -435,5 +438,5 @@ def _write_state(*, served: int, ended: bool = False) -> None:
         pass
 
 
-if __name__ == "__main__":   # `python -m undostore_cli.resident_serve`, as `start` runs it
+if __name__ == "__main__":   # `python -m undostore_cli.resident.serve`, as `start` runs it
     sys.exit(serve())

@@ -1,11 +1,12 @@
-"""What `undostore init HOST` writes for each host: the config file, where it lives (the project's,
-or the user's with `--global`), and how undostore's hooks are merged into it.
+"""How `undostore init HOST` writes each host's config files (setup.py lists them per host):
+where each lives (the project's, or the user's with `--global`), and how undostore's hooks are
+merged into it.
 
 A config is changed by a pure function from the file's text (None: no file) to the new text, so
 `--dry-run` and the real run compute the same thing and a second run changes nothing. Every other
 key and every other hook is kept; undostore's own entries (a command that runs `undostore hook`)
 are replaced, not doubled. A file that cannot be parsed is refused, naming it (ConfigError).
-Sources of the file formats: see cli/hosts.py; OpenCode's plugin folder and its `chat.message`
+Sources of the file formats: see records.py; OpenCode's plugin folder and its `chat.message`
 and `session.idle` hooks: opencode.ai/docs/plugins; Pi's `.pi/extensions/*.ts` and its `input`,
 `before_agent_start` and `agent_end` events: badlogic/pi-mono
 packages/coding-agent/docs/extensions.md.
@@ -19,15 +20,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from .hosts_files import (
-    CLAUDE_REDO,
-    CLAUDE_UNDO,
-    GEMINI_REDO,
-    GEMINI_UNDO,
-    OPENCODE_PLUGIN,
-    PI_EXTENSION,
-)
 
 MARK = "undostore hook"  # what makes a hook entry undostore's own
 
@@ -121,7 +113,7 @@ def hooks_json(entries: Callable[[], dict[str, Any]], top: dict[str, Any] | None
     return update
 
 
-def _grouped(host: str, *events: str, **fields: Any) -> dict[str, Any]:
+def grouped(host: str, *events: str, **fields: Any) -> dict[str, Any]:
     """Claude-Code-style entries: {"hooks": [{"type": "command", "command": ...}]} per event."""
     return {e: {"hooks": [{"type": "command", "command": command(host), **fields}]}
             for e in events}
@@ -138,7 +130,7 @@ def claude_settings(text: str | None, path: str) -> str:
     """Claude Code's settings with undostore's hooks and its footer (unless the user has a
     footer of their own; a refresh interval the user set on ours is kept)."""
     doc = _load_json(text, path)
-    merge_hooks(doc, path, _grouped("claude-code", "UserPromptSubmit", "Stop"))
+    merge_hooks(doc, path, grouped("claude-code", "UserPromptSubmit", "Stop"))
     line = doc.get("statusLine")
     if line is None or (isinstance(line, dict) and "undostore status" in str(line.get("command"))):
         ours = line or {}
@@ -162,7 +154,7 @@ def own_footer(text: str) -> str | None:
             "for your script to add")
 
 
-def _copilot_entries() -> dict[str, Any]:
+def copilot_entries() -> dict[str, Any]:
     def entry(event: str) -> dict[str, Any]:
         run = command("copilot", event)
         return {"type": "command", "bash": run, "powershell": run, "timeoutSec": 30}
@@ -222,37 +214,6 @@ def owned(body: str) -> Callable[[str | None, str], str]:
     def update(text: str | None, path: str) -> str:
         return body
     return update
-
-
-INIT: dict[str, list[ConfigFile]] = {
-    "claude-code": [
-        ConfigFile(".claude/settings.json", ".claude/settings.json", claude_settings,
-                   kept=own_footer),
-        ConfigFile(".claude/commands/undo.md", ".claude/commands/undo.md", owned(CLAUDE_UNDO)),
-        ConfigFile(".claude/commands/redo.md", ".claude/commands/redo.md", owned(CLAUDE_REDO)),
-    ],
-    "codex": [ConfigFile(".codex/hooks.json", ".codex/hooks.json", hooks_json(
-        lambda: _grouped("codex", "UserPromptSubmit", "Stop")))],
-    "codex-notify": [ConfigFile(None, ".codex/config.toml", codex_notify)],
-    "cursor": [ConfigFile(".cursor/hooks.json", ".cursor/hooks.json", hooks_json(
-        lambda: {e: {"command": command("cursor")} for e in ("beforeSubmitPrompt", "stop")},
-        top={"version": 1}))],
-    "gemini": [ConfigFile(".gemini/settings.json", ".gemini/settings.json", hooks_json(
-        lambda: _grouped("gemini", "BeforeAgent", "AfterAgent", name="undostore"))),
-               ConfigFile(".gemini/commands/undo.toml", ".gemini/commands/undo.toml",
-                          owned(GEMINI_UNDO)),
-               ConfigFile(".gemini/commands/redo.toml", ".gemini/commands/redo.toml",
-                          owned(GEMINI_REDO))],
-    "copilot": [ConfigFile(".github/hooks/undostore.json", ".copilot/hooks/undostore.json",
-                           hooks_json(_copilot_entries, top={"version": 1}))],
-    "windsurf": [ConfigFile(".windsurf/hooks.json", ".codeium/windsurf/hooks.json", hooks_json(
-        lambda: {e: {"command": command("windsurf"), "show_output": True}
-                 for e in ("pre_user_prompt", "post_cascade_response")}))],
-    "opencode": [ConfigFile(".opencode/plugin/undostore.js", ".config/opencode/plugin/undostore.js",
-                            owned(OPENCODE_PLUGIN))],
-    "pi": [ConfigFile(".pi/extensions/undostore.ts", ".pi/agent/extensions/undostore.ts",
-                      owned(PI_EXTENSION))],
-}
 
 
 def target(spec: ConfigFile, root: str, user_wide: bool) -> str:

@@ -2,8 +2,9 @@
 
 A record says where the host puts the session id, the folder and the prompt in its event JSON,
 which event names mean "a prompt was submitted" (record an undo point) and "the turn ended"
-(record the files after it), and how the host reads the hook's stdout. `cmd_hook` holds no host
-knowledge of its own, so adding a host is adding a record here (and its config to `hosts_init`).
+(record the files after it), and how the host reads the hook's stdout. `commands/hook.py` holds no
+host knowledge of its own, so adding a host is adding a record here (and its config to
+`hosts/init.py`).
 
 Sources of each shape (read 2026-12; where one differs from CONTRACT.md's table, the host wins,
 see docs/design.md "Agent hosts"):
@@ -29,7 +30,7 @@ see docs/design.md "Agent hosts"):
 - windsurf: docs.windsurf.com/windsurf/cascade/hooks (agent_action_name, trajectory_id,
   execution_id, timestamp, tool_info; pre_user_prompt: tool_info.user_prompt, a pre-hook blocks
   with exit code 2; post_cascade_response; no folder: the hook runs in the workspace root).
-- opencode, pi: in-process plugins (`hosts_init` writes them) that run `undostore hook --host H`
+- opencode, pi: in-process plugins (`hosts/init.py` writes them) that run `undostore hook --host H`
   with a Claude-Code-like event of their own: session_id, cwd, prompt. Pi's extension gives
   each prompt a turn_id and keeps, in Pi's session tree, where each turn began and ended, so
   that `/undo` and `/redo` (commands it registers) move the conversation with the files
@@ -80,7 +81,7 @@ class HostEvent(NamedTuple):
     session: str | None       # the session it names (None: $UNDOSTORE_SESSION, else default)
     cwd: str | None           # its folder (None: the host sends none, the process's own)
     prompt: object            # the prompt as sent (any JSON value; None for none)
-    event_id: str | None      # the id the host gave it (hook_once.py)
+    event_id: str | None      # the id the host gave it (hosts/once.py)
 
     @property
     def label(self) -> str | None:
@@ -109,7 +110,7 @@ class Host(NamedTuple):
     stdout: str = SILENT
     block: str = BLOCK_DECISION
     after_records_point: bool = False  # codex-notify: the only event is the turn's end
-    event_id: Path | None = None       # the id the host gives an event (hook_once.py)
+    event_id: Path | None = None       # the id the host gives an event (hosts/once.py)
     context: str | None = None         # the prompt event's name in `hookSpecificOutput`, where
     #                                    the host adds a hook's `additionalContext` to the prompt
     ends_by_id: bool = False           # the after-turn event carries its prompt event's id: a
@@ -155,7 +156,7 @@ class Host(NamedTuple):
             raise BadEvent(f"{cwd}: the hook event's folder is not a folder")
         session = _text(event, self.session, "session id")
         if session is not None:
-            from undostore.history.journal import session_name_for
+            from undostore import session_name_for
 
             session = session_name_for(session)
         return HostEvent(self, name, kind, session, cwd, pick(event, self.prompt),

@@ -9,9 +9,14 @@ namespace (`/undostore:undo`, Claude Code's plugin form), so that is accepted to
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from undostore.history.direction import Direction
+from undostore import Direction
+
+if TYPE_CHECKING:
+    from undostore import Workspace
+    from undostore.history.journal import Point
+    from undostore.history.steps import StepResult
 
 _COMMAND = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s+(\d{1,4}))?"
                       r"(?:\s+--(merge|whole))?\s*", re.IGNORECASE)
@@ -47,23 +52,23 @@ def parse_command(prompt: object) -> HostCommand | None:
                        how == "whole")
 
 
-class Performed(NamedTuple):
+class CommandDone(NamedTuple):
     """What a host command did: the one line for the host to show, and the turns it took back
     or applied again in the order it did (none when nothing changed)."""
 
     line: str
-    turns: list[Any]
+    turns: list[Point]
 
 
-def perform(workspace: Any, session: str | None, command: HostCommand) -> Performed:
+def perform(workspace: Workspace, session: str | None, command: HostCommand) -> CommandDone:
     """Do `command` in `session`."""
-    from undostore.errors import ConflictError, UndostoreError
+    from undostore import ConflictError, UndostoreError
 
     verb = command.direction.value
     if command.unreadable is not None:
         shown = command.unreadable if len(command.unreadable) <= 40 else \
             command.unreadable[:39] + "\u2026"
-        return Performed(f"undostore: nothing done: {USAGE} ({shown!r} is not a count or one "
+        return CommandDone(f"undostore: nothing done: {USAGE} ({shown!r} is not a count or one "
                          "of those options)", [])
     name = workspace.history_session(session or None)[0]
     try:
@@ -73,18 +78,18 @@ def perform(workspace: Any, session: str | None, command: HostCommand) -> Perfor
     except ConflictError as err:
         paths = getattr(err, "conflicts", None) or []
         shown = ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")
-        return Performed(f"undostore: {verb}: nothing changed: the turn overlaps later changes "
+        return CommandDone(f"undostore: {verb}: nothing changed: the turn overlaps later changes "
                          f"in {shown}; `/{verb} --merge` writes conflict markers"
                          + (", `/undo --whole` puts the whole folder back"
                             if command.direction is Direction.UNDO else ""), [])
     except UndostoreError as err:
-        return Performed(f"undostore: {verb}: {' '.join(str(err).split())}", [])
-    return Performed(summary(command, name, result), list(result.turns))
+        return CommandDone(f"undostore: {verb}: {' '.join(str(err).split())}", [])
+    return CommandDone(summary(command, name, result), list(result.turns))
 
 
-def summary(command: HostCommand, session: str, result: Any) -> str:
+def summary(command: HostCommand, session: str, result: StepResult) -> str:
     """The one line: which turns came back or went, how many files, what stays to resolve."""
-    from undostore.restore.revert import conflict_notes
+    from undostore import conflict_notes
 
     labels = [p.label or p.id[:12] for p in result.turns]
     count = len(result.turns)

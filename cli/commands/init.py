@@ -1,4 +1,4 @@
-"""`undostore init HOST`: wire undostore into an agent host's config (cli/hosts_init.py knows
+"""`undostore init HOST`: wire undostore into an agent host's config (cli/hosts/init.py knows
 each host's files); merged into what is there, idempotent, `--dry-run` to see it first. Then it
 takes the folder's first snapshot (so the host's first prompt does not wait for it) and runs
 `doctor HOST`, printing what the host still needs (its exit code stays init's own)."""
@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from .common import (
+from ..common import (
     Context,
     dry_run_option,
     emit,
@@ -19,11 +19,12 @@ from .common import (
     pass_context,
     project_root,
 )
-from .hosts_init import INIT, ConfigError, read_config, target
+from ..hosts.init import ConfigError, read_config, target
+from ..hosts.setup import SETUP
 
 
 def _write(path: str, text: str) -> None:
-    from undostore.fileio import atomic_write
+    from undostore import atomic_write
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
@@ -35,7 +36,7 @@ def _write(path: str, text: str) -> None:
 
 
 @click.command("init")
-@click.argument("host", type=click.Choice(sorted(INIT)), metavar="HOST")
+@click.argument("host", type=click.Choice(sorted(SETUP)), metavar="HOST")
 @click.option("--global", "user_wide", is_flag=True,
               help="Write the user-wide config (under the home folder), not the project's.")
 @dry_run_option
@@ -56,14 +57,14 @@ def init_command(ctx: Context, host: str, user_wide: bool, dry_run: bool, as_jso
     root = project_root(ctx) if not user_wide else ""
     changes: list[dict[str, Any]] = []
     try:
-        for spec in INIT[host]:
+        for spec in SETUP[host].files:
             path = target(spec, root, user_wide)
             old = read_config(path)
             new = spec.update(old, path)
             kept = spec.kept(new) if spec.kept is not None else None
             changes.append({"path": path, "old": old, "new": new, "kept": kept})
     except ConfigError as err:
-        from undostore.errors import UndostoreError
+        from undostore import UndostoreError
 
         raise UndostoreError(err.message, err.path) from None
     written = [c["path"] for c in changes if c["new"] != c["old"]]
@@ -85,7 +86,7 @@ def init_command(ctx: Context, host: str, user_wide: bool, dry_run: bool, as_jso
              f"run `undostore doctor {host}` in a project to check it there")
         return
     payload["first_snapshot"] = _first_snapshot(ctx, as_json)
-    from .cmd_doctor import print_checks, run_checks
+    from .doctor import print_checks, run_checks
 
     checks = run_checks(ctx, [host])
     payload["checks"] = [c.to_json() for c in checks]
@@ -94,52 +95,27 @@ def init_command(ctx: Context, host: str, user_wide: bool, dry_run: bool, as_jso
         print_checks(checks, False)
 
 
-# A tree this big is worth a watchman daemon: a walk with nothing changed costs every prompt
-# far more than a watchman query (the figures: docs/design.md).
-WATCH_FROM_FILES = 50_000
-
-
 def _first_snapshot(ctx: Context, as_json: bool) -> dict[str, Any] | None:
-    """The folder's first snapshot (None: it has one), with progress on a terminal; on a large
-    tree, with watchman installed and UNDOSTORE_FSMONITOR at `auto`, one more snapshot that
-    starts watchman's daemon and watch, so every later prompt (`auto`: a daemon that answers)
-    asks it what changed instead of walking."""
-    from undostore.progress import no_progress
-    from undostore.snapshot.snapshot import SnapshotOptions
+    """The folder's first snapshot (`Workspace.first_snapshot`; None: it has one), with
+    progress on a terminal, and whether watchman now watches the folder (said on stderr
+    where it was wanted)."""
+    from undostore import SnapshotOptions, no_progress
 
-    from .progress import TerminalProgress
+    from ..progress import TerminalProgress
 
-    workspace = ctx.workspace()
-    if os.path.exists(workspace.store.stat_cache_path):
-        return None
     with TerminalProgress.for_stderr() if not as_json else TerminalProgress(None) as progress:
-        options = SnapshotOptions(force=ctx.force, on_progress=progress.listener or no_progress)
-        result = workspace.snapshot(options=options)
-    done: dict[str, Any] = {"id": result.id, "files": result.files,
-                            "seconds": round(result.seconds, 3), "watchman": False}
-    if result.files >= WATCH_FROM_FILES and _watchman_wanted():
-        warnings: list[str] = []
-        done["watchman"] = workspace.snapshot(options=SnapshotOptions(
-            force=ctx.force, fsmonitor="watchman",
-            on_warning=lambda path, message: warnings.append(message))).watched
-        if not as_json:
-            note(f"undostore: {result.files:,} files: watchman now watches this folder, so a "
-                 "prompt asks it what changed instead of walking the tree" if done["watchman"]
-                 else f"undostore: {result.files:,} files, and watchman did not start: "
-                      f"{'; '.join(warnings) or 'no daemon answered'}")
-    return done
-
-
-def _watchman_wanted() -> bool:
-    """Whether `init` may start watchman: the setting leaves it to undostore (`auto`), and the
-    `watchman` program and its client library (`undostore[watchman]`) are installed."""
-    import importlib.util
-    import shutil
-
-    from undostore.snapshot.watchman import fsmonitor_mode
-
-    return (fsmonitor_mode() == "auto" and shutil.which("watchman") is not None
-            and importlib.util.find_spec("pywatchman") is not None)
+        first = ctx.workspace().first_snapshot(SnapshotOptions(
+            force=ctx.force, on_progress=progress.listener or no_progress))
+    if first is None:
+        return None
+    result = first.result
+    if not as_json and (first.watchman or first.watchman_trouble):
+        note(f"undostore: {result.files:,} files: watchman now watches this folder, so a "
+             "prompt asks it what changed instead of walking the tree" if first.watchman
+             else f"undostore: {result.files:,} files, and watchman did not start: "
+                  f"{first.watchman_trouble}")
+    return {"id": result.id, "files": result.files, "seconds": round(result.seconds, 3),
+            "watchman": first.watchman}
 
 
 def _plain(changes: list[dict[str, Any]], dry_run: bool) -> str:

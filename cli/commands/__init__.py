@@ -1,0 +1,1 @@
+"""The commands click runs, one module per family of commands."""

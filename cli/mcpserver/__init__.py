@@ -1,0 +1,1 @@
+"""The MCP server (`undostore mcp`) and its relay."""
