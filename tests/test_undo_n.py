@@ -210,3 +210,15 @@ def test_a_session_that_does_not_exist_is_exit_2_listing_the_sessions(tree_facto
     if command == "undo":   # the status line of that session reads zero
         status = cli.run("status", "--session", "typo", root=root)
         assert (status.returncode, status.stdout) == (0, "undo:0 redo:0\n")
+
+
+def test_a_step_context_reads_back_what_it_wrote_and_nothing_else():
+    from undostore.history.stepcontext import StepContext
+
+    context = StepContext("s", "undo", "t", "now", ("a",), ("b", "c"))
+    assert StepContext.of_json(context.to_json()) == context
+    assert StepContext.of_json(StepContext("s", "revert", "t", label="x").to_json()).label == "x"
+    for bad in (None, [], {"session": "s", "step": "undo"},
+                {"session": "s", "step": "undo", "token": "t", "moved": "b"},
+                {"session": 1, "step": "undo", "token": "t"}):
+        assert StepContext.of_json(bad) is None

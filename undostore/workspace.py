@@ -319,11 +319,12 @@ class Workspace:
 
     def _worktree(self) -> Worktree:
         from undostore.history.sessions import finish_step
+        from undostore.history.stepcontext import StepContext
         from undostore.restore.restore import Worktree
 
         return Worktree(self.root, self.store, self._snapshot_locked,
                         step_done=lambda context, target, safety: finish_step(
-                            self.store, context, target, safety),
+                            self.store, StepContext.of_json(context), target, safety),
                         on_recovery=self.on_recovery, checkpoint=self.checkpoint,
                         cancel=self.cancel, limits=self.limits)
 
@@ -341,7 +342,7 @@ class Workspace:
         context = before_step(name, "restore", f"before restore {target.strip()[:12]}")
         try:
             result = restore(self._worktree(), target, expected=expected, dry_run=dry_run,
-                             confirm=confirm, on_progress=on_progress, context=context)
+                             confirm=confirm, on_progress=on_progress, context=context.to_json())
         finally:
             self._recovered = False  # a restore that stopped half-way left a journal
         self._log_restore("restore", result, session=name)
@@ -365,7 +366,7 @@ class Workspace:
         context = before_step(name, "revert", f"before revert {from_id.strip()[:12]}")
         try:
             result = revert(self._worktree(), from_id, to_id, merge=merge, dry_run=dry_run,
-                            confirm=confirm, on_progress=on_progress, context=context)
+                            confirm=confirm, on_progress=on_progress, context=context.to_json())
         finally:
             self._recovered = False
         if not result.dry_run:

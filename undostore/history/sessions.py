@@ -29,6 +29,7 @@ from undostore.history import anchors
 from undostore.history import journal as journals
 from undostore.history.direction import Direction
 from undostore.history.journal import Point, SessionWarning
+from undostore.history.stepcontext import StepContext
 from undostore.store import oplog
 from undostore.store.store import MadeId
 
@@ -254,7 +255,7 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
             raise UnresolvedMarkers(composed.still_marked)
         context = request.context(os.urandom(8).hex())
         result = restore(wt, MadeId(composed.target), expected=None if whole else MadeId(now.id),
-                         dry_run=dry_run, confirm=confirm, context=context,
+                         dry_run=dry_run, confirm=confirm, context=context.to_json(),
                          on_progress=on_progress, now=now, bodies=bodies)
         if not dry_run:  # usually done already, inside the restore; a no-op restore is not
             finish_step(store, context, composed.target, _safety_of(result))
@@ -279,15 +280,16 @@ def resolve_point(store: Store, ref: str) -> str:
     return store.resolve(ref).hex()
 
 
-def finish_step(store: Store, context: dict, target: str, safety: str) -> None:
+def finish_step(store: Store, context: StepContext | None, target: str, safety: str) -> None:
     """What a restore runs once the files are at `target` (Worktree.step_done), even when
     recovery after a crash finishes it: an undo or redo moves its turns (history/steps.py), a
-    restore or revert records the files before it as a point; each once (its token)."""
-    session, step, token = context.get("session"), context.get("step"), context.get("token")
-    if not isinstance(session, str) or not isinstance(token, str):
+    restore or revert records the files before it as a point; each once (its token). None:
+    the restore did no history step."""
+    if context is None:
         return
+    session, step, token = context.session, context.step, context.token
     if step in BEFORE_STEPS:
-        _record_before(store, session, token, safety, target, context.get("label"))
+        _record_before(store, session, token, safety, target, context.label)
         return
     if step not in (Direction.UNDO.value, Direction.REDO.value):
         return
@@ -296,9 +298,8 @@ def finish_step(store: Store, context: dict, target: str, safety: str) -> None:
     journal = journals.load(store, session)
     if journal.last_step == token:
         return  # applied already
-    now = context.get("now")
-    if isinstance(now, str):
-        journal = close_turns(store, now, session)   # the files before the step end them
+    if context.now is not None:
+        journal = close_turns(store, context.now, session)   # the files before the step end them
     if not multi.matches(journal, context):
         return  # the session changed since: nothing left to move
     multi.apply(journal, context)
@@ -310,22 +311,22 @@ def finish_step(store: Store, context: dict, target: str, safety: str) -> None:
 BEFORE_STEPS = ("restore", "revert")
 
 
-def before_step(session: str, step: str, label: str) -> dict[str, Any]:
+def before_step(session: str, step: str, label: str) -> StepContext:
     """The restore context that records the files before a restore or revert as an undo point
     of `session` labelled `label` once it is done (even by recovery after a crash), so the next
     undo takes back exactly that restore or revert."""
-    return {"session": session, "step": step, "token": os.urandom(8).hex(), "label": label}
+    return StepContext(session, step, os.urandom(8).hex(), label=label)
 
 
 def _record_before(store: Store, session: str, token: str, safety: str, target: str,
-                   label: object) -> None:
+                   label: str | None) -> None:
     """The files before a restore or revert (`safety`) become an undo point whose turn is the
     restore (it ended at `target`): the next undo takes back exactly that change."""
     journal = journals.load(store, session)
     if journal.last_step == token:
         return
     journal = close_turns(store, safety, session)
-    point = journals.make_point(safety, label if isinstance(label, str) else None, None)
+    point = journals.make_point(safety, label, None)
     dropped = journals.Dropped([], [])
     if journal.undo and journal.undo[-1].id == safety and not journal.undo[-1].changed:
         journal.undo[-1] = point   # a turn that changed nothing gives way, as to a prompt

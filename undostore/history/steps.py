@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from undostore.errors import ConflictError, UsageError
 from undostore.history.direction import Direction
 from undostore.history.journal import Journal, Point
+from undostore.history.stepcontext import StepContext
 from undostore.restore.restore import RestoreResult
 
 if TYPE_CHECKING:
@@ -40,13 +41,12 @@ class StepRequest(NamedTuple):
     now: str
     whole: bool = False
 
-    def context(self, token: str) -> dict[str, Any]:
+    def context(self, token: str) -> StepContext:
         """The restore journal's context: what `apply` needs, even after a crash. Ids in stack
         order (the top last)."""
-        return {"session": self.session, "step": self.direction.value, "token": token,
-                "now": self.now,
-                "dropped": [p.id for p in reversed(self.dropped)],
-                "moved": [p.id for p in reversed(self.turns)]}
+        return StepContext(self.session, self.direction.value, token, self.now,
+                           tuple(p.id for p in reversed(self.dropped)),
+                           tuple(p.id for p in reversed(self.turns)))
 
 
 class TurnConflict(NamedTuple):
@@ -228,28 +228,28 @@ def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | Non
 # --- the journal ---------------------------------------------------------------------------------
 
 
-def matches(journal: Journal, context: dict[str, Any]) -> bool:
+def matches(journal: Journal, context: StepContext) -> bool:
     """Whether the journal is still as the step found it (its context): the dropped turns on
     top of the undo stack, the moved ones below them (undo) or on top of the redo stack.
     False when the session changed since."""
-    step, dropped, moved = context.get("step"), context.get("dropped"), context.get("moved")
-    if not isinstance(moved, list) or not moved or not isinstance(dropped, list):
+    dropped, moved = list(context.dropped), list(context.moved)
+    if not moved:
         return False
     undo = [p.id for p in journal.undo]
-    if step == Direction.UNDO.value:
+    if context.step == Direction.UNDO.value:
         return undo[max(0, len(undo) - len(moved) - len(dropped)):] == [*moved, *dropped]
     redo = [p.id for p in journal.redo]
     return (undo[len(undo) - len(dropped):] == dropped
             and redo[max(0, len(redo) - len(moved)):] == moved)
 
 
-def apply(journal: Journal, context: dict[str, Any]) -> None:
+def apply(journal: Journal, context: StepContext) -> None:
     """Move the turns of a step that `matches` the journal, once the dropped ones are gone:
     undo puts them on the redo stack (the oldest undone one on top: the next redo), redo back
     on the undo stack."""
-    dropped, count = len(context["dropped"]), len(context["moved"])
+    dropped, count = len(context.dropped), len(context.moved)
     del journal.undo[len(journal.undo) - dropped:]
-    if context["step"] == Direction.UNDO.value:
+    if context.step == Direction.UNDO.value:
         moved = journal.undo[len(journal.undo) - count:]
         del journal.undo[len(journal.undo) - count:]
         journal.redo.extend(reversed(moved))

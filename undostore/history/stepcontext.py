@@ -1,0 +1,43 @@
+"""What a restore journal keeps for the history step the restore does, so that the step is
+finished once the files are there, even by recovery after a crash (sessions.finish_step): the
+session, the step (`undo`, `redo`, or `restore`/`revert`, which record the files before them as
+an undo point), and its token, by which it is applied once. An undo or redo also keeps the
+files before it and the turns it drops and moves; a restore or revert its undo point's label.
+Kept in the journal as JSON, read back into this record (anything else is no step)."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class StepContext(NamedTuple):
+    session: str
+    step: str
+    token: str
+    now: str | None = None          # undo, redo: the files before the step
+    dropped: tuple[str, ...] = ()   # undo, redo: the newest turns that changed nothing
+    moved: tuple[str, ...] = ()     # undo, redo: the turns it moves, in stack order (top last)
+    label: str | None = None        # restore, revert: the label of the point it records
+
+    def to_json(self) -> dict[str, Any]:
+        doc = self._asdict()
+        doc.update(dropped=list(self.dropped), moved=list(self.moved))
+        return doc
+
+    @classmethod
+    def of_json(cls, doc: object) -> StepContext | None:
+        """The step a journal's context names; None: none, or not one undostore wrote."""
+        if not isinstance(doc, dict):
+            return None
+        session, step, token = doc.get("session"), doc.get("step"), doc.get("token")
+        now, label = doc.get("now"), doc.get("label")
+        dropped, moved = doc.get("dropped", []), doc.get("moved", [])
+        if not (isinstance(session, str) and isinstance(step, str) and isinstance(token, str)
+                and _ids(dropped) and _ids(moved)):
+            return None
+        return cls(session, step, token, now if isinstance(now, str) else None,
+                   tuple(dropped), tuple(moved), label if isinstance(label, str) else None)
+
+
+def _ids(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
