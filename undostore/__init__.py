@@ -89,45 +89,52 @@ __version__ = "0.1.0"
 # does not need, and `import undostore` costs next to nothing. Front ends (undostore's command
 # line, hook, MCP server and resident process) import the library through these names, besides
 # `undostore.settings` and `undostore.home`, so the modules behind them can move.
-_ERRORS = ("ConfirmationNeeded", "ConflictError", "IncompleteSnapshotError", "Interrupted",
-           "NoStoreError", "PendingRecoveryError", "RefusedError", "SnapshotError", "StoreError",
-           "StoreWriteError", "UndostoreError", "UnknownSnapshotError", "UnsafePathError",
-           "UntrustedStoreError", "UsageError")
-_LAZY = {
-    **dict.fromkeys(_ERRORS, "undostore.errors"),
+# Each module and the public names it gives (`public=inner` where the module's own name would
+# say too little at the top).
+_PUBLIC = {
+    "undostore.errors": (
+        "ConfirmationNeeded", "ConflictError", "IncompleteSnapshotError", "Interrupted",
+        "NoStoreError", "PendingRecoveryError", "RefusedError", "SnapshotError", "StoreError",
+        "StoreWriteError", "UndostoreError", "UnknownSnapshotError", "UnsafePathError",
+        "UntrustedStoreError", "UsageError"),
     # the workspace and what it takes and gives
-    "Workspace": "undostore.workspace", "Limits": "undostore.limits",
-    "Progress": "undostore.progress", "no_progress": "undostore.progress",
-    "SnapshotOptions": "undostore.snapshot.snapshot",
-    "SnapshotResult": "undostore.snapshot.snapshot",
-    "Direction": "undostore.history.direction", "Cancel": "undostore.restore.cancel",
-    "OnceKey": "undostore.store.once", "EventAnswer": "undostore.store.once",
+    "undostore.workspace": ("Workspace",),
+    "undostore.limits": ("Limits",),
+    "undostore.progress": ("Progress", "no_progress"),
+    "undostore.snapshot.snapshot": ("SnapshotOptions", "SnapshotResult"),
+    "undostore.history.direction": ("Direction",),
+    "undostore.restore.cancel": ("Cancel",),
+    "undostore.store.once": ("OnceKey", "EventAnswer"),
     # reading without a workspace: stores, sessions, the footer's status, the operation log
-    "discover": "undostore.store.discover", "recorded_root": "undostore.store.store",
-    "list_stores": "undostore.history.stores", "orphans": "undostore.history.stores",
-    "rebind": "undostore.history.stores",
-    "session_name_for": "undostore.history.journal",
-    "session_names": "undostore.history.journal", "no_session": "undostore.history.sessions",
-    "status_at": "undostore.history.status", "known_points": "undostore.history.status",
-    "open_existing": "undostore.history.status", "since_cutoff": "undostore.store.oplog",
+    "undostore.store.discover": ("discover",),
+    "undostore.store.store": ("recorded_root",),
+    "undostore.history.stores": ("list_stores", "orphans", "rebind"),
+    "undostore.history.journal": ("session_name_for", "session_names"),
+    "undostore.history.sessions": ("no_session",),
+    "undostore.history.status": ("status_at", "known_points", "open_existing"),
+    "undostore.store.oplog": ("since_cutoff",),
     # showing changes
-    "render": "undostore.diff.patch", "PLAIN": "undostore.diff.patch",
-    "GIT_COLORS": "undostore.diff.patch", "fill_line_counts": "undostore.diff.patch",
-    "normalize_spec": "undostore.diff.trees", "conflict_notes": "undostore.restore.revert",
+    "undostore.diff.patch": ("render", "PLAIN", "GIT_COLORS", "fill_line_counts"),
+    "undostore.diff.trees": ("normalize_spec",),
+    "undostore.restore.revert": ("conflict_notes",),
     # files of the user's own: a host's config, the resident process's folder and cache
-    "atomic_write": "undostore.fileio", "make_private_dirs": "undostore.fileio",
-    "check_trusted": "undostore.store.trust:check",
-    "preload_stat_cache": "undostore.store.statcache:preload",
-    "last_loaded_stat_cache": "undostore.store.statcache:last_loaded",
+    "undostore.fileio": ("atomic_write", "make_private_dirs"),
+    "undostore.store.trust": ("check_trusted=check",),
+    "undostore.store.statcache": ("preload_stat_cache=preload",
+                                  "last_loaded_stat_cache=last_loaded"),
 }
+# public name -> (module, its name there)
+_LAZY = {public: (module, inner or public)
+         for module, names in _PUBLIC.items()
+         for public, _, inner in (name.partition("=") for name in names)}
 
 
 def __getattr__(name: str) -> object:
     where = _LAZY.get(name)
     if where is None:
         raise AttributeError(f"module 'undostore' has no attribute {name!r}")
-    module, _, attribute = where.partition(":")
-    return getattr(__import__(module, fromlist=["_"]), attribute or name)
+    module, inner = where
+    return getattr(__import__(module, fromlist=["_"]), inner)
 
 
 __all__ = [

@@ -10,15 +10,7 @@ from typing import Any
 
 import click
 
-from ..common import (
-    Context,
-    dry_run_option,
-    emit,
-    json_option,
-    note,
-    pass_context,
-    project_root,
-)
+from ..common import Context, dry_run_option, emit, json_option, note, pass_context, project_root
 from ..hosts.init import ConfigError, read_config, target
 from ..hosts.setup import SETUP
 
