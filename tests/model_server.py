@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
 
@@ -80,8 +81,12 @@ def received_texts(body: dict[str, Any]) -> list[str]:
 class ModelServer:
     """The server, run on a thread while used as a context manager."""
 
-    def __init__(self, script: dict[str, list[Tool]]) -> None:
+    def __init__(self, script: dict[str, list[Tool]],
+                 before_text: Callable[[], None] | None = None) -> None:
         self.script = script
+        # Run before each text reply (Anthropic's API): the turn's calls are done, and the
+        # model holds its answer, as the user goes on working.
+        self.before_text = before_text
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._calls = 0
@@ -221,6 +226,8 @@ class ModelServer:
         with self._lock:
             self._calls += 1
             call = self._calls
+        if not tools and self.before_text is not None:
+            self.before_text()
         return [{"type": "tool_use", "id": f"toolu_{call}_{i}", "name": t.name,
                  "input": t.input} for i, t in enumerate(tools)] or [
             {"type": "text", "text": DONE_TEXT}]

@@ -82,7 +82,7 @@ def test_the_root_is_found_from_cwd_in_a_sub_folder_of_a_git_work_tree(tree_fact
     {"hook_event_name": "SessionStart", "source": "startup"},
     {"hook_event_name": "SomethingNew", "whatever": [1, 2]},
 ])
-def test_other_events_change_nothing(tree_factory, event):
+def test_other_events_and_calls_outside_any_turn_change_nothing(tree_factory, event):
     root = tree_factory({"a.txt": "1"})
     event = {"session_id": "s", "transcript_path": "/t", "cwd": str(root), **event}
     assert_done(hook(event))

@@ -59,10 +59,12 @@ def test_claude_code_merge_keeps_every_other_key_hook_and_the_users_status_line(
     doc = json.loads(settings.read_text())
     assert doc["model"] == "opus" and doc["permissions"] == {"allow": ["Bash(ls)"]}
     assert doc["statusLine"] == {"type": "command", "command": "my-footer"}
-    assert doc["hooks"]["PreToolUse"] == [{"matcher": "Bash", "hooks": [theirs]}]
     ours = {"hooks": [{"type": "command", "command": "undostore hook --host claude-code"}]}
+    assert doc["hooks"]["PreToolUse"] == [{"matcher": "Bash", "hooks": [theirs]}, ours]
     assert doc["hooks"]["UserPromptSubmit"] == [{"hooks": [theirs]}, ours]  # replaced, not doubled
     assert doc["hooks"]["Stop"] == [ours]
+    # every tool call, failed ones too: a turn is its calls' changes
+    assert doc["hooks"]["PostToolUse"] == doc["hooks"]["PostToolUseFailure"] == [ours]
     assert (root / ".claude" / "commands" / "undo.md").read_text().startswith("---\n")
     for name in ("undo.md", "redo.md"):   # never a skill the model may invoke itself
         front = (root / ".claude" / "commands" / name).read_text().split("---")[1]

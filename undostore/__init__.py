@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         orphans,
         rebind,
     )
+    from undostore.history.toolcall import ToolCall
     from undostore.limits import Limits
     from undostore.progress import (
         Progress,
@@ -105,6 +106,7 @@ _PUBLIC = {
     "undostore.history.direction": ("Direction",),
     "undostore.restore.cancel": ("Cancel",),
     "undostore.store.once": ("OnceKey", "EventAnswer"),
+    "undostore.history.toolcall": ("ToolCall",),
     # reading without a workspace: stores, sessions, the footer's status, the operation log
     "undostore.store.discover": ("discover",),
     "undostore.store.store": ("recorded_root",),
@@ -177,6 +179,7 @@ __all__ = [
     "SnapshotError",
     "SnapshotOptions",
     "SnapshotResult",
+    "ToolCall",
     "status_at",
     "StoreError",
     "StoreWriteError",

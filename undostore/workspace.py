@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from undostore.history.status import Status
     from undostore.history.steps import StepResult
     from undostore.history.stores import Adoption
+    from undostore.history.toolcall import ToolCall
     from undostore.history.turns import Turn, TurnSpan
     from undostore.history.verify import VerifyResult
     from undostore.progress import OnProgress
@@ -225,6 +226,50 @@ class Workspace:
         from undostore.store import overlimit
 
         return overlimit.read(self.store.cache_dir)
+
+    def call_started(self, call: ToolCall | None, session: str | None = None) -> bool:
+        """A tool call of the session begins (the host's before-tool event): the files are
+        captured as it finds them, and the session's newest turn becomes the sum of its calls'
+        changes (history/attribution.py). `call` None: a tool known to change nothing, which
+        says only that the host reports its calls. False: the session has no turn to take it."""
+        from undostore.history.sessions import record_call_start
+        from undostore.history.toolcall import FILE
+
+        if call is not None and call.kind == FILE:   # none under the root: changes nothing here
+            call = call._replace(paths=self._under_root(call.paths))
+            if not call.paths:
+                call = None
+        if call is None:
+            with self.store.lock:
+                return record_call_start(self.store, session_name(session), None)
+        with self.store.lock:
+            self._recover_if_needed()
+            before = self._snapshot_locked().id
+            return record_call_start(self.store, session_name(session), call, before)
+
+    def _under_root(self, paths: tuple[str, ...]) -> tuple[str, ...]:
+        """`paths` (absolute, or relative to the root) as the root's own `/`-separated paths,
+        each as the file system resolves it (a link to a file: the file it writes); those
+        outside the root left out."""
+        root = os.path.realpath(self.root)
+        inside = []
+        for path in paths:
+            rel = os.path.relpath(os.path.realpath(os.path.join(self.root, path)), root)
+            if rel not in (".", os.pardir) and not rel.startswith(os.pardir + os.sep) \
+                    and not os.path.isabs(rel):
+                inside.append(rel.replace(os.sep, "/"))
+        return tuple(dict.fromkeys(inside))
+
+    def call_finished(self, call_id: str, session: str | None = None) -> bool:
+        """The session's tool call `call_id` ended (the host's after-tool event, or its
+        failure): what it changed is added to its turn. False: no such call is open (it
+        ended with the session's next prompt, or began before its turn)."""
+        from undostore.history.sessions import finish_calls
+
+        with self.store.lock:
+            self._recover_if_needed()
+            after = self._snapshot_locked().id
+            return finish_calls(self.store, session_name(session), after, call_id) > 0
 
     def notes_for_model(self, session: str | None = None) -> list[str]:
         """What the session's model is to be told with its next prompt (the turns an undo or
@@ -514,7 +559,8 @@ class Workspace:
         if not journal.undo or journal.undo[-1].after is not None:
             return None, None
         now = self.look().id
-        return now, now != journal.undo[-1].id
+        newest = journal.undo[-1]
+        return now, newest.changed if newest.by_calls else now != newest.id
 
     def _turn(self, span: TurnSpan, paths: list[str] | None = None,
               now: str | None = None) -> Turn:
@@ -522,10 +568,19 @@ class Workspace:
         from undostore.history.turns import Turn
 
         end = MadeId(span.end) if span.end is not None else now
-        result = self.compare(MadeId(span.point.id), end, paths=paths)
+        if span.point.by_calls:   # its calls' own change (history/attribution.py)
+            from undostore.history.attribution import net
+
+            own = span.point.own or ((span.point.id, span.point.id),)
+            before, after = net(self.store, own)
+            result = self.compare(MadeId(before), MadeId(after), paths=paths)
+            to_id = end if end is not None else self.look().id
+        else:
+            result = self.compare(MadeId(span.point.id), end, paths=paths)
+            to_id = result.to_id
         changes = own_changes(self.store, bytes.fromhex(result.from_id),
                               bytes.fromhex(result.to_id), result.changes)
-        return Turn(span, result.to_id, changes)
+        return Turn(span, to_id, changes)
 
     def sessions(self) -> list[SessionInfo]:
         from undostore.history.sessions import list_sessions

@@ -37,6 +37,8 @@ from .records import (
     HOSTS,
     OTHER,
     PROMPT,
+    TOOL_AFTER,
+    TOOL_BEFORE,
     BadEvent,
     Host,
     HostEvent,
@@ -136,6 +138,12 @@ def _act(event: HostEvent, command: HostCommand | None, workspace: Workspace,
                                         if event.event_id else None)
         _say_left_out(result)
         return _with_notes(host, workspace, session, quiet)
+    if event.kind == TOOL_BEFORE:
+        workspace.call_started(event.call, session)
+        return quiet
+    if event.kind == TOOL_AFTER and event.call is not None:
+        workspace.call_finished(event.call.call_id, session)
+        return quiet
     workspace.end_turn(session, event_id=event.event_id if host.ends_by_id else None)
     if host.after_records_point:  # the next turn's undo point: notify has no other
         with _first_snapshot_said(workspace):

@@ -119,6 +119,10 @@ def grouped(host: str, *events: str, **fields: Any) -> dict[str, Any]:
             for e in events}
 
 
+# Before and after each tool call, failed ones included: a turn is its calls' changes
+# (history/attribution.py).
+CLAUDE_TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+
 STATUS_REFRESH_SECONDS = 5
 """How often Claude Code runs the footer's `undostore status` besides on each assistant message:
 a prompt the hook blocks (`/undo`, `/redo`) adds no assistant message, nor does a step taken
@@ -130,7 +134,7 @@ def claude_settings(text: str | None, path: str) -> str:
     """Claude Code's settings with undostore's hooks and its footer (unless the user has a
     footer of their own; a refresh interval the user set on ours is kept)."""
     doc = _load_json(text, path)
-    merge_hooks(doc, path, grouped("claude-code", "UserPromptSubmit", "Stop"))
+    merge_hooks(doc, path, grouped("claude-code", "UserPromptSubmit", "Stop", *CLAUDE_TOOL_EVENTS))
     line = doc.get("statusLine")
     if line is None or (isinstance(line, dict) and "undostore status" in str(line.get("command"))):
         ours = line or {}

@@ -43,7 +43,10 @@ see docs/design.md "Agent hosts"):
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from undostore import ToolCall
 
 Path = tuple[str | int, ...]
 
@@ -64,6 +67,7 @@ BLOCK_NONE = "none"                # the host has no way: the command is done, t
 
 
 PROMPT, AFTER, OTHER = "prompt", "after", "other"   # what an event is to undostore
+TOOL_BEFORE, TOOL_AFTER = "tool-before", "tool-after"   # a tool call begins, ends (or failed)
 
 
 class BadEvent(ValueError):
@@ -82,6 +86,7 @@ class HostEvent(NamedTuple):
     cwd: str | None           # its folder (None: the host sends none, the process's own)
     prompt: object            # the prompt as sent (any JSON value; None for none)
     event_id: str | None      # the id the host gave it (hosts/once.py)
+    call: ToolCall | None = None   # a tool event's call (None: a tool that changes nothing)
 
     @property
     def label(self) -> str | None:
@@ -95,6 +100,42 @@ class HostEvent(NamedTuple):
 
 
 LABEL_CHARS = 80
+
+
+class ToolNames(NamedTuple):
+    """How a host names its tools: each file tool with the input fields that name its files,
+    and the tools known to change nothing (any other tool is a shell: history/attribution.py)."""
+
+    files: dict[str, tuple[str, ...]]
+    quiet: frozenset[str]
+
+    def call(self, call_id: str, tool: str, tool_input: object, cwd: str | None
+             ) -> ToolCall | None:
+        """The call as the library records it; None for a tool that changes nothing. A file
+        tool's relative paths are taken from the event's folder."""
+        from undostore import ToolCall
+
+        if tool in self.quiet:
+            return None
+        fields = self.files.get(tool)
+        if fields is None:
+            return ToolCall(call_id, tool, "shell")
+        given = [tool_input.get(f) for f in fields] if isinstance(tool_input, dict) else []
+        paths = tuple(os.path.join(cwd or os.getcwd(), p) for p in given
+                      if isinstance(p, str) and p)
+        return ToolCall(call_id, tool, "file", paths)
+
+
+class ToolEvents(NamedTuple):
+    """A host's tool events: their names, where the tool's name, its input and the call's id
+    are, and how it names its tools."""
+
+    before: frozenset[str]
+    after: frozenset[str]       # after the call, and after a failed one
+    tool: Path
+    tool_input: Path
+    call_id: Path
+    names: ToolNames
 
 
 class Host(NamedTuple):
@@ -115,6 +156,8 @@ class Host(NamedTuple):
     #                                    the host adds a hook's `additionalContext` to the prompt
     ends_by_id: bool = False           # the after-turn event carries its prompt event's id: a
     #                                    late end of an earlier turn records nothing
+    tools: ToolEvents | None = None    # its tool events (None: it sends none: turns are
+    #                                    windows of time, history/attribution.py)
     plugin: bool = False               # the hook is run by undostore's own plugin (`init`
     #                                    writes it), which reads JSON: a command's answer holds
     #                                    the line, the turns moved (by the event ids the plugin
@@ -148,7 +191,7 @@ class Host(NamedTuple):
         """`event` (named `name`) read once into its record; BadEvent naming what is wrong.
         A session id is taken as it comes (journal.session_name_for names its session)."""
         kind = (PROMPT if name in self.prompt_events else AFTER if name in self.after_events
-                else OTHER)
+                else self._tool_kind(name))
         if kind == OTHER:   # nothing is done with it: nothing of it is read
             return HostEvent(self, name, kind, None, None, None, None)
         cwd = _text(event, self.root, "folder") if self.root is not None else None
@@ -159,8 +202,30 @@ class Host(NamedTuple):
             from undostore import session_name_for
 
             session = session_name_for(session)
+        if kind in (TOOL_BEFORE, TOOL_AFTER):
+            return self._tool_event(event, name, kind, session, cwd)
         return HostEvent(self, name, kind, session, cwd, pick(event, self.prompt),
                          self.id_of(event))
+
+    def _tool_kind(self, name: str) -> str:
+        if self.tools is None:
+            return OTHER
+        return (TOOL_BEFORE if name in self.tools.before else TOOL_AFTER
+                if name in self.tools.after else OTHER)
+
+    def _tool_event(self, event: dict[str, Any], name: str, kind: str, session: str | None,
+                    cwd: str | None) -> HostEvent:
+        """A tool event; its call None for a tool that changes nothing (its before event says
+        only that the host reports its calls; its after event is nothing to undostore). One
+        that names no tool or no call id cannot be paired with its other half: nothing."""
+        assert self.tools is not None
+        tool = _text(event, self.tools.tool, "tool name")
+        call_id = _text(event, self.tools.call_id, "tool call id")
+        call = (self.tools.names.call(call_id, tool, pick(event, self.tools.tool_input), cwd)
+                if tool is not None and call_id is not None else None)
+        if call is None and (kind == TOOL_AFTER or call_id is None):
+            return HostEvent(self, name, OTHER, None, None, None, None)
+        return HostEvent(self, name, kind, session, cwd, None, call_id, call)
 
     def quiet_answer(self, event_name: str | None) -> str:
         """What stdout gets when the hook has nothing to say (done or failed)."""
@@ -192,10 +257,21 @@ def pick(event: dict[str, Any], path: Path) -> Any:
     return value
 
 
+# Claude Code 2.1's tool events (its bundle: PreToolUse {tool_name, tool_input, tool_use_id};
+# PostToolUse adds tool_response; PostToolUseFailure, error and is_interrupt) and built-in tools.
+CLAUDE_TOOLS = ToolEvents(
+    frozenset({"PreToolUse"}), frozenset({"PostToolUse", "PostToolUseFailure"}),
+    ("tool_name",), ("tool_input",), ("tool_use_id",),
+    ToolNames({"Edit": ("file_path",), "MultiEdit": ("file_path",), "Write": ("file_path",),
+               "NotebookEdit": ("notebook_path",)},
+              frozenset({"Read", "Glob", "Grep", "LS", "WebFetch", "WebSearch", "TodoWrite",
+                         "NotebookRead", "ExitPlanMode", "BashOutput", "ListMcpResourcesTool",
+                         "ReadMcpResourceTool", "AskUserQuestion"})))
+
 HOSTS: dict[str, Host] = {h.name: h for h in (
     Host("claude-code", frozenset({"UserPromptSubmit"}), frozenset({"Stop"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("prompt_id",),
-         context="UserPromptSubmit"),
+         context="UserPromptSubmit", tools=CLAUDE_TOOLS),
     Host("codex", frozenset({"UserPromptSubmit"}), frozenset({"Stop"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("turn_id",),
          context="UserPromptSubmit"),

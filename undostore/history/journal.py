@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from undostore import settings
 from undostore.errors import StoreError, UsageError, from_oserror
+from undostore.history.toolcall import OpenCall
 from undostore.store import oplog
 from undostore.store.framing import CorruptFrame, quarantine, read_framed, write_framed
 from undostore.store.store import Store
@@ -136,11 +137,32 @@ class Point(NamedTuple):
     # (a point of its own, an undo or redo). A provisional `after` (another session's point)
     # gives way to the host's after-turn event.
     ended: bool = False
+    # The turn's own change where its host reports tool calls (history/attribution.py): pairs
+    # of trees (before, after), oldest first, that differ only where its calls changed files;
+    # None: the host reported none, and the turn is what changed from `id` to `after`.
+    own: tuple[tuple[str, str], ...] | None = None
+    open_calls: tuple[OpenCall, ...] = ()   # its calls whose after event has not come yet
+    calls: int = 0                          # its calls that finished and were counted
 
     @property
     def changed(self) -> bool:
-        """Whether the turn changed files (an open turn may have: it counts)."""
+        """Whether the turn changed files (an open turn may have: it counts; a call still
+        running may have)."""
+        if self.own is not None:
+            return any(before != after for before, after in self.own) or bool(self.open_calls)
         return self.after != self.id
+
+    @property
+    def by_calls(self) -> bool:
+        """Whether the turn is its tool calls' changes (`own`), not a window of time."""
+        return self.own is not None
+
+    def ids(self) -> set[str]:
+        """The snapshot and tree ids this point lists (what its anchors must keep)."""
+        found = {self.id} | ({self.after} if self.after else set())
+        found.update(sha for pair in self.own or () for sha in pair)
+        found.update(call.before for call in self.open_calls)
+        return found
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "time": self.time, "label": self.label, "meta": dict(self.meta),
@@ -198,8 +220,7 @@ class Journal:
 
     def ids(self) -> set[str]:
         """Every snapshot id this journal lists (what its anchors must keep)."""
-        points = (*self.undo, *self.redo, *self.legacy_redo)
-        return {p.id for p in points} | {p.after for p in points if p.after}
+        return {sha for p in (*self.undo, *self.redo, *self.legacy_redo) for sha in p.ids()}
 
     def record(self, point: Point, limit: int) -> Dropped:
         """Add an undo point (the newest turn must be closed first: `close_turn`); the oldest
@@ -274,6 +295,11 @@ def _point_doc(p: Point) -> dict[str, Any]:
         del doc["after"]
     if p.ended:
         doc["ended"] = True
+    if p.own is not None:
+        doc["own"] = [list(pair) for pair in p.own]
+        doc["calls"] = p.calls
+    if p.open_calls:
+        doc["open_calls"] = [c.to_json() for c in p.open_calls]
     return doc
 
 
@@ -294,7 +320,19 @@ def _point_from(doc: Any) -> Point:
         raise ValueError("bad label")
     if not isinstance(meta, dict):
         raise ValueError("bad meta")
-    return Point(sha, float(when), label, meta, after, ended)
+    own, calls = doc.get("own"), doc.get("calls", 0)
+    if own is not None and not (isinstance(own, list) and all(
+            isinstance(pair, list) and len(pair) == 2
+            and all(isinstance(x, str) and _HEX40.match(x) for x in pair) for pair in own)):
+        raise ValueError("bad own change")
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
+        raise ValueError("bad call count")
+    open_calls = doc.get("open_calls", [])
+    if not isinstance(open_calls, list):
+        raise ValueError("bad open calls")
+    return Point(sha, float(when), label, meta, after, ended,
+                 tuple((a, b) for a, b in own) if own is not None else None,
+                 tuple(OpenCall.from_json(c) for c in open_calls), calls)
 
 
 def _is_time(value: Any) -> bool:

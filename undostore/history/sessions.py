@@ -30,6 +30,7 @@ from undostore.history import journal as journals
 from undostore.history.direction import Direction
 from undostore.history.journal import Point, SessionWarning
 from undostore.history.stepcontext import StepContext
+from undostore.history.toolcall import OpenCall, ToolCall
 from undostore.store import oplog
 from undostore.store.store import MadeId
 
@@ -91,7 +92,12 @@ def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: s
     point = journals.make_point(snapshot_id_hex, label, meta)
     retention.keep_days(), retention.max_store_bytes()   # a bad setting fails before recording
     with store.lock:
+        finish_calls(store, session, snapshot_id_hex)   # the session's next event ends them
         journal = close_turns(store, snapshot_id_hex, session)
+        if journal.undo and journal.undo[-1].by_calls:
+            # The session's host reports its tool calls: this turn too is its calls' changes,
+            # from its first moment (history/attribution.py).
+            point = point._replace(own=())
         if journal.undo and journal.undo[-1].id == point.id:
             if not journal.undo[-1].changed and point.label is not None:
                 journal.undo[-1] = point
@@ -142,6 +148,7 @@ def record_turn_end(store: Store, session: str, snapshot_id_hex: str,
     no point, its newest turn ended already (the event of an `/undo` prompt, say), or
     `event_id` names another turn than that point's. The store lock is held."""
     with store.lock:
+        finish_calls(store, session, snapshot_id_hex)
         journal = journals.load(store, session)
         if not journal.undo or journal.undo[-1].ended:
             return None
@@ -152,6 +159,54 @@ def record_turn_end(store: Store, session: str, snapshot_id_hex: str,
         _commit(store, journal, new_ids=[snapshot_id_hex])
         _log_dropped(store, session, journals.Dropped(cleared, []))
     return journal.undo[-1]
+
+
+def record_call_start(store: Store, session: str, call: ToolCall | None,
+                      before: str | None = None) -> bool:
+    """A tool call of `session` began with the files at `before`: its newest turn takes it
+    (history/attribution.py), and is from now on its calls' changes; `call` None: a call that
+    changes nothing here, which says only that much. False: the session has no undo point, so
+    no turn to take it. The store lock is held."""
+    with store.lock:
+        journal = journals.load(store, session)
+        if not journal.undo:
+            return False
+        point = journal.undo[-1]
+        if call is None or before is None:
+            if point.own is None:
+                journal.undo[-1] = point._replace(own=())
+                _commit(store, journal, new_ids=[])
+            return True
+        others = tuple(c for c in point.open_calls if c.call.call_id != call.call_id)
+        journal.undo[-1] = point._replace(
+            own=point.own if point.own is not None else (),
+            open_calls=(*others, OpenCall(call, before, time.time())))
+        _commit(store, journal, new_ids=[before])
+    return True
+
+
+def finish_calls(store: Store, session: str, after: str, call_id: str | None = None) -> int:
+    """End `session`'s open call `call_id` (None: every open one: the session's next prompt,
+    turn end or step ends a call whose after event never came) with the files at `after`,
+    adding what it changed to its turn. How many ended. The store lock is held."""
+    from undostore.history import attribution
+
+    with store.lock:
+        journal = journals.load(store, session)
+        point = journal.undo[-1] if journal.undo else None
+        ending = [c for c in point.open_calls
+                  if call_id is None or c.call.call_id == call_id] if point else []
+        if point is None or not ending:
+            return 0
+        own = point.own or ()
+        for call in ending:
+            own = attribution.add_call(store, own, point.id,
+                                       attribution.call_changes(store, call, after))
+        journal.undo[-1] = point._replace(
+            own=own, open_calls=tuple(c for c in point.open_calls if c not in ending),
+            calls=point.calls + len(ending))
+        _commit(store, journal, new_ids=[sha for pair in own for sha in pair])
+    return len(ending)
 
 
 def _apply_retention(store: Store, on_evict: OnEvict | None) -> bool:
@@ -243,6 +298,7 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
     with store.lock:
         recover_pending(wt)
         now = wt.snapshot()
+        finish_calls(store, session, now.id)
         wanted = resolve_point(store, to) if to is not None else None
         journal = journals.load(store, session)
         journal.close_turn(now.id, final=True)   # as finish_step will, for good, once done

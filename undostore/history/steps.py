@@ -211,18 +211,26 @@ def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | Non
     unmarked: dict[str, str] = {}
     still_marked: list[str] = []
     for turn in request.turns:
-        after = turn.after or turn.id
-        # revert(FROM, TO) takes back FROM -> TO: undo takes back the turn, redo its reverse.
-        start, end = (turn.id, after) if request.direction is Direction.UNDO else (after, turn.id)
-        tree = build_revert_tree(store, bytes.fromhex(start), bytes.fromhex(end),
-                                 bytes.fromhex(ours),
-                                 theirs_label=f"{request.direction.value} of "
-                                              f"{_turn_name(turn)}", bodies=bodies)
-        conflicts += [TurnConflict(path, turn) for path in tree.conflicts]
-        unmarked.update(tree.unmarked)
-        still_marked += tree.still_marked
-        ours = tree.target
+        for start, end in _reverts(turn, request.direction):
+            tree = build_revert_tree(store, bytes.fromhex(start), bytes.fromhex(end),
+                                     bytes.fromhex(ours),
+                                     theirs_label=f"{request.direction.value} of "
+                                                  f"{_turn_name(turn)}", bodies=bodies)
+            conflicts += [TurnConflict(path, turn) for path in tree.conflicts]
+            unmarked.update(tree.unmarked)
+            still_marked += tree.still_marked
+            ours = tree.target
     return Composed(ours, conflicts, unmarked, still_marked)
+
+
+def _reverts(turn: Point, direction: Direction) -> list[tuple[str, str]]:
+    """The (FROM, TO) pairs whose change `revert` takes back, in order, to undo the turn (or
+    redo it): its own change's segments, newest first (history/attribution.py), else the turn
+    from its point to its end."""
+    pairs = turn.own if turn.own is not None else ((turn.id, turn.after or turn.id),)
+    if direction is Direction.UNDO:
+        return list(reversed(pairs))
+    return [(after, before) for before, after in pairs]
 
 
 # --- the journal ---------------------------------------------------------------------------------

@@ -23,7 +23,6 @@ completeness check, no file overwritten that changed meanwhile, journal, crash s
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import KeysView
 from dataclasses import dataclass, field
@@ -34,17 +33,13 @@ from undostore.errors import ConflictError
 from undostore.git.objects import (
     BLOB,
     MODE_LINK,
-    MODE_TREE,
     TREE,
-    decode_tree,
-    encode_tree,
     hash_object,
 )
 from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
-from undostore.git.treedelta import sort_keys
 from undostore.progress import OnProgress
-from undostore.restore.plan import Entry, TreeBodies, flatten_difference
+from undostore.restore.plan import Entry, flatten_difference
 from undostore.restore.restore import (
     Confirm,
     RestoreResult,
@@ -52,15 +47,13 @@ from undostore.restore.restore import (
     begin,
     restore,
 )
+from undostore.restore.treebuild import TreeBuilder
 from undostore.snapshot.treeignore import came_into_view, touches_ignore_files
-from undostore.snapshot.treepatch import TreeEntry, entries_named, patch_tree
 from undostore.store.recent import remember
 from undostore.store.store import Store
 
 __all__ = ["RevertConflict", "RevertResult", "RevertTree", "build_revert_tree", "conflict_notes",
            "revert"]
-
-_KEEP = object()  # "no change at this path" in the change map
 
 # Why a conflict has no markers to resolve: what `--merge` left at the path instead.
 NO_MARKERS_KEPT = "kept as the files now have it: changed since, and this would delete it"
@@ -171,7 +164,7 @@ def build_revert_tree(store: Store, from_sha: bytes, to_sha: bytes, ours_sha: by
             for sha, data in merger.new_blobs.items():
                 if not store.has(sha):
                     writer.add(BLOB, sha, data)
-            builder = _TreeBuilder(reader, store, writer, tree.conflicts, bodies)
+            builder = TreeBuilder(reader, store, writer, tree.conflicts, bodies)
             root = builder.build(ours_sha, "", changes)
             writer.commit()
         except BaseException:
@@ -279,110 +272,6 @@ class _Merger:
 
 def _is_link(mode: int) -> bool:
     return mode == MODE_LINK
-
-
-class _TreeBuilder:
-    """Rebuilds only the folders of `ours` that hold a change; new trees go to the writer. A
-    folder's new body is its old one with the changed entries spliced in (treepatch.py), so a
-    turn that touched one file of a 40,000-file folder does not decode and re-encode the
-    other 39,999; a folder with many changes is decoded and encoded whole. `ours` is always a
-    snapshot undostore just took of the files now, so its bodies are in git's order (what the
-    splice relies on)."""
-
-    # Up to this many changed names a folder is spliced; a new name costs a pass over the old
-    # names (patch_tree), so up to this many new ones.
-    SPLICE_NAMES = 64
-    SPLICE_INSERTS = 16
-
-    def __init__(self, reader: ObjectReader, store: Store, writer: PackWriter,
-                 conflicts: list[str], bodies: dict[bytes, bytes]) -> None:
-        self.store, self.writer, self.conflicts = store, writer, conflicts
-        self.trees = TreeBodies(reader.read_tree_body, bodies)
-
-    def build(self, tree: bytes | None, folder: str, changes: dict[str, Entry | None]
-              ) -> bytes | None:
-        """The id of `tree` (None: none) with `changes` (paths relative to `folder`) applied;
-        None when the result is empty."""
-        body = self.trees.body(tree) if tree is not None else b""
-        direct: dict[bytes, Any] = {}
-        nested: dict[bytes, dict[str, Entry | None]] = {}
-        for path, entry in changes.items():
-            head, sep, rest = path.partition("/")
-            if sep:
-                nested.setdefault(os.fsencode(head), {})[rest] = entry
-            else:
-                direct[os.fsencode(head)] = entry
-        names = direct.keys() | nested.keys()
-        old = self._old_entries(body, names)
-        prefix = folder + "/" if folder else ""
-        edits: list[tuple[tuple[bytes, bool] | None, TreeEntry | None]] = []
-        for name in names:
-            before = old.get(name)
-            was_tree = before is not None and before[0] == MODE_TREE
-            file_entry = direct.get(name, _KEEP)
-            if file_entry is _KEEP:
-                file_entry = before if before is not None and not was_tree else None
-            old_tree = before[1] if before is not None and was_tree else None
-            sub = (self.build(old_tree, prefix + os.fsdecode(name), nested[name])
-                   if name in nested else old_tree)
-            if file_entry is not None and sub is not None:
-                # A file and a folder want the same name: keep what the files now have.
-                self.conflicts.append(prefix + os.fsdecode(name))
-                if was_tree:
-                    file_entry = None
-                else:
-                    sub = None
-            after = file_entry if file_entry is not None else (
-                (MODE_TREE, sub) if sub is not None else None)
-            if after == before:
-                continue
-            gone = (name, was_tree) if before is not None else None
-            made = (after[0], name, after[1]) if after is not None else None
-            if gone is not None and made is not None and was_tree != (made[0] == MODE_TREE):
-                # A file that became a folder (or back) sorts elsewhere: out, then in.
-                edits += [(gone, None), (None, made)]
-            else:
-                edits.append((gone, made))
-        if not edits:
-            return tree
-        new_body = self._patched(body, edits)
-        if not new_body:
-            return None
-        sha = hash_object(TREE, new_body)
-        if not self.store.has(sha):
-            self.writer.add(TREE, sha, new_body)
-        self.trees.bodies[sha] = new_body   # the restore of the result reads it
-        return sha
-
-    def _old_entries(self, body: bytes, names: set[bytes]) -> dict[bytes, tuple[int, bytes]]:
-        """The entries of `body` called one of `names`: found in place for a few names, else
-        (or when a name is found twice) from the whole decoded body."""
-        if len(names) <= self.SPLICE_NAMES:
-            found: dict[bytes, tuple[int, bytes]] = {}
-            for name in names:
-                hits = entries_named(body, name)
-                if len(hits) > 1:
-                    break
-                if hits:
-                    found[name] = (hits[0][0], hits[0][2])
-            else:
-                return found
-        return {name: (mode, sha) for mode, name, sha in decode_tree(body) if name in names}
-
-    def _patched(self, body: bytes,
-                 edits: list[tuple[tuple[bytes, bool] | None, TreeEntry | None]]) -> bytes:
-        """`body` with `edits` applied: spliced where that is exact, else encoded whole."""
-        if len(edits) <= self.SPLICE_NAMES:
-            spliced = patch_tree(body, edits, lambda: sort_keys(body), self.SPLICE_INSERTS)
-            if spliced is not None:
-                return spliced
-        entries = {name: (mode, sha) for mode, name, sha in decode_tree(body)}
-        for gone, made in edits:
-            if gone is not None:
-                entries.pop(gone[0], None)
-            if made is not None:
-                entries[made[1]] = (made[0], made[2])
-        return encode_tree((mode, name, sha) for name, (mode, sha) in entries.items())
 
 
 # --- the operation ------------------------------------------------------------------------------

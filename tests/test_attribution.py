@@ -1,0 +1,96 @@
+"""Attribution by tool call (history/attribution.py): where the host reports its tool calls, a
+turn is what its calls changed; the user's edits, made between or beside them, are kept by undo
+and redo."""
+
+from __future__ import annotations
+
+from undostore import ToolCall, Workspace
+from undostore.history.toolcall import FILE, SHELL
+
+LINES = "".join(f"{i}\n" for i in range(1, 10))
+
+
+def _edit(path, old: str, new: str) -> None:
+    path.write_text(path.read_text().replace(old, new))
+
+
+def test_a_file_tools_change_is_the_turn_and_the_users_note_beside_it_is_kept(tree_factory):
+    root = tree_factory({"a.py": "old\n"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="s", label="fix a")
+        assert ws.call_started(ToolCall("c1", "Edit", FILE, ("a.py",)), "s")
+        (root / "a.py").write_text("agent\n")
+        (root / "notes.txt").write_text("mine\n")   # the user's editor, during the call
+        assert ws.call_finished("c1", "s")
+        ws.end_turn("s")
+        assert [c.path for c in ws.show(session="s").changes] == ["a.py"]
+        result = ws.undo("s", confirm=lambda plan: True)
+        assert result.modified == ["a.py"] and not result.deleted
+        assert (root / "a.py").read_text() == "old\n"
+        assert (root / "notes.txt").read_text() == "mine\n"
+        ws.redo("s", confirm=lambda plan: True)
+        assert (root / "a.py").read_text() == "agent\n"
+        assert (root / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_shell_owns_what_changed_during_it_and_not_what_changed_after(tree_factory):
+    root = tree_factory({"b.txt": "b\n", "c.txt": "c\n"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="s", label="clean up")
+        ws.call_started(ToolCall("c1", "Bash", SHELL), "s")
+        (root / "b.txt").unlink()                   # `rm b.txt`: a shell names no file
+        ws.call_finished("c1", "s")
+        (root / "c.txt").write_text("users\n")      # after the call, before the turn ends
+        ws.end_turn("s")
+        assert [c.path for c in ws.show(session="s").changes] == ["b.txt"]
+        ws.undo("s", confirm=lambda plan: True)
+        assert (root / "b.txt").read_text() == "b\n"
+        assert (root / "c.txt").read_text() == "users\n"
+
+
+def test_a_users_edit_between_two_calls_on_one_file_survives_the_undo(tree_factory):
+    """Call 1 changes line 1, the user line 9, call 2 line 5: undo takes back lines 1 and 5
+    and keeps the user's line 9 (two segments, each taken back 3-way)."""
+    root = tree_factory({"a.py": LINES})
+    a = root / "a.py"
+    with Workspace(root) as ws:
+        ws.snapshot(session="s", label="edit twice")
+        ws.call_started(ToolCall("c1", "Edit", FILE, ("a.py",)), "s")
+        _edit(a, "1\n", "one\n")
+        ws.call_finished("c1", "s")
+        _edit(a, "9\n", "nine\n")                   # the user, between the calls
+        ws.call_started(ToolCall("c2", "Edit", FILE, ("a.py",)), "s")
+        _edit(a, "5\n", "five\n")
+        ws.call_finished("c2", "s")
+        ws.end_turn("s")
+        ws.undo("s", confirm=lambda plan: True)
+        assert a.read_text() == LINES.replace("9\n", "nine\n")
+        ws.redo("s", confirm=lambda plan: True)
+        assert a.read_text() == LINES.replace("1\n", "one\n").replace("5\n", "five\n") \
+            .replace("9\n", "nine\n")
+
+
+def test_a_call_whose_after_event_never_came_ends_at_the_sessions_next_prompt(tree_factory):
+    root = tree_factory({"a.py": "old\n"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="s", label="interrupted")
+        ws.call_started(ToolCall("c1", "Bash", SHELL), "s")
+        (root / "a.py").write_text("half\n")        # Esc: no after event
+        ws.snapshot(session="s", label="next prompt")
+        assert not ws.call_finished("c1", "s")      # a late one finds it ended
+        (root / "b.txt").write_text("users\n")
+        ws.undo("s", steps=1, confirm=lambda plan: True)   # the next prompt changed nothing
+        assert (root / "a.py").read_text() == "old\n"
+        assert (root / "b.txt").read_text() == "users\n"
+
+
+def test_a_turn_whose_calls_changed_nothing_has_nothing_to_undo(tree_factory):
+    root = tree_factory({"a.py": "old\n"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="s", label="look only")
+        ws.call_started(ToolCall("c1", "Bash", SHELL), "s")
+        ws.call_finished("c1", "s")
+        (root / "a.py").write_text("users\n")
+        ws.end_turn("s")
+        assert ws.show(session="s", id=ws.log("s").undo[0].id).changes == []
+        assert ws.log("s").turns == [None]

@@ -1,0 +1,63 @@
+"""Claude Code's tool events through the real hook process: each call's change is its turn's;
+the user's edits beside and between the calls are kept by `/undo`; tools that change nothing
+record nothing; a failed call ends too."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from undostore import Workspace
+
+from .test_hook import assert_done, hook, prompt_event
+
+SESSION = "3f2a-sess"
+
+
+def tool_event(root: Path, name: str, tool: str, call_id: str, **tool_input: object) -> dict:
+    return {"session_id": SESSION, "cwd": str(root), "hook_event_name": name,
+            "tool_name": tool, "tool_input": tool_input, "tool_use_id": call_id}
+
+
+def call(root: Path, tool: str, call_id: str, act, after: str = "PostToolUse",
+         **tool_input: object) -> None:
+    assert_done(hook(tool_event(root, "PreToolUse", tool, call_id, **tool_input)))
+    act()
+    assert_done(hook(tool_event(root, after, tool, call_id, **tool_input)))
+
+
+def test_undo_takes_back_the_calls_and_keeps_what_the_user_wrote_beside_them(tree_factory):
+    root = tree_factory({"a.py": "old\n", "b.txt": "b\n", "notes.txt": "n\n"})
+    assert_done(hook(prompt_event(root, "tidy up", SESSION)))
+    call(root, "Read", "t0", lambda: None, file_path=str(root / "a.py"))
+    call(root, "Edit", "t1", lambda: (root / "a.py").write_text("new\n"),
+         file_path=str(root / "a.py"), old_string="old", new_string="new")
+    (root / "notes.txt").write_text("the user's\n")          # their editor, between calls
+    call(root, "Bash", "t2", lambda: (root / "b.txt").unlink(), command="rm b.txt")
+    call(root, "Write", "t3", lambda: (root / "c.txt").write_text("half\n"),
+         after="PostToolUseFailure", file_path="c.txt", content="half")
+    assert_done(hook({"session_id": SESSION, "cwd": str(root), "hook_event_name": "Stop"}))
+    with Workspace(root) as ws:
+        assert sorted(c.path for c in ws.show(session=SESSION).changes) == [
+            "a.py", "b.txt", "c.txt"]
+        (point,) = ws.log(SESSION).undo
+        assert point.calls == 3   # Read recorded nothing
+    done = hook(prompt_event(root, "/undo", SESSION))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["decision"] == "block"
+    assert (root / "a.py").read_text() == "old\n"
+    assert (root / "b.txt").read_text() == "b\n"
+    assert not (root / "c.txt").exists()
+    assert (root / "notes.txt").read_text() == "the user's\n"
+
+
+def test_a_file_tool_naming_a_file_outside_the_root_records_nothing(tree_factory, tmp_path):
+    root = tree_factory({"a.py": "old\n"})
+    outside = tmp_path / "elsewhere.txt"
+    assert_done(hook(prompt_event(root, "write elsewhere", SESSION)))
+    call(root, "Write", "t1", lambda: outside.write_text("x\n"), file_path=str(outside))
+    (root / "a.py").write_text("the user's\n")
+    with Workspace(root) as ws:
+        (point,) = ws.log(SESSION).undo
+        assert point.calls == 0 and point.by_calls   # the host reports its calls
+        assert not point.changed and ws.log(SESSION).turns == [None]

@@ -1,0 +1,115 @@
+"""Attribution by tool call: a turn's change is the sum of its tool calls' changes.
+
+Where a host reports each tool call (before and after it, with an id), undostore keeps, per
+turn, only what the conversation's own calls changed (the contract's "Attribution by tool
+call"). The rule, decided here:
+
+- a file tool (it names its files: Edit, Write, apply_patch, ...) owns the change of those
+  files over its call;
+- any other tool that may write (a shell, an MCP tool, one undostore does not know) owns what
+  changed in the tree during its call;
+- tools known to change nothing record nothing (the host's record says which);
+- what changed outside every call of the session (the user's editor, a formatter, another
+  program) is not the turn's: undo and redo keep it.
+
+A turn's own change is kept as segments (journal.Point.own): pairs of trees (before, after),
+oldest first, that differ only at the paths its calls changed, each path's before as the first
+call that changed it found it and its after as the last one left it. A call that changes a
+path something outside the calls changed since the turn's last call there (its before is not
+the segment's after) opens a new segment, so an undo takes the segments back newest first, each
+3-way against the files then, and the outside change is kept.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from undostore.git.objects import TREE, hash_object
+from undostore.git.packwriter import PackWriter
+from undostore.git.reader import ObjectReader
+from undostore.history.toolcall import FILE, OpenCall
+from undostore.restore.plan import Entry, TreeBodies, flatten_difference
+from undostore.restore.treebuild import TreeBuilder, entries_at
+from undostore.store.recent import remember
+
+if TYPE_CHECKING:
+    from undostore.store.store import Store
+
+# path -> (its entry before the call, after it); None: no file there
+Changes = dict[str, tuple[Entry | None, Entry | None]]
+Segment = tuple[str, str]
+
+
+def call_changes(store: Store, call: OpenCall, after: str) -> Changes:
+    """What `call` changed: the files that differ between the snapshots at its start and its
+    end, only those it names for a file tool."""
+    changes = tree_changes(store, call.before, after)
+    if call.call.kind == FILE:
+        return {path: changes[path] for path in call.call.paths if path in changes}
+    return changes
+
+
+def tree_changes(store: Store, before: str, after: str) -> Changes:
+    """Each file that differs between two trees, with its entry in each."""
+    with ObjectReader(store) as reader:
+        old, new = flatten_difference(reader.read_tree_body, bytes.fromhex(before),
+                                      bytes.fromhex(after), check=False)
+    return {path: (old.files.get(path), new.files.get(path))
+            for path in sorted(old.files.keys() | new.files.keys())}
+
+
+def add_call(store: Store, own: tuple[Segment, ...], start: str, changes: Changes, *,
+             split: bool = True) -> tuple[Segment, ...]:
+    """The turn's segments `own` (none yet: the turn starts at the tree `start`) with one
+    call's `changes` added, per the module docstring (not `split`: never a new segment)."""
+    changes = {path: pair for path, pair in changes.items() if pair[0] != pair[1]}
+    if not changes:
+        return own
+    segments = list(own) or [(start, start)]
+    before, after = segments[-1]
+    paths = sorted(changes)
+    with ObjectReader(store) as reader:
+        trees = TreeBodies(reader.read_tree_body, {})
+        had = entries_at(trees, bytes.fromhex(before), paths)
+        has = entries_at(trees, bytes.fromhex(after), paths)
+        outside = split and any(had[p] != has[p] and has[p] != changes[p][0] for p in paths)
+        if outside:   # changed outside the calls since: a new segment on the files as they were
+            base = after
+            new_before = {p: changes[p][0] for p in paths}
+        else:         # the segment goes on: a path it had not changed starts from the call's
+            base = before
+            new_before = {p: changes[p][0] for p in paths if had[p] == has[p]}
+        new_after = {p: changes[p][1] for p in paths}
+        writer = PackWriter(store.pack_dir)
+        try:
+            builder = TreeBuilder(reader, store, writer, [], trees.bodies)
+            made = (_built(store, writer, builder, base, new_before),
+                    _built(store, writer, builder, after, new_after))
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+    store.refresh()
+    for sha in made:
+        remember(store.path, bytes.fromhex(sha))   # gc's grace until the journal lists them
+    return (*segments, made) if outside else (*segments[:-1], made)
+
+
+def net(store: Store, own: tuple[Segment, ...]) -> Segment:
+    """The turn's whole own change as one pair (what `show` and `log --stat` list): each
+    path from as the first segment found it to as the last one left it."""
+    folded = own[:1]
+    for before, after in own[1:]:
+        folded = add_call(store, folded, before, tree_changes(store, before, after),
+                          split=False)
+    return folded[0]
+
+
+def _built(store: Store, writer: PackWriter, builder: TreeBuilder, tree: str,
+           changes: dict[str, Entry | None]) -> str:
+    root = builder.build(bytes.fromhex(tree), "", changes) if changes else bytes.fromhex(tree)
+    if root is None:   # nothing left: the empty tree
+        root = hash_object(TREE, b"")
+        if not store.has(root):
+            writer.add(TREE, root, b"")
+    return root.hex()
