@@ -18,14 +18,16 @@ import re
 import time
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from undostore import settings
 from undostore.errors import StoreError, UsageError, from_oserror
-from undostore.history.toolcall import OpenCall
 from undostore.store import oplog
 from undostore.store.framing import CorruptFrame, quarantine, read_framed, write_framed
 from undostore.store.store import Store
+
+if TYPE_CHECKING:
+    from undostore.history.toolcall import OpenCall
 
 _KIND = b"JRNL"
 _LEGACY_FORMAT = 1   # redo entries were the states undos left (read, then migrated: `load`)
@@ -330,9 +332,14 @@ def _point_from(doc: Any) -> Point:
     open_calls = doc.get("open_calls", [])
     if not isinstance(open_calls, list):
         raise ValueError("bad open calls")
+    if open_calls:   # a call running: its record's module only then (every prompt reads points)
+        from undostore.history.toolcall import OpenCall
+
+        running = tuple(OpenCall.from_json(c) for c in open_calls)
+    else:
+        running = ()
     return Point(sha, float(when), label, meta, after, ended,
-                 tuple((a, b) for a, b in own) if own is not None else None,
-                 tuple(OpenCall.from_json(c) for c in open_calls), calls)
+                 tuple((a, b) for a, b in own) if own is not None else None, running, calls)
 
 
 def _is_time(value: Any) -> bool:

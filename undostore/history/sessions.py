@@ -189,8 +189,6 @@ def finish_calls(store: Store, session: str, after: str, call_id: str | None = N
     """End `session`'s open call `call_id` (None: every open one: the session's next prompt,
     turn end or step ends a call whose after event never came) with the files at `after`,
     adding what it changed to its turn. How many ended. The store lock is held."""
-    from undostore.history import attribution
-
     with store.lock:
         journal = journals.load(store, session)
         point = journal.undo[-1] if journal.undo else None
@@ -198,6 +196,8 @@ def finish_calls(store: Store, session: str, after: str, call_id: str | None = N
                   if call_id is None or c.call.call_id == call_id] if point else []
         if point is None or not ending:
             return 0
+        from undostore.history import attribution  # only where a call ends: not every prompt
+
         own = point.own or ()
         for call in ending:
             own = attribution.add_call(store, own, point.id,
