@@ -94,3 +94,63 @@ def test_a_turn_whose_calls_changed_nothing_has_nothing_to_undo(tree_factory):
         ws.end_turn("s")
         assert ws.show(session="s", id=ws.log("s").undo[0].id).changes == []
         assert ws.log("s").turns == [None]
+
+
+def test_a_shell_call_leaves_another_conversations_file_tool_its_file(tree_factory):
+    root = tree_factory({"a.txt": "a\n", "x.txt": "x\n"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="A", label="build")
+        ws.snapshot(session="B", label="edit x")
+        ws.call_started(ToolCall("a1", "Bash", SHELL), "A")
+        ws.call_started(ToolCall("b1", "Edit", FILE, ("x.txt",)), "B")
+        (root / "x.txt").write_text("B's\n")
+        ws.call_finished("b1", "B")
+        (root / "a.txt").write_text("A's\n")
+        ws.call_finished("a1", "A")
+        assert [c.path for c in ws.show(session="A").changes] == ["a.txt"]
+        ws.undo("A", confirm=lambda plan: True)
+        assert (root / "a.txt").read_text() == "a\n" and (root / "x.txt").read_text() == "B's\n"
+        ws.undo("B", confirm=lambda plan: True)
+        assert (root / "x.txt").read_text() == "x\n"
+
+
+def test_a_file_two_conversations_shells_may_have_written_is_in_doubt(tree_factory):
+    import pytest
+
+    from undostore import DoubtfulChange
+
+    root = tree_factory({"a.txt": "a\n", "y.txt": "y\n"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="A", label="a")
+        ws.snapshot(session="B", label="b")
+        ws.call_started(ToolCall("a1", "Bash", SHELL), "A")
+        ws.call_started(ToolCall("b1", "Bash", SHELL), "B")
+        (root / "y.txt").write_text("whose?\n")
+        ws.call_finished("b1", "B")
+        (root / "a.txt").write_text("A's\n")       # once B's shell ended: A's alone
+        ws.call_finished("a1", "A")
+        before = {p.name: p.read_text() for p in root.iterdir() if p.is_file()}
+        with pytest.raises(DoubtfulChange) as refused:
+            ws.undo("A", confirm=lambda plan: True)
+        assert refused.value.conflicts == ["y.txt"] and "'B'" in str(refused.value)
+        assert refused.value.exit_code == 3
+        assert {p.name: p.read_text() for p in root.iterdir() if p.is_file()} == before
+        ws.undo("A", keep_doubtful=True, confirm=lambda plan: True)
+        assert (root / "a.txt").read_text() == "a\n" and (root / "y.txt").read_text() == "whose?\n"
+
+
+def test_an_undo_run_while_another_conversations_shell_runs_is_not_that_shells(tree_factory):
+    root = tree_factory({"z.txt": "z\n"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="B", label="b")
+        ws.call_started(ToolCall("b1", "Edit", FILE, ("z.txt",)), "B")
+        (root / "z.txt").write_text("B's\n")
+        ws.call_finished("b1", "B")
+        ws.snapshot(session="A", label="a")
+        ws.call_started(ToolCall("a1", "Bash", SHELL), "A")
+        ws.undo("B", confirm=lambda plan: True)      # typed in B while A's shell runs
+        ws.call_finished("a1", "A")
+        assert (root / "z.txt").read_text() == "z\n"
+        assert ws.log("A").turns == [None]          # the undo's write is not A's
+        ws.redo("B", confirm=lambda plan: True)
+        assert (root / "z.txt").read_text() == "B's\n"

@@ -61,3 +61,35 @@ def test_a_file_tool_naming_a_file_outside_the_root_records_nothing(tree_factory
         (point,) = ws.log(SESSION).undo
         assert point.calls == 0 and point.by_calls   # the host reports its calls
         assert not point.changed and ws.log(SESSION).turns == [None]
+
+
+def _in(session: str, event: dict) -> dict:
+    return {**event, "session_id": session}
+
+
+def test_a_file_both_conversations_shells_may_have_written_is_refused_then_kept(tree_factory):
+    """Two conversations' shell calls overlap and a file changes meanwhile: `/undo` in either
+    changes nothing and says so; `/undo --keep` takes back the rest and leaves it; the
+    command line refuses with exit 3 too."""
+    from .test_hook import run
+
+    root = tree_factory({"a.txt": "a\n", "y.txt": "y\n"})
+    for session in ("A", "B"):
+        assert_done(hook(prompt_event(root, f"work in {session}", session)))
+    assert_done(hook(_in("A", tool_event(root, "PreToolUse", "Bash", "a1", command="make"))))
+    assert_done(hook(_in("B", tool_event(root, "PreToolUse", "Bash", "b1", command="make"))))
+    (root / "y.txt").write_text("whose?\n")
+    assert_done(hook(_in("B", tool_event(root, "PostToolUse", "Bash", "b1", command="make"))))
+    (root / "a.txt").write_text("A's\n")
+    assert_done(hook(_in("A", tool_event(root, "PostToolUse", "Bash", "a1", command="make"))))
+    refused = run("undo", "--session", "A", "--yes", "--json", cwd=root)
+    assert refused.returncode == 3, refused.stderr
+    assert json.loads(refused.stdout)["conflicts"] == ["y.txt"]
+    assert b"'B'" in refused.stderr and b"--keep-doubtful" in refused.stderr
+    answer = hook(prompt_event(root, "/undo", "A"))
+    line = json.loads(answer.stdout)["reason"]
+    assert "y.txt" in line and "in doubt" in line and "/undo --keep" in line, line
+    assert (root / "a.txt").read_text() == "A's\n"      # nothing changed
+    answer = hook(prompt_event(root, "/undo --keep", "A"))
+    assert "undid the last turn" in json.loads(answer.stdout)["reason"]
+    assert (root / "a.txt").read_text() == "a\n" and (root / "y.txt").read_text() == "whose?\n"

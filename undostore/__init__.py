@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         open_existing,
         status_at,
     )
+    from undostore.history.steps import DoubtfulChange
     from undostore.history.stores import (
         list_stores,
         orphans,
@@ -104,6 +105,7 @@ _PUBLIC = {
     "undostore.progress": ("Progress", "no_progress"),
     "undostore.snapshot.snapshot": ("SnapshotOptions", "SnapshotResult"),
     "undostore.history.direction": ("Direction",),
+    "undostore.history.steps": ("DoubtfulChange",),
     "undostore.restore.cancel": ("Cancel",),
     "undostore.store.once": ("OnceKey", "EventAnswer"),
     "undostore.history.toolcall": ("ToolCall",),
@@ -147,6 +149,7 @@ __all__ = [
     "conflict_notes",
     "ConflictError",
     "Direction",
+    "DoubtfulChange",
     "discover",
     "fill_line_counts",
     "GIT_COLORS",

@@ -490,27 +490,32 @@ class Workspace:
         require_session(self.store, session, doing)
 
     def undo(self, session: str | None = None, *, steps: int = 1, to: str | None = None,
-             whole: bool = False, merge: bool = False, dry_run: bool = False,
-             confirm: Confirm | None = None, on_progress: OnProgress | None = None
-             ) -> StepResult:
+             whole: bool = False, merge: bool = False, keep_doubtful: bool = False,
+             dry_run: bool = False, confirm: Confirm | None = None,
+             on_progress: OnProgress | None = None) -> StepResult:
         """Take back the session's last `steps` turns (or every turn back to its point `to`):
         each turn's own change, 3-way against the files now, so other changes stay; they move
         to the redo stack. Overlaps: StepConflict (exit 3) with nothing changed, or with
-        `merge` conflict markers; `whole`: the whole folder back to the point."""
+        `merge` conflict markers; `whole`: the whole folder back to the point. Files whose
+        change is in doubt (another conversation's shell call ran too): DoubtfulChange (exit
+        3), or with `keep_doubtful` left as they are."""
         from undostore.history.direction import Direction
 
         return self.step(Direction.UNDO, session, steps=steps, to=to, whole=whole,
-                         merge=merge, dry_run=dry_run, confirm=confirm, on_progress=on_progress)
+                         merge=merge, keep_doubtful=keep_doubtful, dry_run=dry_run,
+                         confirm=confirm, on_progress=on_progress)
 
     def redo(self, session: str | None = None, *, steps: int = 1, merge: bool = False,
-             dry_run: bool = False, confirm: Confirm | None = None,
-             on_progress: OnProgress | None = None) -> StepResult:
+             keep_doubtful: bool = False, dry_run: bool = False,
+             confirm: Confirm | None = None, on_progress: OnProgress | None = None
+             ) -> StepResult:
         """Apply the session's last `steps` undone turns again, 3-way, as `undo` takes them
         back."""
         from undostore.history.direction import Direction
 
-        return self.step(Direction.REDO, session, steps=steps, merge=merge, dry_run=dry_run,
-                         confirm=confirm, on_progress=on_progress)
+        return self.step(Direction.REDO, session, steps=steps, merge=merge,
+                         keep_doubtful=keep_doubtful, dry_run=dry_run, confirm=confirm,
+                         on_progress=on_progress)
 
     def step(self, direction: Direction, session: str | None = None, **how: Any) -> StepResult:
         """`undo` or `redo` by `direction`, with the same options (`whole` for undo only):

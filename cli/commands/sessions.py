@@ -172,6 +172,10 @@ _STEPS = click.argument("steps", metavar="[N]", type=click.IntRange(min=1), defa
 _MERGE = click.option("--merge", is_flag=True,
                       help="Where a turn overlaps a later change, write git-style conflict "
                            "markers (exit 3 while they remain) instead of refusing.")
+_KEEP_DOUBTFUL = click.option(
+    "--keep-doubtful", is_flag=True,
+    help="Leave as they are the files whose change is in doubt (they changed while another "
+         "conversation's shell call ran too) and take back the rest, instead of refusing.")
 
 
 @click.command("undo")
@@ -180,6 +184,7 @@ _MERGE = click.option("--merge", is_flag=True,
               help="Take back every turn back to undo point ID (as `log` lists it) instead of "
                    "N turns.")
 @_MERGE
+@_KEEP_DOUBTFUL
 @click.option("--whole", is_flag=True,
               help="Put the whole folder back to the undo point (every later change too, the "
                    "user's and other sessions'), instead of the turns' own changes.")
@@ -188,8 +193,9 @@ _MERGE = click.option("--merge", is_flag=True,
 @dry_run_option
 @json_option
 @pass_context
-def undo_command(ctx: Context, steps: int, to: str | None, merge: bool, whole: bool,
-                 session: str | None, yes: bool, dry_run: bool, as_json: bool) -> None:
+def undo_command(ctx: Context, steps: int, to: str | None, merge: bool, keep_doubtful: bool,
+                 whole: bool, session: str | None, yes: bool, dry_run: bool,
+                 as_json: bool) -> None:
     """Take back the session's last N turns (default 1), each turn's own change.
 
     Each file the turns changed is merged 3-way against the files now, as `git revert` does:
@@ -203,21 +209,23 @@ def undo_command(ctx: Context, steps: int, to: str | None, merge: bool, whole: b
     if merge and whole:
         raise click.UsageError("give --merge or --whole, not both")
     _undo_or_redo(ctx, Direction.UNDO, session, yes, dry_run, as_json, steps=steps, to=to,
-                  merge=merge, whole=whole)
+                  merge=merge, whole=whole, keep_doubtful=keep_doubtful)
 
 
 @click.command("redo")
 @_STEPS
 @_MERGE
+@_KEEP_DOUBTFUL
 @session_option
 @yes_option
 @dry_run_option
 @json_option
 @pass_context
-def redo_command(ctx: Context, steps: int, merge: bool, session: str | None, yes: bool,
-                 dry_run: bool, as_json: bool) -> None:
+def redo_command(ctx: Context, steps: int, merge: bool, keep_doubtful: bool,
+                 session: str | None, yes: bool, dry_run: bool, as_json: bool) -> None:
     """Apply the session's last N undone turns again (default 1), 3-way as undo takes them back."""
-    _undo_or_redo(ctx, Direction.REDO, session, yes, dry_run, as_json, steps=steps, merge=merge)
+    _undo_or_redo(ctx, Direction.REDO, session, yes, dry_run, as_json, steps=steps, merge=merge,
+                  keep_doubtful=keep_doubtful)
 
 
 @click.command("sessions")

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from undostore.history.steps import StepResult
 
 _COMMAND = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s+(\d{1,4}))?"
-                      r"(?:\s+--(merge|whole))?\s*", re.IGNORECASE)
+                      r"(?:\s+--(merge|whole|keep))?\s*", re.IGNORECASE)
 # `/undo` or `/redo` and then anything: the user's command still, one it cannot read
 _COMMAND_WORD = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s|$)", re.IGNORECASE)
-USAGE = "/undo [N] [--merge | --whole] or /redo [N] [--merge]"
+USAGE = "/undo [N] [--merge | --whole | --keep] or /redo [N] [--merge | --keep]"
 
 
 class HostCommand(NamedTuple):
@@ -30,6 +30,7 @@ class HostCommand(NamedTuple):
     count: int            # how many steps (1 for a bare `/undo`)
     merge: bool = False   # on a conflict: markers instead of refusing
     whole: bool = False   # undo only: the whole folder back to the point
+    keep: bool = False    # files in doubt (another conversation's shell ran too) left as they are
     unreadable: str | None = None   # the rest of a `/undo ...` it cannot read: nothing is done
 
 
@@ -49,7 +50,7 @@ def parse_command(prompt: object) -> HostCommand | None:
     count = int(match.group(2)) if match.group(2) else 1
     how = (match.group(3) or "").lower()
     return HostCommand(Direction(match.group(1).lower()), max(count, 1), how == "merge",
-                       how == "whole")
+                       how == "whole", how == "keep")
 
 
 class CommandDone(NamedTuple):
@@ -62,7 +63,7 @@ class CommandDone(NamedTuple):
 
 def perform(workspace: Workspace, session: str | None, command: HostCommand) -> CommandDone:
     """Do `command` in `session`."""
-    from undostore import ConflictError, UndostoreError
+    from undostore import ConflictError, DoubtfulChange, UndostoreError
 
     verb = command.direction.value
     if command.unreadable is not None:
@@ -74,7 +75,14 @@ def perform(workspace: Workspace, session: str | None, command: HostCommand) -> 
     try:
         result = workspace.step(command.direction, name, steps=command.count,
                                 merge=command.merge, whole=command.whole,
+                                keep_doubtful=command.keep,
                                 confirm=lambda plan: True)   # the user typed it: the yes
+    except DoubtfulChange as err:
+        shown = ", ".join(err.conflicts[:3]) + (", ..." if len(err.conflicts) > 3 else "")
+        return CommandDone(f"undostore: {verb}: nothing changed: {shown} changed while another "
+                           f"conversation's shell call ran too, so whose change it was is in "
+                           f"doubt; `/{verb} --keep` {verb}s the rest and leaves "
+                           f"{'them' if len(err.conflicts) > 1 else 'it'} as it is now", [])
     except ConflictError as err:
         paths = getattr(err, "conflicts", None) or []
         shown = ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")

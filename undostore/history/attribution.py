@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from undostore.git.objects import TREE, hash_object
 from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
-from undostore.history.toolcall import FILE, OpenCall
+from undostore.history.toolcall import FILE, SHELL, OpenCall
 from undostore.restore.plan import Entry, TreeBodies, flatten_difference
 from undostore.restore.treebuild import TreeBuilder, entries_at
 from undostore.store.recent import remember
@@ -56,6 +56,31 @@ def tree_changes(store: Store, before: str, after: str) -> Changes:
                                       bytes.fromhex(after), check=False)
     return {path: (old.files.get(path), new.files.get(path))
             for path in sorted(old.files.keys() | new.files.keys())}
+
+
+def shared(store: Store, session: str, call: OpenCall, changes: Changes, after: str,
+           now: float) -> tuple[Changes, dict[str, tuple[str, ...]]]:
+    """A shell call's `changes` (it ended at `now`, the files at `after`) less the files
+    another writer named while it ran (another session's file tool, an undostore step:
+    theirs), and of the rest those in doubt: changed while another session's shell call ran
+    too (between the snapshots that bound the two calls' common time), each with those
+    sessions (history/activity.py). A file tool's change is its own whatever else ran."""
+    if call.call.kind == FILE:
+        return changes, {}
+    from undostore.history import activity
+
+    writers = activity.others(store.cache_dir, session, call.started, now)
+    named = {path for w in writers if w.kind != SHELL for path in w.paths}
+    kept = {path: change for path, change in changes.items() if path not in named}
+    doubt: dict[str, set[str]] = {}
+    for other in writers:
+        if other.kind != SHELL or other.session is None:
+            continue
+        start = other.before if other.start > call.started and other.before else call.before
+        end = other.after if other.end is not None and other.end < now and other.after else after
+        for path in tree_changes(store, start, end).keys() & kept.keys():
+            doubt.setdefault(path, set()).add(other.session)
+    return kept, {path: tuple(sorted(others)) for path, others in doubt.items()}
 
 
 def add_call(store: Store, own: tuple[Segment, ...], start: str, changes: Changes, *,
@@ -103,6 +128,30 @@ def net(store: Store, own: tuple[Segment, ...]) -> Segment:
         folded = add_call(store, folded, before, tree_changes(store, before, after),
                           split=False)
     return folded[0]
+
+
+def without(store: Store, segment: Segment, paths: frozenset[str]) -> Segment:
+    """`segment` changing none of `paths`: its after tree given its before's entries there."""
+    before, after = segment
+    with ObjectReader(store) as reader:
+        trees = TreeBodies(reader.read_tree_body, {})
+        wanted = sorted(paths)
+        had = entries_at(trees, bytes.fromhex(before), wanted)
+        has = entries_at(trees, bytes.fromhex(after), wanted)
+        changes = {path: had[path] for path in wanted if had[path] != has[path]}
+        if not changes:
+            return segment
+        writer = PackWriter(store.pack_dir)
+        try:
+            made = _built(store, writer, TreeBuilder(reader, store, writer, [], trees.bodies),
+                          after, changes)
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+    store.refresh()
+    remember(store.path, bytes.fromhex(made))
+    return before, made
 
 
 def _built(store: Store, writer: PackWriter, builder: TreeBuilder, tree: str,

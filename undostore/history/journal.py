@@ -145,6 +145,9 @@ class Point(NamedTuple):
     own: tuple[tuple[str, str], ...] | None = None
     open_calls: tuple[OpenCall, ...] = ()   # its calls whose after event has not come yet
     calls: int = 0                          # its calls that finished and were counted
+    # Files its shell calls changed while another session's shell call ran too, each with
+    # those sessions: whose change it was is in doubt (history/attribution.py).
+    doubt: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -302,6 +305,8 @@ def _point_doc(p: Point) -> dict[str, Any]:
         doc["calls"] = p.calls
     if p.open_calls:
         doc["open_calls"] = [c.to_json() for c in p.open_calls]
+    if p.doubt:
+        doc["doubt"] = [[path, list(others)] for path, others in p.doubt]
     return doc
 
 
@@ -338,8 +343,14 @@ def _point_from(doc: Any) -> Point:
         running = tuple(OpenCall.from_json(c) for c in open_calls)
     else:
         running = ()
+    doubt = doc.get("doubt", [])
+    if not (isinstance(doubt, list) and all(
+            isinstance(d, list) and len(d) == 2 and isinstance(d[0], str)
+            and isinstance(d[1], list) and all(isinstance(s, str) for s in d[1]) for d in doubt)):
+        raise ValueError("bad doubt")
     return Point(sha, float(when), label, meta, after, ended,
-                 tuple((a, b) for a, b in own) if own is not None else None, running, calls)
+                 tuple((a, b) for a, b in own) if own is not None else None, running, calls,
+                 tuple((path, tuple(others)) for path, others in doubt))
 
 
 def _is_time(value: Any) -> bool:

@@ -177,11 +177,16 @@ def record_call_start(store: Store, session: str, call: ToolCall | None,
                 journal.undo[-1] = point._replace(own=())
                 _commit(store, journal, new_ids=[])
             return True
+        from undostore.history import activity
+
+        now = time.time()
         others = tuple(c for c in point.open_calls if c.call.call_id != call.call_id)
         journal.undo[-1] = point._replace(
             own=point.own if point.own is not None else (),
-            open_calls=(*others, OpenCall(call, before, time.time())))
+            open_calls=(*others, OpenCall(call, before, now)))
         _commit(store, journal, new_ids=[before])
+        activity.begin(store.cache_dir, activity.Span(session, call.call_id, call.kind,
+                                                      call.paths, now, before=before))
     return True
 
 
@@ -196,15 +201,20 @@ def finish_calls(store: Store, session: str, after: str, call_id: str | None = N
                   if call_id is None or c.call.call_id == call_id] if point else []
         if point is None or not ending:
             return 0
-        from undostore.history import attribution  # only where a call ends: not every prompt
+        from undostore.history import activity, attribution  # only where a call ends
 
+        now = time.time()
         own = point.own or ()
+        doubt = dict(point.doubt)
         for call in ending:
-            own = attribution.add_call(store, own, point.id,
-                                       attribution.call_changes(store, call, after))
+            activity.end(store.cache_dir, session, call.call.call_id, now, after)
+            changes, doubtful = attribution.shared(
+                store, session, call, attribution.call_changes(store, call, after), after, now)
+            own = attribution.add_call(store, own, point.id, changes)
+            doubt.update(doubtful)
         journal.undo[-1] = point._replace(
             own=own, open_calls=tuple(c for c in point.open_calls if c not in ending),
-            calls=point.calls + len(ending))
+            calls=point.calls + len(ending), doubt=tuple(sorted(doubt.items())))
         _commit(store, journal, new_ids=[sha for pair in own for sha in pair])
     return len(ending)
 
@@ -269,10 +279,13 @@ def redo(wt: Worktree, session: str, *, steps: int = 1, merge: bool = False,
 
 
 def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to: str | None = None,
-         whole: bool = False, merge: bool = False, dry_run: bool = False,
-         confirm: Confirm | None = None, on_progress: OnProgress | None = None) -> StepResult:
+         whole: bool = False, merge: bool = False, keep_doubtful: bool = False,
+         dry_run: bool = False, confirm: Confirm | None = None,
+         on_progress: OnProgress | None = None) -> StepResult:
     """An undo or redo of `session` (`undo`, `redo`): the one entry every caller's request
-    goes through. `whole` is for undo alone (UsageError before any work otherwise)."""
+    goes through. `whole` is for undo alone (UsageError before any work otherwise). A turn
+    whose files are in doubt (another conversation's shell call ran too) is refused
+    (DoubtfulChange) unless `keep_doubtful`, which leaves those files as they are."""
     if whole and direction is Direction.REDO:
         raise UsageError("--whole is for undo: redo applies the undone turns again")
     # Here, not at the top: recording an undo point (the hook, on every prompt) needs none of
@@ -304,7 +317,10 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
         journal.close_turn(now.id, final=True)   # as finish_step will, for good, once done
         request = multi.plan(journal, direction, now.id, steps=steps, to=wanted, whole=whole)
         bodies: dict[bytes, bytes] = {}   # the trees the merge read and made, for the restore
-        composed = multi.compose(store, request, bodies)
+        doubt = {} if whole else multi.doubt_of(request.turns)
+        if doubt and not keep_doubtful:
+            raise multi.DoubtfulChange(request, doubt)
+        composed = multi.compose(store, request, bodies, leave=frozenset(doubt))
         if composed.conflicts and not merge:
             raise multi.StepConflict(request, name_changes(store, composed.conflicts, now.id))
         if composed.still_marked:
@@ -344,6 +360,7 @@ def finish_step(store: Store, context: StepContext | None, target: str, safety: 
     if context is None:
         return
     session, step, token = context.session, context.step, context.token
+    _step_wrote(store, token, safety, target)
     if step in BEFORE_STEPS:
         _record_before(store, session, token, safety, target, context.label)
         return
@@ -362,6 +379,19 @@ def finish_step(store: Store, context: StepContext | None, target: str, safety: 
     journal.last_step = token
     journal.stepped = time.time()
     _commit(store, journal, new_ids=[safety])
+
+
+def _step_wrote(store: Store, token: str, safety: str, target: str) -> None:
+    """Note the files a step wrote (from the files before it to its target) as an undostore
+    step's, so that no session's shell call running meanwhile takes them for its own
+    (history/activity.py)."""
+    from undostore.history import activity
+    from undostore.history.attribution import tree_changes
+
+    if safety and target and safety != target:
+        now = time.time()
+        activity.begin(store.cache_dir, activity.Span(
+            None, token, activity.STEP, tuple(tree_changes(store, safety, target)), now, now))
 
 
 BEFORE_STEPS = ("restore", "revert")

@@ -113,6 +113,33 @@ class StepConflict(ConflictError):
             None)
 
 
+class DoubtfulChange(ConflictError):
+    """The turns to take back (or apply again) changed files while another conversation's
+    shell call ran too, so whose change each was is in doubt: nothing was changed.
+    `conflicts` names them."""
+
+    def __init__(self, request: StepRequest, doubt: dict[str, tuple[str, ...]]) -> None:
+        self.conflicts = sorted(doubt)
+        verb = request.direction.value
+        lines = [f"{path} (changed while a call of {', '.join(map(repr, others))} ran too)"
+                 for path, others in sorted(doubt.items())]
+        shown = "\n  ".join(lines)
+        super().__init__(
+            f"{verb} of session {request.session!r}: {len(doubt)} path(s) changed while another "
+            f"conversation's shell call ran too, so whose change they were is in doubt; nothing "
+            f"was changed (`undostore {verb} --keep-doubtful` {verb}s the rest and leaves them "
+            f"as they are; `/{verb} --keep` in a host):\n  {shown}", None)
+
+
+def doubt_of(turns: list[Point]) -> dict[str, tuple[str, ...]]:
+    """The paths in doubt in `turns`, each with the other sessions (history/attribution.py)."""
+    found: dict[str, set[str]] = {}
+    for turn in turns:
+        for path, others in turn.doubt:
+            found.setdefault(path, set()).update(others)
+    return {path: tuple(sorted(others)) for path, others in found.items()}
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
@@ -197,8 +224,8 @@ class Composed(NamedTuple):
     still_marked: list[str]    # conflicts in files an earlier --merge left marked
 
 
-def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | None = None
-            ) -> Composed:
+def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | None = None,
+            leave: frozenset[str] = frozenset()) -> Composed:
     """Each turn's change taken back (undo) or applied again (redo) on the files now, one turn
     after another in the request's order; `whole`: the oldest undone point itself. `bodies`
     gathers the tree bodies read and made, for the restore that follows."""
@@ -211,7 +238,7 @@ def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | Non
     unmarked: dict[str, str] = {}
     still_marked: list[str] = []
     for turn in request.turns:
-        for start, end in _reverts(turn, request.direction):
+        for start, end in _reverts(store, turn, request.direction, leave):
             tree = build_revert_tree(store, bytes.fromhex(start), bytes.fromhex(end),
                                      bytes.fromhex(ours),
                                      theirs_label=f"{request.direction.value} of "
@@ -223,11 +250,16 @@ def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | Non
     return Composed(ours, conflicts, unmarked, still_marked)
 
 
-def _reverts(turn: Point, direction: Direction) -> list[tuple[str, str]]:
+def _reverts(store: Store, turn: Point, direction: Direction, leave: frozenset[str]
+             ) -> list[tuple[str, str]]:
     """The (FROM, TO) pairs whose change `revert` takes back, in order, to undo the turn (or
     redo it): its own change's segments, newest first (history/attribution.py), else the turn
-    from its point to its end."""
+    from its point to its end; none of them changing the paths in `leave`."""
     pairs = turn.own if turn.own is not None else ((turn.id, turn.after or turn.id),)
+    if leave:
+        from undostore.history.attribution import without
+
+        pairs = tuple(without(store, pair, leave) for pair in pairs)
     if direction is Direction.UNDO:
         return list(reversed(pairs))
     return [(after, before) for before, after in pairs]
