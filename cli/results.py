@@ -51,6 +51,7 @@ def log_json(workspace: Workspace, log: Log, turns: list[Turn]) -> Json:
     body = log.to_json()
     for entry, turn in zip(body["undo"], turns, strict=False):
         entry["changes"] = changes_json(workspace.store, turn.changes)
+        entry["calls"] = turn.to_json()["calls"]   # the calls that made them (null: no calls)
         entry["turn"] = turn.span.number   # it looked at the files: an open turn is known
     return body
 

@@ -42,6 +42,15 @@ def test_undo_takes_back_the_calls_and_keeps_what_the_user_wrote_beside_them(tre
             "a.py", "b.txt", "c.txt"]
         (point,) = ws.log(SESSION).undo
         assert point.calls == 3   # Read recorded nothing
+    from .test_hook import run
+
+    shown = json.loads(run("show", "--session", SESSION, "--json", cwd=root).stdout)
+    assert shown["calls"] == [
+        {"tool": "Edit", "label": "", "files": ["a.py"], "more": 0},
+        {"tool": "Bash", "label": "rm b.txt", "files": ["b.txt"], "more": 0},
+        {"tool": "Write", "label": "", "files": ["c.txt"], "more": 0}]
+    text = run("show", "--session", SESSION, "--no-pager", cwd=root).stdout.decode()
+    assert "    Bash: rm b.txt  (b.txt)" in text and "    Edit  (a.py)" in text, text
     done = hook(prompt_event(root, "/undo", SESSION))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["decision"] == "block"

@@ -104,6 +104,12 @@ def _header(turn: Turn, colored: bool) -> str:
     lines = [first, f"Date:  {when}", f"To:    {to} ({_ENDS[turn.span.end_kind]})", ""]
     label = point.label or "(no label)"
     lines += [f"    {line}" for line in label.splitlines() or [label]]
+    if point.notes:   # the calls that made the changes, where the host reports them
+        lines.append("")
+        for note in point.notes:
+            what = f"{note.tool}: {note.label}" if note.label else note.tool
+            files = ", ".join(note.files) + (f" and {note.more} more" if note.more else "")
+            lines.append(f"    {what}  ({files})")
     return "\n".join(lines) + "\n\n"
 
 

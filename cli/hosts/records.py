@@ -119,11 +119,23 @@ class ToolNames(NamedTuple):
             return None
         fields = self.files.get(tool)
         if fields is None:
-            return ToolCall(call_id, tool, "shell")
+            return ToolCall(call_id, tool, "shell", (), self._label(tool_input))
         given = [tool_input.get(f) for f in fields] if isinstance(tool_input, dict) else []
         paths = tuple(os.path.join(cwd or os.getcwd(), p) for p in given
                       if isinstance(p, str) and p)
         return ToolCall(call_id, tool, "file", paths)
+
+
+    @staticmethod
+    def _label(tool_input: object) -> str:
+        """What a shell call ran, on one line (`command`, else its `description`)."""
+        if not isinstance(tool_input, dict):
+            return ""
+        for field in ("command", "description"):
+            value = tool_input.get(field)
+            if isinstance(value, str) and value.strip():
+                return " ".join(value.split())[:LABEL_CHARS]
+        return ""
 
 
 class ToolEvents(NamedTuple):

@@ -27,7 +27,7 @@ from undostore.store.framing import CorruptFrame, quarantine, read_framed, write
 from undostore.store.store import Store
 
 if TYPE_CHECKING:
-    from undostore.history.toolcall import OpenCall
+    from undostore.history.toolcall import CallNote, OpenCall
 
 _KIND = b"JRNL"
 _LEGACY_FORMAT = 1   # redo entries were the states undos left (read, then migrated: `load`)
@@ -148,6 +148,7 @@ class Point(NamedTuple):
     # Files its shell calls changed while another session's shell call ran too, each with
     # those sessions: whose change it was is in doubt (history/attribution.py).
     doubt: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    notes: tuple[CallNote, ...] = ()   # its calls that changed files, oldest first
 
     @property
     def changed(self) -> bool:
@@ -307,6 +308,8 @@ def _point_doc(p: Point) -> dict[str, Any]:
         doc["open_calls"] = [c.to_json() for c in p.open_calls]
     if p.doubt:
         doc["doubt"] = [[path, list(others)] for path, others in p.doubt]
+    if p.notes:
+        doc["notes"] = [note.to_json() for note in p.notes]
     return doc
 
 
@@ -337,12 +340,16 @@ def _point_from(doc: Any) -> Point:
     open_calls = doc.get("open_calls", [])
     if not isinstance(open_calls, list):
         raise ValueError("bad open calls")
-    if open_calls:   # a call running: its record's module only then (every prompt reads points)
-        from undostore.history.toolcall import OpenCall
+    notes = doc.get("notes", [])
+    if not isinstance(notes, list):
+        raise ValueError("bad call notes")
+    running: tuple[OpenCall, ...] = ()
+    noted: tuple[CallNote, ...] = ()
+    if open_calls or notes:   # its calls' records' module only then (every prompt reads points)
+        from undostore.history.toolcall import CallNote, OpenCall
 
         running = tuple(OpenCall.from_json(c) for c in open_calls)
-    else:
-        running = ()
+        noted = tuple(CallNote.from_json(n) for n in notes)
     doubt = doc.get("doubt", [])
     if not (isinstance(doubt, list) and all(
             isinstance(d, list) and len(d) == 2 and isinstance(d[0], str)
@@ -350,7 +357,7 @@ def _point_from(doc: Any) -> Point:
         raise ValueError("bad doubt")
     return Point(sha, float(when), label, meta, after, ended,
                  tuple((a, b) for a, b in own) if own is not None else None, running, calls,
-                 tuple((path, tuple(others)) for path, others in doubt))
+                 tuple((path, tuple(others)) for path, others in doubt), noted)
 
 
 def _is_time(value: Any) -> bool:

@@ -204,17 +204,24 @@ def finish_calls(store: Store, session: str, after: str, call_id: str | None = N
         from undostore.history import activity, attribution  # only where a call ends
 
         now = time.time()
+        from undostore.history.toolcall import CallNote
+
         own = point.own or ()
         doubt = dict(point.doubt)
+        notes = list(point.notes)
         for call in ending:
             activity.end(store.cache_dir, session, call.call.call_id, now, after)
             changes, doubtful = attribution.shared(
                 store, session, call, attribution.call_changes(store, call, after), after, now)
             own = attribution.add_call(store, own, point.id, changes)
             doubt.update(doubtful)
+            changed = [path for path, (was, now_is) in changes.items() if was != now_is]
+            if changed:
+                notes.append(CallNote.of(call.call, changed))
         journal.undo[-1] = point._replace(
             own=own, open_calls=tuple(c for c in point.open_calls if c not in ending),
-            calls=point.calls + len(ending), doubt=tuple(sorted(doubt.items())))
+            calls=point.calls + len(ending), doubt=tuple(sorted(doubt.items())),
+            notes=tuple(notes))
         _commit(store, journal, new_ids=[sha for pair in own for sha in pair])
     return len(ending)
 

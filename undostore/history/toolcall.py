@@ -20,6 +20,7 @@ class ToolCall(NamedTuple):
     tool: str
     kind: str
     paths: tuple[str, ...] = ()
+    label: str = ""   # what the call did, in the host's words (a shell's command)
 
 
 class OpenCall(NamedTuple):
@@ -31,7 +32,8 @@ class OpenCall(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.call.call_id, "tool": self.call.tool, "kind": self.call.kind,
-                "paths": list(self.call.paths), "before": self.before, "started": self.started}
+                "paths": list(self.call.paths), "label": self.call.label,
+                "before": self.before, "started": self.started}
 
     @classmethod
     def from_json(cls, doc: object) -> OpenCall:
@@ -40,9 +42,46 @@ class OpenCall(NamedTuple):
             raise ValueError("open call is not an object")
         call_id, tool, kind = doc.get("id"), doc.get("tool"), doc.get("kind")
         paths, before, started = doc.get("paths"), doc.get("before"), doc.get("started")
+        label = doc.get("label", "")
         if not (isinstance(call_id, str) and isinstance(tool, str) and kind in KINDS
+                and isinstance(label, str)
                 and isinstance(paths, list) and all(isinstance(p, str) for p in paths)
                 and isinstance(before, str) and len(before) == 40
                 and isinstance(started, (int, float)) and math.isfinite(started)):
             raise ValueError("bad open call")
-        return cls(ToolCall(call_id, tool, kind, tuple(paths)), before, float(started))
+        return cls(ToolCall(call_id, tool, kind, tuple(paths), label), before, float(started))
+
+
+# A call's files as a turn lists them: at most this many (a shell's `npm install` may write
+# tens of thousands; the count says how many more).
+SHOWN_FILES = 20
+
+
+class CallNote(NamedTuple):
+    """A finished call as `show` and `log --stat` list it: the tool, what it did, and the
+    files it changed (the first `SHOWN_FILES`, and how many more)."""
+
+    tool: str
+    label: str
+    files: tuple[str, ...]
+    more: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "label": self.label, "files": list(self.files),
+                "more": self.more}
+
+    @classmethod
+    def of(cls, call: ToolCall, files: list[str]) -> CallNote:
+        return cls(call.tool, call.label, tuple(files[:SHOWN_FILES]),
+                   max(0, len(files) - SHOWN_FILES))
+
+    @classmethod
+    def from_json(cls, doc: object) -> CallNote:
+        if not isinstance(doc, dict):
+            raise ValueError("call note is not an object")
+        tool, label, files, more = (doc.get("tool"), doc.get("label"), doc.get("files"),
+                                    doc.get("more", 0))
+        if not (isinstance(tool, str) and isinstance(label, str) and isinstance(files, list)
+                and all(isinstance(f, str) for f in files) and isinstance(more, int)):
+            raise ValueError("bad call note")
+        return cls(tool, label, tuple(files), more)

@@ -114,4 +114,7 @@ class Turn:
                 # the files now are looked at, not recorded: no id is handed out for them
                 "to": self.to_id if self.span.end is not None else None,
                 "to_kind": self.span.end_kind,
-                "changes": [change.to_dict() for change in self.changes]}
+                "changes": [change.to_dict() for change in self.changes],
+                # where the host reports its calls: those that made the changes (else null)
+                "calls": ([note.to_json() for note in self.point.notes]
+                          if self.point.by_calls else None)}
