@@ -84,8 +84,8 @@ class ModelServer:
     def __init__(self, script: dict[str, list[Tool]],
                  before_text: Callable[[], None] | None = None) -> None:
         self.script = script
-        # Run before each text reply (Anthropic's API): the turn's calls are done, and the
-        # model holds its answer, as the user goes on working.
+        # Run before each text reply (Anthropic's and Gemini's APIs): the turn's calls are done,
+        # and the model holds its answer, as the user goes on working.
         self.before_text = before_text
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -240,6 +240,8 @@ class ModelServer:
             schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
             return [{"text": json.dumps(_sample(schema))}]
         tools = self._tools_for(gemini_prompts(body), bool(body.get("tools")))
+        if not tools and self.before_text is not None:
+            self.before_text()
         return [{"functionCall": {"name": t.name, "args": t.input}} for t in tools] or [
             {"text": DONE_TEXT}]
 

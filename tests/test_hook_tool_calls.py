@@ -102,3 +102,29 @@ def test_a_file_both_conversations_shells_may_have_written_is_refused_then_kept(
     answer = hook(prompt_event(root, "/undo --keep", "A"))
     assert "undid the last turn" in json.loads(answer.stdout)["reason"]
     assert (root / "a.txt").read_text() == "a\n" and (root / "y.txt").read_text() == "whose?\n"
+
+
+def test_gemini_tool_events_without_a_call_id_pair_by_tool_and_input(tree_factory):
+    """Gemini CLI gives its tool events no call id: before and after pair by the tool and its
+    input; one shell command run twice is two calls (each event's own timestamp)."""
+    root = tree_factory({"a.txt": "a\n"})
+
+    def gemini(name: str, stamp: str, **fields: object) -> dict:
+        return {"session_id": "g", "cwd": str(root), "hook_event_name": name,
+                "timestamp": stamp, **fields}
+
+    prompt = gemini("BeforeAgent", "t0", prompt="append twice")
+    assert hook(prompt).returncode == 0
+    for round_, stamp in enumerate(("t1", "t3")):
+        shell = {"tool_name": "run_shell_command", "tool_input": {"command": "echo x >> a.txt"}}
+        assert hook(gemini("BeforeTool", stamp, **shell)).returncode == 0
+        with open(root / "a.txt", "a") as f:
+            f.write(f"x{round_}\n")
+        assert hook(gemini("AfterTool", stamp + "'", **shell,
+                           tool_response={"llmContent": ""})).returncode == 0
+    (root / "b.txt").write_text("the user's\n")
+    with Workspace(root) as ws:
+        (point,) = ws.log("g").undo
+        assert point.calls == 2
+        ws.undo("g", confirm=lambda plan: True)
+    assert (root / "a.txt").read_text() == "a\n" and (root / "b.txt").exists()

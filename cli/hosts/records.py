@@ -146,7 +146,8 @@ class ToolEvents(NamedTuple):
     after: frozenset[str]       # after the call, and after a failed one
     tool: Path
     tool_input: Path
-    call_id: Path
+    call_id: Path | None        # None: the host gives none; a call is known by its tool and
+    #                             input, which its before and after events both carry
     names: ToolNames
 
 
@@ -232,18 +233,33 @@ class Host(NamedTuple):
         that names no tool or no call id cannot be paired with its other half: nothing."""
         assert self.tools is not None
         tool = _text(event, self.tools.tool, "tool name")
-        call_id = _text(event, self.tools.call_id, "tool call id")
+        call_id = (_text(event, self.tools.call_id, "tool call id")
+                   if self.tools.call_id is not None else _call_key(tool, event, self.tools))
         call = (self.tools.names.call(call_id, tool, pick(event, self.tools.tool_input), cwd)
                 if tool is not None and call_id is not None else None)
         if call is None and (kind == TOOL_AFTER or call_id is None):
             return HostEvent(self, name, OTHER, None, None, None, None)
-        return HostEvent(self, name, kind, session, cwd, None, call_id, call)
+        # Known for once.py by its call and the host's id of the event where it gives one
+        # (Gemini's timestamp: one tool run twice with one input is two calls).
+        delivered = self.id_of(event)
+        return HostEvent(self, name, kind, session, cwd, None,
+                         f"{call_id} {delivered}" if delivered else call_id, call)
 
     def quiet_answer(self, event_name: str | None) -> str:
         """What stdout gets when the hook has nothing to say (done or failed)."""
         if self.stdout != ALWAYS_JSON:
             return ""
         return '{"continue": true}' if event_name in self.prompt_events else "{}"
+
+
+def _call_key(tool: str | None, event: dict[str, Any], tools: ToolEvents) -> str:
+    """A call's id where the host gives none: its tool and input, which its before and after
+    events carry alike (two calls of one tool with one input at once are one to undostore)."""
+    import hashlib
+    import json
+
+    text = json.dumps([tool, pick(event, tools.tool_input)], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _text(event: dict[str, Any], path: Path, what: str) -> str | None:
@@ -280,6 +296,17 @@ CLAUDE_TOOLS = ToolEvents(
                          "NotebookRead", "ExitPlanMode", "BashOutput", "ListMcpResourcesTool",
                          "ReadMcpResourceTool", "AskUserQuestion"})))
 
+# Gemini CLI 0.61's tool events (its bundle, HookEventHandler.fireBeforeToolEvent: tool_name,
+# tool_input, no call id; AfterTool adds tool_response) and built-in tools (*_TOOL_NAME).
+GEMINI_TOOLS = ToolEvents(
+    frozenset({"BeforeTool"}), frozenset({"AfterTool"}), ("tool_name",), ("tool_input",), None,
+    ToolNames({"write_file": ("file_path",), "replace": ("file_path",)},
+              frozenset({"read_file", "read_many_files", "list_directory", "glob",
+                         "grep_search", "web_fetch", "google_web_search", "write_todos",
+                         "ask_user", "enter_plan_mode", "exit_plan_mode", "get_internal_docs",
+                         "list_mcp_resources", "read_mcp_resource", "activate_skill",
+                         "update_topic", "complete_task"})))
+
 HOSTS: dict[str, Host] = {h.name: h for h in (
     Host("claude-code", frozenset({"UserPromptSubmit"}), frozenset({"Stop"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("prompt_id",),
@@ -296,7 +323,7 @@ HOSTS: dict[str, Host] = {h.name: h for h in (
     Host("gemini", frozenset({"BeforeAgent"}), frozenset({"AfterAgent"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",),
          stdout=JSON_ONLY, block=BLOCK_DECISION, event_id=("timestamp",),
-         context="BeforeAgent"),
+         context="BeforeAgent", tools=GEMINI_TOOLS),
     Host("copilot", frozenset({"userPromptSubmitted"}), frozenset({"agentStop"}),
          None, ("sessionId",), ("cwd",), ("prompt",), block=BLOCK_NONE,
          event_id=("timestamp",)),

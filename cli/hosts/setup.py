@@ -54,7 +54,8 @@ SETUP: dict[str, HostSetup] = {
         top={"version": 1}))]),
     "gemini": HostSetup([
         ConfigFile(".gemini/settings.json", ".gemini/settings.json", hooks_json(
-            lambda: grouped("gemini", "BeforeAgent", "AfterAgent", name="undostore"))),
+            lambda: grouped("gemini", "BeforeAgent", "AfterAgent", "BeforeTool", "AfterTool",
+                            name="undostore"))),
         ConfigFile(".gemini/commands/undo.toml", ".gemini/commands/undo.toml",
                    owned(GEMINI_UNDO)),
         ConfigFile(".gemini/commands/redo.toml", ".gemini/commands/redo.toml",
