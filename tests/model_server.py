@@ -78,13 +78,27 @@ def received_texts(body: dict[str, Any]) -> list[str]:
     return out
 
 
+# A Responses API tool that takes free text, not JSON arguments (Codex's `apply_patch`): its
+# Tool's input is {FREEFORM: the text}.
+FREEFORM = "freeform-input"
+
+
+def _response_call(tool: Tool, ident: str) -> dict[str, Any]:
+    """One Responses API tool call item: a function call, or a custom (free-text) tool call."""
+    if FREEFORM in tool.input:
+        return {"type": "custom_tool_call", "id": f"ctc_{ident}", "call_id": f"call_{ident}",
+                "name": tool.name, "input": tool.input[FREEFORM], "status": "completed"}
+    return {"type": "function_call", "id": f"fc_{ident}", "call_id": f"call_{ident}",
+            "name": tool.name, "arguments": json.dumps(tool.input), "status": "completed"}
+
+
 class ModelServer:
     """The server, run on a thread while used as a context manager."""
 
     def __init__(self, script: dict[str, list[Tool]],
                  before_text: Callable[[], None] | None = None) -> None:
         self.script = script
-        # Run before each text reply (Anthropic's and Gemini's APIs): the turn's calls are done,
+        # Run before each text reply (Anthropic's, Gemini's, Responses): the turn's calls are done,
         # and the model holds its answer, as the user goes on working.
         self.before_text = before_text
         self.requests: list[dict[str, Any]] = []
@@ -274,10 +288,10 @@ class ModelServer:
         with self._lock:
             self._calls += 1
             call = self._calls
-        items: list[dict[str, Any]] = [
-            {"type": "function_call", "id": f"fc_{call}_{i}", "call_id": f"call_{call}_{i}",
-             "name": t.name, "arguments": json.dumps(t.input), "status": "completed"}
-            for i, t in enumerate(tools)] or [
+        if not tools and self.before_text is not None:
+            self.before_text()
+        items: list[dict[str, Any]] = [_response_call(t, f"{call}_{i}")
+                                       for i, t in enumerate(tools)] or [
             {"type": "message", "id": f"msg_{call}", "role": "assistant", "status": "completed",
              "content": [{"type": "output_text", "text": DONE_TEXT, "annotations": []}]}]
         response = {"id": f"resp_{call}", "object": "response", "created_at": 0,

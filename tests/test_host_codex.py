@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from undostore import Workspace
+
 from .host_support import (
     NODE_MODULES,
     PrintMode,
@@ -31,7 +33,7 @@ from .host_support import (
     two_conversations_undo_their_own,
     typed,
 )
-from .model_server import ModelServer, Tool
+from .model_server import FREEFORM, ModelServer, Tool
 from .terminal_support import needs_tmux
 
 CODEX = (NODE_MODULES / "@openai" / "codex-linux-x64" / "vendor" / "x86_64-unknown-linux-musl"
@@ -132,7 +134,8 @@ class Host:
         if user_wide:
             init(root, self.env, "codex", "--global")
         if reviewed:
-            assert review_hooks(root, self.env) == (4 if user_wide else 2)
+            # Each file's four events: a turn's prompt and end, each tool call's before and after
+            assert review_hooks(root, self.env) == (8 if user_wide else 4)
         self.prompt = ExecPrompts(root, self.env)
 
 
@@ -210,3 +213,31 @@ def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
         tmp_path, Host,
         lambda path, text: Tool("exec_command", {"cmd": f"printf '{text}' > {path}"}),
         "first", "second")
+
+
+def test_undo_keeps_what_the_user_wrote_while_the_model_held_its_reply(tmp_path):
+    """Attribution by tool call inside the real Codex: its apply_patch (whose files the patch
+    names) and its shell are the turn's own; the user's edit while the model holds its reply
+    is not, and ` /undo` keeps it. Every event comes twice (project and user-wide hooks)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    (root / "notes.txt").write_text("n\n")
+    patch = "*** Begin Patch\n*** Add File: b.txt\n+b\n*** End Patch\n"
+    script = {"both": [Tool("apply_patch", {FREEFORM: patch}),
+                       Tool("exec_command", {"cmd": f"printf 'A\\n' > {root / 'a.txt'}"})]}
+
+    def users_edit() -> None:
+        if (root / "b.txt").exists() and (root / "notes.txt").read_text() == "n\n":
+            (root / "notes.txt").write_text("the user's\n")
+
+    with ModelServer(script, before_text=users_edit) as model:
+        host = Host(root, tmp_path / "home", model)
+        host.prompt("c", "both")
+        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n", "notes.txt": "the user's\n"}
+        with Workspace(root) as ws:
+            (point,) = ws.log(host.prompt.session("c")).undo
+            assert point.by_calls and point.calls == 2, point
+            assert [n.files for n in point.notes] == [("b.txt",), ("a.txt",)]
+        host.prompt("c", " /undo")
+    assert files(root) == {"a.txt": "a\n", "notes.txt": "the user's\n"}

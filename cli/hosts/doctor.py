@@ -134,7 +134,8 @@ def _codex_unreviewed(root: str, home: str, settings: dict) -> list[str]:
         if (len(parts) == 4 and parts[0] in (path, os.path.realpath(path))
                 and isinstance(value, dict) and value.get("trusted_hash")):
             reviewed.add(parts[1])
-    return [f"{path} {event}" for event in ("user_prompt_submit", "stop")
+    return [f"{path} {event}" for event in ("user_prompt_submit", "stop", "pre_tool_use",
+                                            "post_tool_use")
             if event not in reviewed]
 
 

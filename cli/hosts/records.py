@@ -108,6 +108,8 @@ class ToolNames(NamedTuple):
 
     files: dict[str, tuple[str, ...]]
     quiet: frozenset[str]
+    patches: dict[str, str] = {}   # a tool whose input field holds an apply_patch text, which
+    #                                names its files (`*** Add File: PATH`, ...)
 
     def call(self, call_id: str, tool: str, tool_input: object, cwd: str | None
              ) -> ToolCall | None:
@@ -118,9 +120,12 @@ class ToolNames(NamedTuple):
         if tool in self.quiet:
             return None
         fields = self.files.get(tool)
-        if fields is None:
+        patch = tool_input.get(self.patches[tool]) if (
+            tool in self.patches and isinstance(tool_input, dict)) else None
+        if fields is None and not isinstance(patch, str):
             return ToolCall(call_id, tool, "shell", (), self._label(tool_input))
-        given = [tool_input.get(f) for f in fields] if isinstance(tool_input, dict) else []
+        given = ([tool_input.get(f) for f in fields or ()] if isinstance(tool_input, dict)
+                 else []) + (_patch_paths(patch) if isinstance(patch, str) else [])
         paths = tuple(os.path.join(cwd or os.getcwd(), p) for p in given
                       if isinstance(p, str) and p)
         return ToolCall(call_id, tool, "file", paths)
@@ -252,6 +257,15 @@ class Host(NamedTuple):
         return '{"continue": true}' if event_name in self.prompt_events else "{}"
 
 
+# The lines of an apply_patch text that name a file it adds, changes, deletes or moves to.
+_PATCH_FILE = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
+
+
+def _patch_paths(patch: str) -> list[str]:
+    return [line[len(head):].strip() for line in patch.splitlines()
+            for head in _PATCH_FILE if line.startswith(head)]
+
+
 def _call_key(tool: str | None, event: dict[str, Any], tools: ToolEvents) -> str:
     """A call's id where the host gives none: its tool and input, which its before and after
     events carry alike (two calls of one tool with one input at once are one to undostore)."""
@@ -296,6 +310,15 @@ CLAUDE_TOOLS = ToolEvents(
                          "NotebookRead", "ExitPlanMode", "BashOutput", "ListMcpResourcesTool",
                          "ReadMcpResourceTool", "AskUserQuestion"})))
 
+# Codex 0.171's tool events: Claude Code's names and fields (its hooks schema
+# pre-tool-use.command.input, plus turn_id); seen in a run (tests/test_host_codex.py): its
+# shell as tool_name "Bash" and apply_patch as "apply_patch", the patch in input.command.
+CODEX_TOOLS = ToolEvents(
+    frozenset({"PreToolUse"}), frozenset({"PostToolUse"}),
+    ("tool_name",), ("tool_input",), ("tool_use_id",),
+    ToolNames({}, frozenset({"update_plan", "view_image", "web_search"}),
+              patches={"apply_patch": "command"}))
+
 # Gemini CLI 0.61's tool events (its bundle, HookEventHandler.fireBeforeToolEvent: tool_name,
 # tool_input, no call id; AfterTool adds tool_response) and built-in tools (*_TOOL_NAME).
 GEMINI_TOOLS = ToolEvents(
@@ -313,7 +336,7 @@ HOSTS: dict[str, Host] = {h.name: h for h in (
          context="UserPromptSubmit", tools=CLAUDE_TOOLS),
     Host("codex", frozenset({"UserPromptSubmit"}), frozenset({"Stop"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("turn_id",),
-         context="UserPromptSubmit"),
+         context="UserPromptSubmit", tools=CODEX_TOOLS),
     Host("codex-notify", frozenset(), frozenset({"agent-turn-complete"}),
          "type", ("thread-id",), ("cwd",), ("input-messages", 0),
          block=BLOCK_NONE, after_records_point=True, event_id=("turn-id",)),

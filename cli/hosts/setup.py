@@ -47,7 +47,8 @@ SETUP: dict[str, HostSetup] = {
         ConfigFile(".claude/commands/redo.md", ".claude/commands/redo.md", owned(CLAUDE_REDO)),
     ]),
     "codex": HostSetup([ConfigFile(".codex/hooks.json", ".codex/hooks.json", hooks_json(
-        lambda: grouped("codex", "UserPromptSubmit", "Stop")))], trust=doctor.codex_trust),
+        lambda: grouped("codex", "UserPromptSubmit", "Stop", "PreToolUse", "PostToolUse")))],
+        trust=doctor.codex_trust),
     "codex-notify": HostSetup([ConfigFile(None, ".codex/config.toml", codex_notify)]),
     "cursor": HostSetup([ConfigFile(".cursor/hooks.json", ".cursor/hooks.json", hooks_json(
         lambda: {e: {"command": command("cursor")} for e in ("beforeSubmitPrompt", "stop")},
