@@ -125,7 +125,7 @@ def test_codex_trust_and_hook_review_are_read_from_its_config(tree_factory, cli,
         config += f'\n[projects.{json.dumps(str(root))}]\ntrust_level = "trusted"\n'
     if reviewed:
         hooks = root / ".codex" / "hooks.json"
-        for event in ("user_prompt_submit", "stop"):
+        for event in ("user_prompt_submit", "stop", "pre_tool_use", "post_tool_use"):
             config += (f'\n[hooks.state.{json.dumps(f"{hooks}:{event}:0:0")}]\n'
                        f'trusted_hash = "sha256:00"\n')
     (home / ".codex").mkdir(parents=True, exist_ok=True)
