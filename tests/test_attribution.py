@@ -4,6 +4,9 @@ and redo."""
 
 from __future__ import annotations
 
+import os
+import time
+
 from undostore import ToolCall, Workspace
 from undostore.history.toolcall import FILE, SHELL
 
@@ -154,3 +157,51 @@ def test_an_undo_run_while_another_conversations_shell_runs_is_not_that_shells(t
         assert ws.log("A").turns == [None]          # the undo's write is not A's
         ws.redo("B", confirm=lambda plan: True)
         assert (root / "z.txt").read_text() == "B's\n"
+
+
+def test_a_file_tool_reads_only_its_files_and_leaves_the_next_walk_whole(tree_factory):
+    """A file tool's call reads the files it names alone (no walk: `walk` "hinted"), and saves
+    no stat cache, so a file the user adds beside it meanwhile is in the next snapshot."""
+    from undostore import SnapshotOptions
+
+    root = tree_factory({"src": {"a.py": "old\n", "b.py": "b\n"}, ".gitignore": ".env\n",
+                         ".env": "secret\n"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="s", label="edit")
+        hinted = ws._snapshot_locked(SnapshotOptions(only=("src/a.py",)))
+        assert hinted.walk == "hinted"
+        ws.call_started(ToolCall("c1", "Write", FILE, ("src/a.py", ".env")), "s")
+        (root / "src" / "a.py").write_text("new\n")
+        (root / ".env").write_text("the tool's\n")      # ignored: never the turn's
+        (root / "src" / "c.py").write_text("the user's\n")
+        past = time.time() - 100   # a folder time no snapshot takes for a racy one
+        os.utime(root / "src", (past, past))
+        ws.call_finished("c1", "s")
+        assert [c.path for c in ws.show(session="s").changes] == ["src/a.py"]
+        later = ws.snapshot()
+        assert later.walk == "full"
+        assert "src/c.py" in {c.path for c in ws.compare(hinted.id, later.id).changes}
+        done = ws.undo("s", confirm=lambda plan: True)
+        assert (done.created, done.modified, done.deleted) == ([], ["src/a.py"], []), done
+    assert (root / "src" / "a.py").read_text() == "old\n"
+    assert (root / ".env").read_text() == "the tool's\n"
+    assert (root / "src" / "c.py").read_text() == "the user's\n"
+
+
+def test_a_file_tool_that_edits_an_ignore_file_or_makes_a_folder_is_still_exact(tree_factory):
+    root = tree_factory({"a.txt": "a\n", ".gitignore": "*.log\n", "x.log": "log\n"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="s", label="unignore logs")
+        ws.call_started(ToolCall("c1", "Edit", FILE, (".gitignore",)), "s")
+        (root / ".gitignore").write_text("")
+        ws.call_finished("c1", "s")
+        ws.call_started(ToolCall("c2", "Write", FILE, ("new/deep/f.txt",)), "s")
+        (root / "new" / "deep").mkdir(parents=True)
+        (root / "new" / "deep" / "f.txt").write_text("f\n")
+        ws.call_finished("c2", "s")
+        assert sorted(c.path for c in ws.show(session="s").changes) == [
+            ".gitignore", "new/deep/f.txt"]
+        ws.undo("s", confirm=lambda plan: True)
+    assert (root / ".gitignore").read_text() == "*.log\n"
+    assert not (root / "new" / "deep" / "f.txt").exists()
+    assert (root / "x.log").read_text() == "log\n"

@@ -244,8 +244,19 @@ class Workspace:
                 return record_call_start(self.store, session_name(session), None)
         with self.store.lock:
             self._recover_if_needed()
-            before = self._snapshot_locked().id
+            before = self._call_snapshot(call)
             return record_call_start(self.store, session_name(session), call, before)
+
+    def _call_snapshot(self, call: ToolCall) -> str:
+        """The files as a call finds or leaves them: a file tool's named files read alone
+        (the rest as the stat cache has them: no walk), any other call's whole tree."""
+        from undostore.history.toolcall import FILE
+        from undostore.snapshot.snapshot import SnapshotOptions
+
+        if call.kind != FILE:
+            return self._snapshot_locked().id
+        return self._snapshot_locked(SnapshotOptions(force=self.force, limits=self.limits,
+                                                     only=call.paths)).id
 
     def _under_root(self, paths: tuple[str, ...]) -> tuple[str, ...]:
         """`paths` (absolute, or relative to the root) as the root's own `/`-separated paths,
@@ -264,12 +275,16 @@ class Workspace:
         """The session's tool call `call_id` ended (the host's after-tool event, or its
         failure): what it changed is added to its turn. False: no such call is open (it
         ended with the session's next prompt, or began before its turn)."""
-        from undostore.history.sessions import finish_calls
+        from undostore.history.sessions import finish_calls, open_call
 
+        name = session_name(session)
         with self.store.lock:
             self._recover_if_needed()
-            after = self._snapshot_locked().id
-            return finish_calls(self.store, session_name(session), after, call_id) > 0
+            running = open_call(self.store, name, call_id)
+            if running is None:
+                return False
+            after = self._call_snapshot(running.call)
+            return finish_calls(self.store, name, after, call_id) > 0
 
     def notes_for_model(self, session: str | None = None) -> list[str]:
         """What the session's model is to be told with its next prompt (the turns an undo or

@@ -190,6 +190,13 @@ def record_call_start(store: Store, session: str, call: ToolCall | None,
     return True
 
 
+def open_call(store: Store, session: str, call_id: str) -> OpenCall | None:
+    """`session`'s call `call_id` if it is still open in its newest turn."""
+    journal = journals.load(store, session)
+    open_calls = journal.undo[-1].open_calls if journal.undo else ()
+    return next((c for c in open_calls if c.call.call_id == call_id), None)
+
+
 def finish_calls(store: Store, session: str, after: str, call_id: str | None = None) -> int:
     """End `session`'s open call `call_id` (None: every open one: the session's next prompt,
     turn end or step ends a call whose after event never came) with the files at `after`,

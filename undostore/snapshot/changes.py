@@ -56,6 +56,7 @@ from undostore.store.statcache import (
 
 WALK_FULL = "full"
 WALK_WATCHMAN = "watchman"
+WALK_HINTED = "hinted"   # the caller named the only paths that may have changed
 # More folders to read whole than this share of them: a full walk costs no more.
 MAX_CHANGED_SHARE = 0.25
 # More reported names to stat (in folders the cache holds) than this share of the cached files:
@@ -126,6 +127,20 @@ def scan(root: str, cache: StatCache, options: WalkOptions, on_warning: Warn,
         folders = iter_walk(root, options)
         state = (new_token.to_tuple(), fingerprint) if new_token is not None else None
         return Scan(WALK_FULL, folders, monitor=state, reason=reason)
+
+
+def hinted(root: str, cache: StatCache, paths: Sequence[str], options: WalkOptions
+           ) -> Scan | None:
+    """The scan of a tree whose files changed, if at all, only at `paths` (a file tool's):
+    those are read, the rest taken from the cache as watchman's answer would have it. None
+    where the cache cannot serve (no record of the root, an ignore file among the paths, more
+    paths than a walk costs): the caller walks."""
+    if options.known is None and options.threads <= 1:
+        options = options._replace(known=known_for(cache))
+    if cache.records.get("") is None:
+        return None
+    partial = _partial(root, cache, list(paths), options)
+    return partial._replace(walk=WALK_HINTED) if isinstance(partial, Scan) else None
 
 
 def moved_while_taken(root: str, found: Scan, options: WalkOptions,

@@ -32,7 +32,14 @@ from undostore.snapshot.capture import (
     match_folder,
     matcher_for,
 )
-from undostore.snapshot.changes import WALK_FULL, Scan, moved_while_taken, scan
+from undostore.snapshot.changes import (
+    WALK_FULL,
+    WALK_HINTED,
+    Scan,
+    hinted,
+    moved_while_taken,
+    scan,
+)
 from undostore.snapshot.hashing import HashRun
 from undostore.snapshot.resume import Checkpoints
 from undostore.snapshot.resume import forget as forget_kept
@@ -66,6 +73,10 @@ class SnapshotOptions(NamedTuple):
     on_warning: Warn = ignore_warning
     limits: Limits | None = None        # batch and size limits (None: the Workspace's)
     fsmonitor: str | None = None        # auto, watchman or off (None: UNDOSTORE_FSMONITOR)
+    # The files changed, if at all, only at these paths (a file tool's named files): read them
+    # alone, take the rest from the stat cache as it stands, and save no stat cache (its picture
+    # of the rest is not checked). None: find what changed (a walk, or watchman).
+    only: tuple[str, ...] | None = None
     # A look for a read-only command: the id of the files now, its new objects held in memory
     # (`store.held`, git/heldobjects.py); nothing written: no pack, stat cache, mode record,
     # recent id or over-limit mark.
@@ -216,8 +227,11 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
                                skip_dirs=store_exclusion(real_root, store), on_warning=warn,
                                matcher_for=matcher_for(cache), unreadable=unreadable,
                                trust_listings=not on_fuse(real_root))
-    found = scan(real_root, cache, walk_options, warn, limits.watchman_timeout_s,
-                 options.fsmonitor)
+    found = (hinted(real_root, cache, options.only, walk_options)
+             if options.only is not None else None)
+    if found is None:
+        found = scan(real_root, cache, walk_options, warn, limits.watchman_timeout_s,
+                     options.fsmonitor)
 
     writer = (HeldWriter(store.held, limits.look_held_bytes) if options.read_only
               else PackWriter(store.pack_dir, durable=options.durable))
@@ -289,7 +303,7 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
     cache.modes = unsaved
     if found.monitor is not None:
         cache.fsmonitor = found.monitor
-    if not unchanged:  # rewriting an identical cache would only cost time
+    if not unchanged and found.walk != WALK_HINTED:   # an identical one would only cost time
         cache.packs = tuple(sorted(store.index.pack_names()))
         try:
             cache.save_records(cache_path, records, total, limits.cache_part_folders)
