@@ -93,6 +93,39 @@ def the_two_turns(prompt: PrintMode, conversation: str, root: Path) -> None:
         assert turns[0].after == ws.snapshot().id        # the after-turn event recorded it
 
 
+def the_users_edit_is_not_the_turns(tmp_path: Path, make_host: Callable[..., object],
+                                    write: Callable[[Path, str], Tool],
+                                    shell: Callable[[Path, str], Tool], undo: str = "/undo",
+                                    conversation: str = "c") -> None:
+    """Attribution by tool call inside a real host: one turn whose model calls the host's
+    write tool (`write(path, text)`: b.txt) and its shell (`shell(path, text)`: a.txt); the
+    user saves notes.txt while the model holds its reply (after the calls, before the turn
+    ends). The turn is its two calls, each listed with its file; `undo` (as typed in the host)
+    takes them back and keeps the user's edit. `conversation` as the host's prompts name one."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    (root / "notes.txt").write_text("n\n")
+    script = {"both": [write(root / "b.txt", "b\n"), shell(root / "a.txt", "A")]}
+
+    def users_edit() -> None:
+        if (root / "b.txt").exists() and (root / "notes.txt").read_text() == "n\n":
+            (root / "notes.txt").write_text("the user's\n")
+
+    with ModelServer(script, before_text=users_edit) as model:
+        host = make_host(root, tmp_path / "home", model)
+        prompt = host.prompt   # type: ignore[attr-defined]
+        prompt(conversation, "both")
+        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n", "notes.txt": "the user's\n"}
+        with Workspace(root) as ws:
+            (point,) = ws.log(prompt.session(conversation)).undo
+            assert point.by_calls and point.calls == 2, point
+            # each call with its own file (Pi and OpenCode run the two side by side)
+            assert sorted(note.files for note in point.notes) == [("a.txt",), ("b.txt",)], point
+        prompt(conversation, undo)
+    assert files(root) == {"a.txt": "a\n", "notes.txt": "the user's\n"}
+
+
 def after_the_first_undo(prompt: PrintMode, conversation: str, root: Path,
                          model: ModelServer) -> Round:
     """The scenario every host runs once its first `/undo` took back the turn 'edit a' (a.txt

@@ -98,7 +98,7 @@ class ModelServer:
     def __init__(self, script: dict[str, list[Tool]],
                  before_text: Callable[[], None] | None = None) -> None:
         self.script = script
-        # Run before each text reply (Anthropic's, Gemini's, Responses): the turn's calls are done,
+        # Run before each text reply (every API served): the turn's calls are done,
         # and the model holds its answer, as the user goes on working.
         self.before_text = before_text
         self.requests: list[dict[str, Any]] = []
@@ -267,6 +267,8 @@ class ModelServer:
         with self._lock:
             self._calls += 1
             call = self._calls
+        if not tools and self.before_text is not None:
+            self.before_text()
         base = {"id": f"chatcmpl-{call}", "object": "chat.completion.chunk", "created": 0,
                 "model": body.get("model", "scripted")}
         deltas: list[dict[str, Any]] = [

@@ -20,8 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from undostore import Workspace
-
 from .host_support import (
     NODE_MODULES,
     PrintMode,
@@ -33,6 +31,7 @@ from .host_support import (
     pinned,
     slow_turn_ends,
     the_two_turns,
+    the_users_edit_is_not_the_turns,
     two_conversations_undo_their_own,
     typed,
 )
@@ -169,25 +168,9 @@ def test_undo_in_claude_codes_tui_and_its_footer(tmp_path):
 
 
 def test_undo_keeps_what_the_user_wrote_while_the_model_held_its_reply(tmp_path):
-    """Attribution by tool call inside the real Claude Code: the turn's Write and Bash are
-    its own; the user's edit, made while the model holds its reply (after the calls, before
-    the turn ends), is not, and `/undo` keeps it."""
-    root, script = two_turn_project(tmp_path)
-    (root / "notes.txt").write_text("n\n")
-    script = {"both": script["add b"] + script["edit a"]}
-    conversation = str(uuid.uuid4())
-
-    def users_edit() -> None:
-        if (root / "b.txt").exists() and (root / "notes.txt").read_text() == "n\n":
-            (root / "notes.txt").write_text("the user's\n")
-
-    with ModelServer(script, before_text=users_edit) as model:
-        host = Host(root, tmp_path / "home", model)
-        host.prompt(conversation, "both")
-        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n", "notes.txt": "the user's\n"}
-        with Workspace(root) as ws:
-            (point,) = ws.log(conversation).undo
-            assert point.by_calls and point.calls == 2   # the host sent each call's events
-        undone = host.prompt(conversation, "/undo")
-        assert "undid the last turn" in undone.stdout, undone.stdout
-    assert files(root) == {"a.txt": "a\n", "notes.txt": "the user's\n"}
+    """Attribution by tool call inside the real Claude Code (PreToolUse/PostToolUse)."""
+    the_users_edit_is_not_the_turns(
+        tmp_path, Host, lambda path, text: Tool("Write", {"file_path": str(path), "content": text}),
+        lambda path, text: Tool("Bash", {"command": f"printf '{text}\\n' > {path}",
+                                         "description": "edit"}),
+        conversation=str(uuid.uuid4()))

@@ -18,8 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from undostore import Workspace
-
 from .host_support import (
     NODE_MODULES,
     PrintMode,
@@ -30,6 +28,7 @@ from .host_support import (
     init,
     pinned,
     the_two_turns,
+    the_users_edit_is_not_the_turns,
     two_conversations_undo_their_own,
     typed,
 )
@@ -217,27 +216,11 @@ def test_two_conversations_in_one_folder_undo_their_own_turns(tmp_path):
 
 def test_undo_keeps_what_the_user_wrote_while_the_model_held_its_reply(tmp_path):
     """Attribution by tool call inside the real Codex: its apply_patch (whose files the patch
-    names) and its shell are the turn's own; the user's edit while the model holds its reply
-    is not, and ` /undo` keeps it. Every event comes twice (project and user-wide hooks)."""
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
-    (root / "notes.txt").write_text("n\n")
-    patch = "*** Begin Patch\n*** Add File: b.txt\n+b\n*** End Patch\n"
-    script = {"both": [Tool("apply_patch", {FREEFORM: patch}),
-                       Tool("exec_command", {"cmd": f"printf 'A\\n' > {root / 'a.txt'}"})]}
-
-    def users_edit() -> None:
-        if (root / "b.txt").exists() and (root / "notes.txt").read_text() == "n\n":
-            (root / "notes.txt").write_text("the user's\n")
-
-    with ModelServer(script, before_text=users_edit) as model:
-        host = Host(root, tmp_path / "home", model)
-        host.prompt("c", "both")
-        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n", "notes.txt": "the user's\n"}
-        with Workspace(root) as ws:
-            (point,) = ws.log(host.prompt.session("c")).undo
-            assert point.by_calls and point.calls == 2, point
-            assert [n.files for n in point.notes] == [("b.txt",), ("a.txt",)]
-        host.prompt("c", " /undo")
-    assert files(root) == {"a.txt": "a\n", "notes.txt": "the user's\n"}
+    names) and its shell; every event comes twice (project and user-wide hooks)."""
+    the_users_edit_is_not_the_turns(
+        tmp_path, Host,
+        lambda path, text: Tool("apply_patch", {FREEFORM: f"*** Begin Patch\n*** Add File: "
+                                                          f"{path.name}\n+{text.rstrip()}\n"
+                                                          f"*** End Patch\n"}),
+        lambda path, text: Tool("exec_command", {"cmd": f"printf '{text}\\n' > {path}"}),
+        undo=" /undo")

@@ -18,8 +18,6 @@ import time
 import uuid
 from pathlib import Path
 
-from undostore import Workspace
-
 from .host_support import (
     NODE_MODULES,
     PrintMode,
@@ -32,6 +30,7 @@ from .host_support import (
     received_texts,
     slow_turn_ends,
     the_two_turns,
+    the_users_edit_is_not_the_turns,
     two_conversations_undo_their_own,
     typed,
 )
@@ -194,28 +193,9 @@ def test_undo_in_geminis_tui(tmp_path):
 
 def test_undo_keeps_what_the_user_wrote_while_the_model_held_its_reply(tmp_path):
     """Attribution by tool call inside the real Gemini CLI (BeforeTool/AfterTool, which carry
-    no call id): the turn's write_file and shell command are its own; the user's edit while
-    the model holds its reply is not, and `/undo` keeps it."""
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
-    (root / "notes.txt").write_text("n\n")
-    script = {"both": [Tool("write_file", {"file_path": str(root / "b.txt"), "content": "b\n"}),
-                       Tool("run_shell_command", {"command": f"printf 'A\\n' > {root}/a.txt",
-                                                  "description": "edit a"})]}
-    conversation = str(uuid.uuid4())
-
-    def users_edit() -> None:
-        if (root / "b.txt").exists() and (root / "notes.txt").read_text() == "n\n":
-            (root / "notes.txt").write_text("the user's\n")
-
-    with ModelServer(script, before_text=users_edit) as model:
-        host = Host(root, tmp_path / "home", model)
-        host.prompt(conversation, "both")
-        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n", "notes.txt": "the user's\n"}
-        with Workspace(root) as ws:
-            (point,) = ws.log(conversation).undo
-            assert point.by_calls and point.calls == 2, point
-        undone = host.prompt(conversation, "/undo")
-        assert "undid the last turn" in undone.stdout + undone.stderr
-    assert files(root) == {"a.txt": "a\n", "notes.txt": "the user's\n"}
+    no call id)."""
+    the_users_edit_is_not_the_turns(
+        tmp_path, Host,
+        lambda path, text: Tool("write_file", {"file_path": str(path), "content": text}),
+        lambda path, text: Tool("run_shell_command", {"command": f"printf '{text}\\n' > {path}",
+                                                      "description": "edit"}))

@@ -27,6 +27,7 @@ from .host_support import (
     init,
     pinned,
     the_two_turns,
+    the_users_edit_is_not_the_turns,
     told_after_a_terminal_step,
     two_conversations_undo_their_own,
     typed,
@@ -139,3 +140,12 @@ def test_undo_and_redo_in_opencodes_tui_typed_with_a_space_first(tmp_path):
     with Workspace(root) as ws:
         [point] = ws.log(ws.history_session(None)[0]).undo
         assert point.label == "edit a"
+
+
+def test_undo_keeps_what_the_user_wrote_while_the_model_held_its_reply(tmp_path):
+    """Attribution by tool call inside the real OpenCode (its plugin's tool.execute.before and
+    .after hooks); ` /undo` with a space first, as in its TUI."""
+    the_users_edit_is_not_the_turns(
+        tmp_path, Host, lambda path, text: Tool("write", {"filePath": str(path), "content": text}),
+        lambda path, text: Tool("bash", {"command": f"printf '{text}\\n' > {path}",
+                                         "description": "edit"}), undo=" /undo")

@@ -25,6 +25,7 @@ from .host_support import (
     init,
     pinned,
     the_two_turns,
+    the_users_edit_is_not_the_turns,
     told_after_a_terminal_step,
     two_conversations_undo_their_own,
     typed,
@@ -213,3 +214,12 @@ def test_undo_undo_redo_redo_in_pis_rpc_mode(tmp_path):
                 assert files(root) == after, command
         finally:
             rpc.close()
+
+
+def test_undo_keeps_what_the_user_wrote_while_the_model_held_its_reply(tmp_path):
+    """Attribution by tool call inside the real Pi (its extension's tool_call and tool_result
+    events)."""
+    the_users_edit_is_not_the_turns(
+        tmp_path, Host, lambda path, text: Tool("write", {"path": str(path), "content": text}),
+        lambda path, text: Tool("bash", {"command": f"printf '{text}\\n' > {path}"}),
+        conversation=str(tmp_path / "conversation.jsonl"))

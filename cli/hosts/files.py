@@ -180,6 +180,24 @@ export const UndostorePlugin = async ({ client, directory, worktree }) => {
                      { ...typed, id: typed.id + "u", text: answer.context, synthetic: true });
       }
     },
+    // Before and after each tool call (awaited: the files are captured before the tool runs),
+    // so that a turn is what its calls changed and what the user writes meanwhile is not.
+    "tool.execute.before": async (input, output) => {
+      const { err } = await runHook("opencode", {
+        hook_event_name: "tool.execute.before", session_id: input && input.sessionID,
+        tool_name: input && input.tool, tool_input: output && output.args,
+        call_id: input && input.callID, cwd,
+      }, cwd);
+      await show(client, lastLine(err), "warning");
+    },
+    "tool.execute.after": async (input) => {
+      const { err } = await runHook("opencode", {
+        hook_event_name: "tool.execute.after", session_id: input && input.sessionID,
+        tool_name: input && input.tool, tool_input: input && input.args,
+        call_id: input && input.callID, cwd,
+      }, cwd);
+      await show(client, lastLine(err), "warning");
+    },
     event: async ({ event }) => {
       if (event && event.type === "session.idle") {
         const { err } = runHookNow("opencode", {
@@ -311,6 +329,18 @@ export default function (api) {
       return { message: { customType: "undostore-note", content: answer.context, display: false } };
     }
   });
+
+  // Before and after each tool call (awaited: the files are captured before the tool runs),
+  // so that a turn is what its calls changed and what the user writes meanwhile is not.
+  for (const [name, input] of [["tool_call", "input"], ["tool_result", "input"]]) {
+    pi.on(name, async (event, ctx) => {
+      const { err } = await runHook("pi", {
+        hook_event_name: name, session_id: sessionOf(ctx), cwd: ctx.cwd,
+        tool_name: event.toolName, tool_input: event[input], tool_call_id: event.toolCallId,
+      }, ctx.cwd);
+      show(ctx, lastLine(err), "warning");
+    });
+  }
 
   pi.on("agent_end", async (_event, ctx) => {
     const turn = open;

@@ -319,6 +319,23 @@ CODEX_TOOLS = ToolEvents(
     ToolNames({}, frozenset({"update_plan", "view_image", "web_search"}),
               patches={"apply_patch": "command"}))
 
+# OpenCode 1.18's plugin hooks tool.execute.before ({tool, sessionID, callID}, {args}) and
+# .after ({..., args}), read in its bundle; undostore's plugin sends them as these fields.
+OPENCODE_TOOLS = ToolEvents(
+    frozenset({"tool.execute.before"}), frozenset({"tool.execute.after"}),
+    ("tool_name",), ("tool_input",), ("call_id",),
+    ToolNames({"edit": ("filePath",), "write": ("filePath",), "multiedit": ("filePath",)},
+              frozenset({"read", "glob", "grep", "list", "webfetch", "websearch", "codesearch",
+                         "todowrite", "todoread", "skill", "lsp"})))
+
+# Pi 0.73's extension events tool_call and tool_result (toolName, toolCallId, input: its
+# docs/extensions.md; its tools' schemas in dist/core/tools), sent by undostore's extension.
+PI_TOOLS = ToolEvents(
+    frozenset({"tool_call"}), frozenset({"tool_result"}),
+    ("tool_name",), ("tool_input",), ("tool_call_id",),
+    ToolNames({"edit": ("path", "file_path"), "write": ("path", "file_path")},
+              frozenset({"read", "grep", "find", "ls"})))
+
 # Gemini CLI 0.61's tool events (its bundle, HookEventHandler.fireBeforeToolEvent: tool_name,
 # tool_input, no call id; AfterTool adds tool_response) and built-in tools (*_TOOL_NAME).
 GEMINI_TOOLS = ToolEvents(
@@ -355,10 +372,10 @@ HOSTS: dict[str, Host] = {h.name: h for h in (
          block=BLOCK_EXIT_2, event_id=("execution_id",)),
     Host("opencode", frozenset({"chat.message"}), frozenset({"session.idle"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("message_id",),
-         plugin=True),
+         plugin=True, tools=OPENCODE_TOOLS),
     Host("pi", frozenset({"before_agent_start", "input"}), frozenset({"agent_end"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("turn_id",),
-         ends_by_id=True, plugin=True),
+         ends_by_id=True, plugin=True, tools=PI_TOOLS),
 )}
 
 GEMINI_EVENTS = frozenset({"BeforeAgent", "AfterAgent", "BeforeTool", "AfterTool", "BeforeModel",

@@ -89,6 +89,8 @@ def end(cache_dir: str, session: str | None, call: str, now: float | None = None
     return found
 
 
-def others(cache_dir: str, session: str, start: float, end_: float) -> list[Span]:
-    """The writers other than `session`'s own calls that ran at some moment of [start, end_]."""
-    return [s for s in load(cache_dir) if s.session != session and s.overlaps(start, end_)]
+def others(cache_dir: str, session: str, call: str, start: float, end_: float) -> list[Span]:
+    """The writers other than `session`'s call `call` that ran at some moment of
+    [start, end_]."""
+    return [s for s in load(cache_dir)
+            if (s.session, s.call) != (session, call) and s.overlaps(start, end_)]

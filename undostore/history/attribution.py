@@ -61,20 +61,21 @@ def tree_changes(store: Store, before: str, after: str) -> Changes:
 def shared(store: Store, session: str, call: OpenCall, changes: Changes, after: str,
            now: float) -> tuple[Changes, dict[str, tuple[str, ...]]]:
     """A shell call's `changes` (it ended at `now`, the files at `after`) less the files
-    another writer named while it ran (another session's file tool, an undostore step:
-    theirs), and of the rest those in doubt: changed while another session's shell call ran
-    too (between the snapshots that bound the two calls' common time), each with those
-    sessions (history/activity.py). A file tool's change is its own whatever else ran."""
+    another writer named while it ran (a file tool, the session's own run beside it included,
+    or an undostore step: theirs), and of the rest those in doubt: changed while another
+    session's shell call ran too (between the snapshots that bound the two calls' common
+    time), each with those sessions (history/activity.py). A file tool's change is its own
+    whatever else ran."""
     if call.call.kind == FILE:
         return changes, {}
     from undostore.history import activity
 
-    writers = activity.others(store.cache_dir, session, call.started, now)
+    writers = activity.others(store.cache_dir, session, call.call.call_id, call.started, now)
     named = {path for w in writers if w.kind != SHELL for path in w.paths}
     kept = {path: change for path, change in changes.items() if path not in named}
     doubt: dict[str, set[str]] = {}
     for other in writers:
-        if other.kind != SHELL or other.session is None:
+        if other.kind != SHELL or other.session in (None, session):
             continue
         start = other.before if other.start > call.started and other.before else call.before
         end = other.after if other.end is not None and other.end < now and other.after else after
