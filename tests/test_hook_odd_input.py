@@ -75,8 +75,8 @@ def test_a_slash_undo_it_cannot_read_is_answered_with_the_usage_not_sent_on(tree
     turn(root, "c", "edit a", turn_files)
     for typed in ("/undo foo", "/redo 2 please", "/undostore:undo --hard", "/UNDO\nthen go on"):
         told = answer(hook(prompt_event(root, typed, session="c")))
-        assert told.startswith("undostore: nothing done: /undo [N] [--merge | --whole] or "
-                               "/redo [N] [--merge]"), told
+        assert told.startswith("undostore: nothing done: /undo [N] [--merge | --whole | --keep]"
+                               " or /redo [N] [--merge | --keep]"), told
     assert (root / "a.txt").read_text() == "2"   # nothing was undone
     for ordinary in ("/undone is a word", "please /undo that"):
         done = hook(prompt_event(root, ordinary, session="c"))

@@ -414,6 +414,9 @@ WARM_MODULES = ("undostore_cli.hosts.hook", "undostore_cli.hosts.records",
                 # a `/undo` or `/redo` typed in a host: the restore and the merge
                 "undostore.history.steps", "undostore.history.blame",
                 "undostore.restore.revert", "undostore.restore.restore",
+                # a tool call's events, and what a step notes for them
+                "undostore.history.toolcall", "undostore.history.attribution",
+                "undostore.history.activity",
                 "pywatchman")
 OPTIONAL_MODULES = frozenset({"pywatchman"})   # an extra: absent where it is not installed
 

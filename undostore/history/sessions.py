@@ -98,8 +98,13 @@ def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: s
             # The session's host reports its tool calls: this turn too is its calls' changes,
             # from its first moment (history/attribution.py).
             point = point._replace(own=())
-        if journal.undo and journal.undo[-1].id == point.id:
-            if not journal.undo[-1].changed and point.label is not None:
+        newest = journal.undo[-1] if journal.undo else None
+        # The files are where the newest turn began: a new turn changes nothing more, unless
+        # that turn is its calls' changes and they changed files (and then changed them back:
+        # each turn is its own calls, the next prompt's are not the last one's).
+        if newest is not None and newest.id == point.id and not (newest.by_calls
+                                                                 and newest.changed):
+            if not newest.changed and point.label is not None:
                 journal.undo[-1] = point
                 _commit(store, journal, new_ids=[point.id])
             return False
@@ -165,12 +170,17 @@ def record_call_start(store: Store, session: str, call: ToolCall | None,
                       before: str | None = None) -> bool:
     """A tool call of `session` began with the files at `before`: its newest turn takes it
     (history/attribution.py), and is from now on its calls' changes; `call` None: a call that
-    changes nothing here, which says only that much. False: the session has no undo point, so
-    no turn to take it. The store lock is held."""
+    changes nothing here, which says only that much. A session with no turn to take it (its
+    host was wired mid-conversation; an undo dropped the turn before anything changed) gets
+    one, from the files as the call began, so no call goes unrecorded; False where there are
+    no such files (a call that changes nothing). The store lock is held."""
     with store.lock:
         journal = journals.load(store, session)
         if not journal.undo:
-            return False
+            if before is None:
+                return False
+            journal.record(journals.make_point(before, None, None)._replace(own=()),
+                           journals.undo_limit())
         point = journal.undo[-1]
         if call is None or before is None:
             if point.own is None:
