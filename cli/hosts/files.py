@@ -152,6 +152,13 @@ function replaceText(parts, text) {
 
 export const UndostorePlugin = async ({ client, directory, worktree }) => {
   const cwd = directory || worktree || process.cwd();
+  async function toolEvent(name, input, args) {
+    const { err } = await runHook("opencode", {
+      hook_event_name: name, session_id: input && input.sessionID, tool_name: input && input.tool,
+      tool_input: args, call_id: input && input.callID, cwd,
+    }, cwd);
+    await show(client, lastLine(err), "warning");
+  }
   return {
     "chat.message": async (input, output) => {
       const parts = output && output.parts;
@@ -182,22 +189,9 @@ export const UndostorePlugin = async ({ client, directory, worktree }) => {
     },
     // Before and after each tool call (awaited: the files are captured before the tool runs),
     // so that a turn is what its calls changed and what the user writes meanwhile is not.
-    "tool.execute.before": async (input, output) => {
-      const { err } = await runHook("opencode", {
-        hook_event_name: "tool.execute.before", session_id: input && input.sessionID,
-        tool_name: input && input.tool, tool_input: output && output.args,
-        call_id: input && input.callID, cwd,
-      }, cwd);
-      await show(client, lastLine(err), "warning");
-    },
-    "tool.execute.after": async (input) => {
-      const { err } = await runHook("opencode", {
-        hook_event_name: "tool.execute.after", session_id: input && input.sessionID,
-        tool_name: input && input.tool, tool_input: input && input.args,
-        call_id: input && input.callID, cwd,
-      }, cwd);
-      await show(client, lastLine(err), "warning");
-    },
+    "tool.execute.before": (input, output) =>
+      toolEvent("tool.execute.before", input, output && output.args),
+    "tool.execute.after": (input) => toolEvent("tool.execute.after", input, input && input.args),
     event: async ({ event }) => {
       if (event && event.type === "session.idle") {
         const { err } = runHookNow("opencode", {
