@@ -43,6 +43,23 @@ class Call:
         self.changes.setdefault(path, [before, after])[1] = after
 
 
+def _changed(turn: list[Call]) -> bool:
+    """Whether a turn changed files: a path's calls, run after run (a run ends where something
+    outside the calls changed the path before the next call found it), left it other than
+    the run's first call found it. Calls that change a file and change it back changed
+    nothing."""
+    runs: dict[str, list[str | None]] = {}   # path -> [the run's first found, its last left]
+    changed = False
+    for call in turn:
+        for path, (found, left) in call.changes.items():
+            run = runs.get(path)
+            if run is not None and run[1] != found:   # changed outside the calls meanwhile
+                changed = changed or run[0] != run[1]
+                run = None
+            runs[path] = [found if run is None else run[0], left]
+    return changed or any(first != last for first, last in runs.values())
+
+
 def merge(base: str | None, ours: str | None, theirs: str | None) -> tuple[str | None, bool]:
     """git's 3-way rule on whole values: (the result, whether it is a conflict)."""
     if ours == base:
@@ -168,7 +185,7 @@ class AttributionModel(RuleBasedStateMachine):
 
     def _newest_changed(self, name: str) -> int | None:
         for at in range(len(self.turns[name]) - 1, -1, -1):
-            if any(f != t for call in self.turns[name][at] for f, t in call.changes.values()):
+            if _changed(self.turns[name][at]):
                 return at
         return None
 
@@ -188,6 +205,9 @@ class AttributionModel(RuleBasedStateMachine):
         assert self.disk() == self.files
 
 
+# A fixed seed: the same runs every time, so the suite is deterministic (hunting with more and
+# other runs: `run_state_machine_as_test(AttributionModel, settings=settings(max_examples=N))`;
+# 1,500 of 30 steps passed as this landed).
 AttributionModel.TestCase.settings = settings(max_examples=60, stateful_step_count=25,
-                                              deadline=None)
+                                              deadline=None, derandomize=True, database=None)
 TestAttributionModel = AttributionModel.TestCase

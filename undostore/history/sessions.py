@@ -94,9 +94,10 @@ def record_undo_point(store: Store, session: str, snapshot_id_hex: str, label: s
     with store.lock:
         finish_calls(store, session, snapshot_id_hex)   # the session's next event ends them
         journal = close_turns(store, snapshot_id_hex, session)
-        if journal.undo and journal.undo[-1].by_calls:
-            # The session's host reports its tool calls: this turn too is its calls' changes,
-            # from its first moment (history/attribution.py).
+        if any(p.by_calls for p in (*journal.undo[-1:], *journal.redo[-1:])):
+            # The session's host reports its tool calls (its newest turn, or the one its last
+            # undo took back, says so): this turn too is its calls' changes, from its first
+            # moment (history/attribution.py).
             point = point._replace(own=())
         newest = journal.undo[-1] if journal.undo else None
         # The files are where the newest turn began: a new turn changes nothing more, unless
@@ -170,15 +171,16 @@ def record_call_start(store: Store, session: str, call: ToolCall | None,
                       before: str | None = None) -> bool:
     """A tool call of `session` began with the files at `before`: its newest turn takes it
     (history/attribution.py), and is from now on its calls' changes; `call` None: a call that
-    changes nothing here, which says only that much. A session with no turn to take it (its
-    host was wired mid-conversation; an undo dropped the turn before anything changed) gets
-    one, from the files as the call began, so no call goes unrecorded; False where there are
-    no such files (a call that changes nothing). The store lock is held."""
+    changes nothing here, which says only that much. A session with no open turn to take it
+    (its host was wired mid-conversation; its turn ended, or an undo or redo ended it) gets
+    one, from the files as the call began, so no call goes unrecorded or into a turn that is
+    over; False where there are no such files (a call that changes nothing). The store lock
+    is held."""
     with store.lock:
         journal = journals.load(store, session)
-        if not journal.undo:
+        if not journal.undo or journal.undo[-1].ended:
             if before is None:
-                return False
+                return bool(journal.undo)
             journal.record(journals.make_point(before, None, None)._replace(own=()),
                            journals.undo_limit())
         point = journal.undo[-1]
