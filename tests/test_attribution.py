@@ -14,7 +14,9 @@ LINES = "".join(f"{i}\n" for i in range(1, 10))
 
 
 def _edit(path, old: str, new: str) -> None:
-    path.write_text(path.read_text().replace(old, new))
+    """One line changed, the rest byte for byte (text mode would turn every line's end into
+    CRLF on Windows: a change of every line)."""
+    path.write_bytes(path.read_bytes().replace(old.encode(), new.encode()))
 
 
 def test_a_file_tools_change_is_the_turn_and_the_users_note_beside_it_is_kept(tree_factory):
