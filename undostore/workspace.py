@@ -239,12 +239,11 @@ class Workspace:
             call = call._replace(paths=self._under_root(call.paths))
             if not call.paths:
                 call = None
-        if call is None:
-            with self.store.lock:
-                return record_call_start(self.store, session_name(session), None)
         with self.store.lock:
-            self._recover_if_needed()
-            before = self._call_snapshot(call)
+            before = None
+            if call is not None:
+                self._recover_if_needed()
+                before = self._call_snapshot(call)
             return record_call_start(self.store, session_name(session), call, before)
 
     def _call_snapshot(self, call: ToolCall) -> str:
@@ -265,7 +264,10 @@ class Workspace:
         root = os.path.realpath(self.root)
         inside = []
         for path in paths:
-            rel = os.path.relpath(os.path.realpath(os.path.join(self.root, path)), root)
+            try:
+                rel = os.path.relpath(os.path.realpath(os.path.join(self.root, path)), root)
+            except ValueError:   # Windows: another drive
+                continue
             if rel not in (".", os.pardir) and not rel.startswith(os.pardir + os.sep) \
                     and not os.path.isabs(rel):
                 inside.append(rel.replace(os.sep, "/"))
