@@ -31,10 +31,11 @@ if TYPE_CHECKING:
     from undostore.diff.trees import DiffResult
     from undostore.history.direction import Direction
     from undostore.history.gc import GcResult
+    from undostore.history.journal import Point
     from undostore.history.retention import Eviction
     from undostore.history.sessions import Log, SessionInfo
     from undostore.history.status import Status
-    from undostore.history.steps import StepResult
+    from undostore.history.steps import GitMoved, StepResult
     from undostore.history.stores import Adoption
     from undostore.history.toolcall import ToolCall
     from undostore.history.turns import Turn, TurnSpan
@@ -167,9 +168,14 @@ class Workspace:
 
     def _record_point(self, session: str, snapshot_id: str, label: str | None,
                       meta: dict[str, Any] | None = None) -> bool:
-        """An undo point of `session` (lock held)."""
+        """An undo point of `session` (lock held), with the commit the user's git HEAD names
+        as its turn begins (`git_head`: an undo says when it moved since, usergit.py)."""
         from undostore.history.sessions import record_undo_point
+        from undostore.usergit import POINT_META, head_commit
 
+        head = head_commit(self.root)
+        if head is not None:
+            meta = {**(meta or {}), POINT_META: head}
         return record_undo_point(self.store, session, snapshot_id, label, meta,
                                  on_evict=self._evicted)
 
@@ -536,19 +542,34 @@ class Workspace:
 
     def step(self, direction: Direction, session: str | None = None, **how: Any) -> StepResult:
         """`undo` or `redo` by `direction`, with the same options (`whole` for undo only):
-        what the CLI, the hook and the MCP server call with the direction they were asked."""
+        what the CLI, the hook and the MCP server call with the direction they were asked.
+        An undo whose first turn began at another commit of the user's git than HEAD names now
+        says so (`git_moved`)."""
         from undostore.history import sessions
+        from undostore.history.direction import Direction
 
         name = self.history_session(session)[0]
         try:
             result = sessions.step(self._worktree(), name, direction, **how)
         finally:
             self._recovered = False
+        if direction is Direction.UNDO and result.turns:
+            result.git_moved = self._git_moved(result.turns[-1])
         if not result.dry_run and result.target:
             labels = "; ".join(p.label or p.id[:12] for p in result.turns)
             self._log(direction.value, session=name, id=result.target, label=labels,
                       safety=result.safety)
         return result
+
+    def _git_moved(self, first_turn: Point) -> GitMoved | None:
+        """The user's git HEAD now, where it is not the commit it named as the first turn
+        taken back began (the agent may have committed: an undo cannot take that back)."""
+        from undostore.history.steps import GitMoved
+        from undostore.usergit import POINT_META, head_commit
+
+        began = first_turn.meta.get(POINT_META)
+        now = head_commit(self.root) if isinstance(began, str) else None
+        return GitMoved(began, now) if now is not None and now != began else None
 
     # --- turns -----
 

@@ -116,5 +116,6 @@ def summary(command: HostCommand, session: str, result: StepResult) -> str:
     warnings = result.warnings
     kept = (f"; {len(warnings)} warning(s), the first: {warnings[0].path!r}: "
             f"{' '.join(warnings[0].message.split())}" if warnings else "")  # one line
+    git = f"; {result.git_moved.advice()}" if result.git_moved else ""
     return (f"{first}{verb} {turns} of session {session!r} ({what}; {result.counts()}), "
-            f"safety snapshot {result.safety[:12]}; {back}{conflicts}{kept}")
+            f"safety snapshot {result.safety[:12]}; {back}{conflicts}{kept}{git}")

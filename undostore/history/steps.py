@@ -58,6 +58,24 @@ class TurnConflict(NamedTuple):
     by: str | None = None
 
 
+class GitMoved(NamedTuple):
+    """The user's git HEAD named `was` as the first turn an undo took back began and names
+    `now`: a commit the agent made then stays (undostore never writes `.git`); `git reset WAS`
+    moves the branch back and keeps the files as the undo left them."""
+
+    was: str
+    now: str
+
+    def advice(self) -> str:
+        return (f"your git HEAD moved since that turn began ({self.was[:12]} -> "
+                f"{self.now[:12]}): undostore leaves .git alone; if the agent committed, "
+                f"`git reset {self.was[:12]}` moves the branch back and keeps the files as they "
+                "are now")
+
+    def to_json(self) -> dict[str, str]:
+        return {"was": self.was, "now": self.now}
+
+
 @dataclass
 class StepResult(RestoreResult):
     """A restore done as an undo or redo: the turns it took back or applied again in the order
@@ -70,6 +88,7 @@ class StepResult(RestoreResult):
     unmarked: dict[str, str] = field(default_factory=dict)   # conflicts with no markers: why
     whole: bool = False
     recovered: str | None = None
+    git_moved: GitMoved | None = None   # an undo: the user's git HEAD moved since (Workspace)
 
     @classmethod
     def of(cls, result: RestoreResult, request: StepRequest, composed: Composed,
@@ -88,7 +107,8 @@ class StepResult(RestoreResult):
         doc = super().to_json()
         doc.update(step=self.step, turns=[p.to_json() for p in self.turns],
                    conflicts=self.conflicts, unmarked=self.unmarked, whole=self.whole,
-                   recovered=self.recovered)
+                   recovered=self.recovered,
+                   git_moved=self.git_moved.to_json() if self.git_moved else None)
         return doc
 
 
