@@ -1,5 +1,5 @@
 """How changes are written for people, shared by `diff`, `show` and `log -p`: git's text forms
-on stdout, whether to colour them, and the width of `--stat`."""
+on stdout, whether to colour them, the width of `--stat`, and a turn's tool calls."""
 
 from __future__ import annotations
 
@@ -9,7 +9,19 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from undostore.diff.change import Change
+    from undostore.history.journal import Point
     from undostore.store.store import Store
+
+
+def call_lines(point: Point) -> list[str]:
+    """The tool calls that made a turn's change, one line each (`Bash: npm test  (a, b)`),
+    where the host reports them; none elsewhere."""
+    lines = []
+    for note in point.notes:
+        what = f"{note.tool}: {note.label}" if note.label else note.tool
+        files = ", ".join(note.files) + (f" and {note.more} more" if note.more else "")
+        lines.append(f"    {what}  ({files})")
+    return lines
 
 
 def write_changes(form: str, store: Store, changes: list[Change], colored: bool,

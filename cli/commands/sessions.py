@@ -29,7 +29,7 @@ from ..common import (
 from ..complete import complete_ids
 from ..pager import no_pager_option, paged
 from ..results import empty_log, log_json, sessions_json
-from ..textout import columns, want_color
+from ..textout import call_lines, columns, want_color
 from .pending import mention_pending
 
 if TYPE_CHECKING:
@@ -101,6 +101,7 @@ def log_command(ctx: Context, session: str | None, count: int | None, stat: bool
             # --stat looked at the files: it knows whether an open turn changed any
             lines.append(_point_line("undo", turns[i].span.number if stat else log.turns[i], p))
             if stat:
+                lines += call_lines(p)
                 lines.append(_stat_text(workspace, turns[i].changes, colored, width))
         lines += [_point_line("redo", i, p) for i, p in enumerate(log.redo, 1)]
         return "\n".join(lines)
@@ -153,10 +154,11 @@ def step_summary(result: StepResult) -> str:
                    ("took back ", "take back ") if direction is Direction.UNDO else
                    ("applied again ", "apply again "))
     counts = result.counts()
+    git = [f"note: {result.git_moved.advice()}"] if result.git_moved else []
     if result.dry_run:
         lines = result.plan.lines() if result.plan is not None else []
         return "\n".join([*lines, f"dry run: {which} would {would}{named} ({counts}); "
-                                  "nothing was changed"])
+                                  "nothing was changed", *git])
     back = direction.back.value
     lines = [f"{which}: {done}{named} ({counts})"]
     lines += [f"conflict: {note}" for note in conflict_notes(result.conflicts, result.unmarked)]
@@ -164,7 +166,7 @@ def step_summary(result: StepResult) -> str:
               "took back" if result.whole else f"`undostore {back}` takes the turns back")
     lines.append(f"safety snapshot {result.safety} (`undostore restore {result.safety[:12]}` "
                  f"puts the files back as they were; {undoes})")
-    return "\n".join(lines)
+    return "\n".join([*lines, *git])
 
 
 _STEPS = click.argument("steps", metavar="[N]", type=click.IntRange(min=1), default=1,

@@ -20,7 +20,7 @@ from ..common import (
 from ..complete import complete_ids
 from ..pager import no_pager_option, paged
 from ..results import show_json
-from ..textout import columns, want_color, write_changes
+from ..textout import call_lines, columns, want_color, write_changes
 
 if TYPE_CHECKING:
     from undostore.history.turns import Turn
@@ -105,11 +105,7 @@ def _header(turn: Turn, colored: bool) -> str:
     label = point.label or "(no label)"
     lines += [f"    {line}" for line in label.splitlines() or [label]]
     if point.notes:   # the calls that made the changes, where the host reports them
-        lines.append("")
-        for note in point.notes:
-            what = f"{note.tool}: {note.label}" if note.label else note.tool
-            files = ", ".join(note.files) + (f" and {note.more} more" if note.more else "")
-            lines.append(f"    {what}  ({files})")
+        lines += ["", *call_lines(point)]
     return "\n".join(lines) + "\n\n"
 
 
