@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -62,13 +63,25 @@ class PrintMode:
 
     def __call__(self, conversation: str, text: str, *extra: str
                  ) -> subprocess.CompletedProcess[str]:
-        flag = self.resume if conversation in self.started else self.start
-        self.started.add(conversation)
-        done = subprocess.run([*self.command, "-p", text, *extra, flag, conversation],
-                              cwd=self.root, env=self.env, capture_output=True, text=True,
-                              timeout=180)
+        done = subprocess.run(self._args(conversation, text, extra), cwd=self.root,
+                              env=self.env, capture_output=True, text=True, timeout=180)
         assert done.returncode == 0, (text, done.stdout, done.stderr)
         return done
+
+    def begin(self, conversation: str, text: str) -> subprocess.Popen[str]:
+        """The prompt run in the background (`finish` waits for it)."""
+        return subprocess.Popen(self._args(conversation, text, ()), cwd=self.root, env=self.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    @staticmethod
+    def finish(running: subprocess.Popen[str]) -> None:
+        out, err = running.communicate(timeout=180)
+        assert running.returncode == 0, (out, err)
+
+    def _args(self, conversation: str, text: str, extra: tuple[str, ...]) -> list[str]:
+        flag = self.resume if conversation in self.started else self.start
+        self.started.add(conversation)
+        return [*self.command, "-p", text, *extra, flag, conversation]
 
     def session(self, conversation: str) -> str:
         """The session id the host gives undostore's hook for `conversation`."""
@@ -108,7 +121,7 @@ def the_users_edit_is_not_the_turns(tmp_path: Path, make_host: Callable[..., obj
     (root / "notes.txt").write_text("n\n")
     script = {"both": [write(root / "b.txt", "b\n"), shell(root / "a.txt", "A")]}
 
-    def users_edit() -> None:
+    def users_edit(prompts: tuple[str, ...]) -> None:
         if (root / "b.txt").exists() and (root / "notes.txt").read_text() == "n\n":
             (root / "notes.txt").write_text("the user's\n")
 
@@ -127,10 +140,14 @@ def the_users_edit_is_not_the_turns(tmp_path: Path, make_host: Callable[..., obj
 
 
 def after_the_first_undo(prompt: PrintMode, conversation: str, root: Path,
-                         model: ModelServer) -> Round:
+                         model: ModelServer, answered_in_transcript: bool = False) -> Round:
     """The scenario every host runs once its first `/undo` took back the turn 'edit a' (a.txt
     "A\n" back to "a\n") and left 'add b' (b.txt): `/undo`, `/redo`, `/redo`, `/undo 2`, each
-    checked against the files, then a prompt; the model never received a command."""
+    checked against the files, then a prompt; the model never received a command. Where the
+    host keeps a command the hook answered in its transcript (`answered_in_transcript`:
+    Copilot), the model is never asked during the steps and later reads each command with
+    undostore's line as its reply, as the user saw them."""
+    asked = len(model.requests)
     prompt(conversation, "/undo")
     assert files(root) == {"a.txt": "a\n"}
     prompt(conversation, "/redo")
@@ -138,14 +155,35 @@ def after_the_first_undo(prompt: PrintMode, conversation: str, root: Path,
     assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
     prompt(conversation, "/undo 2")
     assert files(root) == {"a.txt": "a\n"}
+    if answered_in_transcript:
+        assert len(model.requests) == asked, model.requests[asked:]
     prompt(conversation, "what now?")
-    received = [t for r in model.requests for t in received_texts(r["body"])]
-    assert not any(t.strip().startswith(("/undo", "/redo")) for t in received), received
+    if answered_in_transcript:
+        _commands_answered(model.requests[-1]["body"])
+    else:
+        received = [t for r in model.requests for t in received_texts(r["body"])]
+        assert not any(t.strip().startswith(("/undo", "/redo")) for t in received), received
     with Workspace(root) as ws:   # the turns' ends survived the steps: a redo has its files
         redo = ws.log(prompt.session(conversation)).redo
         assert [(p.label, p.changed) for p in redo] == [("add b", True), ("edit a", True)]
         assert all(p.after is not None for p in redo), redo
     return Round(second_redo, json.dumps(model.requests[-1]["body"]))
+
+
+def _commands_answered(body: dict) -> None:
+    """Each `/undo` or `/redo` in a Chat Completions transcript is followed by undostore's
+    line as the assistant's reply."""
+    messages = [m for m in body["messages"] if m.get("role") in ("user", "assistant")]
+    commands = 0
+    for i, message in enumerate(messages):
+        texts = received_texts({"messages": [message]})
+        if message["role"] == "user" and texts and texts[0].strip().startswith(
+                ("/undo", "/redo")):
+            commands += 1
+            reply = messages[i + 1]
+            assert reply["role"] == "assistant" and str(reply["content"]).startswith(
+                "undostore: "), (message, reply)
+    assert commands == 5, messages
 
 
 def files(root: Path) -> dict[str, str]:
@@ -209,6 +247,69 @@ def two_conversations_undo_their_own(tmp_path: Path, make_host: Callable[..., ob
         assert files(root) == {"shared.txt": "the user's own edit\n"}
         prompt(first, "/redo")
         assert files(root) == {"shared.txt": "the user's own edit\n", "x.txt": "x\n"}
+
+
+def _calls_over(root: Path, session: Callable[[], str], calls: int) -> bool:
+    """Whether the session's newest turn has `calls` tool calls, all of them ended (False
+    while the host has not yet made what names the session: Pi's file)."""
+    from undostore import NoStoreError
+
+    try:
+        with Workspace(root) as ws:
+            turns = ws.log(session()).undo
+    except (NoStoreError, OSError, ValueError):
+        return False
+    return bool(turns) and turns[0].calls == calls and not turns[0].open_calls
+
+
+def two_conversations_at_once(tmp_path: Path, make_host: Callable[..., object],
+                              write: Callable[[Path, str], Tool],
+                              shell: Callable[[Path, str], Tool], first: str, second: str,
+                              undo: str = "/undo") -> None:
+    """Two conversations' turns at once in one folder, each a file tool and a shell call, and
+    the user's edit while both models hold their replies: A's calls run, then B's while A's
+    turn is still open (the model holds A's reply until B's turn is over: deterministic, no
+    two calls at once), then the user saves notes.txt and A's turn ends. A turn taken as a
+    window of time would hold B's calls and the user's edit too; by tool call, `undo` in A
+    takes back A's two files only, in B B's, and the user's edit stays."""
+    root = tmp_path / "project"
+    root.mkdir()
+    for name in ("a.txt", "b.txt", "notes.txt"):
+        (root / name).write_text(name[0] + "\n")
+    script = {"work A": [write(root / "x.txt", "x\n"), shell(root / "a.txt", "A")],
+              "work B": [write(root / "y.txt", "y\n"), shell(root / "b.txt", "B")]}
+
+    b_over = threading.Event()
+
+    def hold_replies(prompts: tuple[str, ...]) -> None:   # A's text, until B's turn is over
+        if any(p.strip().strip('"') == "work A" for p in prompts):
+            b_over.wait(120)
+
+    with ModelServer(script, before_text=hold_replies) as model:
+        host = make_host(root, tmp_path / "home", model)
+        prompt = host.prompt   # type: ignore[attr-defined]
+        running_a = prompt.begin(first, "work A")
+        deadline = time.monotonic() + 120
+        while (not _calls_over(root, lambda: prompt.session(first), 2)
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
+        prompt(second, "work B")
+        assert running_a.poll() is None, "A's turn ended before B's was over"
+        (root / "notes.txt").write_text("the user's\n")   # A's model still holds its reply
+        b_over.set()
+        prompt.finish(running_a)
+        assert files(root) == {"a.txt": "A\n", "b.txt": "B\n", "notes.txt": "the user's\n",
+                               "x.txt": "x\n", "y.txt": "y\n"}
+        with Workspace(root) as ws:
+            for conversation, own in ((first, ["a.txt", "x.txt"]), (second, ["b.txt", "y.txt"])):
+                (point,) = ws.log(prompt.session(conversation)).undo
+                assert point.by_calls and point.calls == 2, point
+                assert sorted(f for note in point.notes for f in note.files) == own, point
+        prompt(first, undo)
+        assert files(root) == {"a.txt": "a\n", "b.txt": "B\n", "notes.txt": "the user's\n",
+                               "y.txt": "y\n"}
+        prompt(second, undo)
+    assert files(root) == {"a.txt": "a\n", "b.txt": "b\n", "notes.txt": "the user's\n"}
 
 
 @contextmanager

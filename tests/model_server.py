@@ -18,10 +18,14 @@ such as its model router's) get a plain answer that fits.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
+
+# What Copilot CLI puts before each prompt it sends: the time.
+_DATETIME = re.compile(r"^\s*<current_datetime>.*?</current_datetime>\s*", re.DOTALL)
 
 
 class Tool(NamedTuple):
@@ -55,7 +59,12 @@ def gemini_prompts(body: dict[str, Any]) -> tuple[str, ...]:
 
 def received_texts(body: dict[str, Any]) -> list[str]:
     """Every text block of every user message in a logged request body: Anthropic Messages,
-    Gemini, OpenAI Chat Completions or Responses (its `input` items)."""
+    Gemini, OpenAI Chat Completions or Responses (its `input` items), less the time Copilot CLI
+    puts before a prompt."""
+    return [_DATETIME.sub("", text) for text in _user_texts(body)]
+
+
+def _user_texts(body: dict[str, Any]) -> list[str]:
     if isinstance(body.get("input"), list):
         return [block.get("text", "") for item in body["input"]
                 if isinstance(item, dict) and item.get("role") == "user"
@@ -96,10 +105,11 @@ class ModelServer:
     """The server, run on a thread while used as a context manager."""
 
     def __init__(self, script: dict[str, list[Tool]],
-                 before_text: Callable[[], None] | None = None) -> None:
+                 before_text: Callable[[tuple[str, ...]], None] | None = None) -> None:
         self.script = script
-        # Run before each text reply (every API served): the turn's calls are done,
-        # and the model holds its answer, as the user goes on working.
+        # Run before each text reply (every API served), given the conversation's prompts so
+        # far: the turn's calls are done, and the model holds its answer, as the user goes on
+        # working.
         self.before_text = before_text
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -241,7 +251,7 @@ class ModelServer:
             self._calls += 1
             call = self._calls
         if not tools and self.before_text is not None:
-            self.before_text()
+            self.before_text(prompts)
         return [{"type": "tool_use", "id": f"toolu_{call}_{i}", "name": t.name,
                  "input": t.input} for i, t in enumerate(tools)] or [
             {"type": "text", "text": DONE_TEXT}]
@@ -253,9 +263,10 @@ class ModelServer:
         if config.get("responseMimeType") == "application/json":
             schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
             return [{"text": json.dumps(_sample(schema))}]
-        tools = self._tools_for(gemini_prompts(body), bool(body.get("tools")))
+        prompts = gemini_prompts(body)
+        tools = self._tools_for(prompts, bool(body.get("tools")))
         if not tools and self.before_text is not None:
-            self.before_text()
+            self.before_text(prompts)
         return [{"functionCall": {"name": t.name, "args": t.input}} for t in tools] or [
             {"text": DONE_TEXT}]
 
@@ -268,7 +279,7 @@ class ModelServer:
             self._calls += 1
             call = self._calls
         if not tools and self.before_text is not None:
-            self.before_text()
+            self.before_text(prompts)
         base = {"id": f"chatcmpl-{call}", "object": "chat.completion.chunk", "created": 0,
                 "model": body.get("model", "scripted")}
         deltas: list[dict[str, Any]] = [
@@ -286,12 +297,13 @@ class ModelServer:
     def response_events(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """OpenAI Responses stream events answering `body` (Codex): a function call item per
         tool call, else one message item with a short text; then `response.completed`."""
-        tools = self._tools_for(tuple(received_texts(body)), bool(body.get("tools")))
+        prompts = tuple(received_texts(body))
+        tools = self._tools_for(prompts, bool(body.get("tools")))
         with self._lock:
             self._calls += 1
             call = self._calls
         if not tools and self.before_text is not None:
-            self.before_text()
+            self.before_text(prompts)
         items: list[dict[str, Any]] = [_response_call(t, f"{call}_{i}")
                                        for i, t in enumerate(tools)] or [
             {"type": "message", "id": f"msg_{call}", "role": "assistant", "status": "completed",

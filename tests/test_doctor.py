@@ -92,11 +92,27 @@ def test_a_footer_an_older_init_wrote_is_named_and_init_brings_it_up_to_date(tre
     _, doc = _doctor(cli, root, env, "claude-code")
     ok, detail = _checks(doc)["claude-code: config"]
     assert not ok and "run `undostore init claude-code`" in detail, detail
+    # ... and asks for no tool call: the user is told what that costs them
+    ok, detail = _checks(doc)["claude-code: tool calls"]
+    assert not ok and "your own edits and other conversations' work" in detail, detail
+    assert "run `undostore init claude-code` again" in detail, detail
     assert cli.run("init", "claude-code", cwd=root, env=env).returncode == 0
     written = json.loads(settings.read_text())
     assert written["model"] == "opus" and written["statusLine"]["refreshInterval"] == 5
     _, doc = _doctor(cli, root, env, "claude-code")
     assert _checks(doc)["claude-code: config"][0]
+    assert _checks(doc)["claude-code: tool calls"][0]
+
+
+def test_a_host_that_reports_no_tool_call_is_named_with_what_it_means(tree_factory, cli,
+                                                                     tmp_path):
+    root = tree_factory({"a.txt": "a"})
+    env = _env(tmp_path / "home")
+    assert cli.run("init", "codex-notify", cwd=root, env=env).returncode == 0
+    _, doc = _doctor(cli, root, env, "codex-notify")
+    ok, detail = _checks(doc)["codex-notify: tool calls"]
+    assert ok and "tells a hook of no tool call" in detail, detail
+    assert "takes back your own edits and other conversations' work" in detail, detail
 
 
 def test_init_takes_the_first_snapshot(tree_factory, cli, tmp_path):

@@ -115,7 +115,7 @@ SHAPES = [
           quiet_prompt='{"continue": true}', quiet_after="{}", block="continue"),
     Shape("gemini", _gemini("BeforeAgent"), _gemini("AfterAgent")),
     Shape("copilot", _copilot, _copilot, prompt_args=("userPromptSubmitted",),
-          after_args=("agentStop",), block="none"),
+          after_args=("agentStop",), block="handled"),
     Shape("windsurf", _windsurf("pre_user_prompt"), _windsurf("post_cascade_response"),
           block="exit-2"),
 ]
@@ -147,10 +147,10 @@ def undo_answer(shape: Shape, result: subprocess.CompletedProcess[bytes]) -> str
         assert result.returncode == 2 and out == "", result.stderr
         return result.stderr.decode().strip()
     assert result.returncode == 0, result.stderr
-    if shape.block == "none":
-        assert out == ""
-        return result.stderr.decode().strip()
     answer = json.loads(out)
+    if shape.block == "handled":   # Copilot shows it as the reply; the model gets nothing
+        assert answer["handled"] is True
+        return answer["responseContent"]
     if shape.block == "continue":
         assert answer["continue"] is False
         return answer["user_message"]

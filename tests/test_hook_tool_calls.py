@@ -5,7 +5,11 @@ record nothing; a failed call ends too."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
+
+import pytest
 
 from undostore import Workspace
 
@@ -51,6 +55,8 @@ def test_undo_takes_back_the_calls_and_keeps_what_the_user_wrote_beside_them(tre
         {"tool": "Write", "label": "", "files": ["c.txt"], "more": 0}]
     text = run("show", "--session", SESSION, "--no-pager", cwd=root).stdout.decode()
     assert "    Bash: rm b.txt  (b.txt)" in text and "    Edit  (a.py)" in text, text
+    logged = run("log", "--stat", "--session", SESSION, "--no-pager", cwd=root).stdout.decode()
+    assert "    Bash: rm b.txt  (b.txt)" in logged and "    Edit  (a.py)" in logged, logged
     done = hook(prompt_event(root, "/undo", SESSION))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["decision"] == "block"
@@ -128,3 +134,114 @@ def test_gemini_tool_events_without_a_call_id_pair_by_tool_and_input(tree_factor
         assert point.calls == 2
         ws.undo("g", confirm=lambda plan: True)
     assert (root / "a.txt").read_text() == "a\n" and (root / "b.txt").exists()
+
+
+class HostTools(NamedTuple):
+    """How one host sends a turn with a shell call and a file tool's call: its events made by
+    `event(root, kind, tool, tool_input, stamp)` (kind: prompt, before, after, stop), sent with
+    `args` first (Copilot names each event on the command line)."""
+
+    host: str
+    event: Callable[..., tuple[tuple[str, ...], dict]]
+    shell: tuple[str, dict]
+    file_tool: Callable[[Path], tuple[str, dict]]
+
+
+def _cursor(root: Path, kind: str, tool: str = "", tool_input: object = None, stamp: int = 0
+            ) -> tuple[tuple[str, ...], dict]:
+    name = {"prompt": "beforeSubmitPrompt", "before": "preToolUse", "after": "postToolUse",
+            "stop": "stop"}[kind]
+    body = {"conversation_id": "cur", "generation_id": "g1", "hook_event_name": name,
+            "workspace_roots": [str(root)]}
+    extra = ({"prompt": "tidy"} if kind == "prompt" else {"status": "completed"}
+             if kind == "stop" else {"tool_name": tool, "tool_input": tool_input,
+                                     "tool_use_id": f"call-{tool}", "cwd": str(root)})
+    return (), {**body, **extra}
+
+
+def _windsurf(root: Path, kind: str, tool: str = "", tool_input: object = None, stamp: int = 0
+              ) -> tuple[tuple[str, ...], dict]:
+    name = ("pre_user_prompt" if kind == "prompt" else "post_cascade_response" if kind == "stop"
+            else ("pre_" if kind == "before" else "post_") + tool)
+    info = ({"user_prompt": "tidy"} if kind == "prompt" else {"response": "done"}
+            if kind == "stop" else dict(tool_input or {}))
+    if kind == "after" and tool == "mcp_tool_use":
+        info["mcp_result"] = "ok"
+    return (), {"agent_action_name": name, "trajectory_id": "wind", "execution_id": "e1",
+                "timestamp": f"2026-12-07T10:00:{stamp:02d}Z", "tool_info": info}
+
+
+def _copilot(root: Path, kind: str, tool: str = "", tool_input: object = None, stamp: int = 0
+             ) -> tuple[tuple[str, ...], dict]:
+    name = {"prompt": "userPromptSubmitted", "before": "preToolUse", "after": "postToolUse",
+            "stop": "agentStop"}[kind]
+    body = {"sessionId": "cop", "timestamp": 1796649945000 + stamp, "cwd": str(root)}
+    extra = ({"prompt": "tidy"} if kind == "prompt" else {"stopReason": "end_turn"}
+             if kind == "stop" else {"toolName": tool, "toolArgs": json.dumps(tool_input)})
+    return (name,), {**body, **extra}   # toolArgs as JSON text, as Copilot's docs show it
+
+
+HOST_TOOLS = [
+    HostTools("cursor", _cursor, ("Shell", {"command": "make"}),
+              lambda path: ("Write", {"file_path": str(path), "contents": "c\n"})),
+    HostTools("windsurf", _windsurf, ("run_command", {"command_line": "make", "cwd": "."}),
+              lambda path: ("write_code", {"file_path": str(path), "edits": []})),
+    HostTools("copilot", _copilot, ("bash", {"command": "make", "description": "build"}),
+              lambda path: ("create", {"path": str(path), "file_text": "c\n"})),
+]
+
+
+@pytest.mark.parametrize("tools", HOST_TOOLS, ids=[t.host for t in HOST_TOOLS])
+def test_each_hosts_tool_events_make_the_turn_its_calls(tree_factory, tools):
+    """A shell call and a file tool's call, in the host's own events; the user's edit between
+    them and after them is no part of the turn: `/undo` keeps it."""
+    from .test_hook import run
+
+    root = tree_factory({"b.txt": "b\n", "notes.txt": "n\n"})
+    stamp = iter(range(1, 60))
+
+    def send(kind: str, tool: str = "", tool_input: object = None) -> None:
+        args, event = tools.event(root, kind, tool, tool_input, next(stamp))
+        done = run("hook", "--host", tools.host, *args, stdin=json.dumps(event).encode(),
+                   cwd=root)
+        assert done.returncode == 0, done.stderr
+
+    send("prompt")
+    send("before", *tools.shell)
+    (root / "b.txt").write_text("made by make\n")
+    send("after", *tools.shell)
+    (root / "notes.txt").write_text("the user's\n")
+    send("before", *tools.file_tool(root / "c.txt"))
+    (root / "c.txt").write_text("c\n")
+    send("after", *tools.file_tool(root / "c.txt"))
+    (root / "notes.txt").write_text("the user's, again\n")
+    send("stop")
+    session = {"cursor": "cur", "windsurf": "wind", "copilot": "cop"}[tools.host]
+    with Workspace(root) as ws:
+        (point,) = ws.log(session).undo
+        assert point.by_calls and point.calls == 2, point
+        ws.undo(session, confirm=lambda plan: True)
+    assert (root / "b.txt").read_text() == "b\n" and not (root / "c.txt").exists()
+    assert (root / "notes.txt").read_text() == "the user's, again\n"
+
+
+def test_windsurf_pairs_an_mcp_call_whose_after_event_adds_its_result(tree_factory):
+    """Windsurf's post_mcp_tool_use adds `mcp_result` to what its pre event sent: the call is
+    still one (known by its server, tool and arguments), ended by its after event."""
+    from .test_hook import run
+
+    root = tree_factory({"a.txt": "a\n"})
+    call = {"mcp_server_name": "fs", "mcp_tool_name": "write", "mcp_tool_arguments": {"p": 1}}
+    for stamp, kind in enumerate(("prompt", "before", "after"), 1):
+        if kind == "after":
+            (root / "a.txt").write_text("by the tool\n")
+        _, event = _windsurf(root, kind, "mcp_tool_use", call, stamp)
+        assert run("hook", "--host", "windsurf", stdin=json.dumps(event).encode(),
+                   cwd=root).returncode == 0
+    (root / "later.txt").write_text("the user's\n")   # after the call: not the turn's
+    _, event = _windsurf(root, "stop", stamp=9)
+    assert run("hook", "--host", "windsurf", stdin=json.dumps(event).encode(),
+               cwd=root).returncode == 0
+    with Workspace(root) as ws:
+        ws.undo("wind", confirm=lambda plan: True)
+    assert (root / "a.txt").read_text() == "a\n" and (root / "later.txt").exists()

@@ -32,6 +32,7 @@ from .host_support import (
     slow_turn_ends,
     the_two_turns,
     the_users_edit_is_not_the_turns,
+    two_conversations_at_once,
     two_conversations_undo_their_own,
     typed,
 )
@@ -174,3 +175,11 @@ def test_undo_keeps_what_the_user_wrote_while_the_model_held_its_reply(tmp_path)
         lambda path, text: Tool("Bash", {"command": f"printf '{text}\\n' > {path}",
                                          "description": "edit"}),
         conversation=str(uuid.uuid4()))
+
+
+def test_two_conversations_at_once_each_undo_keeps_the_others_and_the_users_work(tmp_path):
+    two_conversations_at_once(
+        tmp_path, Host, lambda path, text: Tool("Write", {"file_path": str(path), "content": text}),
+        lambda path, text: Tool("Bash", {"command": f"printf '{text}\\n' > {path}",
+                                         "description": "edit"}),
+        str(uuid.uuid4()), str(uuid.uuid4()))

@@ -31,6 +31,7 @@ from .host_support import (
     slow_turn_ends,
     the_two_turns,
     the_users_edit_is_not_the_turns,
+    two_conversations_at_once,
     two_conversations_undo_their_own,
     typed,
 )
@@ -194,8 +195,18 @@ def test_undo_in_geminis_tui(tmp_path):
 def test_undo_keeps_what_the_user_wrote_while_the_model_held_its_reply(tmp_path):
     """Attribution by tool call inside the real Gemini CLI (BeforeTool/AfterTool, which carry
     no call id)."""
-    the_users_edit_is_not_the_turns(
-        tmp_path, Host,
-        lambda path, text: Tool("write_file", {"file_path": str(path), "content": text}),
-        lambda path, text: Tool("run_shell_command", {"command": f"printf '{text}\\n' > {path}",
-                                                      "description": "edit"}))
+    the_users_edit_is_not_the_turns(tmp_path, Host, _write, _shell)
+
+
+def test_two_conversations_at_once_each_undo_keeps_the_others_and_the_users_work(tmp_path):
+    two_conversations_at_once(tmp_path, functools.partial(Host, session_cleanup=False), _write,
+                              _shell, str(uuid.uuid4()), str(uuid.uuid4()))
+
+
+def _write(path: Path, text: str) -> Tool:
+    return Tool("write_file", {"file_path": str(path), "content": text})
+
+
+def _shell(path: Path, text: str) -> Tool:
+    return Tool("run_shell_command", {"command": f"printf '{text}\\n' > {path}",
+                                      "description": "edit"})

@@ -27,6 +27,7 @@ from .host_support import (
     the_two_turns,
     the_users_edit_is_not_the_turns,
     told_after_a_terminal_step,
+    two_conversations_at_once,
     two_conversations_undo_their_own,
     typed,
 )
@@ -219,7 +220,18 @@ def test_undo_undo_redo_redo_in_pis_rpc_mode(tmp_path):
 def test_undo_keeps_what_the_user_wrote_while_the_model_held_its_reply(tmp_path):
     """Attribution by tool call inside the real Pi (its extension's tool_call and tool_result
     events)."""
-    the_users_edit_is_not_the_turns(
-        tmp_path, Host, lambda path, text: Tool("write", {"path": str(path), "content": text}),
-        lambda path, text: Tool("bash", {"command": f"printf '{text}\\n' > {path}"}),
-        conversation=str(tmp_path / "conversation.jsonl"))
+    the_users_edit_is_not_the_turns(tmp_path, Host, _write, _shell,
+                                    conversation=str(tmp_path / "conversation.jsonl"))
+
+
+def test_two_conversations_at_once_each_undo_keeps_the_others_and_the_users_work(tmp_path):
+    two_conversations_at_once(tmp_path, Host, _write, _shell, str(tmp_path / "a.jsonl"),
+                              str(tmp_path / "b.jsonl"))
+
+
+def _write(path: Path, text: str) -> Tool:
+    return Tool("write", {"path": str(path), "content": text})
+
+
+def _shell(path: Path, text: str) -> Tool:
+    return Tool("bash", {"command": f"printf '{text}\\n' > {path}"})

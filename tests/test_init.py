@@ -94,11 +94,18 @@ def test_claude_code_adds_a_refresh_to_its_old_status_line_and_keeps_the_users(t
 
 
 @pytest.mark.parametrize("host, path, events", [
-    ("cursor", ".cursor/hooks.json", ["beforeSubmitPrompt", "stop"]),
-    ("gemini", ".gemini/settings.json", ["BeforeAgent", "AfterAgent"]),
-    ("codex", ".codex/hooks.json", ["UserPromptSubmit", "Stop"]),
-    ("windsurf", ".windsurf/hooks.json", ["pre_user_prompt", "post_cascade_response"]),
-    ("copilot", ".github/hooks/undostore.json", ["userPromptSubmitted", "agentStop"]),
+    ("cursor", ".cursor/hooks.json", ["beforeSubmitPrompt", "stop", "preToolUse", "postToolUse",
+                                      "postToolUseFailure"]),
+    ("gemini", ".gemini/settings.json", ["BeforeAgent", "AfterAgent", "BeforeTool",
+                                         "AfterTool"]),
+    ("codex", ".codex/hooks.json", ["UserPromptSubmit", "Stop", "PreToolUse", "PostToolUse"]),
+    ("windsurf", ".windsurf/hooks.json", ["pre_user_prompt", "post_cascade_response",
+                                          "pre_write_code", "post_write_code",
+                                          "pre_run_command", "post_run_command",
+                                          "pre_mcp_tool_use", "post_mcp_tool_use"]),
+    ("copilot", ".github/hooks/undostore.json", ["userPromptSubmitted", "agentStop",
+                                                 "preToolUse", "postToolUse",
+                                                 "postToolUseFailure"]),
 ])
 def test_json_configs_keep_other_hooks_and_keys(tmp_path, host, path, events):
     config = tmp_path / path
@@ -190,8 +197,6 @@ def test_the_wired_command_run_from_the_path_records_a_point(tmp_path, host, pat
         assert [p.label for p in ws.log("s1").undo] == ["go"]
 
 
-
-
 def test_every_host_has_its_event_record_and_its_setup_record():
     """A host is its two records: how its events read (hosts/records.py) and what `init`
     writes and `doctor` checks for it (hosts/setup.py)."""
@@ -199,4 +204,5 @@ def test_every_host_has_its_event_record_and_its_setup_record():
     from undostore_cli.hosts.setup import SETUP
 
     assert sorted(HOSTS) == sorted(SETUP)
-    assert sorted(h for h, s in SETUP.items() if s.trust is not None) == ["codex", "gemini"]
+    assert sorted(h for h, s in SETUP.items() if s.trust is not None) == ["codex", "copilot",
+                                                                        "gemini"]

@@ -9,7 +9,16 @@ from typing import Any
 import click
 
 from ..common import Context, emit, json_option, pass_context, project_root
-from ..hosts.doctor import Check, config, files, fired, on_path, resident_process, wired
+from ..hosts.doctor import (
+    Check,
+    config,
+    files,
+    fired,
+    on_path,
+    resident_process,
+    tool_calls,
+    wired,
+)
 from ..hosts.setup import SETUP
 
 
@@ -30,6 +39,7 @@ def run_checks(ctx: Context, hosts: list[str]) -> list[Check]:
     for host in hosts:
         setup = SETUP[host]
         checks.append(config(host, setup.files, root))
+        checks.append(tool_calls(host, setup.files, root))
         if setup.trust is not None:
             checks.append(setup.trust(root))
         checks.append(fired(host, seen))
@@ -62,9 +72,10 @@ def print_checks(checks: list[Check], as_json: bool) -> None:
 @pass_context
 def doctor_command(ctx: Context, host: str | None, as_json: bool) -> None:
     """Check that undostore protects this folder in HOST (every host wired here by default):
-    `undostore` on the PATH, the host's config in place, the host's trust state where it can
-    be read (Codex: project trust; Gemini: trusted folders), and when its hooks last fired here.
-    One line per check with the step still needed; exit 1 if any fails."""
+    `undostore` on the PATH, the host's config in place, whether it reports each tool call,
+    the host's trust state where it can be read (Codex: project trust; Gemini, Copilot: trusted
+    folders), and when its hooks last fired here. One line per check with the step still
+    needed; exit 1 if any fails."""
     checks = run_checks(ctx, [host] if host else [])
     print_checks(checks, as_json)
     if not all(c.ok for c in checks):

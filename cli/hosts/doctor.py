@@ -81,6 +81,31 @@ def config(host: str, files: list[ConfigFile], root: str) -> Check:
     return Check(f"{host}: config", True, f"wired in {where}")
 
 
+# What a turn is where undostore hears of no tool call (history/attribution.py).
+_WINDOW = ("a turn is everything that changed from its prompt to its end: an `/undo` takes back "
+           "your own edits and other conversations' work made meanwhile too")
+
+
+def tool_calls(host: str, files: list[ConfigFile], root: str) -> Check:
+    """Whether the host tells undostore of each tool call (a turn is then its calls' changes),
+    and what it means for the user where it does not: the host sends none, or the config an
+    older `init` wrote does not ask for them."""
+    from .records import HOSTS
+
+    name = f"{host}: tool calls"
+    events = HOSTS[host].tools
+    if events is None:
+        return Check(name, True, f"{host} tells a hook of no tool call, so {_WINDOW}; leave "
+                     "your edits for after the turn, or check `undostore show` before `/undo`")
+    texts = [_read(target(spec, root, user_wide)) or "" for user_wide in (False, True)
+             for spec in files]
+    if any(event in text for text in texts for event in events.before):
+        return Check(name, True, "each tool call is reported: a turn is what its calls changed, "
+                     "and `/undo` keeps your edits and other conversations' work")
+    return Check(name, False, f"the config here asks {host} for no tool call (an older `init` "
+                 f"wrote it), so {_WINDOW}: run `undostore init {host}` again")
+
+
 def codex_trust(root: str) -> Check:
     """Codex runs a project's hooks once the project is trusted and each hook reviewed."""
     home = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
@@ -154,6 +179,31 @@ def gemini_trust(root: str) -> Check:
     return Check("gemini: trust", False, "Gemini CLI registers no hook in a folder it does not "
                  f"trust: trust it when Gemini asks, or add \"{root}\": \"TRUST_FOLDER\" to "
                  f"{path}")
+
+
+def copilot_trust(root: str) -> Check:
+    """Copilot CLI loads a folder's hooks (`.github/hooks/`) only once the user trusted the
+    folder (its trust prompt saves it in `trustedFolders`; a trusted folder covers those below
+    it); a user-wide hook (`init copilot --global`) runs anywhere."""
+    home = os.environ.get("COPILOT_HOME") or os.path.join(os.path.expanduser("~"), ".copilot")
+    path = os.path.join(home, "config.json")
+    text = "\n".join(line for line in (_read(path) or "").splitlines()
+                      if not line.lstrip().startswith("//"))   # its header says it is managed
+    try:
+        folders = json.loads(text or "{}").get("trustedFolders")
+    except (ValueError, AttributeError):
+        folders = None
+    trusted = {os.path.normpath(f) for f in folders if isinstance(f, str)} if isinstance(
+        folders, list) else set()
+    if trusted.intersection(_self_and_parents(root)):
+        return Check("copilot: trust", True, f"the folder is trusted ({path})")
+    user_wide = os.path.join(home, "hooks", "undostore.json")
+    if os.path.isfile(user_wide):
+        return Check("copilot: trust", True, f"undostore's hooks are user-wide ({user_wide}): "
+                     "Copilot runs them in every folder")
+    return Check("copilot: trust", False, "Copilot CLI loads no hook of a folder it does not "
+                 f"trust: trust it when Copilot asks (it saves it in {path}), or wire undostore "
+                 "user-wide with `undostore init copilot --global`")
 
 
 def _gemini_verdict(rules: dict[str, object], root: str) -> bool | None:

@@ -33,6 +33,7 @@ from .once import event_key
 from .records import (
     BLOCK_CONTINUE,
     BLOCK_EXIT_2,
+    BLOCK_HANDLED,
     BLOCK_NONE,
     HOSTS,
     OTHER,
@@ -164,6 +165,8 @@ def _with_notes(host: Host, workspace: Workspace, session: str, quiet: Answer) -
         return quiet
     if host.plugin:
         return Answer(json.dumps({"context": note}), noted=True)
+    if host.context_at_top:
+        return Answer(json.dumps({"additionalContext": note}), noted=True)
     return Answer(json.dumps({"hookSpecificOutput": {"hookEventName": host.context,
                                                      "additionalContext": note}}), noted=True)
 
@@ -230,6 +233,8 @@ def _blocked(host: Host, line: str) -> Answer:
         return Answer(json.dumps({"continue": False, "user_message": line}))
     if host.block == BLOCK_EXIT_2:
         return Answer("", line, 2)
+    if host.block == BLOCK_HANDLED:
+        return Answer(json.dumps({"handled": True, "responseContent": line}))
     if host.block == BLOCK_NONE:
         return Answer("", line, 0)  # done; the host sends the prompt on regardless
     return Answer(json.dumps({"decision": "block", "reason": line}))

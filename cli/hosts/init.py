@@ -162,7 +162,8 @@ def copilot_entries() -> dict[str, Any]:
     def entry(event: str) -> dict[str, Any]:
         run = command("copilot", event)
         return {"type": "command", "bash": run, "powershell": run, "timeoutSec": 30}
-    return {e: entry(e) for e in ("userPromptSubmitted", "agentStop")}
+    return {e: entry(e) for e in ("userPromptSubmitted", "agentStop", "preToolUse",
+                                  "postToolUse", "postToolUseFailure")}
 
 
 # --- Codex's notify: one top-level TOML key -----------------------------------------------------
@@ -220,10 +221,15 @@ def owned(body: str) -> Callable[[str | None, str], str]:
     return update
 
 
+# A host's own folder under the home folder, and the variable that moves it elsewhere.
+_HOME_VARIABLES = ((".codex/", "CODEX_HOME"), (".copilot/", "COPILOT_HOME"))
+
+
 def target(spec: ConfigFile, root: str, user_wide: bool) -> str:
     """The file's full path: under the home folder with --global (or for a user-wide file)."""
     if user_wide or spec.project is None:
-        base = os.environ.get("CODEX_HOME") if spec.user.startswith(".codex/") else None
+        base = next((os.environ.get(variable) for folder, variable in _HOME_VARIABLES
+                     if spec.user.startswith(folder)), None)
         if base:
             return os.path.join(base, spec.user.split("/", 1)[1])
         return os.path.join(os.path.expanduser("~"), *spec.user.split("/"))

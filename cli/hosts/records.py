@@ -25,8 +25,12 @@ see docs/design.md "Agent hosts"):
   AgentExecutionBlocked; `continue: false` adds it to the history); AfterAgent; stdout must be
   JSON only).
 - copilot: docs.github.com/en/copilot/reference/hooks-reference (camelCase events in
-  `.github/hooks/*.json`: sessionId, timestamp, cwd; userPromptSubmitted: prompt, its output is
-  ignored (it cannot stop a prompt); agentStop: stopReason; no event name in the payload).
+  `.github/hooks/*.json`: sessionId, timestamp, cwd; userPromptSubmitted: prompt; agentStop:
+  stopReason; no event name in the payload). Seen in runs of the pinned 1.0.102
+  (tests/test_host_copilot.py): a userPromptSubmitted hook that answers `{"handled": true,
+  "responseContent"}` shows that text as the reply and sends nothing to the model; one that
+  answers `{"additionalContext"}` adds it to the prompt (as a `<system_reminder>`); a folder's
+  hooks load only once the user trusted the folder (its trust prompt; `trustedFolders`).
 - windsurf: docs.windsurf.com/windsurf/cascade/hooks (agent_action_name, trajectory_id,
   execution_id, timestamp, tool_info; pre_user_prompt: tool_info.user_prompt, a pre-hook blocks
   with exit code 2; post_cascade_response; no folder: the hook runs in the workspace root).
@@ -63,6 +67,8 @@ JSON_ONLY = "json-only"      # nothing, or JSON only (Gemini)
 BLOCK_DECISION = "decision-block"
 BLOCK_CONTINUE = "continue-false"  # {"continue": false, "user_message": ...} (Cursor)
 BLOCK_EXIT_2 = "exit-2"            # the reason on stderr, exit 2 (Windsurf's pre-hooks)
+BLOCK_HANDLED = "handled"          # {"handled": true, "responseContent": ...}: shown as the reply
+#                                    (Copilot CLI)
 BLOCK_NONE = "none"                # the host has no way: the command is done, the prompt goes on
 
 
@@ -119,6 +125,8 @@ class ToolNames(NamedTuple):
 
         if tool in self.quiet:
             return None
+        if isinstance(tool_input, str) and tool_input.lstrip().startswith("{"):
+            tool_input = _json_object(tool_input)   # Copilot's documented toolArgs: JSON text
         fields = self.files.get(tool)
         patch = tool_input.get(self.patches[tool]) if (
             tool in self.patches and isinstance(tool_input, dict)) else None
@@ -151,9 +159,15 @@ class ToolEvents(NamedTuple):
     after: frozenset[str]       # after the call, and after a failed one
     tool: Path
     tool_input: Path
-    call_id: Path | None        # None: the host gives none; a call is known by its tool and
+    call_id: Path | None        # None (or none in the event): a call is known by its tool and
     #                             input, which its before and after events both carry
     names: ToolNames
+    by_event: dict[str, str] = {}   # a host whose events name the tool (Windsurf's
+    #                                 pre_run_command): each event's tool, where `tool` is not
+    key_fields: tuple[str, ...] = ()   # the input fields that know a call with no id (none:
+    #                                    all; an after event that adds its result to the input)
+    delivered: Path | None = None   # the id a tool event is delivered under, where the host's
+    #                                 event id (`Host.event_id`) is the turn's
 
 
 class Host(NamedTuple):
@@ -172,6 +186,7 @@ class Host(NamedTuple):
     event_id: Path | None = None       # the id the host gives an event (hosts/once.py)
     context: str | None = None         # the prompt event's name in `hookSpecificOutput`, where
     #                                    the host adds a hook's `additionalContext` to the prompt
+    context_at_top: bool = False       # `additionalContext` at the answer's top level (Copilot)
     ends_by_id: bool = False           # the after-turn event carries its prompt event's id: a
     #                                    late end of an earlier turn records nothing
     tools: ToolEvents | None = None    # its tool events (None: it sends none: turns are
@@ -237,16 +252,18 @@ class Host(NamedTuple):
         only that the host reports its calls; its after event is nothing to undostore). One
         that names no tool or no call id cannot be paired with its other half: nothing."""
         assert self.tools is not None
-        tool = _text(event, self.tools.tool, "tool name")
+        tool = self.tools.by_event.get(name) or _text(event, self.tools.tool, "tool name")
         call_id = (_text(event, self.tools.call_id, "tool call id")
-                   if self.tools.call_id is not None else _call_key(tool, event, self.tools))
+                   if self.tools.call_id is not None else None) or _call_key(
+                       tool, event, self.tools)
         call = (self.tools.names.call(call_id, tool, pick(event, self.tools.tool_input), cwd)
                 if tool is not None and call_id is not None else None)
         if call is None and (kind == TOOL_AFTER or call_id is None):
             return HostEvent(self, name, OTHER, None, None, None, None)
         # Known for once.py by its call and the host's id of the event where it gives one
         # (Gemini's timestamp: one tool run twice with one input is two calls).
-        delivered = self.id_of(event)
+        delivered = (self.id_of(event) if self.tools.delivered is None
+                     else _text(event, self.tools.delivered, "event id"))
         return HostEvent(self, name, kind, session, cwd, None,
                          f"{call_id} {delivered}" if delivered else call_id, call)
 
@@ -266,13 +283,25 @@ def _patch_paths(patch: str) -> list[str]:
             for head in _PATCH_FILE if line.startswith(head)]
 
 
+def _json_object(text: str) -> object:
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def _call_key(tool: str | None, event: dict[str, Any], tools: ToolEvents) -> str:
     """A call's id where the host gives none: its tool and input, which its before and after
     events carry alike (two calls of one tool with one input at once are one to undostore)."""
     import hashlib
     import json
 
-    text = json.dumps([tool, pick(event, tools.tool_input)], sort_keys=True, default=str)
+    given = pick(event, tools.tool_input)
+    if tools.key_fields and isinstance(given, dict):
+        given = {field: given.get(field) for field in tools.key_fields}
+    text = json.dumps([tool, given], sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
@@ -347,6 +376,46 @@ GEMINI_TOOLS = ToolEvents(
                          "list_mcp_resources", "read_mcp_resource", "activate_skill",
                          "update_topic", "complete_task"})))
 
+# Copilot CLI 1.0.102's tool events, seen in runs (tests/test_host_copilot.py): preToolUse
+# {sessionId, timestamp, cwd, toolName, toolArgs}, postToolUse adds toolResult,
+# postToolUseFailure an error; no call id (paired by tool and input, as Gemini's); parallel
+# calls of one reply start together. Its tools as its requests offer them to the model.
+COPILOT_TOOLS = ToolEvents(
+    frozenset({"preToolUse"}), frozenset({"postToolUse", "postToolUseFailure"}),
+    ("toolName",), ("toolArgs",), None,
+    ToolNames({"create": ("path",), "edit": ("path",)},
+              frozenset({"view", "grep", "glob", "web_fetch", "read_bash", "list_bash",
+                         "fetch_copilot_cli_documentation", "semantic_code_search", "skill",
+                         "read_agent", "list_agents", "sql", "session_store_sql",
+                         "report_intent"})))
+
+# Cursor's tool events as its hooks docs give them (cursor.com/docs/agent/hooks, 2026-12:
+# preToolUse, postToolUse and postToolUseFailure "fire for all tools", with tool_name,
+# tool_input and tool_use_id); no Cursor runs here, so its file tools' input fields are not
+# trusted: every tool but those that only read is taken as a shell (what changed during it).
+CURSOR_TOOLS = ToolEvents(
+    frozenset({"preToolUse"}), frozenset({"postToolUse", "postToolUseFailure"}),
+    ("tool_name",), ("tool_input",), ("tool_use_id",),
+    ToolNames({}, frozenset({"Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch",
+                             "SemanticSearch", "TodoWrite"})))
+
+# Windsurf's action hooks (docs.windsurf.com/windsurf/cascade/hooks): pre/post_write_code
+# (tool_info.file_path, edits), pre/post_run_command (command_line, cwd), pre/post_mcp_tool_use
+# (mcp_server_name, mcp_tool_name, mcp_tool_arguments; the post adds mcp_result); the event's
+# name is the tool; no call id, and execution_id is the turn's: a tool event is delivered
+# under its timestamp.
+WINDSURF_TOOLS = ToolEvents(
+    frozenset({"pre_write_code", "pre_run_command", "pre_mcp_tool_use"}),
+    frozenset({"post_write_code", "post_run_command", "post_mcp_tool_use"}),
+    ("tool_name",), ("tool_info",), None,
+    ToolNames({"write_code": ("file_path",)}, frozenset()),
+    by_event={"pre_write_code": "write_code", "post_write_code": "write_code",
+              "pre_run_command": "run_command", "post_run_command": "run_command",
+              "pre_mcp_tool_use": "mcp_tool_use", "post_mcp_tool_use": "mcp_tool_use"},
+    key_fields=("file_path", "command_line", "cwd", "mcp_server_name", "mcp_tool_name",
+                "mcp_tool_arguments"),
+    delivered=("timestamp",))
+
 HOSTS: dict[str, Host] = {h.name: h for h in (
     Host("claude-code", frozenset({"UserPromptSubmit"}), frozenset({"Stop"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("prompt_id",),
@@ -359,17 +428,19 @@ HOSTS: dict[str, Host] = {h.name: h for h in (
          block=BLOCK_NONE, after_records_point=True, event_id=("turn-id",)),
     Host("cursor", frozenset({"beforeSubmitPrompt"}), frozenset({"stop"}),
          "hook_event_name", ("conversation_id",), ("workspace_roots", 0), ("prompt",),
-         stdout=ALWAYS_JSON, block=BLOCK_CONTINUE, event_id=("generation_id",)),
+         stdout=ALWAYS_JSON, block=BLOCK_CONTINUE, event_id=("generation_id",),
+         tools=CURSOR_TOOLS),
     Host("gemini", frozenset({"BeforeAgent"}), frozenset({"AfterAgent"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",),
          stdout=JSON_ONLY, block=BLOCK_DECISION, event_id=("timestamp",),
          context="BeforeAgent", tools=GEMINI_TOOLS),
     Host("copilot", frozenset({"userPromptSubmitted"}), frozenset({"agentStop"}),
-         None, ("sessionId",), ("cwd",), ("prompt",), block=BLOCK_NONE,
-         event_id=("timestamp",)),
+         None, ("sessionId",), ("cwd",), ("prompt",), block=BLOCK_HANDLED,
+         event_id=("timestamp",), context="userPromptSubmitted", context_at_top=True,
+         tools=COPILOT_TOOLS),
     Host("windsurf", frozenset({"pre_user_prompt"}), frozenset({"post_cascade_response"}),
          "agent_action_name", ("trajectory_id",), None, ("tool_info", "user_prompt"),
-         block=BLOCK_EXIT_2, event_id=("execution_id",)),
+         block=BLOCK_EXIT_2, event_id=("execution_id",), tools=WINDSURF_TOOLS),
     Host("opencode", frozenset({"chat.message"}), frozenset({"session.idle"}),
          "hook_event_name", ("session_id",), ("cwd",), ("prompt",), event_id=("message_id",),
          plugin=True, tools=OPENCODE_TOOLS),

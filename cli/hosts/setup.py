@@ -29,6 +29,12 @@ from .init import (
     owned,
 )
 
+# Windsurf's action hooks undostore asks for (records.WINDSURF_TOOLS), and the events whose
+# output Windsurf shows the user (the `/undo` line).
+WINDSURF_TOOL_EVENTS = ("pre_write_code", "post_write_code", "pre_run_command",
+                        "post_run_command", "pre_mcp_tool_use", "post_mcp_tool_use")
+SHOWN = ("pre_user_prompt", "post_cascade_response")
+
 
 class HostSetup(NamedTuple):
     """A host's config files, in the order `init` writes them, and its trust gate: where the
@@ -51,7 +57,8 @@ SETUP: dict[str, HostSetup] = {
         trust=doctor.codex_trust),
     "codex-notify": HostSetup([ConfigFile(None, ".codex/config.toml", codex_notify)]),
     "cursor": HostSetup([ConfigFile(".cursor/hooks.json", ".cursor/hooks.json", hooks_json(
-        lambda: {e: {"command": command("cursor")} for e in ("beforeSubmitPrompt", "stop")},
+        lambda: {e: {"command": command("cursor")} for e in (
+            "beforeSubmitPrompt", "stop", "preToolUse", "postToolUse", "postToolUseFailure")},
         top={"version": 1}))]),
     "gemini": HostSetup([
         ConfigFile(".gemini/settings.json", ".gemini/settings.json", hooks_json(
@@ -64,11 +71,13 @@ SETUP: dict[str, HostSetup] = {
     ], trust=doctor.gemini_trust),
     "copilot": HostSetup([ConfigFile(".github/hooks/undostore.json",
                                      ".copilot/hooks/undostore.json",
-                                     hooks_json(copilot_entries, top={"version": 1}))]),
+                                     hooks_json(copilot_entries, top={"version": 1}))],
+                         trust=doctor.copilot_trust),
     "windsurf": HostSetup([ConfigFile(
         ".windsurf/hooks.json", ".codeium/windsurf/hooks.json", hooks_json(
-            lambda: {e: {"command": command("windsurf"), "show_output": True}
-                     for e in ("pre_user_prompt", "post_cascade_response")}))]),
+            lambda: {e: {"command": command("windsurf"), "show_output": e in SHOWN}
+                     for e in ("pre_user_prompt", "post_cascade_response", *WINDSURF_TOOL_EVENTS)
+                     }))]),
     "opencode": HostSetup([ConfigFile(".opencode/plugin/undostore.js",
                                       ".config/opencode/plugin/undostore.js",
                                       owned(OPENCODE_PLUGIN))]),
