@@ -119,6 +119,38 @@ def test_a_shell_call_leaves_another_conversations_file_tool_its_file(tree_facto
         assert (root / "x.txt").read_text() == "x\n"
 
 
+def test_a_file_a_shell_wrote_before_another_conversations_file_tool_is_in_doubt(
+        tree_factory):
+    """A's shell writes x.txt, then B's file tool edits it, all while A's shell runs: x.txt is
+    not B's alone (its change before B's call is nobody's but maybe A's shell), so A's undo
+    refuses naming it and B, and with `keep_doubtful` leaves it; B's undo takes back B's own
+    edit only."""
+    import pytest
+
+    from undostore import DoubtfulChange
+
+    root = tree_factory({"a.txt": "a\n", "x.txt": LINES})
+    with Workspace(root) as ws:
+        ws.snapshot(session="A", label="build")
+        ws.snapshot(session="B", label="edit x")
+        ws.call_started(ToolCall("a1", "Bash", SHELL), "A")
+        _edit(root / "x.txt", "1\n", "A's 1\n")          # A's shell, first
+        ws.call_started(ToolCall("b1", "Edit", FILE, ("x.txt",)), "B")
+        _edit(root / "x.txt", "9\n", "B's 9\n")
+        ws.call_finished("b1", "B")
+        (root / "a.txt").write_text("A's\n")
+        ws.call_finished("a1", "A")
+        with pytest.raises(DoubtfulChange) as refused:
+            ws.undo("A", confirm=lambda plan: True)
+        assert refused.value.conflicts == ["x.txt"] and "'B'" in str(refused.value)
+        ws.undo("A", keep_doubtful=True, confirm=lambda plan: True)
+        assert (root / "a.txt").read_text() == "a\n"
+        assert (root / "x.txt").read_bytes() == LINES.replace("1\n", "A's 1\n", 1).replace(
+            "9\n", "B's 9\n").encode()
+        ws.undo("B", confirm=lambda plan: True)
+        assert (root / "x.txt").read_bytes() == LINES.replace("1\n", "A's 1\n", 1).encode()
+
+
 def test_a_file_two_conversations_shells_may_have_written_is_in_doubt(tree_factory):
     import pytest
 

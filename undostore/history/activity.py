@@ -33,7 +33,7 @@ class Span(NamedTuple):
     paths: tuple[str, ...]
     start: float
     end: float | None = None   # None: still running
-    before: str | None = None  # a shell call: the files as it began
+    before: str | None = None  # a call: the files as it began (a file tool: its own read)
     after: str | None = None   # ... and as it ended
 
     def overlaps(self, start: float, end: float) -> bool:

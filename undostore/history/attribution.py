@@ -33,6 +33,7 @@ from undostore.restore.treebuild import TreeBuilder, entries_at
 from undostore.store.recent import remember
 
 if TYPE_CHECKING:
+    from undostore.history.activity import Span
     from undostore.store.store import Store
 
 # path -> (its entry before the call, after it); None: no file there
@@ -74,6 +75,11 @@ def shared(store: Store, session: str, call: OpenCall, changes: Changes, after: 
     named = {path for w in writers if w.kind != SHELL for path in w.paths}
     kept = {path: change for path, change in changes.items() if path not in named}
     doubt: dict[str, set[str]] = {}
+    for path in changes.keys() & named:   # theirs, unless it changed outside their calls too
+        others = _changed_beside(store, call, after, now, path, writers, session)
+        if others:
+            kept[path] = changes[path]
+            doubt[path] = set(others)
     for other in writers:
         if other.kind != SHELL or other.session in (None, session):
             continue
@@ -82,6 +88,33 @@ def shared(store: Store, session: str, call: OpenCall, changes: Changes, after: 
         for path in tree_changes(store, start, end).keys() & kept.keys():
             doubt.setdefault(path, set()).add(other.session)
     return kept, {path: tuple(sorted(others)) for path, others in doubt.items()}
+
+
+def _changed_beside(store: Store, call: OpenCall, after: str, now: float, path: str,
+                    writers: list[Span], session: str) -> tuple[str, ...]:
+    """The sessions whose file tools named `path` while the shell `call` ran, where the path
+    also changed during the shell outside those calls (before the first, between two, after
+    the last): that part may be the shell's, or not; none where a step or the session's own
+    file tool named it too (theirs, as before), or a call's files were not captured."""
+    naming = sorted((w for w in writers if w.kind != SHELL and path in w.paths),
+                    key=lambda w: w.start)
+    if any(w.session in (None, session) or w.before is None
+           or (w.end is not None and w.after is None) for w in naming):
+        return ()
+    with ObjectReader(store) as reader:
+        trees = TreeBodies(reader.read_tree_body, {})
+
+        def entry(tree: str) -> Entry | None:
+            return entries_at(trees, bytes.fromhex(tree), [path])[path]
+
+        # The path as each stretch outside their calls began and ended: from the shell's start
+        # (or the first call's, if it began first) to the first call, ..., the last to the end.
+        marks = [call.before if naming[0].start > call.started else naming[0].before]
+        for w in naming:
+            marks += [w.before, w.after if w.end is not None and w.end < now else after]
+        marks.append(after)
+        outside = any(entry(marks[i]) != entry(marks[i + 1]) for i in range(0, len(marks), 2))
+    return tuple(sorted({w.session for w in naming if w.session})) if outside else ()
 
 
 def add_call(store: Store, own: tuple[Segment, ...], start: str, changes: Changes, *,
