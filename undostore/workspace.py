@@ -520,7 +520,7 @@ class Workspace:
         each turn's own change, 3-way against the files now, so other changes stay; they move
         to the redo stack. Overlaps: StepConflict (exit 3) with nothing changed, or with
         `merge` conflict markers; `whole`: the whole folder back to the point. Files whose
-        change is in doubt (another conversation's shell call ran too): DoubtfulChange (exit
+        change is in doubt (another conversation's call ran too): DoubtfulChange (exit
         3), or with `keep_doubtful` left as they are."""
         from undostore.history.direction import Direction
 

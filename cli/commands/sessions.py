@@ -177,7 +177,7 @@ _MERGE = click.option("--merge", is_flag=True,
 _KEEP_DOUBTFUL = click.option(
     "--keep-doubtful", is_flag=True,
     help="Leave as they are the files whose change is in doubt (they changed while another "
-         "conversation's shell call ran too) and take back the rest, instead of refusing.")
+         "conversation's call ran too) and take back the rest, instead of refusing.")
 
 
 @click.command("undo")

@@ -80,7 +80,7 @@ def perform(workspace: Workspace, session: str | None, command: HostCommand) -> 
     except DoubtfulChange as err:
         shown = ", ".join(err.conflicts[:3]) + (", ..." if len(err.conflicts) > 3 else "")
         return CommandDone(f"undostore: {verb}: nothing changed: {shown} changed while another "
-                           f"conversation's shell call ran too, so whose change it was is in "
+                           f"conversation's call ran too, so whose change it was is in "
                            f"doubt; `/{verb} --keep` {verb}s the rest and leaves "
                            f"{'them' if len(err.conflicts) > 1 else 'it'} as it is now", [])
     except ConflictError as err:

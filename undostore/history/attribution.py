@@ -63,9 +63,10 @@ def shared(store: Store, session: str, call: OpenCall, changes: Changes, after: 
            now: float) -> tuple[Changes, dict[str, tuple[str, ...]]]:
     """A shell call's `changes` (it ended at `now`, the files at `after`) less the files
     another writer named while it ran (a file tool, the session's own run beside it included,
-    or an undostore step: theirs), and of the rest those in doubt: changed while another
-    session's shell call ran too (between the snapshots that bound the two calls' common
-    time), each with those sessions (history/activity.py). A file tool's change is its own
+    or an undostore step: theirs), and those in doubt, each with the other sessions
+    (history/activity.py): changed while another session's shell call ran too (between the
+    snapshots that bound the two calls' common time), or named by another session's file tool
+    and changed outside its calls too (`_changed_beside`). A file tool's change is its own
     whatever else ran."""
     if call.call.kind == FILE:
         return changes, {}

@@ -145,7 +145,7 @@ class Point(NamedTuple):
     own: tuple[tuple[str, str], ...] | None = None
     open_calls: tuple[OpenCall, ...] = ()   # its calls whose after event has not come yet
     calls: int = 0                          # its calls that finished and were counted
-    # Files its shell calls changed while another session's shell call ran too, each with
+    # Files its shell calls changed while another session's call ran too, each with
     # those sessions: whose change it was is in doubt (history/attribution.py).
     doubt: tuple[tuple[str, tuple[str, ...]], ...] = ()
     notes: tuple[CallNote, ...] = ()   # its calls that changed files, oldest first

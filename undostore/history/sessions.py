@@ -310,7 +310,7 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
          on_progress: OnProgress | None = None) -> StepResult:
     """An undo or redo of `session` (`undo`, `redo`): the one entry every caller's request
     goes through. `whole` is for undo alone (UsageError before any work otherwise). A turn
-    whose files are in doubt (another conversation's shell call ran too) is refused
+    whose files are in doubt (another conversation's call ran too) is refused
     (DoubtfulChange) unless `keep_doubtful`, which leaves those files as they are."""
     if whole and direction is Direction.REDO:
         raise UsageError("--whole is for undo: redo applies the undone turns again")

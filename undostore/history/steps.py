@@ -135,8 +135,8 @@ class StepConflict(ConflictError):
 
 class DoubtfulChange(ConflictError):
     """The turns to take back (or apply again) changed files while another conversation's
-    shell call ran too, so whose change each was is in doubt: nothing was changed.
-    `conflicts` names them."""
+    call ran too (its shell; or its file tool naming them, where they also changed beside it),
+    so whose change each was is in doubt: nothing was changed. `conflicts` names them."""
 
     def __init__(self, request: StepRequest, doubt: dict[str, tuple[str, ...]]) -> None:
         self.conflicts = sorted(doubt)
@@ -146,7 +146,7 @@ class DoubtfulChange(ConflictError):
         shown = "\n  ".join(lines)
         super().__init__(
             f"{verb} of session {request.session!r}: {len(doubt)} path(s) changed while another "
-            f"conversation's shell call ran too, so whose change they were is in doubt; nothing "
+            f"conversation's call ran too, so whose change they were is in doubt; nothing "
             f"was changed (`undostore {verb} --keep-doubtful` {verb}s the rest and leaves them "
             f"as they are; `/{verb} --keep` in a host):\n  {shown}", None)
 
