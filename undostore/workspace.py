@@ -164,7 +164,15 @@ class Workspace:
             if session is not None:
                 result = result._replace(recorded=self._record_point(
                     session_name(session), result.id, label, meta))
+            self._merge_small_packs()
         return result
+
+    def _merge_small_packs(self) -> None:
+        """Each capture writes a pack: once they pile up, one (store/packmerge.py). The lock is
+        held; called where a hook's work is done, never inside a restore."""
+        from undostore.store.packmerge import merge_small_packs
+
+        merge_small_packs(self.store)
 
     def _record_point(self, session: str, snapshot_id: str, label: str | None,
                       meta: dict[str, Any] | None = None) -> bool:
@@ -194,6 +202,7 @@ class Workspace:
             self._recover_if_needed()
             result = self._snapshot_locked(options)
             point = record_turn_end(self.store, name, result.id, event_id)
+            self._merge_small_packs()
             result = result._replace(recorded=point is not None)
             self._log("end-turn", session=name, id=result.id,
                       label=point.label if point is not None else None)
@@ -250,7 +259,10 @@ class Workspace:
             if call is not None:
                 self._recover_if_needed()
                 before = self._call_snapshot(call)
-            return record_call_start(self.store, session_name(session), call, before)
+            started = record_call_start(self.store, session_name(session), call, before)
+            if call is not None:
+                self._merge_small_packs()
+            return started
 
     def _call_snapshot(self, call: ToolCall) -> str:
         """The files as a call finds or leaves them: a file tool's named files read alone
@@ -292,7 +304,9 @@ class Workspace:
             if running is None:
                 return False
             after = self._call_snapshot(running.call)
-            return finish_calls(self.store, name, after, call_id) > 0
+            finished = finish_calls(self.store, name, after, call_id) > 0
+            self._merge_small_packs()
+            return finished
 
     def notes_for_model(self, session: str | None = None) -> list[str]:
         """What the session's model is to be told with its next prompt (the turns an undo or

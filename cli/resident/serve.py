@@ -410,7 +410,7 @@ WARM_MODULES = ("undostore_cli.hosts.hook", "undostore_cli.hosts.records",
                 "undostore.store.damage", "undostore.restore.cancel",
                 "undostore_cli.commands.status_run", "undostore.history.status",
                 "undostore.store.discover", "undostore_cli.entry", "undostore.store.once",
-                "undostore.snapshot.treeignore", "undostore.usergit",
+                "undostore.snapshot.treeignore", "undostore.usergit", "undostore.store.packmerge",
                 # a `/undo` or `/redo` typed in a host: the restore and the merge
                 "undostore.history.steps", "undostore.history.blame",
                 "undostore.restore.revert", "undostore.restore.restore",

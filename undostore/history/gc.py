@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from undostore.errors import IncompleteSnapshotError, StoreError, UsageError, from_oserror
 from undostore.fileio import TEMP_PREFIX
 from undostore.git.objects import MODE_GITLINK, MODE_TREE, Entry
-from undostore.git.packfile import DAMAGED_DIR, DELTAS, Pack, Record, RecordDamaged
+from undostore.git.packfile import DAMAGED_DIR, Pack, Record
 from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
 from undostore.git.treewalk import walk
@@ -32,6 +32,7 @@ from undostore.history import journal as journals
 from undostore.history.reflog import handed_out
 from undostore.restore.restorelog import pending_snapshot_ids
 from undostore.store import damage, moderecord
+from undostore.store.packmerge import copy_record
 from undostore.store.recent import KEEP_SECONDS as RECENT_KEEP_SECONDS
 from undostore.store.statcache import StatCache, rebind_packs
 
@@ -233,7 +234,7 @@ def _write_pack(reader: ObjectReader, pack_dir: str,
     writer = PackWriter(pack_dir)
     try:
         for sha, copies in plan.items():
-            if not any(_copy(reader, writer, pack, record) for pack, record in copies):
+            if not any(copy_record(reader, writer, pack, record) for pack, record in copies):
                 result.damaged.append(sha.hex())
                 kept.update(pack.pack_path for pack, _ in copies)
         for pack in {pack for copies in plan.values() for pack, _ in copies}:
@@ -246,22 +247,6 @@ def _write_pack(reader: ObjectReader, pack_dir: str,
         writer.abort()
         raise
     return base
-
-
-def _copy(reader: ObjectReader, writer: PackWriter, pack: Pack, record: Record) -> bool:
-    """Copy one record into `writer`; False (the damage recorded) if it does not check."""
-    try:
-        if pack.header(record.offset)[0] in DELTAS:
-            # Not written by undostore: store the object whole (its base may not be kept).
-            type_num, body = reader.read(record.sha)
-            writer.add(type_num, record.sha, body)
-        else:
-            writer.copy(pack, record)
-        return True
-    except (RecordDamaged, IncompleteSnapshotError) as err:
-        if reader.on_damage is not None:
-            reader.on_damage(record.sha, pack.name, str(err))
-        return False
 
 
 def _clean_temporaries(store_path: str, pack_dir: str, cutoff: float, result: GcResult) -> int:
