@@ -215,9 +215,11 @@ class Host(NamedTuple):
             return next(iter(self.after_events))
         return None
 
-    def id_of(self, event: dict[str, Any]) -> str | None:
-        """The id the host gave `event` (`event_id`), None where it gave none."""
-        ident = pick(event, self.event_id) if self.event_id is not None else None
+    def id_of(self, event: dict[str, Any], where: Path | None = None) -> str | None:
+        """The id the host gave `event` (at `where`, else `event_id`), None where it gave
+        none."""
+        where = where if where is not None else self.event_id
+        ident = pick(event, where) if where is not None else None
         return str(ident) if isinstance(ident, (str, int)) and str(ident) else None
 
     def parse(self, event: dict[str, Any], name: str) -> HostEvent:
@@ -262,8 +264,7 @@ class Host(NamedTuple):
             return HostEvent(self, name, OTHER, None, None, None, None)
         # Known for once.py by its call and the host's id of the event where it gives one
         # (Gemini's timestamp: one tool run twice with one input is two calls).
-        delivered = (self.id_of(event) if self.tools.delivered is None
-                     else _text(event, self.tools.delivered, "event id"))
+        delivered = self.id_of(event, self.tools.delivered)
         return HostEvent(self, name, kind, session, cwd, None,
                          f"{call_id} {delivered}" if delivered else call_id, call)
 
