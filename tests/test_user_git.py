@@ -107,3 +107,23 @@ def test_a_turn_that_did_not_move_head_says_nothing_of_git(tmp_path):
     answer = hook(prompt_event(root, "/undo", SESSION))
     line = json.loads(answer.stdout)["reason"]
     assert "undid the last turn" in line and "git" not in line, line
+
+
+def test_a_turn_a_call_began_with_no_prompt_keeps_head_too(tmp_path):
+    """A call with no open turn (the host wired mid-conversation) starts a turn of its own:
+    it keeps HEAD as the prompt's turn does, and its undo says the agent's commit stays."""
+    from undostore import ToolCall, Workspace
+    from undostore.history.toolcall import SHELL
+
+    root = tmp_path / "repo"
+    first = repository(root)
+    (root / ".gitignore").write_text("*.log\n")
+    with Workspace(root) as ws:
+        ws.call_started(ToolCall("c1", "Bash", SHELL), "s")
+        (root / "a.txt").write_text("fixed\n")
+        git(root, "commit", "-q", "-am", "fix")
+        ws.call_finished("c1", "s")
+        done = ws.undo("s", confirm=lambda plan: True)
+    assert done.git_moved is not None and done.git_moved.was == first
+    assert done.to_json()["git_moved"] == {"was": first, "now": git(root, "rev-parse", "HEAD")}
+    assert (root / "a.txt").read_text() == "a\n"

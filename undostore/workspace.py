@@ -179,13 +179,17 @@ class Workspace:
         """An undo point of `session` (lock held), with the commit the user's git HEAD names
         as its turn begins (`git_head`: an undo says when it moved since, usergit.py)."""
         from undostore.history.sessions import record_undo_point
+
+        return record_undo_point(self.store, session, snapshot_id, label,
+                                 {**(meta or {}), **self._turn_meta()}, on_evict=self._evicted)
+
+    def _turn_meta(self) -> dict[str, Any]:
+        """What every undo point keeps of the moment its turn begins: the commit the user's
+        git HEAD names (usergit.py), where it names one."""
         from undostore.usergit import POINT_META, head_commit
 
         head = head_commit(self.root)
-        if head is not None:
-            meta = {**(meta or {}), POINT_META: head}
-        return record_undo_point(self.store, session, snapshot_id, label, meta,
-                                 on_evict=self._evicted)
+        return {POINT_META: head} if head is not None else {}
 
     def end_turn(self, session: str | None = None,
                  options: SnapshotOptions | None = None,
@@ -259,7 +263,8 @@ class Workspace:
             if call is not None:
                 self._recover_if_needed()
                 before = self._call_snapshot(call)
-            started = record_call_start(self.store, session_name(session), call, before)
+            started = record_call_start(self.store, session_name(session), call, before,
+                                        self._turn_meta)
             if call is not None:
                 self._merge_small_packs()
             return started

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from undostore import settings
@@ -168,20 +168,22 @@ def record_turn_end(store: Store, session: str, snapshot_id_hex: str,
 
 
 def record_call_start(store: Store, session: str, call: ToolCall | None,
-                      before: str | None = None) -> bool:
+                      before: str | None = None,
+                      new_meta: Callable[[], Mapping[str, Any] | None] | None = None) -> bool:
     """A tool call of `session` began with the files at `before`: its newest turn takes it
     (history/attribution.py), and is from now on its calls' changes; `call` None: a call that
     changes nothing here, which says only that much. A session with no open turn to take it
     (its host was wired mid-conversation; its turn ended, or an undo or redo ended it) gets
     one, from the files as the call began, so no call goes unrecorded or into a turn that is
-    over; False where there are no such files (a call that changes nothing). The store lock
-    is held."""
+    over (its metadata from `new_meta`); False where there are no such files (a call that
+    changes nothing). The store lock is held."""
     with store.lock:
         journal = journals.load(store, session)
         if not journal.undo or journal.undo[-1].ended:
             if before is None:
                 return bool(journal.undo)
-            journal.record(journals.make_point(before, None, None)._replace(own=()),
+            meta = new_meta() if new_meta is not None else None
+            journal.record(journals.make_point(before, None, meta)._replace(own=()),
                            journals.undo_limit())
         point = journal.undo[-1]
         if call is None or before is None:
