@@ -20,11 +20,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from undostore.errors import IncompleteSnapshotError, StoreError, UsageError, from_oserror
+from undostore.errors import IncompleteSnapshotError, UsageError
 from undostore.fileio import TEMP_PREFIX
 from undostore.git.objects import MODE_GITLINK, MODE_TREE, Entry
 from undostore.git.packfile import DAMAGED_DIR, Pack, Record
-from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
 from undostore.git.treewalk import walk
 from undostore.history import anchors
@@ -32,7 +31,7 @@ from undostore.history import journal as journals
 from undostore.history.reflog import handed_out
 from undostore.restore.restorelog import pending_snapshot_ids
 from undostore.store import damage, moderecord
-from undostore.store.packmerge import copy_record
+from undostore.store.packmerge import write_copies
 from undostore.store.recent import KEEP_SECONDS as RECENT_KEEP_SECONDS
 from undostore.store.statcache import StatCache, rebind_packs
 
@@ -203,7 +202,8 @@ def _rewrite(store: Store, reader: ObjectReader, doomed: list[Pack], live: set[b
     for copies in plan.values():
         copies.sort(key=lambda copy: (copy[1].sha, copy[0].name) in skip)
     kept: set[str] = set()
-    new_base = _write_pack(reader, store.pack_dir, plan, kept, result) if plan else None
+    new_base = (write_copies(reader, store.pack_dir, plan, kept, result.damaged) if plan
+                else None)
     result.kept_packs = sorted(kept)
     if new_base is not None and new_base not in doomed_names:
         result.freed_bytes -= os.path.getsize(new_base + ".pack") + os.path.getsize(
@@ -223,30 +223,6 @@ def _rewrite(store: Store, reader: ObjectReader, doomed: list[Pack], live: set[b
                 result.busy_files.append(path)   # open elsewhere (Windows); next gc retries
                 break
     return new_base
-
-
-def _write_pack(reader: ObjectReader, pack_dir: str,
-                plan: dict[bytes, list[tuple[Pack, Record]]], kept: set[str],
-                result: GcResult) -> str | None:
-    """One new pack holding one copy of each planned object, copied verbatim (delta records
-    whole), trying its copies in turn; an object none of whose copies checks stays where it is,
-    and its packs go to `kept`."""
-    writer = PackWriter(pack_dir)
-    try:
-        for sha, copies in plan.items():
-            if not any(copy_record(reader, writer, pack, record) for pack, record in copies):
-                result.damaged.append(sha.hex())
-                kept.update(pack.pack_path for pack, _ in copies)
-        for pack in {pack for copies in plan.values() for pack, _ in copies}:
-            pack.close()   # the new pack may replace one of them (same content, same name)
-        base = writer.commit()
-    except OSError as err:
-        writer.abort()
-        raise from_oserror(err, "write the repacked objects", pack_dir, StoreError) from err
-    except BaseException:
-        writer.abort()
-        raise
-    return base
 
 
 def _clean_temporaries(store_path: str, pack_dir: str, cutoff: float, result: GcResult) -> int:

@@ -2,15 +2,15 @@
 
 Every snapshot with something new, every tool call's capture and every turn segment undostore
 builds writes a pack of its own, and every reader opens every pack and may look an id up in
-each: a session's tool calls left hundreds between two gcs (gc runs every 20 prompts; a turn of
-20 calls writes ~60 packs), and a reader over 546 packs took 60 ms to open. So when more than
+each: a session's tool calls left hundreds between two gcs, and every call grew slower (figures
+in docs/design.md, "Attribution by tool call"). So when more than
 `MERGE_AT` packs under `MERGE_BYTES` lie in the store, their records are copied verbatim (each
 checked) into one new durable pack, the stat cache is told where its objects are now, and the
 old packs are deleted, index first. Nothing is dropped, so nothing needs proving unreachable:
-gc's rewrite without its marking. A pack holding a record that fails its check stays whole;
-one another process holds open where that forbids deleting it (Windows) stays too (its objects
-are then in two packs, which readers allow, until the next merge or gc). Under the store
-lock."""
+gc's rewrite without its marking (`write_copies` writes for both). A pack holding an object
+none of whose copies checks stays whole; one another process holds open where that forbids
+deleting it (Windows) stays too (its objects are then in two packs, which readers allow, until
+the next merge or gc). Under the store lock."""
 
 from __future__ import annotations
 
@@ -41,10 +41,14 @@ def merge_small_packs(store: Store) -> int:
         small = [p for p in reader.packs.values() if p.pack_size < MERGE_BYTES]
         if len(small) <= MERGE_AT:
             return 0
+        plan: Copies = {}
+        for pack in small:
+            for record in pack.records():
+                plan.setdefault(record.sha, []).append((pack, record))
         kept: set[str] = set()
-        new_base = _write_merged(reader, store.pack_dir, small, kept)
+        new_base = write_copies(reader, store.pack_dir, plan, kept, [])
         names = {os.path.basename(b) for b in complete_packs(store.pack_dir)}
-        merged = [p for p in small if p.base != new_base and p.base not in kept]
+        merged = [p for p in small if p.base != new_base and p.pack_path not in kept]
         rebind_packs(store.stat_cache_path, store.identity,
                      names - {p.name for p in merged})
         for pack in merged:
@@ -74,27 +78,27 @@ def _small_count(pack_dir: str) -> int:
     return count
 
 
-def _write_merged(reader: ObjectReader, pack_dir: str, packs: list[Pack],
-                  kept: set[str]) -> str | None:
-    """One new pack with one copy of each object of `packs`; a pack with a record that fails
-    its check goes to `kept` (it is not deleted)."""
+Copies = dict[bytes, list[tuple[Pack, Record]]]   # each object: its copies, tried in turn
+
+
+def write_copies(reader: ObjectReader, pack_dir: str, plan: Copies, kept: set[str],
+                 damaged: list[str]) -> str | None:
+    """One new pack holding one copy of each planned object, copied verbatim (delta records
+    whole), trying its copies in turn; an object none of whose copies checks stays where it is:
+    its id goes to `damaged`, its packs to `kept` (not to be deleted). The new pack's base
+    path (None: nothing was written). Shared with gc's rewrite."""
     writer = PackWriter(pack_dir)
     try:
-        copied: set[bytes] = set()
-        for pack in packs:
-            for record in pack.records():
-                if record.sha in copied:
-                    continue
-                if copy_record(reader, writer, pack, record):
-                    copied.add(record.sha)
-                else:
-                    kept.add(pack.base)
-        for pack in packs:
+        for sha, copies in plan.items():
+            if not any(copy_record(reader, writer, pack, record) for pack, record in copies):
+                damaged.append(sha.hex())
+                kept.update(pack.pack_path for pack, _ in copies)
+        for pack in {pack for copies in plan.values() for pack, _ in copies}:
             pack.close()   # the new pack may replace one of them (same content, same name)
         return writer.commit()
     except OSError as err:
         writer.abort()
-        raise from_oserror(err, "write the merged packs", pack_dir, StoreError) from err
+        raise from_oserror(err, "write the copied objects", pack_dir, StoreError) from err
     except BaseException:
         writer.abort()
         raise
