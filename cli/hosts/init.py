@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .records import HOSTS
+
 MARK = "undostore hook"  # what makes a hook entry undostore's own
 
 
@@ -119,10 +121,6 @@ def grouped(host: str, *events: str, **fields: Any) -> dict[str, Any]:
             for e in events}
 
 
-# Before and after each tool call, failed ones included: a turn is its calls' changes
-# (history/attribution.py).
-CLAUDE_TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
-
 STATUS_REFRESH_SECONDS = 5
 """How often Claude Code runs the footer's `undostore status` besides on each assistant message:
 a prompt the hook blocks (`/undo`, `/redo`) adds no assistant message, nor does a step taken
@@ -134,7 +132,7 @@ def claude_settings(text: str | None, path: str) -> str:
     """Claude Code's settings with undostore's hooks and its footer (unless the user has a
     footer of their own; a refresh interval the user set on ours is kept)."""
     doc = _load_json(text, path)
-    merge_hooks(doc, path, grouped("claude-code", "UserPromptSubmit", "Stop", *CLAUDE_TOOL_EVENTS))
+    merge_hooks(doc, path, grouped("claude-code", *HOSTS["claude-code"].hook_events))
     line = doc.get("statusLine")
     if line is None or (isinstance(line, dict) and "undostore status" in str(line.get("command"))):
         ours = line or {}
@@ -162,8 +160,7 @@ def copilot_entries() -> dict[str, Any]:
     def entry(event: str) -> dict[str, Any]:
         run = command("copilot", event)
         return {"type": "command", "bash": run, "powershell": run, "timeoutSec": 30}
-    return {e: entry(e) for e in ("userPromptSubmitted", "agentStop", "preToolUse",
-                                  "postToolUse", "postToolUseFailure")}
+    return {e: entry(e) for e in HOSTS["copilot"].hook_events}
 
 
 # --- Codex's notify: one top-level TOML key -----------------------------------------------------

@@ -169,6 +169,11 @@ class ToolEvents(NamedTuple):
     delivered: Path | None = None   # the id a tool event is delivered under, where the host's
     #                                 event id (`Host.event_id`) is the turn's
 
+    @property
+    def events(self) -> tuple[str, ...]:
+        """Its events, before then after, as `init` asks the host for them."""
+        return (*sorted(self.before), *sorted(self.after))
+
 
 class Host(NamedTuple):
     """One agent host's hook protocol."""
@@ -197,6 +202,13 @@ class Host(NamedTuple):
     #                                    gave them) and the model's note; a prompt's, the notes
     #                                    waiting (`context`). The plugin rewinds its conversation
     #                                    (Pi) or hands the note to the model in the prompt's place
+
+    @property
+    def hook_events(self) -> tuple[str, ...]:
+        """The events `init` asks a command-hook host for: its prompt and after-turn events,
+        then its tool events (records are the one place that names them)."""
+        return (*sorted(self.prompt_events), *sorted(self.after_events),
+                *(self.tools.events if self.tools is not None else ()))
 
     def event_name(self, event: dict[str, Any], named: str | None) -> str | None:
         if named:

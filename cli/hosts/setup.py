@@ -28,12 +28,10 @@ from .init import (
     own_footer,
     owned,
 )
+from .records import HOSTS
 
-# Windsurf's action hooks undostore asks for (records.WINDSURF_TOOLS), and the events whose
-# output Windsurf shows the user (the `/undo` line).
-WINDSURF_TOOL_EVENTS = ("pre_write_code", "post_write_code", "pre_run_command",
-                        "post_run_command", "pre_mcp_tool_use", "post_mcp_tool_use")
-SHOWN = ("pre_user_prompt", "post_cascade_response")
+# The events whose output Windsurf shows the user (the `/undo` line): not its tool events.
+WINDSURF_SHOWN = HOSTS["windsurf"].prompt_events | HOSTS["windsurf"].after_events
 
 
 class HostSetup(NamedTuple):
@@ -53,17 +51,15 @@ SETUP: dict[str, HostSetup] = {
         ConfigFile(".claude/commands/redo.md", ".claude/commands/redo.md", owned(CLAUDE_REDO)),
     ]),
     "codex": HostSetup([ConfigFile(".codex/hooks.json", ".codex/hooks.json", hooks_json(
-        lambda: grouped("codex", "UserPromptSubmit", "Stop", "PreToolUse", "PostToolUse")))],
+        lambda: grouped("codex", *HOSTS["codex"].hook_events)))],
         trust=doctor.codex_trust),
     "codex-notify": HostSetup([ConfigFile(None, ".codex/config.toml", codex_notify)]),
     "cursor": HostSetup([ConfigFile(".cursor/hooks.json", ".cursor/hooks.json", hooks_json(
-        lambda: {e: {"command": command("cursor")} for e in (
-            "beforeSubmitPrompt", "stop", "preToolUse", "postToolUse", "postToolUseFailure")},
+        lambda: {e: {"command": command("cursor")} for e in HOSTS["cursor"].hook_events},
         top={"version": 1}))]),
     "gemini": HostSetup([
         ConfigFile(".gemini/settings.json", ".gemini/settings.json", hooks_json(
-            lambda: grouped("gemini", "BeforeAgent", "AfterAgent", "BeforeTool", "AfterTool",
-                            name="undostore"))),
+            lambda: grouped("gemini", *HOSTS["gemini"].hook_events, name="undostore"))),
         ConfigFile(".gemini/commands/undo.toml", ".gemini/commands/undo.toml",
                    owned(GEMINI_UNDO)),
         ConfigFile(".gemini/commands/redo.toml", ".gemini/commands/redo.toml",
@@ -75,9 +71,8 @@ SETUP: dict[str, HostSetup] = {
                          trust=doctor.copilot_trust),
     "windsurf": HostSetup([ConfigFile(
         ".windsurf/hooks.json", ".codeium/windsurf/hooks.json", hooks_json(
-            lambda: {e: {"command": command("windsurf"), "show_output": e in SHOWN}
-                     for e in ("pre_user_prompt", "post_cascade_response", *WINDSURF_TOOL_EVENTS)
-                     }))]),
+            lambda: {e: {"command": command("windsurf"), "show_output": e in WINDSURF_SHOWN}
+                     for e in HOSTS["windsurf"].hook_events}))]),
     "opencode": HostSetup([ConfigFile(".opencode/plugin/undostore.js",
                                       ".config/opencode/plugin/undostore.js",
                                       owned(OPENCODE_PLUGIN))]),
