@@ -1,5 +1,6 @@
-"""The hook and the footer through a resident per-user process (`UNDOSTORE_RESIDENT=on`): a
-host's per-prompt hook and its footer's `status` then pay a small client's start instead of the
+"""The hook and the footer through a resident per-user process (on by default on Linux and
+macOS; `UNDOSTORE_RESIDENT=off` opts out): a host's hook calls (before and after every tool
+call, and each prompt) and its footer's `status` then pay a small client's start instead of the
 imports of everything a snapshot needs.
 
 The resident process imports that code once, then waits on a socket in `$UNDOSTORE_HOME/run/`.
@@ -11,15 +12,17 @@ child's exit code and exits with it. A caller killed while waiting (a host's tim
 child sent SIGTERM, as the host's own signal would have reached an in-process hook.
 
 Never required: where the setting is off, on systems without descriptor passing and peer
-credentials (Windows, macOS), when no resident process answers (the caller starts one for the
+credentials (Windows), when no resident process answers yet (the caller starts one for the
 next call and runs this one itself), when the resident process runs other code than the caller
-(an upgrade: it refuses and exits), or when anything about its folder or socket is not this
-user's alone, the call runs in its own process as before. The resident process leaves after
+(an upgrade: it refuses and exits; it also leaves by itself once its code changes on disk), or
+when anything about its folder, socket or peer is not this user's alone (then one stderr line
+says so), the call runs in its own process as before. The resident process leaves after
 `IDLE_SECONDS` without a call; one per `UNDOSTORE_HOME` (a lock file).
 
 Trust: the folder `run/` must be this user's and closed to everyone else, the socket this
-user's; each side checks the other's user by the socket's peer credentials (`peer_uid`), and
-the resident process makes its socket readable by no one else.
+user's; each side checks the other's user by the socket's peer credentials (`peer_uid`:
+`SO_PEERCRED` on Linux, `LOCAL_PEERCRED` as `getpeereid` reads it on macOS), and the resident
+process makes its socket readable by no one else.
 """
 
 from __future__ import annotations
@@ -43,7 +46,9 @@ MAX_REQUEST_BYTES = 4 << 20
 MAX_SOCKET_PATH = 104        # sun_path holds 104 to 108 bytes, the terminating NUL included
 START_EVERY_SECONDS = 30.0   # a resident process that cannot start is not tried on every call
 LENGTH = struct.Struct(">I")
-_CREDENTIALS = struct.Struct("3i")   # struct ucred: pid, uid, gid
+_CREDENTIALS = struct.Struct("3i")   # Linux's struct ucred: pid, uid, gid
+_XUCRED = struct.Struct("=II")         # macOS's struct xucred begins: version, uid
+_SOL_LOCAL, _LOCAL_PEERCRED, _XUCRED_SIZE = 0, 1, 76   # <sys/un.h>, <sys/ucred.h>
 EXIT_CODE = struct.Struct(">i")
 # Replies: the child took the call; then its exit code, or the signal that ended it. Refused:
 # the resident process runs other code (it leaves); the caller runs the call itself.
@@ -59,18 +64,20 @@ def running_here() -> None:
 
 
 def wanted() -> bool:
-    """`UNDOSTORE_RESIDENT` is `on` (read here as settings.py parses it, without importing the
-    library: the caller of a resident process imports only the standard library's smallest
-    parts; a bad value is said by the hook run in its own process)."""
-    return os.environ.get("UNDOSTORE_RESIDENT", "").strip().lower() == "on"
+    """`UNDOSTORE_RESIDENT` is not `off` (its default is `on`; read here as settings.py parses
+    it, without importing the library: the caller of a resident process imports only the
+    standard library's smallest parts; a bad value is said by the call's own run, which uses
+    the default as every unattended entry does)."""
+    return os.environ.get("UNDOSTORE_RESIDENT", "").strip().lower() != "off"
 
 
 def available() -> bool:
-    """Whether this system can pass descriptors and tell a caller's user (Linux)."""
+    """Whether this system can pass descriptors and tell a caller's user (Linux, macOS)."""
     import _socket
 
-    return (os.name == "posix" and hasattr(_socket, "AF_UNIX") and hasattr(_socket, "SCM_RIGHTS")
-            and hasattr(_socket, "SO_PEERCRED") and hasattr(_socket.socket, "sendmsg"))
+    return (os.name == "posix" and sys.platform in ("linux", "darwin")
+            and hasattr(_socket, "AF_UNIX") and hasattr(_socket, "SCM_RIGHTS")
+            and hasattr(_socket.socket, "sendmsg") and hasattr(os, "fork"))
 
 
 def blocked() -> str | None:
@@ -80,23 +87,33 @@ def blocked() -> str | None:
     folder = run_folder()
     path = os.path.join(folder, SOCKET_NAME)
     if len(os.fsencode(path)) >= MAX_SOCKET_PATH:
-        return (f"its socket's path is too long for the system ({path}): hooks run in their "
-                "own process; a shorter UNDOSTORE_HOME fixes it")
+        return (f"its socket's path is too long for the system ({path}): a shorter "
+                "UNDOSTORE_HOME fixes it")
     if os.path.lexists(folder) and not folder_is_private(folder):
-        return (f"{folder} is not yours alone: the resident process is never used; "
-                f"`chmod 700 {folder}` (if it is yours) fixes it")
+        return f"{folder} is not yours alone: `chmod 700 {folder}` (if it is yours) fixes it"
     return None
 
 
+def _doubt(why: str) -> None:
+    """The one stderr line of a call that could not trust the resident process's folder,
+    socket or peer, and so runs in its own process (never a failed call)."""
+    print(f"undostore: the resident process is not used ({why}); this call runs in its own "
+          "process (UNDOSTORE_RESIDENT=off stops trying)", file=sys.stderr)
+
+
 def peer_uid(conn: object) -> int | None:
-    """The user of the process at the other end of a Unix socket (its peer credentials: pid,
-    uid, gid), None when the system will not say. Works on `socket` and `_socket` sockets."""
+    """The user of the process at the other end of a Unix socket (its peer credentials), None
+    when the system will not say. Works on `socket` and `_socket` sockets."""
     import _socket
 
     try:
+        if sys.platform == "darwin":   # getpeereid(3) is this option's uid
+            creds = conn.getsockopt(_SOL_LOCAL, _LOCAL_PEERCRED,   # type: ignore[attr-defined]
+                                    _XUCRED_SIZE)
+            return int(_XUCRED.unpack_from(creds)[1])
         creds = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED,   # type: ignore[attr-defined]
                                 _CREDENTIALS.size)
-    except OSError:
+    except (OSError, AttributeError, struct.error):
         return None
     return int(_CREDENTIALS.unpack(creds)[1])
 
@@ -150,13 +167,20 @@ def run_through(args: list[str], may_start: bool = True) -> int | None:
         return None
     import _socket
 
-    if blocked() is not None:
-        return None   # `doctor` says why
+    why = blocked()
+    if why is not None:
+        _doubt(why)   # `doctor` says it too
+        return None
     folder = run_folder()
     path = os.path.join(folder, SOCKET_NAME)
-    if not folder_is_private(folder) or not _socket_is_ours(path):
+    if not os.path.lexists(path):
         if may_start:
-            start()   # none yet (the one started makes the folder and its socket), or none now
+            start()   # none yet (the one started makes the folder and its socket)
+        return None
+    if not folder_is_private(folder) or not _socket_is_ours(path):
+        _doubt(f"{path} is not a socket of yours in a folder of yours alone")
+        if may_start:
+            start()   # a resident process of this user's replaces what lies there
         return None
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -168,7 +192,9 @@ def run_through(args: list[str], may_start: bool = True) -> int | None:
                 start()   # gone (a stale socket left by a killed one): the next finds a new one
             return None
         if peer_uid(conn) != os.geteuid():
-            return None   # the folder was swapped since it was checked: nothing is sent
+            # The folder was swapped since it was checked: nothing is sent.
+            _doubt(f"the process listening on {path} is not yours")
+            return None
         return _exchange(conn, args)
     finally:
         conn.close()

@@ -187,8 +187,14 @@ def tree_factory(tmp_path: Path):
 
 
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never touch the tester's real ~/.undostore, git config or global excludes."""
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN202
+    """Never touch the tester's real ~/.undostore, git config or global excludes.
+
+    The CLI and hook processes a test starts run in their own process
+    (`UNDOSTORE_RESIDENT=off`): each test's home would otherwise keep a resident process for
+    ten idle minutes. The default (on) is run by tests/test_resident.py and by the real hosts,
+    whose environment (host_support.host_env) does not carry this setting; whatever resident
+    process a test's home started is stopped after it."""
     home = tmp_path / "_home"
     home.mkdir()
     monkeypatch.setenv("UNDOSTORE_HOME", str(home / ".undostore"))
@@ -196,6 +202,7 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("USERPROFILE", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("UNDOSTORE_RESIDENT", "off")
     monkeypatch.delenv("UNDOSTORE_STORE", raising=False)
     monkeypatch.delenv("UNDOSTORE_SESSION", raising=False)
     monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
@@ -203,6 +210,23 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # want watchman use `watchman_env` (a private daemon, tests/watchman_daemon.py).
     monkeypatch.setenv("WATCHMAN_SOCK", str(home / "no-watchman.sock"))
     monkeypatch.delenv("UNDOSTORE_FSMONITOR", raising=False)
+    yield
+    stop_resident(home / ".undostore")
+
+
+def stop_resident(undostore_home: Path) -> None:
+    """End the resident process serving `undostore_home`, if one runs (its pid from
+    run/resident.json, checked against its command line)."""
+    import json
+
+    try:
+        pid = int(json.loads((undostore_home / "run" / "resident.json").read_text())["pid"])
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"undostore_cli.resident.serve" not in f.read():
+                return
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError, KeyError, TypeError):
+        return
 
 
 class Git:

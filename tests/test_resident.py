@@ -1,5 +1,6 @@
-"""The hook through the resident per-user process (`UNDOSTORE_RESIDENT=on`, cli/resident.py):
-real hook processes, a real resident process started by the first of them, real kills."""
+"""The hook through the resident per-user process (on by default; cli/resident_client.py,
+cli/resident/serve.py): real hook processes, a real resident process started by the first of
+them, real kills, a real change of its code on disk."""
 
 from __future__ import annotations
 
@@ -258,9 +259,30 @@ def test_a_run_folder_others_may_enter_is_never_used(tree_factory, on):
     done = subprocess.run([sys.executable, "-m", "undostore_cli.resident.serve"], timeout=60)
     assert done.returncode == 1
     for n in range(2):
+        (root / "a.txt").write_text(f"edit {n}")
         done = hook(prompt(root, f"p{n}", f"p{n}"), root)
         assert done.returncode == 0, done.stderr
+        # Said, one line each call, and the prompt recorded all the same.
+        (line,) = [x for x in done.stderr.decode().splitlines() if "resident" in x]
+        assert f"the resident process is not used ({folder} is not yours alone" in line, line
     assert sorted(p.name for p in folder.iterdir()) == []
+    with Workspace(root) as ws:
+        assert [p.label for p in ws.log("s").undo] == ["p1", "p0"]
+
+
+def test_something_not_a_socket_in_its_place_is_said_and_replaced(tree_factory, on):
+    root = tree_factory({"a.txt": "1"})
+    folder = run_folder()
+    folder.mkdir(parents=True, mode=0o700)
+    (folder / resident.SOCKET_NAME).write_text("planted")
+    done = hook(prompt(root, "p0", "p0"), root)
+    assert done.returncode == 0, done.stderr
+    assert "is not a socket of yours in a folder of yours alone" in done.stderr.decode()
+    until(serving, "a resident process to take its place")
+    (root / "a.txt").write_text("2")
+    done = hook(prompt(root, "p1", "p1"), root)
+    assert done.returncode == 0 and b"resident" not in done.stderr, done.stderr
+    until(lambda: served() >= 1, "the call to be served")
 
 
 def test_an_idle_resident_process_leaves_and_takes_its_socket(tmp_path, on):
@@ -271,11 +293,53 @@ def test_an_idle_resident_process_leaves_and_takes_its_socket(tmp_path, on):
     assert state()["ended"] is True
 
 
-def test_off_by_default_nothing_is_started(tree_factory, monkeypatch):
-    monkeypatch.delenv("UNDOSTORE_RESIDENT", raising=False)
+def test_on_by_default_and_off_starts_nothing(tree_factory, monkeypatch):
+    monkeypatch.setenv("UNDOSTORE_RESIDENT", "off")
     root = tree_factory({"a.txt": "1"})
     assert hook(prompt(root, "p", "p0"), root).returncode == 0
     assert not run_folder().exists()
+    monkeypatch.delenv("UNDOSTORE_RESIDENT")
+    (root / "a.txt").write_text("2")
+    done = hook(prompt(root, "p", "p1"), root)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    until(serving, "the resident process the default starts")
+    (root / "a.txt").write_text("3")
+    assert hook(prompt(root, "p", "p2"), root).returncode == 0
+    until(lambda: served() >= 1, "the call to be served")
+    with Workspace(root) as ws:
+        assert [p.label for p in ws.log("s").undo] == ["p", "p", "p"]
+
+
+def test_a_resident_process_leaves_once_its_code_changes_on_disk(tmp_path, on):
+    """Never outliving an upgrade: a resident process running from a copy of the code leaves
+    by itself (no call needed) once a module of that copy changes."""
+    import shutil
+
+    import undostore_cli
+
+    import undostore
+
+    copy = tmp_path / "code"
+    shutil.copytree(Path(undostore.__file__).parent, copy / "undostore",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(Path(undostore_cli.__file__).parent, copy / "undostore_cli",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    server = subprocess.Popen([sys.executable, "-m", resident.SERVE_MODULE], env=env,
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        until(serving, "the resident process to listen")
+        time.sleep(1.0)
+        assert server.poll() is None   # nothing changed: it stays
+        module = copy / "undostore" / "settings.py"
+        module.write_text(module.read_text() + "\n# upgraded\n")
+        assert server.wait(timeout=30) == 0, server.stderr.read()   # type: ignore[union-attr]
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert not serving()
+    assert state()["ended"] is True
 
 
 def test_the_home_is_where_the_setting_says_and_under_the_users_folder_without_it(monkeypatch,
@@ -341,7 +405,8 @@ def test_doctor_says_whether_the_resident_process_can_serve(tree_factory, on, mo
     check = doctor_check(root)
     assert not check["ok"] and "not yours alone" in check["detail"], check
     monkeypatch.setenv("UNDOSTORE_RESIDENT", "off")
-    assert doctor_check(root) is None
+    check = doctor_check(root)
+    assert check["ok"] and check["detail"].startswith("off (UNDOSTORE_RESIDENT=off)"), check
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
@@ -502,7 +567,7 @@ def test_the_warm_up_list_holds_what_a_hook_and_a_status_call_import(tree_factor
     """Issue 56: the resident process imports `WARM_MODULES` once; a module missing from the
     list is imported again by every call's child. A prompt, the turn's end, an `/undo` and a
     footer's status, run after the warm-up, import no module of undostore's more."""
-    monkeypatch.delenv("UNDOSTORE_RESIDENT", raising=False)
+    monkeypatch.setenv("UNDOSTORE_RESIDENT", "off")
     root = tree_factory({"a.txt": "1"})
     assert hook(prompt(root, "first", "p0"), root).returncode == 0   # not a first snapshot
     (root / "a.txt").write_text("2")

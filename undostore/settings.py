@@ -61,8 +61,9 @@ SETTINGS = {s.name: s for s in (
             _choice("auto", "watchman", "off")),
     Setting("UNDOSTORE_MAX_FILES", 1_000_000, "a whole number of 1 or more",
             _number(True, 1, False)),
-    # The hook through a resident per-user process that has its imports done (cli/resident.py).
-    Setting("UNDOSTORE_RESIDENT", "off", "on or off", _choice("on", "off")),
+    # The hook through a resident per-user process that has its imports done
+    # (cli/resident_client.py): on by default where the system can serve it (Linux, macOS).
+    Setting("UNDOSTORE_RESIDENT", "on", "on or off", _choice("on", "off")),
 )}
 
 _lenient: Callable[[str], None] | None = None

@@ -27,10 +27,7 @@ def run_checks(ctx: Context, hosts: list[str]) -> list[Check]:
     root = project_root(ctx)
     hosts = hosts or [h for h in sorted(SETUP) if wired(SETUP[h].files, root) is not None]
     seen, over_limit = _store_state(ctx)
-    checks = [on_path(), files(over_limit)]
-    served = resident_process()
-    if served is not None:
-        checks.append(served)
+    checks = [on_path(), files(over_limit), resident_process()]
     if not hosts:
         checks.append(Check("hosts", False, "no agent host is wired here: run "
                                             "`undostore init HOST` (HOST: "

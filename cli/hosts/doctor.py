@@ -241,18 +241,20 @@ def files(over_limit: int | None) -> Check:
                  "with .gitignore or .undostoreignore")
 
 
-def resident_process() -> Check | None:
-    """With `UNDOSTORE_RESIDENT=on`: whether hook calls can go through the resident process
-    (cli/resident.py), and whether one serves now. None when the setting is off."""
-    if not resident.wanted():
-        return None
+def resident_process() -> Check:
+    """Whether hook calls go through the resident process (cli/resident_client.py), and
+    whether one serves now."""
     name = "resident process"
+    if not resident.wanted():
+        return Check(name, True, "off (UNDOSTORE_RESIDENT=off): each hook call starts Python "
+                                 "and imports what a snapshot needs")
     if not resident.available():
-        return Check(name, True, "UNDOSTORE_RESIDENT=on has no effect on this system (it needs "
-                                 "Linux): each hook runs in its own process")
+        return Check(name, True, "not on this system (it needs Linux or macOS): each hook call "
+                                 "runs in its own process")
     why = resident.blocked()
     if why is not None:
-        return Check(name, False, why)
+        return Check(name, False, f"not used: {why}; each hook call runs in its own process "
+                                  "and says so on stderr")
     try:
         with open(os.path.join(run_folder(), resident.STATE_NAME),
                   encoding="utf-8") as f:
@@ -267,14 +269,25 @@ def resident_process() -> Check | None:
 
 
 def _resident_at(pid: int) -> bool:
-    """Whether process `pid` is a resident process: its command line, read from /proc (the
-    resident process runs only on Linux), so that one killed without a word, its pid taken
-    since by another program, does not read as serving."""
+    """Whether process `pid` is a resident process: on Linux its command line, read from
+    /proc, so that one killed without a word, its pid taken since by another program, does not
+    read as serving; elsewhere (macOS) whether the pid is alive (its state file says when it
+    left)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return f"{resident.SERVE_MODULE}\0".encode() in f.read()
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self"):
+            return False
     except OSError:
         return False
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return False   # another user's process by now
+    except OSError:
+        return False
+    return True
 
 
 def fired(host: str, seen: dict[str, float], now: float | None = None) -> Check:

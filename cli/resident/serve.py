@@ -1,8 +1,8 @@
 """The resident per-user process that runs hook and status calls warm
-(`UNDOSTORE_RESIDENT=on`): the server side of resident.py, whose docstring says what it does
-and why. Started detached by a hook or status call (`resident.start`) as
+(on by default; `UNDOSTORE_RESIDENT=off` opts out): the server side of resident_client.py,
+whose docstring says what it does and why. Started detached by a hook call (`start`) as
 `python -m undostore_cli.resident.serve`; one per `UNDOSTORE_HOME` (the lock file), gone after
-`IDLE_SECONDS` without a call.
+`IDLE_SECONDS` without a call, or within `STAMP_EVERY_SECONDS` of its code changing on disk.
 
 Each call is read with the caller's descriptors, checked (this user, the same code), and run in
 a forked child that becomes the caller's hook process (`entry.main`); this process only waits:
@@ -155,12 +155,12 @@ def _remove_socket(path: str, bound: os.stat_result) -> None:
 
 def _loop(listener: socket.socket, path: str, bound: os.stat_result, stamp: str,
           idle_seconds: float) -> int:
-    """Accept calls until idle, refused or replaced; returns how many calls it ran."""
+    """Accept calls until idle, refused, replaced or upgraded; returns how many calls it ran."""
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     running: dict[int, _Served] = {}
     served = 0
-    last = time.monotonic()
+    last = checked = time.monotonic()
     leaving = False
     while True:
         for key, _ in selector.select(timeout=0.2):
@@ -204,13 +204,23 @@ def _loop(listener: socket.socket, path: str, bound: os.stat_result, stamp: str,
             _write_state(served=served)
         if running:
             continue
-        if leaving or time.monotonic() - last > idle_seconds:
+        now = time.monotonic()
+        if leaving or now - last > idle_seconds:
             return served
+        if now - checked > STAMP_EVERY_SECONDS:
+            checked = now
+            if code_stamp() != stamp:
+                return served   # upgraded or edited on disk: the next call starts a new one
         try:
             if not os.path.samestat(os.lstat(path), bound):
                 return served   # the socket was replaced: another resident process serves
         except OSError:
             return served
+
+
+# How often an idle resident process looks at its code on disk (`code_stamp`: a few hundred
+# stats), so that it never outlives an upgrade or an uninstall by more than this.
+STAMP_EVERY_SECONDS = 2.0
 
 
 class _NotACall(ValueError):
