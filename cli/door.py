@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from .plain import Options, adoption_line
-from .signals import process_cancel
+from .signals import fork_alone, process_cancel
 
 if TYPE_CHECKING:
     from undostore import Workspace
@@ -41,11 +41,13 @@ ALWAYS = ("recovery", "adoption", "trust")
 
 
 def open_workspace(options: Options, say: Say, *, cwd: str | None = None,
-                   create: bool = True, chatty: bool = True) -> Workspace:
+                   create: bool = True, chatty: bool = True, may_fork: bool = True
+                   ) -> Workspace:
     """The workspace `options` name (the root: `--root`, else found from `cwd`, else from the
     process's folder), wired for this process. `create` False: a folder no store protects is
     NoStoreError (read-only commands make nothing). Not `chatty` (the hook, the MCP server): only
-    the kinds in ALWAYS are said."""
+    the kinds in ALWAYS are said. `may_fork`: a big tree's walk may lstat in a second process
+    (a command or a hook call; not the MCP server, whose threads a fork would not copy)."""
     from undostore import Workspace
 
     workspace = Workspace(root_for(options, cwd), options.store, force=options.force,
@@ -53,6 +55,8 @@ def open_workspace(options: Options, say: Say, *, cwd: str | None = None,
     # SIGINT and SIGTERM (a person's Ctrl-C, a host or client giving up) roll a restore back at
     # its next file operation (signals.py; the entry installs the handlers).
     workspace.cancel = process_cancel()
+    if may_fork:
+        workspace.fork = fork_alone
     # A restore a crash left half-done is finished by whatever comes next: never silently.
     workspace.on_recovery = lambda pending: say(
         Said("recovery", f"undostore: {pending.finishing_notice()}"))

@@ -10,6 +10,7 @@ server, stops before its journal). Either way the command exits 130.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -41,6 +42,21 @@ def _handle(signum: int, frame: FrameType | None) -> None:
     cancel.set()
     if not cancel.watched:
         raise KeyboardInterrupt
+
+
+def fork_alone() -> int | None:
+    """`os.fork`, for the library's second walk process (snapshot/lstatsplit.py), where this
+    process may fork: the system has it and no other thread runs (a fork copies the calling
+    thread alone; a lock another thread held would stay held in the child). None: not now.
+    The child takes the signals' defaults: a Ctrl-C or a SIGTERM ends it at once (it only
+    reads, and holds nothing to roll back)."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return None
+    pid = os.fork()
+    if pid == 0:
+        for number in _signals():
+            signal.signal(number, signal.SIG_DFL)
+    return pid
 
 
 def _signals() -> list[signal.Signals]:

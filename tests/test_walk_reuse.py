@@ -10,6 +10,7 @@ import os
 import random
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from undostore.limits import Limits
 from undostore.restore.plan import flatten
 from undostore.snapshot.capture import known_for
 from undostore.snapshot.ignore import IgnoreRules
+from undostore.snapshot.snapshot import SnapshotResult
 from undostore.snapshot.walk import UNTRUSTED, WalkOptions, iter_walk, trusted_stamp
 from undostore.store.statcache import StatCache, entries_follow_names
 
@@ -329,6 +331,49 @@ def test_random_changes_keep_the_snapshot_equal_to_a_fresh_one(tmp_path: Path,
     """Each snapshot through the cache equals one taken with a new store (which reads every
     folder) and, where git is installed, git's tree (the Windows lane has no git); with every
     reused folder that changed spliced from its old tree too."""
+    _random_changes(tmp_path, limits, rounds=60)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the lstats split needs fork")
+def test_random_changes_with_the_lstats_in_two_processes_keep_the_snapshot_equal(
+        tmp_path: Path) -> None:
+    """The same, each walk's lstats split with a second process (snapshot/lstatsplit.py) in
+    chunks of two files; in some rounds the child answers everything before the walk starts
+    (its answers then serve every folder whose stamp held), in others the two race."""
+    rng = random.Random(5)
+    vouched = 0
+
+    def fork() -> int:
+        pid = os.fork()
+        if pid and rng.random() < 0.5:
+            while True:   # the child done: exited, not yet reaped
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break
+                time.sleep(0.002)
+        return pid
+
+    def counted(result: SnapshotResult) -> None:
+        nonlocal vouched
+        vouched += result.vouched
+
+    def in_place(root: Path, rng: random.Random) -> None:
+        """A file rewritten in place (its folder's stamp does not move: only its own lstat
+        shows it), in half the rounds."""
+        files = [p for p in root.rglob("*") if p.is_file() and p.name != ".gitignore"]
+        if files and rng.random() < 0.5:
+            with open(rng.choice(files), "r+b") as f:
+                f.write(os.urandom(1))
+
+    _random_changes(tmp_path, Limits(split_lstat_min_files=0, split_chunk_files=2), rounds=30,
+                    fork=fork, seen=counted, also=in_place)
+    assert vouched > 0
+
+
+def _random_changes(tmp_path: Path, limits: Limits, rounds: int,
+                    fork: Callable[[], int] | None = None,
+                    seen: Callable[[SnapshotResult], None] = lambda result: None,
+                    also: Callable[[Path, random.Random], None] | None = None) -> None:
     oracle = shutil.which("git")
     git = Git(oracle) if oracle else None
     rng = random.Random(23)
@@ -336,19 +381,23 @@ def test_random_changes_keep_the_snapshot_equal_to_a_fresh_one(tmp_path: Path,
     store = tmp_path / "store"
     reused = relisted = 0
     with Workspace(root, store=store, limits=limits) as ws:
-        for round_no in range(60):
+        ws.fork = fork
+        for round_no in range(rounds):
             for _ in range(rng.randint(1, 3)):
                 _mutate(root, rng)
+            if also is not None:
+                also(root, rng)
             if rng.random() < 0.5:
                 time.sleep(SETTLE)    # old enough: the next snapshot saves trusted stamps
             cache = StatCache.load(ws.store.stat_cache_path, ws.store.identity)
             folders = list(iter_walk(str(root), WalkOptions(known=known_for(cache))))
             reused += sum(f.joined is not None for f in folders)
             relisted += sum(f.relisted for f in folders)
-            got = ws.snapshot().id
-            assert got == _snapshot(root, tmp_path / f"fresh{round_no}")
+            result = ws.snapshot()
+            seen(result)
+            assert result.id == _snapshot(root, tmp_path / f"fresh{round_no}")
             if git is not None:
-                assert got == git.write_tree(root)
+                assert result.id == git.write_tree(root)
     assert reused > 0
     assert IS_WINDOWS or relisted > 0
 

@@ -101,6 +101,10 @@ class Workspace:
         # A stop request for a restore, undo, redo or revert (restore/cancel.py): set it from
         # another thread or a signal handler; the restore rolls back and raises Interrupted.
         self.cancel = Cancel()
+        # How to fork this process, set by a front end that may (the CLI: `os.fork` where no
+        # other thread runs): a big tree's walk then lstats in two processes
+        # (snapshot/lstatsplit.py). None: the library never forks.
+        self.fork: Callable[[], int | None] | None = None
 
     def _listed_snapshots(self) -> set[bytes]:
         """What prefixes resolve against: what the journals list, and every id the operation
@@ -329,6 +333,8 @@ class Workspace:
             options = SnapshotOptions(force=self.force, limits=self.limits)
         elif options.limits is None:
             options = options._replace(limits=self.limits)
+        if options.fork is None and self.fork is not None:
+            options = options._replace(fork=self.fork)
         return take_snapshot(self.root, self.store, options)
 
     def look(self) -> SnapshotResult:
@@ -360,7 +366,7 @@ class Workspace:
                     "any command that changes files (`undostore snapshot`) finishes it, "
                     "`undostore restore --abort` rolls it back", self.store.restore_dir)
             return take_snapshot(self.root, self.store, SnapshotOptions(
-                force=self.force, limits=self.limits, read_only=True))
+                force=self.force, limits=self.limits, read_only=True, fork=self.fork))
 
     def resolve(self, snapshot_id: str) -> bytes:
         return self.store.resolve(snapshot_id)

@@ -91,7 +91,8 @@ class Call:
                               "kind": said.kind})
 
     def workspace(self, create: bool = True) -> Workspace:
-        return open_workspace(self.options, self.hear, create=create, chatty=False)
+        return open_workspace(self.options, self.hear, create=create, chatty=False,
+                              may_fork=False)
 
     def reading(self, read: Callable[[Workspace], Json],
                 empty: Callable[[], Json] | None = None) -> Json:

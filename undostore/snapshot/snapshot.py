@@ -29,6 +29,7 @@ from undostore.snapshot.capture import (
     build_trees,
     carried_work,
     count_files,
+    known_for,
     match_folder,
     matcher_for,
 )
@@ -41,6 +42,7 @@ from undostore.snapshot.changes import (
     scan,
 )
 from undostore.snapshot.hashing import HashRun
+from undostore.snapshot.lstatsplit import Fork, Split
 from undostore.snapshot.resume import Checkpoints
 from undostore.snapshot.resume import forget as forget_kept
 from undostore.snapshot.walk import (
@@ -81,6 +83,10 @@ class SnapshotOptions(NamedTuple):
     # (`store.held`, git/heldobjects.py); nothing written: no pack, stat cache, mode record,
     # recent id or over-limit mark.
     read_only: bool = False
+    # How to fork this process (os.fork), from a front end that may (the CLI): a walk of a tree
+    # of `limits.split_lstat_min_files` or more then lstats in two processes (lstatsplit.py).
+    # None: never (the library does not fork of its own accord).
+    fork: Fork | None = None
 
 
 class SnapshotResult(NamedTuple):
@@ -97,6 +103,7 @@ class SnapshotResult(NamedTuple):
     walk_reason: str = ""     # why a full walk though watchman was asked ("" when it was not)
     recorded: bool = False  # an undo point was recorded (set by Workspace.snapshot)
     watched: bool = False   # watchman gave a clock, saved with it: the next one may ask watchman
+    vouched: int = 0        # folders a second process found unchanged (lstatsplit.py)
 
     @property
     def left_out(self) -> list[str]:
@@ -225,100 +232,115 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
                  else settings.value("UNDOSTORE_MAX_FILES"))
     walk_options = WalkOptions(threads=options.walk_threads, max_files=max_files,
                                skip_dirs=store_exclusion(real_root, store), on_warning=warn,
-                               matcher_for=matcher_for(cache), unreadable=unreadable,
+                               matcher_for=matcher_for(cache),
+                               known=known_for(cache) if options.walk_threads <= 1 else None,
+                               unreadable=unreadable,
                                trust_listings=not on_fuse(real_root))
-    found = (hinted(real_root, cache, options.only, walk_options)
-             if options.only is not None else None)
-    if found is None:
-        found = scan(real_root, cache, walk_options, warn, limits.watchman_timeout_s,
-                     options.fsmonitor)
-
-    writer = (HeldWriter(store.held, limits.look_held_bytes) if options.read_only
-              else PackWriter(store.pack_dir, durable=options.durable))
-    # No stat cache: every file is read. Keep what is hashed as it goes (and take what an
-    # earlier try kept), so a first snapshot stopped half-way is not started over (resume.py).
-    checkpoints = (Checkpoints(store, writer, start_ns, limits.checkpoint_s)
-                   if cache.root is None and not options.read_only else None)
-    modes = ModeRecorder(store.path, real_root, cache.root.hex() if cache.root else None,
-                         unsaved=cache.modes)
+    split = (Split(real_root, walk_options.known, options.fork, limits.split_chunk_files)
+             if walk_options.known is not None and options.fork is not None
+             and cache.count >= limits.split_lstat_min_files and walk_options.trust_listings
+             and options.only is None else None)
+    if split is not None:
+        walk_options = walk_options._replace(vouched=split.vouched,
+                                             chunk_files=split.chunk_files)
     try:
-        # Hashed as the walk goes, in batches (hashing.py): the walk's entries are not all
-        # held until it ends.
-        with HashRun(real_root, store, writer, cache, threads=options.hash_threads,
-                     on_hashed=modes.file_read, on_progress=options.on_progress,
-                     limits=limits, checkpoints=checkpoints) as run:
-            works = []
-            seen = []
-            for folder in found.scanned:
-                works.append(match_folder(folder, cache, run.todo, found.deltas.get(folder.path),
-                                          limits.splice_min_files))
-                seen.append((folder.path, folder.seen))
-                run.counted(folder.count)
-            run.finish()
-        moved = unsettled(real_root, seen) or moved_while_taken(
-            real_root, found, walk_options, limits.watchman_timeout_s, options.fsmonitor)
-        if moved:
-            raise TreeMovedError("folders changed while the snapshot was taken",
-                                 os.path.join(real_root, moved[0]) if moved[0] else real_root,
-                                 tuple(p or "." for p in moved))
-        # Modes read now; a folder whose stamp held kept its ctime, so no chmod or chown.
-        read = [w for w in works if not w.reused]
-        looked = [w.path for w in read] + [f"{w.path}/{d}" if w.path else d
-                                           for w in read for d in w.subdirs]
-        works += [carried_work(path, found.base[path], cache.records) for path in found.carried]
-        base = {p: r for p, r in found.base.items() if p not in found.carried}
-        total = sum(work.nfiles for work in works)
-        root_tree, records = build_trees(works, base, cache, store, writer, start_ns,
-                                         limits.splice_max_inserts)
-        if found.base:  # files under folders taken from the cache were not counted
-            total = count_files(records, cache.records, cache.count)
-        if total > max_files:   # what watchman answered was no walk: the limit is checked here
-            raise too_many_files(real_root, max_files)
-        # Before the commit, so a Ctrl-C here still leaves no pack (a record of a snapshot
-        # that never was is harmless).
-        record = modes.build(looked, records, lambda usual: _cached_modes(records, usual)) \
-            if modes.enabled else None
-        unsaved = None
-        try:
-            if record is not None and not options.read_only:
-                save_modes(store.path, root_tree.hex(), record)
-        except OSError as err:
-            warn(store.path, f"could not record permission bits: {err.strerror or err}")
-            unsaved = record.encode() if record is not None else None
-        writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
-    if options.read_only:
-        return SnapshotResult(id=root_tree.hex(), files=total, hashed=run.hashed,
-                              new_objects=writer.stats.objects, new_bytes=0,
-                              seconds=time.perf_counter() - started, warnings=warnings,
-                              walk=found.walk, walk_reason=found.reason)
-    store.refresh()
-    remember(store.path, root_tree)  # so gc's grace period covers this id
-    unchanged = (not run.hashed and records == cache.records and not _new_watch(cache, found)
-                 and cache.modes is None and unsaved is None)
-    # The records now have a root tree, whose mode record was just saved; where it could not
-    # be, the cache carries it instead (the next snapshot's record starts from it).
-    cache.modes = unsaved
-    if found.monitor is not None:
-        cache.fsmonitor = found.monitor
-    if not unchanged and found.walk != WALK_HINTED:   # an identical one would only cost time
-        cache.packs = tuple(sorted(store.index.pack_names()))
-        try:
-            cache.save_records(cache_path, records, total, limits.cache_part_folders)
-        except OSError as err:
-            # The snapshot itself is complete and durable; a missing cache only costs time.
-            warn(cache_path, f"could not save the stat cache: {err.strerror or err}")
-        else:
-            if checkpoints is not None:
-                forget_kept(store)   # the stat cache vouches for every file now
-    return SnapshotResult(id=root_tree.hex(), files=total, hashed=run.hashed,
-                          new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
-                          seconds=time.perf_counter() - started, warnings=warnings,
-                          walk=found.walk, walk_reason=found.reason,
-                          watched=found.monitor is not None)
+        found = (hinted(real_root, cache, options.only, walk_options)
+                 if options.only is not None else None)
+        if found is None:
+            found = scan(real_root, cache, walk_options, warn, limits.watchman_timeout_s,
+                         options.fsmonitor)
 
+        writer = (HeldWriter(store.held, limits.look_held_bytes) if options.read_only
+                  else PackWriter(store.pack_dir, durable=options.durable))
+        # No stat cache: every file is read. Keep what is hashed as it goes (and take what an
+        # earlier try kept), so a first snapshot stopped half-way is not started over (resume.py).
+        checkpoints = (Checkpoints(store, writer, start_ns, limits.checkpoint_s)
+                       if cache.root is None and not options.read_only else None)
+        modes = ModeRecorder(store.path, real_root, cache.root.hex() if cache.root else None,
+                             unsaved=cache.modes)
+        try:
+            # Hashed as the walk goes, in batches (hashing.py): the walk's entries are not all
+            # held until it ends.
+            with HashRun(real_root, store, writer, cache, threads=options.hash_threads,
+                         on_hashed=modes.file_read, on_progress=options.on_progress,
+                         limits=limits, checkpoints=checkpoints) as run:
+                works = []
+                seen = []
+                for folder in found.scanned:
+                    works.append(match_folder(folder, cache, run.todo,
+                                              found.deltas.get(folder.path),
+                                              limits.splice_min_files))
+                    seen.append((folder.path, folder.seen))
+                    run.counted(folder.count)
+                run.finish()
+            moved = unsettled(real_root, seen) or moved_while_taken(
+                real_root, found, walk_options, limits.watchman_timeout_s, options.fsmonitor)
+            if moved:
+                raise TreeMovedError("folders changed while the snapshot was taken",
+                                     os.path.join(real_root, moved[0]) if moved[0] else real_root,
+                                     tuple(p or "." for p in moved))
+            # Modes read now; a folder whose stamp held kept its ctime, so no chmod or chown.
+            read = [w for w in works if not w.reused]
+            looked = [w.path for w in read] + [f"{w.path}/{d}" if w.path else d
+                                               for w in read for d in w.subdirs]
+            works += [carried_work(path, found.base[path], cache.records) for path in found.carried]
+            base = {p: r for p, r in found.base.items() if p not in found.carried}
+            total = sum(work.nfiles for work in works)
+            root_tree, records = build_trees(works, base, cache, store, writer, start_ns,
+                                             limits.splice_max_inserts)
+            if found.base:  # files under folders taken from the cache were not counted
+                total = count_files(records, cache.records, cache.count)
+            if total > max_files:   # what watchman answered was no walk: the limit is checked here
+                raise too_many_files(real_root, max_files)
+            # Before the commit, so a Ctrl-C here still leaves no pack (a record of a snapshot
+            # that never was is harmless).
+            record = modes.build(looked, records, lambda usual: _cached_modes(records, usual)) \
+                if modes.enabled else None
+            unsaved = None
+            try:
+                if record is not None and not options.read_only:
+                    save_modes(store.path, root_tree.hex(), record)
+            except OSError as err:
+                warn(store.path, f"could not record permission bits: {err.strerror or err}")
+                unsaved = record.encode() if record is not None else None
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+        if options.read_only:
+            return SnapshotResult(id=root_tree.hex(), files=total, hashed=run.hashed,
+                                  new_objects=writer.stats.objects, new_bytes=0,
+                                  seconds=time.perf_counter() - started, warnings=warnings,
+                                  walk=found.walk, walk_reason=found.reason)
+        store.refresh()
+        remember(store.path, root_tree)  # so gc's grace period covers this id
+        unchanged = (not run.hashed and records == cache.records and not _new_watch(cache, found)
+                     and cache.modes is None and unsaved is None)
+        # The records now have a root tree, whose mode record was just saved; where it could not
+        # be, the cache carries it instead (the next snapshot's record starts from it).
+        cache.modes = unsaved
+        if found.monitor is not None:
+            cache.fsmonitor = found.monitor
+        if not unchanged and found.walk != WALK_HINTED:   # an identical one would only cost time
+            cache.packs = tuple(sorted(store.index.pack_names()))
+            try:
+                cache.save_records(cache_path, records, total, limits.cache_part_folders)
+            except OSError as err:
+                # The snapshot itself is complete and durable; a missing cache only costs time.
+                warn(cache_path, f"could not save the stat cache: {err.strerror or err}")
+            else:
+                if checkpoints is not None:
+                    forget_kept(store)   # the stat cache vouches for every file now
+        return SnapshotResult(id=root_tree.hex(), files=total, hashed=run.hashed,
+                              new_objects=writer.stats.objects, new_bytes=writer.stats.pack_bytes,
+                              seconds=time.perf_counter() - started, warnings=warnings,
+                              walk=found.walk, walk_reason=found.reason,
+                              watched=found.monitor is not None,
+                              vouched=split.used if split is not None else 0)
+
+    finally:
+        if split is not None:
+            split.close()
 
 def _cached_modes(records: dict[str, Record], usual: frozenset[int]
                   ) -> Iterable[tuple[str, int]]:

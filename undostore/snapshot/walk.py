@@ -160,20 +160,20 @@ class Known(NamedTuple):
 # --- folder stamps --------------------------------------------------------------------------
 # A stamp is the folder's stat data, then its `.gitignore`'s (absent, or unknown), then for the
 # root the digest of the ignore sources outside the tree (ignore.ignore_fingerprint).
-_PART = FINGERPRINT.size           # mtime_ns, ctime_ns, size, inode, st_mode
-UNTRUSTED = bytes(_PART)           # a folder part that matches no folder
-NO_FILE = bytes(_PART)             # no `.gitignore` (in the second part)
-UNKNOWN = b"\xff" * _PART          # a `.gitignore` whose stat proved nothing (racy)
+PART = FINGERPRINT.size           # mtime_ns, ctime_ns, size, inode, st_mode
+UNTRUSTED = bytes(PART)           # a folder part that matches no folder
+NO_FILE = bytes(PART)             # no `.gitignore` (in the second part)
+UNKNOWN = b"\xff" * PART          # a `.gitignore` whose stat proved nothing (racy)
 
 
-def _stat_part(st: os.stat_result) -> bytes:
+def stat_part(st: os.stat_result) -> bytes:
     return FINGERPRINT.pack(*fingerprint(st))   # folders keep to the files' rule
 
 
 def folder_stamp(folder_part: bytes, gitignore_st: os.stat_result | None) -> bytes:
-    """The stamp of a folder from its lstat's part (`_stat_part`, taken before its listing is
+    """The stamp of a folder from its lstat's part (`stat_part`, taken before its listing is
     read) and its `.gitignore`'s lstat (None: absent)."""
-    return folder_part + (NO_FILE if gitignore_st is None else _stat_part(gitignore_st))
+    return folder_part + (NO_FILE if gitignore_st is None else stat_part(gitignore_st))
 
 
 def trusted_stamp(stamp: bytes, is_racy: Callable[[int, int], bool]) -> bytes:
@@ -183,19 +183,19 @@ def trusted_stamp(stamp: bytes, is_racy: Callable[[int, int], bool]) -> bytes:
     listing; a racy `.gitignore` part is UNKNOWN (the folders below are read again)."""
     mtime, ctime = struct.unpack_from("<qq", stamp)
     if coarse_times(mtime, ctime) or is_racy(mtime, ctime):
-        stamp = UNTRUSTED + stamp[_PART:]
-    ignore_part = stamp[_PART:2 * _PART]
+        stamp = UNTRUSTED + stamp[PART:]
+    ignore_part = stamp[PART:2 * PART]
     if ignore_part not in (NO_FILE, UNKNOWN):
         mtime, ctime = struct.unpack_from("<qq", ignore_part)
         if is_racy(mtime, ctime):
-            stamp = stamp[:_PART] + UNKNOWN + stamp[2 * _PART:]
+            stamp = stamp[:PART] + UNKNOWN + stamp[2 * PART:]
     return stamp
 
 
 def untrusted_listing(stamp: bytes) -> bytes:
     """`stamp` with its folder part UNTRUSTED: the listing is read again, while the parts of
     its `.gitignore` (and the root's ignore digest) still tell whether the rules below held."""
-    return UNTRUSTED + stamp[_PART:]
+    return UNTRUSTED + stamp[PART:]
 
 
 class FolderRules:
@@ -279,6 +279,11 @@ class WalkOptions(NamedTuple):
     # False where folder times cannot vouch for a listing (FUSE: object-store mounts such as
     # s3fs and gcsfuse never move them): each listing is read again, by name at least.
     trust_listings: bool = True
+    # (folder, chunk, its files) -> whether a second process found each file of that chunk of
+    # the folder's files (`chunk_files` a chunk, in order) unchanged (lstatsplit.py): asked
+    # only of a folder whose stamp the walk found unchanged itself.
+    vouched: Callable[[str, int, int], bool] | None = None
+    chunk_files: int = 1024
 
 
 def disk_path(root: str, rel: str) -> str:
@@ -296,7 +301,7 @@ def read_folder(root: str, item: ToVisit, options: WalkOptions
     rel = item.path
     disk = disk_path(root, rel)
     try:
-        seen = _stat_part(os.lstat(disk))   # before the listing: `unsettled` looks again
+        seen = stat_part(os.lstat(disk))   # before the listing: `unsettled` looks again
     except OSError as err:
         if is_unreadable(err):
             return _left_out(rel, err, options), []
@@ -351,8 +356,8 @@ def _visit(root: str, item: ToVisit, options: WalkOptions) -> tuple[Folder, list
     same, digest = item.same, b""
     if not rel:   # the root's stamp ends with the digest of the ignore sources outside
         digest = ignore_fingerprint(root)
-        same = known is not None and known.stamp[2 * _PART:] == digest
-    seen = _stat_part(folder_st)
+        same = known is not None and known.stamp[2 * PART:] == digest
+    seen = stat_part(folder_st)
     folder, below = _visit_listed(rel, item.rules, same, known, options, digest, disk, seen)
     folder.seen = seen
     return folder, below
@@ -363,15 +368,15 @@ def _visit_listed(rel: str, inherited: FolderRules, same: bool, known: Known | N
                   ) -> tuple[Folder, list[ToVisit]]:
     """`_visit` once the folder's own lstat is taken (`seen`: its part of the stamp) and its
     cached listing looked up."""
-    old_ignore = known.stamp[_PART:2 * _PART] if known is not None else UNKNOWN
+    old_ignore = known.stamp[PART:2 * PART] if known is not None else UNKNOWN
     ignore_path = os.path.join(disk, ".gitignore")
     if (same and known is not None and old_ignore != UNKNOWN and options.trust_listings
-            and known.stamp[:_PART] != UNTRUSTED and known.stamp[:_PART] == seen):
+            and known.stamp[:PART] != UNTRUSTED and known.stamp[:PART] == seen):
         # The folder unchanged means no `.gitignore` appeared in it: only one there is stat'ed.
         ignore_st = _lstat_or_none(ignore_path) if old_ignore != NO_FILE else None
         stamp = folder_stamp(seen, ignore_st) + digest
         if stamp == known.stamp:
-            folder = _reuse(disk, rel, known, options)
+            folder = _reuse(disk, rel, known, options, stamp_held=True)
             if folder is not None:
                 folder.stamp = stamp
                 return folder, _below(folder, inherited.inside(rel, ignore_st), True)
@@ -380,7 +385,7 @@ def _visit_listed(rel: str, inherited: FolderRules, same: bool, known: Known | N
     stamp = folder_stamp(seen, ignore_st) + digest
     own = inherited.inside(rel, ignore_st)
     # The rules below are those of last time if the rules here are and `.gitignore` is too.
-    below = same and stamp[_PART:2 * _PART] == old_ignore
+    below = same and stamp[PART:2 * PART] == old_ignore
     prefix = rel + "/" if rel else ""
     ignored = (_same_names(disk, prefix, known, own, options)
                if below and known is not None and _RELIST else None)
@@ -429,7 +434,7 @@ def _read_error(err: OSError, action: str, path: str) -> SnapshotError:
 def seen_now(root: str, rel: str) -> bytes:
     """A folder's stat as `Folder.seen` keeps it, taken now (b"": it could not be taken)."""
     try:
-        return _stat_part(os.lstat(disk_path(root, rel)))
+        return stat_part(os.lstat(disk_path(root, rel)))
     except OSError:
         return b""
 
@@ -482,52 +487,78 @@ def _same_names(disk: str, prefix: str, known: Known, rules: FolderRules, option
     return join_names(ignored) if seen == len(files) + len(subdirs) else None
 
 
-def _reuse(disk: str, rel: str, known: Known, options: WalkOptions) -> Folder | None:
+def _reuse(disk: str, rel: str, known: Known, options: WalkOptions, stamp_held: bool = False
+           ) -> Folder | None:
     """The folder from its cached listing, each file lstat-ed (None: a file is gone or changed
-    type after the folder's stat was taken; the folder is then read)."""
+    type after the folder's stat was taken; the folder is then read), or, where its stamp
+    held (`stamp_held`), vouched for by a second process (`WalkOptions.vouched`)."""
     folder = Folder(rel, subdirs=list(known.subdirs), names=list(known.files), joined=known.joined,
                     ignored=known.ignored)
     entries = known.entries
+    vouched = options.vouched if stamp_held and entries is not None else None
+    count = len(known.files)
+    if vouched is not None and count <= options.chunk_files and vouched(rel, 0, count):
+        return folder   # one chunk: not even opened
     match = (options.matcher_for(rel) if options.matcher_for is not None and entries is None
              else None)
     prefix = rel + "/" if rel else ""
     if not _STAT_AT:   # Windows: no `dir_fd`
         return _reused_files(folder, known, disk + os.sep, None, match, prefix)
     try:
-        fd = os.open(disk, _FOLDER_FLAGS)
+        fd = os.open(disk, FOLDER_FLAGS)
     except OSError:
         return None   # changed since its stat (a symlink now, gone): read it the usual way
     try:   # each name looked up in the open folder: no path walk from the root per file
         if entries is not None:
-            return _unchanged_files(folder, known, fd, prefix)
+            return _unchanged_files(folder, known, fd, prefix,
+                                    vouched if count > options.chunk_files else None,
+                                    options.chunk_files)
         return _reused_files(folder, known, "", fd, match, prefix)
     finally:
         os.close(fd)
 
 
 _STAT_AT = os.stat in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
-_FOLDER_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+FOLDER_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
                  | getattr(os, "O_CLOEXEC", 0))
 
 
-def _unchanged_files(folder: Folder, known: Known, fd: int, prefix: str) -> Folder | None:
-    """`_reused_files` where the cache holds each file's entry in order (`known.entries`) and
-    the system has `dir_fd`: every file's stat now is packed over a copy of the entries, and
-    the two compared once. This loop runs once per file of an unchanged tree (the no-change
-    snapshot's floor is its `lstat`), so it makes no object per file but the stat result. The
-    files whose part differs are stat-ed again and go to be hashed."""
-    entries = known.entries
-    now = bytearray(entries)   # type: ignore[arg-type]
+def pack_stats(now: bytearray, names: Sequence[str], fd: int, offset: int) -> None:
+    """Each file of `names` lstat-ed in the open folder `fd`, its stat packed over its entry in
+    `now` from `offset` on (the bytes of `stat_part`; an error raised as it comes). This loop
+    runs once per file of an unchanged tree (the no-change snapshot's floor is its `lstat`), so
+    it makes no object per file but the stat result."""
     pack_into = FINGERPRINT.pack_into
     lstat = os.lstat
     step = ENTRY.size
-    offset = 0
+    for name in names:
+        st = lstat(name, dir_fd=fd)
+        pack_into(now, offset, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino,
+                  st.st_mode)
+        offset += step
+
+
+def _unchanged_files(folder: Folder, known: Known, fd: int, prefix: str,
+                     vouched: Callable[[str, int, int], bool] | None = None,
+                     chunk_files: int = 0) -> Folder | None:
+    """`_reused_files` where the cache holds each file's entry in order (`known.entries`) and
+    the system has `dir_fd`: every file's stat now is packed over a copy of the entries, and
+    the two compared once; with `vouched`, a chunk of files a second process found unchanged
+    is left as its entries (`chunk_files` a chunk). The files whose part differs are stat-ed
+    again and go to be hashed."""
+    entries = known.entries
+    now = bytearray(entries)   # type: ignore[arg-type]
+    names = known.files
+    lstat = os.lstat
+    step = ENTRY.size
     try:
-        for name in known.files:
-            st = lstat(name, dir_fd=fd)
-            pack_into(now, offset, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino,
-                      st.st_mode)
-            offset += step
+        if vouched is None:
+            pack_stats(now, names, fd, 0)
+        else:
+            for chunk, start in enumerate(range(0, len(names), chunk_files)):
+                part = names[start:start + chunk_files]
+                if not vouched(folder.path, chunk, len(part)):
+                    pack_stats(now, part, fd, start * step)
     except OSError:
         return None   # gone or changed type after the folder's stat: the folder is read
     if now == entries:
@@ -535,7 +566,7 @@ def _unchanged_files(folder: Folder, known: Known, fd: int, prefix: str) -> Fold
     files = folder.files
     for index, name in enumerate(known.files):
         at = index * step
-        if now[at:at + _PART] == entries[at:at + _PART]:   # type: ignore[index]
+        if now[at:at + PART] == entries[at:at + PART]:   # type: ignore[index]
             continue
         try:
             changed = _to_hash(name, prefix, lstat(name, dir_fd=fd))
@@ -565,8 +596,8 @@ def _reused_files(folder: Folder, known: Known, base: str, fd: int | None,
         mode = st.st_mode
         if entries is not None:
             # This loop runs once per file of an unchanged tree: the entry's fingerprint is
-            # compared in place (the same bytes `_stat_part` makes).
-            same = entries[offset:offset + _PART] == pack(
+            # compared in place (the same bytes `stat_part` makes).
+            same = entries[offset:offset + PART] == pack(
                 st.st_mtime_ns, st.st_ctime_ns, st.st_size, 0 if windows else st.st_ino, mode)
             offset += ENTRY.size
             if same:
