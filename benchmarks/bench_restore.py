@@ -21,6 +21,10 @@ watchman):
   UNDOSTORE_FSMONITOR for undostore (watchman, when the library has it: a private daemon
   started for the run and stopped after it, never the user's).
 
+- big-undo: the undo of one turn that changed 2,000 of the 20,000 files (nothing changed
+  since), then its redo, alternating, against `git read-tree -m -u` between the same two trees:
+  with nothing to merge, an undo is a checkout and should cost what `modified` costs.
+
 - c-project: issue 23's restore, on the 80,000-file C-like tree with its build outputs
   (gen_tree.py): a 2,900-path change (leaf folders holding ~2,000 sources deleted, 500 edited,
   300 added, 20 given the exec bit) taken back and forth, against `git read-tree -m -u`.
@@ -250,6 +254,7 @@ class _BackAndForth:
     git: list[float] = field(default_factory=list)
     peaks: dict[str, list[int]] = field(default_factory=lambda: {"cli": [], "git": []})
     now: str = ""
+    phases: dict[str, object] = field(default_factory=dict)
 
 
 def _back_and_forth(ws: object, git: Git, root: str, store: str, ids: tuple[str, str],
@@ -529,52 +534,95 @@ def bench_npm_undo(work: str, repeats: int, env: dict[str, str], phase_repeats: 
     snap_b = ws.snapshot().id   # what a host's after-turn snapshot would see (no undo point)
     _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
 
-    lib, cli, git_times = [], [], []
-    state = {"now": snap_b}
+    runs = _undo_and_redo(ws, git, session, (snap_a, snap_b), len(touched), repeats, env,
+                          ours_root, store, phase_repeats, "npm-undo", profile)
+    for copy in (ours_root, git_root):
+        npm_tree.mark_copied(copy)  # both back at A: the cache's bytes, reusable next run
+    what = (f"undo of a {len(touched)}-file turn, npm tree of {record['files']:,} files "
+            f"(fsmonitor {env.get('UNDOSTORE_FSMONITOR', 'default')})")
+    return {**_row("npm-undo", what, runs.lib, runs.cli, runs.git, "git read-tree -m -u"),
+            "phases": runs.phases, "tree": record}
+
+
+def _undo_and_redo(ws: object, git: Git, session: str, ids: tuple[str, str], changed: int,
+                   repeats: int, env: dict[str, str], root: str, store: str,
+                   phase_repeats: int, label: str, profile: bool) -> _BackAndForth:
+    """`Workspace.undo` and `.redo` of the session's last turn (A -> B), alternating, each
+    timed against git's `read-tree -m -u` between the same two trees (the `undostore undo|redo
+    --yes` process every other step); left at A on both sides."""
+    snap_a, snap_b = ids
+    runs = _BackAndForth(now=snap_b)
+    state = {"now": snap_b, "git": snap_b}
 
     def step_lib() -> None:
         undo = state["now"] == snap_b
-        result = ws.undo(session) if undo else ws.redo(session)
-        changed = len(result.created) + len(result.modified) + len(result.deleted)
-        assert changed == len(touched), (changed, result.warnings)
+        result = ws.undo(session) if undo else ws.redo(session)  # type: ignore[attr-defined]
+        done = len(result.created) + len(result.modified) + len(result.deleted)
+        assert done == changed, (done, result.warnings)
         state["now"] = snap_a if undo else snap_b
 
     def step_git() -> None:
         new = snap_a if state["git"] == snap_b else snap_b
-        git_times.append(git.timed("read-tree", "-m", "-u", state["git"], new))
+        runs.git.append(git.timed("read-tree", "-m", "-u", state["git"], new))
         state["git"] = new
 
-    state["git"] = snap_b
     for i in range(repeats * 2):
         _settle()
         started = time.perf_counter()
         step_lib()
-        lib.append(time.perf_counter() - started)
+        runs.lib.append(time.perf_counter() - started)
         _settle()
         step_git()
         if i % 2 == 1:  # the CLI process, every other step
             verb = "undo" if state["now"] == snap_b else "redo"
             _settle()
-            cli.append(common.run_process(
-                [*CLI_COMMAND, "--root", ours_root, "--store", store,
+            runs.cli.append(common.run_process(
+                [*CLI_COMMAND, "--root", root, "--store", store,
                  verb, "--session", session, "--yes", "--json"], env=env).check().seconds)
             state["now"] = snap_a if verb == "undo" else snap_b
             _settle()
             step_git()
-    phases = _phase_runs(step_lib, phase_repeats, "npm-undo", profile)
-    if ws.snapshot().id != state["now"]:
+    runs.phases = _phase_runs(step_lib, phase_repeats, label, profile)
+    if ws.snapshot().id != state["now"]:  # type: ignore[attr-defined]
         raise RuntimeError("after the undos, the files do not snapshot to the target")
     if state["now"] == snap_b:
-        ws.undo(session)
+        ws.undo(session)  # type: ignore[attr-defined]
     if state["git"] == snap_b:
         git.run("read-tree", "-m", "-u", snap_b, snap_a)
-    ws.close()
+    ws.close()  # type: ignore[attr-defined]
+    return runs
+
+
+def bench_big_undo(work: str, files: int, folders: int, modified: int, repeats: int,
+                   env: dict[str, str], phase_repeats: int = 3,
+                   profile: bool = False) -> dict[str, object]:
+    """The undo of one big turn (`modified` of `files` files, nothing changed since) against
+    `git read-tree -m -u` of the same change: with no later change to merge, it is a
+    checkout, and should cost what the `modified` case's restore does."""
+    from undostore import Workspace
+
+    base = os.path.join(work, "base")
+    gen_tree.ensure("tree", base, files=files, folders=folders)
+    ours_root, git_root = os.path.join(work, "bigu"), os.path.join(work, "bigg")
     for copy in (ours_root, git_root):
-        npm_tree.mark_copied(copy)  # both back at A: the cache's bytes, reusable next run
-    what = (f"undo of a {len(touched)}-file turn, npm tree of {record['files']:,} files "
-            f"(fsmonitor {env.get('UNDOSTORE_FSMONITOR', 'default')})")
-    return {**_row("npm-undo", what, lib, cli, git_times, "git read-tree -m -u"),
-            "phases": phases, "tree": record}
+        _fresh(copy)
+        shutil.copytree(base, copy, symlinks=True)
+    store = _fresh(os.path.join(work, "ustore-big"))
+    session = "bench"
+    ws = Workspace(ours_root, store)
+    snap_a = ws.snapshot(session=session, label="before the turn").id
+    git = Git.fresh(os.path.join(work, "bigg.git"), git_root, env)
+    git_a = git.write_tree()
+    if _modify(ours_root, modified, seed=7) != _modify(git_root, modified, seed=7):
+        raise RuntimeError("the two copies differ: the turn touched different paths")
+    time.sleep(0.1)
+    snap_b = ws.snapshot().id   # the host's after-turn snapshot
+    _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
+    runs = _undo_and_redo(ws, git, session, (snap_a, snap_b), modified, repeats, env,
+                          ours_root, store, phase_repeats, "big-undo", profile)
+    return {**_row("big-undo", f"undo of a turn that changed {modified:,} of {files:,} files",
+                   runs.lib, runs.cli, runs.git, "git read-tree -m -u"),
+            "phases": runs.phases}
 
 
 def _row(case: str, what: str, lib: list[float], cli: list[float], git: list[float],
@@ -652,6 +700,9 @@ def _cases(work: str, args: argparse.Namespace, env: dict[str, str]) -> list[dic
                               packs=args.packs, **more))
     if "npm-undo" in cases:
         rows.append(bench_npm_undo(work, args.repeats, env, **more))
+    if "big-undo" in cases:
+        rows.append(bench_big_undo(work, args.files, args.folders, args.modified,
+                                   args.repeats, env, **more))
     if "c-project" in cases:
         rows.append(bench_c_project(work, args.repeats, env, **more))
     for row in rows:
@@ -666,7 +717,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modified", type=int, default=2_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", default="modified,new,npm-undo",
-                        help="comma-separated: modified, new, npm-undo, c-project")
+                        help="comma-separated: modified, new, npm-undo, big-undo, c-project")
     parser.add_argument("--phase-repeats", type=int, default=3,
                         help="library runs per case timed step by step (0: none)")
     parser.add_argument("--profile", action="store_true",

@@ -1,20 +1,25 @@
-"""What each tool call adds to a turn: turns of 20 calls (15 file tools, 5 shells) sent through
-the real hook process as Claude Code sends them, with the floors timed in the same run.
+"""What each hook call costs a turn: turns of 20 calls (15 file tools, 5 shells) sent through
+the real hook process as Claude Code sends them, with the floors and git timed in the same run;
+every tree given, with the resident process on (the default) and off, without and with watchman.
 
     python benchmarks/gen_tree.py tree /tmp/bt/t --files 20000
     python benchmarks/bench_tool_calls.py --root /tmp/bt/t --workdir /tmp/bt/w --rounds 5
-    python benchmarks/bench_tool_calls.py ... --resident on          # through the resident process
-    python benchmarks/bench_tool_calls.py ... --fsmonitor watchman   # watchman answers the walks
+    python benchmarks/bench_tool_calls.py --root T1 --root T2 ... --resident on,off \
+        --fsmonitor off,watchman                       # the whole matrix in one run
 
 Each round is one turn: a prompt (`UserPromptSubmit`), then 20 calls, each a `PreToolUse`, its
 change and a `PostToolUse` (every fourth a shell, `Bash`, whose command appends a line to a file;
 the others an `Edit` of one file, which appends a line to it), then `Stop`. Every hook process is
 timed from spawn to reap. Between turns, interleaved so the machine's load falls on all alike:
-`python -c pass` (the interpreter's start, the floor of any hook), `undostore snapshot` with
+`python -c pass` (the interpreter's start, the floor of any hook), the walk's floor (a bare
+Python that starts and lstats every file of the tree: what no walk in Python beats), the
+footer's `undostore status` (as Claude Code's status line runs it), `undostore snapshot` with
 nothing changed (a no-change snapshot in its own process) and git's `status` over the tree (a
-private git folder, its index made once). The table gives medians per kind of event and the
-ratios the targets name (a file tool's before event against a no-change snapshot; a shell call's
-two events against one).
+private git folder, its index made once). Each configuration has its own home and store (the
+first snapshot is not timed) and its resident process is stopped after it. The table gives
+medians per kind of event and the ratios the targets name (the prompt hook against the walk's
+floor; a file tool's before event against a no-change snapshot; a shell call's two events
+against one).
 
 `--python` names the interpreter whose console script is timed (a regular install, as users have
 it; the default is this one). Bytecode is kept in the work folder, as an installed package has it.
@@ -26,6 +31,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -36,6 +42,12 @@ import common
 
 CALLS_PER_TURN = 20
 SHELL_EVERY = 4          # every fourth call a shell: 15 file tools and 5 shells per turn
+# A bare Python that starts and lstats every file of the tree (argv[1]): the walk's floor.
+LSTAT_FLOOR = ("import os, sys\n"
+               "for folder, dirs, files in os.walk(sys.argv[1]):\n"
+               "    dirs[:] = [d for d in dirs if d != '.git']\n"
+               "    for name in files:\n"
+               "        os.lstat(os.path.join(folder, name))\n")
 
 
 class Timer:
@@ -98,24 +110,54 @@ def _files(root: str, count: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--root", required=True, help="the tree (gen_tree.py, npm_tree.py)")
-    parser.add_argument("--workdir", required=True, help="home, bytecode and git's folder")
+    parser.add_argument("--root", required=True, action="append",
+                        help="a tree (gen_tree.py, npm_tree.py); give it again for more")
+    parser.add_argument("--workdir", required=True, help="homes, bytecode and git's folders")
     parser.add_argument("--rounds", type=int, default=5, help="turns of 20 calls")
     parser.add_argument("--python", default=sys.executable)
-    parser.add_argument("--resident", choices=("on", "off"), default="off")
-    parser.add_argument("--fsmonitor", choices=("off", "watchman"), default="off")
+    parser.add_argument("--resident", default="on",
+                        help="on (the default on Linux and macOS), off, or both: on,off")
+    parser.add_argument("--fsmonitor", default="off", help="off, watchman, or both: off,watchman")
     args = parser.parse_args(argv)
-    root = os.path.abspath(args.root)
     os.makedirs(args.workdir, exist_ok=True)
-    home = os.path.join(args.workdir, "home")
+    rows = []
+    for root in (os.path.abspath(r) for r in args.root):
+        for fsmonitor in args.fsmonitor.split(","):
+            for resident in args.resident.split(","):
+                rows.append(_configuration(args, root, resident, fsmonitor))
+    print(f"\n{args.rounds} turns of {CALLS_PER_TURN} calls per configuration; "
+          f"load {common.load_average()}; medians in ms (the resident process is on by default)")
+    print("\n| tree | watchman | resident | prompt hook | file tool (before + after) | "
+          "shell (before + after) | status | python -c pass | walk floor | no-change snapshot "
+          "| git status | prompt / floor | file before / snapshot | shell / snapshot |")
+    print("|---|---|---|" + "---:|" * 12)
+    for row in rows:
+        cells = [row[k] for k in ("prompt", "file call (both)", "shell call (both)", "status",
+                                  "python -c pass", "walk floor", "no-change snapshot",
+                                  "git status")]
+        print(f"| {row['tree']} | {row['fsmonitor']} | {row['resident']} | "
+              + " | ".join(f"{c:.0f}" for c in cells)
+              + f" | {row['prompt'] / row['walk floor']:.2f}x"
+              f" | {row['file before'] / row['no-change snapshot']:.2f}x"
+              f" | {row['shell call (both)'] / row['no-change snapshot']:.2f}x |")
+    return 0
+
+
+def _configuration(args: argparse.Namespace, root: str, resident: str, fsmonitor: str
+                   ) -> dict[str, object]:
+    """One tree, resident setting and fsmonitor: the medians (ms) of each kind of call."""
+    name = f"{os.path.basename(root)}-{fsmonitor}-{resident}"
+    home = os.path.join(args.workdir, name)
+    shutil.rmtree(home, ignore_errors=True)
     env = common.isolated_env(home, pycache_prefix=os.path.join(args.workdir, "pycache"),
-                              extra={"UNDOSTORE_RESIDENT": args.resident,
-                                     "UNDOSTORE_FSMONITOR": args.fsmonitor})
+                              extra={"UNDOSTORE_RESIDENT": resident,
+                                     "UNDOSTORE_FSMONITOR": fsmonitor})
     os.makedirs(home, exist_ok=True)
     script = common.undostore_commands(args.python)["undostore script"]
     hook, snapshot = [*script, "hook", "--host", "claude-code"], [*script, "snapshot"]
+    status = [*script, "status"]
     git = shutil.which("git")
-    git_dir = os.path.join(args.workdir, "git")
+    git_dir = os.path.join(args.workdir, f"git-{os.path.basename(root)}")
     git_status = [git or "git", f"--git-dir={git_dir}", f"--work-tree={root}", "status",
                   "--porcelain"]
     timer = Timer(env, root)
@@ -126,29 +168,41 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([git, f"--git-dir={git_dir}", f"--work-tree={root}", "add", "-A"],
                        check=True, env=env, cwd=root)
     files = _files(root, CALLS_PER_TURN * args.rounds)
-    timer.run("warm-up", snapshot)                 # the first snapshot, not timed below
-    _turn(timer, hook, root, files, 0)             # starts the resident process, if on
-    timer.times.clear()
-    for turn in range(1, args.rounds + 1):
-        _turn(timer, hook, root, files, turn)
-        for _ in range(3):
-            timer.run("python -c pass", [args.python, "-c", "pass"])
-            timer.run("no-change snapshot", snapshot)
-            if git:
-                timer.run("git status", git_status)
-    print(f"{args.rounds} turns of {CALLS_PER_TURN} calls; {root} ({common.file_system(root)}); "
-          f"resident {args.resident}, fsmonitor {args.fsmonitor}; load {common.load_average()}")
-    print("\n| event | median |\n|---|---:|")
-    for kind in timer.times:
-        print(f"| {kind} | {timer.median_ms(kind):.1f} ms |")
-    floor = timer.median_ms("no-change snapshot")
-    print(f"\nfile tool's before event / no-change snapshot: "
-          f"{timer.median_ms('file before') / floor:.2f}x (target <= 0.3x on the npm tree)")
-    print(f"file tool's two events: {timer.median_ms('file call (both)'):.1f} ms "
-          f"(target <= 60 ms own process, <= 30 ms resident)")
-    print(f"shell call's two events / no-change snapshot: "
-          f"{timer.median_ms('shell call (both)') / floor:.2f}x (target <= 2.2x)")
-    return 0
+    footer = _event(root, "StatusLine")
+    try:
+        timer.run("warm-up", snapshot)                 # the first snapshot, not timed below
+        _turn(timer, hook, root, files, 0)             # starts the resident process, if on
+        timer.times.clear()
+        for turn in range(1, args.rounds + 1):
+            _turn(timer, hook, root, files, turn)
+            for _ in range(3):
+                timer.run("python -c pass", [args.python, "-c", "pass"])
+                timer.run("walk floor", [args.python, "-c", LSTAT_FLOOR, root])
+                timer.run("status", status, footer)
+                timer.run("no-change snapshot", snapshot)
+                if git:
+                    timer.run("git status", git_status)
+    finally:
+        _stop_resident(home)
+    print(f"{name}: {root} ({common.file_system(root)}); load {common.load_average()}",
+          file=sys.stderr)
+    medians: dict[str, object] = {kind: timer.median_ms(kind) for kind in timer.times}
+    medians.setdefault("git status", float("nan"))
+    return {**medians, "tree": os.path.basename(root), "resident": resident,
+            "fsmonitor": fsmonitor}
+
+
+def _stop_resident(home: str) -> None:
+    """End the resident process a configuration's home started (its state file names it)."""
+    try:
+        with open(os.path.join(home, ".undostore", "run", "resident.json"),
+                  encoding="utf-8") as f:
+            pid = int(json.load(f)["pid"])
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"resident.serve" in f.read():
+                os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError, KeyError):
+        pass
 
 
 if __name__ == "__main__":

@@ -414,3 +414,21 @@ def test_a_file_added_back_on_both_sides_with_other_modes_merges_as_git_does(
     contents are the same."""
     states = [{"f": b"x\n"}, {"f": theirs}, {}, {"f": ours}]
     check_against_git(git, tmp_path, states, 2)
+
+
+def test_taking_back_a_turn_nothing_changed_since_restores_its_start(tree_factory):
+    """With no later change to merge, the revert's tree is the turn's start itself (taken as
+    it is, with no merge: a big turn's undo costs what its restore does, bench_restore.py
+    --cases big-undo), and the counts are those of that restore."""
+    root = tree_factory({})
+    with Workspace(root) as ws:
+        before, _ = _snapshots(ws, root, {"a.txt": LINES, "b.txt": b"b\n", "d/c.txt": b"c"},
+                               {"a.txt": edit_lines(LINES, (3, b"turn\n")), "n.txt": b"new\n",
+                                "d/c.txt": b"c"}, session="s")
+        result = ws.revert(before)
+        assert (result.created, result.modified, result.deleted) == (["b.txt"], ["a.txt"],
+                                                                     ["n.txt"])
+        assert disk_state(root) == {"a.txt": ("file", LINES, False),
+                                    "b.txt": ("file", b"b\n", False),
+                                    "d/c.txt": ("file", b"c", False)}
+        assert ws.snapshot().id == before

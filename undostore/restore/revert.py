@@ -135,6 +135,12 @@ def build_revert_tree(store: Store, from_sha: bytes, to_sha: bytes, ours_sha: by
         base_side, theirs_side = flatten_difference(reader.read_tree_body, to_sha, from_sha,
                                                     bodies=bodies, check=False)
         paths = _own_paths(reader, from_sha, base_side.files.keys(), theirs_side.files.keys())
+        if ours_sha == to_sha and len(paths) == len(base_side.files.keys()
+                                                     | theirs_side.files.keys()):
+            # Nothing changed since TO, and the whole change is the change's own: the merge
+            # takes FROM's entry at every path, so its tree is FROM itself (a checkout; no
+            # tree to build, no pack to write).
+            return _checkout(from_sha, base_side.files.keys(), theirs_side.files.keys())
         since_to, ours_side = flatten_difference(reader.read_tree_body, to_sha, ours_sha,
                                                  bodies=bodies, check=False)
         merger = _Merger(reader, ours_label, theirs_label)
@@ -176,6 +182,12 @@ def build_revert_tree(store: Store, from_sha: bytes, to_sha: bytes, ours_sha: by
     tree.target = root.hex()
     tree.conflicts = sorted(set(tree.conflicts))
     return tree
+
+
+def _checkout(from_sha: bytes, in_to: KeysView[str], in_from: KeysView[str]) -> RevertTree:
+    """The revert of TO -> FROM onto TO itself: FROM, as restored over TO."""
+    return RevertTree(target=from_sha.hex(), created=len(in_from - in_to),
+                      deleted=len(in_to - in_from), modified=len(in_to & in_from))
 
 
 def _own_paths(reader: ObjectReader, from_sha: bytes, in_to: KeysView[str],
