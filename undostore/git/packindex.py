@@ -20,7 +20,10 @@ from typing import BinaryIO
 IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"
 IDX_NAMES_AT = 8 + 256 * 4
 _LIST_AFTER = 64     # lookups in one index before its names are copied into a list
+# What this process already learned of an index file (path, size, mtime, inode): packs are
+# never rewritten in place, and a hook call opens the same ones in several readers.
 _CHECKED: dict[tuple[str, int, int, int], bool] = {}   # index checksums already verified
+_MAX_OFFSETS: dict[tuple[str, int, int, int], int] = {}   # where each one's last record starts
 
 
 class PackIndexFile:
@@ -28,8 +31,10 @@ class PackIndexFile:
 
     def __init__(self, path: str) -> None:
         with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+            st = os.fstat(f.fileno())
+            size = st.st_size
             self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        self._key = (path, size, st.st_mtime_ns, st.st_ino)
         data = self._map
         try:
             if len(data) < IDX_NAMES_AT + 40 or data[:8] != IDX_MAGIC:
@@ -56,8 +61,7 @@ class PackIndexFile:
     def checksum_ok(self) -> bool:
         """Whether the index's own trailer matches its bytes (reads the whole index once per
         process: ~3 ms for 100,000 objects)."""
-        st = os.stat(self.path)
-        key = (self.path, st.st_size, st.st_mtime_ns, st.st_ino)
+        key = self._key
         if key not in _CHECKED:
             view = memoryview(self._map)
             body = view[:-20]
@@ -119,11 +123,17 @@ class PackIndexFile:
         return value
 
     def max_offset(self) -> int:
-        """Where the last record starts (0 for an empty index), without listing them all."""
+        """Where the last record starts (0 for an empty index), without listing them all (once
+        per process and index file)."""
         if not self.count:
             return 0
-        top = max(struct.unpack_from(f">{self.count}L", self._map, self._offsets_at))
-        return top if not top & 0x80000000 else max(self.offsets())
+        top = _MAX_OFFSETS.get(self._key)
+        if top is None:
+            top = max(struct.unpack_from(f">{self.count}L", self._map, self._offsets_at))
+            if top & 0x80000000:
+                top = max(self.offsets())
+            _MAX_OFFSETS[self._key] = top
+        return top
 
     def offsets(self) -> list[int]:
         """Every record's offset, in index (id) order."""
