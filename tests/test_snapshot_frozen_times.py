@@ -66,3 +66,40 @@ def test_a_folder_gone_from_a_reused_listing_has_that_listing_read_again(
         ws.snapshot()
         shutil.rmtree(root / "b")
         assert ws.snapshot().id == git.write_tree(root)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the lstats split needs fork")
+def test_where_folder_times_never_move_a_second_process_serves_the_names_read_again(
+        powercut, git, tmp_path, walk_only):  # noqa: F811
+    """The walk reads each listing again by name there; a second process's answers
+    (snapshot/lstatsplit.py) then spare it the files' lstats, and every change made before the
+    snapshot is still in its id: a new file, one removed, one rewritten in place."""
+    import time
+
+    from undostore.limits import Limits
+
+    root = _frozen_root(powercut)
+
+    def finished_first() -> int:   # every answer written before the walk goes on
+        pid = os.fork()
+        if pid:
+            while True:
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break
+                time.sleep(0.002)
+        return pid
+
+    with Workspace(root, tmp_path / "store",
+                   limits=Limits(split_lstat_min_files=0, split_chunk_files=2)) as ws:
+        ws.fork = finished_first
+        assert ws.snapshot().id == git.write_tree(root)
+        time.sleep(0.1)   # past the racy window: the entries saved next are trusted
+        ws.snapshot()
+        quiet = ws.snapshot()
+        assert quiet.vouched > 0 and quiet.id == git.write_tree(root)
+        (root / "a" / "new.txt").write_text("n")
+        (root / "b" / "z.txt").unlink()
+        with open(root / "a" / "deep" / "y.txt", "r+") as f:
+            f.write("Y")
+        assert ws.snapshot().id == git.write_tree(root)

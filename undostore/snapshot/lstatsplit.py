@@ -8,13 +8,13 @@ last (the walk pops its stack from the end of each folder's list of sub-folders;
 from its start) and answers, per chunk of a folder's files (`Limits.split_chunk_files`, taken
 from the last, as the walk lstats from the first: where the two meet in a huge folder, each
 does its part), the chunks whose files all still match their entries; the parent takes an
-answer only for a folder whose own stamp it has also found unchanged, and lstats every other
-file itself.
+answer only for a folder whose listing it has also found unchanged (its stamp held, or its
+names were read again where folder times never move), and lstats every other file itself.
 
 Where it is used: only where a front end hands a way to fork (`fork`: the CLI, which runs no
-other thread; the library never forks of its own accord, an embedding host may run threads),
-the stat cache holds at least `Limits.split_lstat_min_files` files, and folder times can vouch
-for listings. Started by the walk's first use (a walk that watchman spared never starts it).
+other thread; the library never forks of its own accord, an embedding host may run threads)
+and the stat cache holds at least `Limits.split_lstat_min_files` files. Started by the walk's first
+use (a walk that watchman spared never starts it).
 
 Safe by construction: the child only reads (lstat, open a folder) and writes its answers to a
 pipe, NUL-terminated; an answer cut short by its death is never read as one, and a child that
@@ -168,11 +168,14 @@ def _answer(root: str, known: Callable[[str], Known | None], out: int, chunk_fil
         prefix = rel + "/" if rel else ""
         stack.extend(prefix + name for name in reversed(entry.subdirs))
         entries, names = entry.entries, entry.files
-        if entries is None or not names or entry.stamp[:PART] == UNTRUSTED:
+        if entries is None or not names:
             continue
         disk = disk_path(root, rel)
         try:
-            if stat_part(os.lstat(disk)) != entry.stamp[:PART]:
+            # A folder whose stat moved is read again by the walk: not worth checking. (Where
+            # folder times never move, or were taken too close to the save, the walk reads
+            # the names again and may take the answers all the same.)
+            if entry.stamp[:PART] != UNTRUSTED and stat_part(os.lstat(disk)) != entry.stamp[:PART]:
                 continue
             fd = os.open(disk, FOLDER_FLAGS)
         except OSError:

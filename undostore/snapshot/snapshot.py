@@ -238,8 +238,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
                                trust_listings=not on_fuse(real_root))
     split = (Split(real_root, walk_options.known, options.fork, limits.split_chunk_files)
              if walk_options.known is not None and options.fork is not None
-             and cache.count >= limits.split_lstat_min_files and walk_options.trust_listings
-             and options.only is None else None)
+             and cache.count >= limits.split_lstat_min_files and options.only is None
+             else None)
     if split is not None:
         walk_options = walk_options._replace(vouched=split.vouched,
                                              chunk_files=split.chunk_files)

@@ -281,7 +281,7 @@ class WalkOptions(NamedTuple):
     trust_listings: bool = True
     # (folder, chunk, its files) -> whether a second process found each file of that chunk of
     # the folder's files (`chunk_files` a chunk, in order) unchanged (lstatsplit.py): asked
-    # only of a folder whose stamp the walk found unchanged itself.
+    # only of a folder whose listing the walk found unchanged itself.
     vouched: Callable[[str, int, int], bool] | None = None
     chunk_files: int = 1024
 
@@ -376,7 +376,7 @@ def _visit_listed(rel: str, inherited: FolderRules, same: bool, known: Known | N
         ignore_st = _lstat_or_none(ignore_path) if old_ignore != NO_FILE else None
         stamp = folder_stamp(seen, ignore_st) + digest
         if stamp == known.stamp:
-            folder = _reuse(disk, rel, known, options, stamp_held=True)
+            folder = _reuse(disk, rel, known, options, listing_held=True)
             if folder is not None:
                 folder.stamp = stamp
                 return folder, _below(folder, inherited.inside(rel, ignore_st), True)
@@ -390,7 +390,10 @@ def _visit_listed(rel: str, inherited: FolderRules, same: bool, known: Known | N
     ignored = (_same_names(disk, prefix, known, own, options)
                if below and known is not None and _RELIST else None)
     if ignored is not None:
-        folder = _reuse(disk, rel, known, options)   # type: ignore[arg-type]
+        # Its names read again; a second process's answers serve where its own stat has not
+        # moved either (folder times that never move: a moved one may mean a file renamed over).
+        held = known is not None and known.stamp[:PART] == seen
+        folder = _reuse(disk, rel, known, options, listing_held=held)   # type: ignore[arg-type]
         if folder is not None:
             folder.stamp = stamp
             folder.relisted = True
@@ -487,15 +490,17 @@ def _same_names(disk: str, prefix: str, known: Known, rules: FolderRules, option
     return join_names(ignored) if seen == len(files) + len(subdirs) else None
 
 
-def _reuse(disk: str, rel: str, known: Known, options: WalkOptions, stamp_held: bool = False
+def _reuse(disk: str, rel: str, known: Known, options: WalkOptions, listing_held: bool = False
            ) -> Folder | None:
     """The folder from its cached listing, each file lstat-ed (None: a file is gone or changed
-    type after the folder's stat was taken; the folder is then read), or, where its stamp
-    held (`stamp_held`), vouched for by a second process (`WalkOptions.vouched`)."""
+    type after the folder's stat was taken; the folder is then read), or, where the walk
+    found the listing itself unchanged (`listing_held`: its stamp held, or its names were read
+    again and its own stat is the recorded one), vouched for by a second process
+    (`WalkOptions.vouched`)."""
     folder = Folder(rel, subdirs=list(known.subdirs), names=list(known.files), joined=known.joined,
                     ignored=known.ignored)
     entries = known.entries
-    vouched = options.vouched if stamp_held and entries is not None else None
+    vouched = options.vouched if listing_held and entries is not None else None
     count = len(known.files)
     if vouched is not None and count <= options.chunk_files and vouched(rel, 0, count):
         return folder   # one chunk: not even opened
