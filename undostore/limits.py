@@ -21,7 +21,7 @@ class Limits(NamedTuple):
     watchman_timeout_s: float = 5.0    # a watchman reply slower than this means a full walk
     checkpoint_s: float = 5.0          # a first snapshot keeps what it hashed this often
     look_held_bytes: int = 512 << 20   # new content a read-only look may hold in memory
-    split_lstat_min_files: int = 30_000   # a walk this big lstats in two processes, if allowed
+    split_lstat_min_files: int = 10_000   # a walk this big lstats in two processes, if allowed
     split_chunk_files: int = 1024      # ... and shares out a folder's files in runs this long
 
 
