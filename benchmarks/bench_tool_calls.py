@@ -140,6 +140,12 @@ def main(argv: list[str] | None = None) -> int:
               + f" | {row['prompt'] / row['walk floor']:.2f}x"
               f" | {row['file before'] / row['no-change snapshot']:.2f}x"
               f" | {row['shell call (both)'] / row['no-change snapshot']:.2f}x |")
+    print("\nEach event alone (ms):\n\n| tree | watchman | resident | file before | file after "
+          "| shell before | shell after | stop |\n|---|---|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['tree']} | {row['fsmonitor']} | {row['resident']} | "
+              + " | ".join(f"{row[k]:.0f}" for k in ("file before", "file after", "shell before",
+                                                      "shell after", "stop")) + " |")
     return 0
 
 

@@ -416,8 +416,8 @@ class Workspace:
         from undostore.restore.restore import Worktree
 
         return Worktree(self.root, self.store, self._snapshot_locked,
-                        step_done=lambda context, target, safety: finish_step(
-                            self.store, StepContext.of_json(context), target, safety),
+                        step_done=lambda context, target, safety, wrote: finish_step(
+                            self.store, StepContext.of_json(context), target, safety, wrote),
                         on_recovery=self.on_recovery, checkpoint=self.checkpoint,
                         cancel=self.cancel, limits=self.limits)
 

@@ -380,15 +380,17 @@ def resolve_point(store: Store, ref: str) -> str:
     return store.resolve(ref).hex()
 
 
-def finish_step(store: Store, context: StepContext | None, target: str, safety: str) -> None:
+def finish_step(store: Store, context: StepContext | None, target: str, safety: str,
+                wrote: list[str] | None = None) -> None:
     """What a restore runs once the files are at `target` (Worktree.step_done), even when
     recovery after a crash finishes it: an undo or redo moves its turns (history/steps.py), a
     restore or revert records the files before it as a point; each once (its token). None:
-    the restore did no history step."""
+    the restore did no history step. `wrote`: the paths the restore changed, as its journal
+    lists them (None: found from the two trees)."""
     if context is None:
         return
     session, step, token = context.session, context.step, context.token
-    _step_wrote(store, token, safety, target)
+    _step_wrote(store, token, safety, target, wrote)
     if step in BEFORE_STEPS:
         _record_before(store, session, token, safety, target, context.label)
         return
@@ -409,17 +411,20 @@ def finish_step(store: Store, context: StepContext | None, target: str, safety: 
     _commit(store, journal, new_ids=[safety])
 
 
-def _step_wrote(store: Store, token: str, safety: str, target: str) -> None:
+def _step_wrote(store: Store, token: str, safety: str, target: str,
+                wrote: list[str] | None) -> None:
     """Note the files a step wrote (from the files before it to its target) as an undostore
     step's, so that no session's shell call running meanwhile takes them for its own
-    (history/activity.py)."""
+    (history/activity.py). The restore's own list where it gives one: a diff of two big trees
+    costs a tenth of a 2,000-file undo."""
     from undostore.history import activity
     from undostore.history.attribution import tree_changes
 
     if safety and target and safety != target:
+        paths = tuple(wrote) if wrote is not None else tuple(tree_changes(store, safety, target))
         now = time.time()
-        activity.begin(store.cache_dir, activity.Span(
-            None, token, activity.STEP, tuple(tree_changes(store, safety, target)), now, now))
+        activity.begin(store.cache_dir, activity.Span(None, token, activity.STEP, paths, now,
+                                                      now))
 
 
 BEFORE_STEPS = ("restore", "revert")

@@ -111,7 +111,8 @@ if TYPE_CHECKING:
     from undostore.store.store import Store
 
 Confirm = Callable[[RestorePlan], bool]
-StepDone = Callable[[dict, str, str], None]
+# (context, target, safety, the paths the restore changed), once the files are at the target.
+StepDone = Callable[[dict, str, str, list[str]], None]
 
 __all__ = ["Confirm", "PendingRestore", "RestorePlan", "RestoreResult", "Worktree",
            "abort_pending", "pending_restore", "recover_pending", "restore"]
@@ -604,7 +605,7 @@ def _execute(wt: Worktree, prepared: _Prepared, journal: RestoreJournal, run: Ru
     if journal.context and wt.step_done is not None:
         # Before the journal goes: a crash in between makes recovery run this again, and a
         # session step applies once only.
-        wt.step_done(journal.context, journal.target, journal.safety)
+        wt.step_done(journal.context, journal.target, journal.safety, sorted(journal.touched()))
     remove_journal(wt.store)
     prepared.blobs.release()   # every file is written: their blobs' places are not needed
     if remember:
