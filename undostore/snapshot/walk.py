@@ -457,9 +457,10 @@ def _same_names(disk: str, prefix: str, known: Known, rules: FolderRules, option
     """Whether a folder whose own stat moved (files renamed over, an ignored file written:
     a restore edits every folder it writes in, a build rewrites its outputs) still keeps what
     `known` kept, with the rules unchanged: listed again by name and type only (no stat, no
-    file entries), each kept file still there and no folder, each walked folder still a
-    folder, every other name ignored: one `known` found ignored is so again (the rules are
-    those it was matched under), any other is matched. Returns the names found ignored
+    file entries), each kept file still there (whether it is still a file, its own lstat
+    after tells), each walked folder still a folder, every other name ignored: one `known`
+    found ignored is so again (the rules are those it was matched under), any other is
+    matched. Returns the names found ignored
     (NUL-joined, as `Known.ignored`): its known listing then serves, each file lstat-ed as in
     `_reuse`; None on any doubt (a temp name, an error): the folder is read the usual way,
     which says why."""
@@ -471,8 +472,14 @@ def _same_names(disk: str, prefix: str, known: Known, rules: FolderRules, option
         with os.scandir(disk) as listing:
             for entry in listing:
                 name = entry.name
+                if name in files:
+                    # Not asked its type: its own lstat after (here, or the second process's)
+                    # tells a file from what took its name. Where the listing gives no types
+                    # (FUSE without d_type), asking would lstat every file a second time.
+                    seen += 1
+                    continue
                 is_dir = entry.is_dir(follow_symlinks=False)
-                if name in (subdirs if is_dir else files):
+                if is_dir and name in subdirs:
                     seen += 1
                     continue
                 if name == ".git" or (is_dir and prefix + name in options.skip_dirs):
