@@ -19,6 +19,7 @@ from undostore import Workspace
 from undostore.limits import Limits
 
 from .conftest import make_tree
+from .process_support import until_exited
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"),
                                 reason="the split needs fork; the tests kill through pidfds")
@@ -42,14 +43,6 @@ def settled(ws: Workspace) -> None:
     ws.snapshot()
 
 
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def forks(into: list[int], then: Callable[[int], None] | None = None) -> Callable[[], int]:
     """os.fork, noting each child's pid; in the parent, `then(pid)` right after."""
     def fork() -> int:
@@ -60,13 +53,6 @@ def forks(into: list[int], then: Callable[[int], None] | None = None) -> Callabl
                 then(pid)
         return pid
     return fork
-
-
-def done(pid: int) -> None:
-    """Wait for the child to have written every answer and exited (not yet reaped)."""
-    deadline = time.monotonic() + 30
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.005)
 
 
 def kill_later(delay: float, timers: list[threading.Timer]) -> Callable[[int], None]:
@@ -102,7 +88,7 @@ def test_the_second_process_vouches_for_unchanged_chunks_and_the_ids_stay_gits(t
     with Workspace(root, store=tmp_path / "store", limits=SPLIT) as ws:
         settled(ws)
         children: list[int] = []
-        ws.fork = forks(children, done)   # every answer in before the walk starts
+        ws.fork = forks(children, until_exited)   # every answer in before the walk starts
         quiet = ws.snapshot()
         assert quiet.vouched > 0 and quiet.hashed == 0
         assert quiet.id == git.write_tree(root)
@@ -163,7 +149,7 @@ def test_a_folder_changed_after_the_second_process_vouched_for_it_is_read(tmp_pa
         settled(ws)
 
         def after_the_child(pid: int) -> None:
-            done(pid)
+            until_exited(pid)
             (root / "d00" / "late.txt").write_text("added after the child looked")
             (root / "d01" / "tmp").write_text("renamed over after the child looked")
             os.replace(root / "d01" / "tmp", root / "d01" / "f02.txt")
@@ -186,7 +172,7 @@ def test_a_file_changed_in_place_after_the_child_looked_is_found_by_the_next_sna
         before = ws.snapshot().id
 
         def after_the_child(pid: int) -> None:
-            done(pid)
+            until_exited(pid)
             with open(root / "d00" / "f00.txt", "r+") as f:   # the folder's time stays
                 f.write("9")
 

@@ -18,6 +18,8 @@ from undostore_cli import resident_client as resident
 
 from undostore import Workspace
 
+from .process_support import alive
+
 pytestmark = pytest.mark.skipif(not resident.available(),
                                 reason="descriptor passing and peer credentials (Linux)")
 
@@ -65,14 +67,6 @@ def serving() -> bool:
         return False
     finally:
         conn.close()
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def children_of(pid: int) -> list[int]:

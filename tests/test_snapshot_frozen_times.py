@@ -78,21 +78,13 @@ def test_where_folder_times_never_move_a_second_process_serves_the_names_read_ag
 
     from undostore.limits import Limits
 
-    root = _frozen_root(powercut)
+    from .process_support import fork_finished_first
 
-    def finished_first() -> int:   # every answer written before the walk goes on
-        pid = os.fork()
-        if pid:
-            while True:
-                with open(f"/proc/{pid}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                        break
-                time.sleep(0.002)
-        return pid
+    root = _frozen_root(powercut)
 
     with Workspace(root, tmp_path / "store",
                    limits=Limits(split_lstat_min_files=0, split_chunk_files=2)) as ws:
-        ws.fork = finished_first
+        ws.fork = fork_finished_first
         assert ws.snapshot().id == git.write_tree(root)
         time.sleep(0.1)   # past the racy window: the entries saved next are trusted
         ws.snapshot()

@@ -26,6 +26,7 @@ from undostore.snapshot.walk import UNTRUSTED, WalkOptions, iter_walk, trusted_s
 from undostore.store.statcache import StatCache, entries_follow_names
 
 from .conftest import IS_WINDOWS, Git, make_tree
+from .process_support import until_exited
 
 # Older than the racy window (statcache: 50 ms), so a snapshot may save the folders' stamps.
 SETTLE = 0.08
@@ -346,11 +347,7 @@ def test_random_changes_with_the_lstats_in_two_processes_keep_the_snapshot_equal
     def fork() -> int:
         pid = os.fork()
         if pid and rng.random() < 0.5:
-            while True:   # the child done: exited, not yet reaped
-                with open(f"/proc/{pid}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                        break
-                time.sleep(0.002)
+            until_exited(pid)
         return pid
 
     def counted(result: SnapshotResult) -> None:
