@@ -514,43 +514,66 @@ def _turn(root: str, seed: int, modified: int = 7, created: int = 2, deleted: in
 
 def bench_npm_undo(work: str, repeats: int, env: dict[str, str], phase_repeats: int = 3,
                    profile: bool = False) -> dict[str, object]:
-    from undostore import Workspace
 
     record = npm_tree.ensure(log=lambda m: print(m, file=sys.stderr))
     ours_root, git_root = os.path.join(work, "npm-u"), os.path.join(work, "npm-g")
     for copy in (ours_root, git_root):
         npm_tree.copy_tree(copy)
         npm_tree.forget_copy(copy)  # changed below; put back to A and marked again at the end
-    store = _fresh(os.path.join(work, "ustore-npm"))
-    session = "bench"
-    ws = Workspace(ours_root, store)
-    snap_a = ws.snapshot(session=session, label="before the turn").id
-    git = Git.fresh(os.path.join(work, "npm-g.git"), git_root, env)
-    git_a = git.write_tree()
-    touched = _turn(ours_root, seed=11)
-    if _turn(git_root, seed=11) != touched:
-        raise RuntimeError("the two copies differ: the turn touched different paths")
-    time.sleep(0.1)
-    snap_b = ws.snapshot().id   # what a host's after-turn snapshot would see (no undo point)
-    _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
-
-    runs = _undo_and_redo(ws, git, session, (snap_a, snap_b), len(touched), repeats, env,
-                          ours_root, store, phase_repeats, "npm-undo", profile)
+    turn = _session_turn(work, "npm", ours_root, git_root, env,
+                         lambda root: _turn(root, seed=11))
+    runs = _undo_and_redo(turn, repeats, env, phase_repeats, "npm-undo", profile)
     for copy in (ours_root, git_root):
         npm_tree.mark_copied(copy)  # both back at A: the cache's bytes, reusable next run
-    what = (f"undo of a {len(touched)}-file turn, npm tree of {record['files']:,} files "
+    what = (f"undo of a {len(turn.touched)}-file turn, npm tree of {record['files']:,} files "
             f"(fsmonitor {env.get('UNDOSTORE_FSMONITOR', 'default')})")
     return {**_row("npm-undo", what, runs.lib, runs.cli, runs.git, "git read-tree -m -u"),
             "phases": runs.phases, "tree": record}
 
 
-def _undo_and_redo(ws: object, git: Git, session: str, ids: tuple[str, str], changed: int,
-                   repeats: int, env: dict[str, str], root: str, store: str,
-                   phase_repeats: int, label: str, profile: bool) -> _BackAndForth:
+@dataclass
+class _SessionTurn:
+    """undostore's copy of a tree at a session's undo point A, git's copy at A too, both then
+    changed alike by one turn (B, the host's after-turn snapshot: no undo point)."""
+
+    ws: object
+    git: Git
+    root: str
+    store: str
+    session: str
+    ids: tuple[str, str]
+    touched: list[str]
+
+
+def _session_turn(work: str, prefix: str, ours_root: str, git_root: str, env: dict[str, str],
+                  turn: Callable[[str], list[str]]) -> _SessionTurn:
+    """The copies (already made) recorded at A, `turn` applied to each (it returns the paths
+    it touched: the same in both), recorded at B; both ids checked against git's."""
+    from undostore import Workspace
+
+    store = _fresh(os.path.join(work, f"ustore-{prefix}"))
+    session = "bench"
+    ws = Workspace(ours_root, store)
+    snap_a = ws.snapshot(session=session, label="before the turn").id
+    git = Git.fresh(os.path.join(work, f"{prefix}-g.git"), git_root, env)
+    git_a = git.write_tree()
+    touched = turn(ours_root)
+    if turn(git_root) != touched:
+        raise RuntimeError("the two copies differ: the turn touched different paths")
+    time.sleep(0.1)
+    snap_b = ws.snapshot().id   # what a host's after-turn snapshot would see (no undo point)
+    _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
+    return _SessionTurn(ws, git, ours_root, store, session, (snap_a, snap_b), touched)
+
+
+def _undo_and_redo(turn: _SessionTurn, repeats: int, env: dict[str, str], phase_repeats: int,
+                   label: str, profile: bool) -> _BackAndForth:
     """`Workspace.undo` and `.redo` of the session's last turn (A -> B), alternating, each
     timed against git's `read-tree -m -u` between the same two trees (the `undostore undo|redo
     --yes` process every other step); left at A on both sides."""
-    snap_a, snap_b = ids
+    ws, git, session, root, store = turn.ws, turn.git, turn.session, turn.root, turn.store
+    snap_a, snap_b = turn.ids
+    changed = len(turn.touched)
     runs = _BackAndForth(now=snap_b)
     state = {"now": snap_b, "git": snap_b}
 
@@ -599,7 +622,6 @@ def bench_big_undo(work: str, files: int, folders: int, modified: int, repeats: 
     """The undo of one big turn (`modified` of `files` files, nothing changed since) against
     `git read-tree -m -u` of the same change: with no later change to merge, it is a
     checkout, and should cost what the `modified` case's restore does."""
-    from undostore import Workspace
 
     base = os.path.join(work, "base")
     gen_tree.ensure("tree", base, files=files, folders=folders)
@@ -607,19 +629,9 @@ def bench_big_undo(work: str, files: int, folders: int, modified: int, repeats: 
     for copy in (ours_root, git_root):
         _fresh(copy)
         shutil.copytree(base, copy, symlinks=True)
-    store = _fresh(os.path.join(work, "ustore-big"))
-    session = "bench"
-    ws = Workspace(ours_root, store)
-    snap_a = ws.snapshot(session=session, label="before the turn").id
-    git = Git.fresh(os.path.join(work, "bigg.git"), git_root, env)
-    git_a = git.write_tree()
-    if _modify(ours_root, modified, seed=7) != _modify(git_root, modified, seed=7):
-        raise RuntimeError("the two copies differ: the turn touched different paths")
-    time.sleep(0.1)
-    snap_b = ws.snapshot().id   # the host's after-turn snapshot
-    _check_ids((snap_a, snap_b), (git_a, git.write_tree()))
-    runs = _undo_and_redo(ws, git, session, (snap_a, snap_b), modified, repeats, env,
-                          ours_root, store, phase_repeats, "big-undo", profile)
+    turn = _session_turn(work, "big", ours_root, git_root, env,
+                         lambda root: _modify(root, modified, seed=7))
+    runs = _undo_and_redo(turn, repeats, env, phase_repeats, "big-undo", profile)
     return {**_row("big-undo", f"undo of a turn that changed {modified:,} of {files:,} files",
                    runs.lib, runs.cli, runs.git, "git read-tree -m -u"),
             "phases": runs.phases}
