@@ -35,6 +35,7 @@ from undostore.errors import (
     is_unreadable,
 )
 from undostore.fileio import TEMP_PREFIX
+from undostore.limits import DEFAULT_LIMITS
 from undostore.platform import IS_WINDOWS, is_junction
 from undostore.snapshot.ignore import (
     IgnoreRules,
@@ -283,7 +284,7 @@ class WalkOptions(NamedTuple):
     # the folder's files (`chunk_files` a chunk, in order) unchanged (lstatsplit.py): asked
     # only of a folder whose listing the walk found unchanged itself.
     vouched: Callable[[str, int, int], bool] | None = None
-    chunk_files: int = 1024
+    chunk_files: int = DEFAULT_LIMITS.split_chunk_files
 
 
 def disk_path(root: str, rel: str) -> str:
