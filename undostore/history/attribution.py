@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 
 from undostore.git.objects import TREE, hash_object
 from undostore.git.packwriter import PackWriter
-from undostore.git.reader import ObjectReader
 from undostore.history.toolcall import FILE, SHELL, OpenCall
 from undostore.restore.plan import Entry, TreeBodies, flatten_difference
 from undostore.restore.treebuild import TreeBuilder, entries_at
@@ -52,9 +51,8 @@ def call_changes(store: Store, call: OpenCall, after: str) -> Changes:
 
 def tree_changes(store: Store, before: str, after: str) -> Changes:
     """Each file that differs between two trees, with its entry in each."""
-    with ObjectReader(store) as reader:
-        old, new = flatten_difference(reader.read_tree_body, bytes.fromhex(before),
-                                      bytes.fromhex(after), check=False)
+    old, new = flatten_difference(store.index.read_tree_body, bytes.fromhex(before),
+                                  bytes.fromhex(after), check=False)
     return {path: (old.files.get(path), new.files.get(path))
             for path in sorted(old.files.keys() | new.files.keys())}
 
@@ -102,19 +100,19 @@ def _changed_beside(store: Store, call: OpenCall, after: str, now: float, path: 
     if any(w.session in (None, session) or w.before is None
            or (w.end is not None and w.after is None) for w in naming):
         return ()
-    with ObjectReader(store) as reader:
-        trees = TreeBodies(reader.read_tree_body, {})
+    reader = store.index   # the store's own, seeing every pack written
+    trees = TreeBodies(reader.read_tree_body, {})
 
-        def entry(tree: str) -> Entry | None:
-            return entries_at(trees, bytes.fromhex(tree), [path])[path]
+    def entry(tree: str) -> Entry | None:
+        return entries_at(trees, bytes.fromhex(tree), [path])[path]
 
-        # The path as each stretch outside their calls began and ended: from the shell's start
-        # (or the first call's, if it began first) to the first call, ..., the last to the end.
-        marks = [call.before if naming[0].start > call.started else naming[0].before]
-        for w in naming:
-            marks += [w.before, w.after if w.end is not None and w.end < now else after]
-        marks.append(after)
-        outside = any(entry(marks[i]) != entry(marks[i + 1]) for i in range(0, len(marks), 2))
+    # The path as each stretch outside their calls began and ended: from the shell's start
+    # (or the first call's, if it began first) to the first call, ..., the last to the end.
+    marks = [call.before if naming[0].start > call.started else naming[0].before]
+    for w in naming:
+        marks += [w.before, w.after if w.end is not None and w.end < now else after]
+    marks.append(after)
+    outside = any(entry(marks[i]) != entry(marks[i + 1]) for i in range(0, len(marks), 2))
     return tuple(sorted({w.session for w in naming if w.session})) if outside else ()
 
 
@@ -128,30 +126,30 @@ def add_call(store: Store, own: tuple[Segment, ...], start: str, changes: Change
     segments = list(own) or [(start, start)]
     before, after = segments[-1]
     paths = sorted(changes)
-    with ObjectReader(store) as reader:
-        trees = TreeBodies(reader.read_tree_body, {})
-        had = entries_at(trees, bytes.fromhex(before), paths)
-        has = entries_at(trees, bytes.fromhex(after), paths)
-        outside = split and any(had[p] != has[p] and has[p] != changes[p][0] for p in paths)
-        if outside:   # changed outside the calls since: a new segment on the files as they were
-            base = after
-            new_before = {p: changes[p][0] for p in paths}
-        else:         # the segment goes on: a path it had not changed starts from the call's
-            base = before
-            new_before = {p: changes[p][0] for p in paths if had[p] == has[p]}
-        new_after = {p: changes[p][1] for p in paths}
-        writer = PackWriter(store.pack_dir)
-        try:
-            builder = TreeBuilder(reader, store, writer, [], trees.bodies)
-            made = (_built(store, writer, builder, base, new_before),
-                    _built(store, writer, builder, after, new_after))
-            writer.commit()
-        except BaseException:
-            writer.abort()
-            raise
+    reader = store.index   # the store's own, seeing every pack written
+    trees = TreeBodies(reader.read_tree_body, {})
+    had = entries_at(trees, bytes.fromhex(before), paths)
+    has = entries_at(trees, bytes.fromhex(after), paths)
+    outside = split and any(had[p] != has[p] and has[p] != changes[p][0] for p in paths)
+    if outside:   # changed outside the calls since: a new segment on the files as they were
+        base = after
+        new_before = {p: changes[p][0] for p in paths}
+    else:         # the segment goes on: a path it had not changed starts from the call's
+        base = before
+        new_before = {p: changes[p][0] for p in paths if had[p] == has[p]}
+    new_after = {p: changes[p][1] for p in paths}
+    writer = PackWriter(store.pack_dir)
+    try:
+        builder = TreeBuilder(reader, store, writer, [], trees.bodies)
+        made = (_built(store, writer, builder, base, new_before),
+                _built(store, writer, builder, after, new_after))
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
     store.refresh()
-    for sha in made:
-        remember(store.path, bytes.fromhex(sha))   # gc's grace until the journal lists them
+    # gc's grace until the journal lists them
+    remember(store.path, *(bytes.fromhex(sha) for sha in made))
     return (*segments, made) if outside else (*segments[:-1], made)
 
 
@@ -168,22 +166,22 @@ def net(store: Store, own: tuple[Segment, ...]) -> Segment:
 def without(store: Store, segment: Segment, paths: frozenset[str]) -> Segment:
     """`segment` changing none of `paths`: its after tree given its before's entries there."""
     before, after = segment
-    with ObjectReader(store) as reader:
-        trees = TreeBodies(reader.read_tree_body, {})
-        wanted = sorted(paths)
-        had = entries_at(trees, bytes.fromhex(before), wanted)
-        has = entries_at(trees, bytes.fromhex(after), wanted)
-        changes = {path: had[path] for path in wanted if had[path] != has[path]}
-        if not changes:
-            return segment
-        writer = PackWriter(store.pack_dir)
-        try:
-            made = _built(store, writer, TreeBuilder(reader, store, writer, [], trees.bodies),
-                          after, changes)
-            writer.commit()
-        except BaseException:
-            writer.abort()
-            raise
+    reader = store.index   # the store's own, seeing every pack written
+    trees = TreeBodies(reader.read_tree_body, {})
+    wanted = sorted(paths)
+    had = entries_at(trees, bytes.fromhex(before), wanted)
+    has = entries_at(trees, bytes.fromhex(after), wanted)
+    changes = {path: had[path] for path in wanted if had[path] != has[path]}
+    if not changes:
+        return segment
+    writer = PackWriter(store.pack_dir)
+    try:
+        made = _built(store, writer, TreeBuilder(reader, store, writer, [], trees.bodies),
+                      after, changes)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
     store.refresh()
     remember(store.path, bytes.fromhex(made))
     return before, made

@@ -38,11 +38,13 @@ def _load(store_path: str) -> list[tuple[float, bytes]]:
             if isinstance(when, float) and isinstance(sha, bytes) and len(sha) == 20]
 
 
-def remember(store_path: str, snapshot_id: bytes) -> None:
-    """Note that `snapshot_id` was just handed out (the store lock is held)."""
+def remember(store_path: str, *snapshot_ids: bytes) -> None:
+    """Note that `snapshot_ids` were just handed out (the store lock is held): one write for
+    them all."""
     now = time.time()
-    entries = [e for e in _load(store_path) if e[1] != snapshot_id]
-    entries.append((now, snapshot_id))
+    given = set(snapshot_ids)
+    entries = [e for e in _load(store_path) if e[1] not in given]
+    entries += [(now, sha) for sha in dict.fromkeys(snapshot_ids)]
     young = sum(1 for when, _ in entries if when >= now - KEEP_SECONDS)
     entries = entries[-min(MAX_KEEP, max(KEEP, young)):]
     try:
