@@ -39,6 +39,10 @@ if TYPE_CHECKING:
         atomic_write,
         make_private_dirs,
     )
+    from undostore.git.packindex import (
+        adopt_index_facts,
+        index_facts,
+    )
     from undostore.history.direction import Direction
     from undostore.history.journal import (
         session_name_for,
@@ -126,6 +130,7 @@ _PUBLIC = {
     "undostore.store.trust": ("check_trusted=check",),
     "undostore.store.statcache": ("preload_stat_cache=preload",
                                   "last_loaded_stat_cache=last_loaded"),
+    "undostore.git.packindex": ("index_facts", "adopt_index_facts"),
 }
 # public name -> (module, its name there)
 _LAZY = {public: (module, inner or public)
@@ -142,6 +147,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "adopt_index_facts",
     "atomic_write",
     "Cancel",
     "check_trusted",
@@ -153,6 +159,7 @@ __all__ = [
     "discover",
     "fill_line_counts",
     "GIT_COLORS",
+    "index_facts",
     "IncompleteSnapshotError",
     "Interrupted",
     "known_points",

@@ -11,6 +11,7 @@ it starts no thread, so the fork copies nothing half-done.
 
 from __future__ import annotations
 
+import codecs
 import gc
 import importlib
 import io
@@ -26,7 +27,9 @@ import time
 import traceback
 
 from undostore import (
+    adopt_index_facts,
     atomic_write,
+    index_facts,
     last_loaded_stat_cache,
     make_private_dirs,
     preload_stat_cache,
@@ -349,32 +352,59 @@ def _child(conn: socket.socket, fds: list[int], request: dict, listener: socket.
 
 
 def _tell_loaded(tell: int) -> None:
-    """Name the cache this child loaded to the resident process, if it is still there: one
-    killed meanwhile (an upgrade, the OOM killer) has closed the pipe, and the call's answer
-    must reach its caller all the same."""
-    loaded = last_loaded_stat_cache()
+    """Tell the resident process, if it is still there, what this child learned that the next
+    one can use: the stat cache it loaded, and what it found of the store's pack indexes (their
+    checksums held, where each's last record starts: a call otherwise checks every pack of the
+    store again). One killed meanwhile (an upgrade, the OOM killer) has closed the pipe, and
+    the call's answer must reach its caller all the same. At most `TOLD_BYTES`, which a pipe
+    holds without its reader (the parent reads once this child has exited)."""
     try:
-        if loaded is not None:
-            os.write(tell, json.dumps(loaded).encode("utf-8", "surrogateescape")[:4096])
+        os.write(tell, told(last_loaded_stat_cache(), index_facts()))
     except OSError:
         pass
     finally:
         os.close(tell)
 
 
+def told(stat_cache: object, facts: list) -> bytes:
+    """What `_tell_loaded` writes: the stat cache, and the newest index facts that fit in
+    `TOLD_BYTES` with it."""
+    facts = facts[-TOLD_INDEXES:]
+    while True:
+        data = json.dumps({"stat_cache": stat_cache, "indexes": facts}).encode(
+            "utf-8", "surrogateescape")
+        if len(data) <= TOLD_BYTES or not facts:
+            return data if len(data) <= TOLD_BYTES else b""
+        facts = facts[len(facts) // 2 + 1:]
+
+
+# What a child tells its parent fits a pipe's buffer on every system it runs on (macOS's holds
+# 16 KiB before it grows): a child that wrote more would wait for a reader that waits for it.
+TOLD_BYTES = 16000
+TOLD_INDEXES = 100   # a store merges its small packs beyond 24 (store/packmerge.py)
+
+
 def _preload(told: int) -> None:
-    """Read the cache the finished child loaded, so the next call's child has it (the stat
-    cache's `preload`: taken only while its files are unchanged)."""
+    """Take what the finished child told (`_tell_loaded`), so the next call's child has it:
+    the stat cache it loaded (the cache's `preload`: taken only while its files are
+    unchanged), and the pack index facts (taken only for files still there unchanged)."""
+    data = b""
     try:
-        data = os.read(told, 8192)
+        while len(data) <= TOLD_BYTES:
+            chunk = os.read(told, TOLD_BYTES + 1)
+            if not chunk:
+                break
+            data += chunk
     except OSError:
-        data = b""
+        pass
     finally:
         os.close(told)
     try:
-        path, identity = json.loads(data)
+        told_here = json.loads(data)
+        adopt_index_facts(told_here.get("indexes"))
+        path, identity = told_here["stat_cache"]
         preload_stat_cache(path, identity)
-    except (ValueError, TypeError, OSError):
+    except (ValueError, TypeError, KeyError, AttributeError, OSError):
         return
     gc.freeze()   # as the imports: shared with the children, never walked by their collections
 
@@ -439,6 +469,7 @@ def _warm() -> None:
         except ImportError:
             if name not in OPTIONAL_MODULES:
                 raise
+    codecs.lookup("utf-8-sig")   # the hook's event is read in it (a lookup imports its module)
 
 
 def _write_state(*, served: int, ended: bool = False) -> None:

@@ -26,6 +26,41 @@ _CHECKED: dict[tuple[str, int, int, int], bool] = {}   # index checksums already
 _MAX_OFFSETS: dict[tuple[str, int, int, int], int] = {}   # where each one's last record starts
 
 
+def index_facts() -> list[list[object]]:
+    """What this process learned of the index files it read, newest last: [path, size, mtime
+    (ns), inode, whether its checksum held (None: not checked), where its last record starts
+    (-1: not looked)]. The resident process hands them to the calls it forks next
+    (`adopt_index_facts`), which would each check every pack of the store again."""
+    keys = dict.fromkeys([*_CHECKED, *_MAX_OFFSETS])
+    return [[*key, _CHECKED.get(key), _MAX_OFFSETS.get(key, -1)] for key in keys]
+
+
+def adopt_index_facts(facts: object) -> int:
+    """Take `facts` (`index_facts` of a process forked from this one) as this process's own,
+    for the index files still there unchanged (each stat-ed here: size, time, inode), and
+    forget every other; a fact that is not well formed is skipped, and only a checksum that
+    held is taken. How many files' facts are kept."""
+    _CHECKED.clear()
+    _MAX_OFFSETS.clear()
+    for fact in facts if isinstance(facts, list) else ():
+        if not (isinstance(fact, list) and len(fact) == 6 and isinstance(fact[0], str)
+                and all(type(v) is int for v in (*fact[1:4], fact[5]))):
+            continue
+        path, size, mtime_ns, inode, checked, top = fact
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_size, st.st_mtime_ns, st.st_ino) != (size, mtime_ns, inode):
+            continue
+        key = (path, size, mtime_ns, inode)
+        if checked is True:
+            _CHECKED[key] = True
+        if top >= 0:
+            _MAX_OFFSETS[key] = top
+    return len({*_CHECKED, *_MAX_OFFSETS})
+
+
 class PackIndexFile:
     """A read-only view of one `.idx` file; ValueError if it is not a well-formed v2 index."""
 
