@@ -14,7 +14,7 @@ import click
 from .complete import complete_sessions
 from .door import Said, open_workspace
 from .door import history_session as _history_session
-from .plain import Options, json_text
+from .plain import Options, json_text, root_relative
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -98,6 +98,32 @@ session_option = _session_flag("Session (undo history); default: $UNDOSTORE_SESS
 # For a command that never picks a session itself (drop).
 named_session_option = _session_flag("Session (undo history): this or $UNDOSTORE_SESSION is "
                                      "required.")
+
+
+_PATHS_KEY = "undostore.paths"
+
+
+class TakesPaths(click.Command):
+    """A command that takes `-- PATH...` after its own arguments (pathspecs as git takes them:
+    files, folders or globs, relative to the current folder when it is inside the root). They
+    are set aside before click reads the rest, so `diff A -- p` is never read as `diff A p`;
+    `given_paths` reads them."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            at = args.index("--")
+            ctx.meta[_PATHS_KEY] = args[at + 1:]
+            args = args[:at]
+        return super().parse_args(ctx, args)
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return [*super().collect_usage_pieces(ctx), "[-- PATH...]"]
+
+
+def given_paths(root: str) -> list[str]:
+    """The paths given after `--` to the running `TakesPaths` command, relative to `root`
+    (`plain.root_relative`); [] where none were given."""
+    return root_relative(root, click.get_current_context().meta.get(_PATHS_KEY, []))
 
 
 def dry_run_option(f: F) -> F:

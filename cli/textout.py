@@ -24,6 +24,16 @@ def call_lines(point: Point) -> list[str]:
     return lines
 
 
+def part_note(point: Point) -> str:
+    """`(part of the turn: without a.txt, b.txt)` for an entry that an undo or redo of some
+    paths split from its turn (`log`, `show`); "" for a whole one."""
+    if not point.partial:
+        return ""
+    left = sorted(point.left_out)
+    shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+    return f"(part of the turn: without {shown})"
+
+
 def write_changes(form: str, store: Store, changes: list[Change], colored: bool,
                   width: int, context: int = 3) -> None:
     """`changes` in one of git's forms on stdout (`width`: the --stat width; `context`: the

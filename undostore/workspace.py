@@ -539,31 +539,34 @@ class Workspace:
 
     def undo(self, session: str | None = None, *, steps: int = 1, to: str | None = None,
              whole: bool = False, merge: bool = False, keep_doubtful: bool = False,
-             dry_run: bool = False, confirm: Confirm | None = None,
-             on_progress: OnProgress | None = None) -> StepResult:
+             paths: list[str] | None = None, dry_run: bool = False,
+             confirm: Confirm | None = None, on_progress: OnProgress | None = None
+             ) -> StepResult:
         """Take back the session's last `steps` turns (or every turn back to its point `to`):
         each turn's own change, 3-way against the files now, so other changes stay; they move
         to the redo stack. Overlaps: StepConflict (exit 3) with nothing changed, or with
         `merge` conflict markers; `whole`: the whole folder back to the point. Files whose
         change is in doubt (another conversation's call ran too): DoubtfulChange (exit
-        3), or with `keep_doubtful` left as they are."""
+        3), or with `keep_doubtful` left as they are. `paths` (pathspecs relative to the
+        root): only those paths of the turns' change; the rest of each turn stays on the undo
+        stack, and the part taken goes to the redo stack."""
         from undostore.history.direction import Direction
 
         return self.step(Direction.UNDO, session, steps=steps, to=to, whole=whole,
-                         merge=merge, keep_doubtful=keep_doubtful, dry_run=dry_run,
-                         confirm=confirm, on_progress=on_progress)
+                         merge=merge, keep_doubtful=keep_doubtful, paths=paths,
+                         dry_run=dry_run, confirm=confirm, on_progress=on_progress)
 
     def redo(self, session: str | None = None, *, steps: int = 1, merge: bool = False,
-             keep_doubtful: bool = False, dry_run: bool = False,
-             confirm: Confirm | None = None, on_progress: OnProgress | None = None
-             ) -> StepResult:
+             keep_doubtful: bool = False, paths: list[str] | None = None,
+             dry_run: bool = False, confirm: Confirm | None = None,
+             on_progress: OnProgress | None = None) -> StepResult:
         """Apply the session's last `steps` undone turns again, 3-way, as `undo` takes them
-        back."""
+        back (`paths`: only those paths of them, as `undo` takes)."""
         from undostore.history.direction import Direction
 
         return self.step(Direction.REDO, session, steps=steps, merge=merge,
-                         keep_doubtful=keep_doubtful, dry_run=dry_run, confirm=confirm,
-                         on_progress=on_progress)
+                         keep_doubtful=keep_doubtful, paths=paths, dry_run=dry_run,
+                         confirm=confirm, on_progress=on_progress)
 
     def step(self, direction: Direction, session: str | None = None, **how: Any) -> StepResult:
         """`undo` or `redo` by `direction`, with the same options (`whole` for undo only):
@@ -648,6 +651,8 @@ class Workspace:
             to_id = result.to_id
         changes = own_changes(self.store, bytes.fromhex(result.from_id),
                               bytes.fromhex(result.to_id), result.changes)
+        if span.point.left_out:   # part of the turn: an undo or redo of some paths took those
+            changes = [c for c in changes if c.path not in span.point.left_out]
         return Turn(span, to_id, changes)
 
     def sessions(self) -> list[SessionInfo]:

@@ -10,6 +10,8 @@ import click
 
 from ..common import (
     Context,
+    TakesPaths,
+    given_paths,
     history_session,
     json_option,
     pass_context,
@@ -18,25 +20,12 @@ from ..common import (
 )
 from ..complete import complete_ids
 from ..pager import no_pager_option, paged
-from ..plain import json_text, root_relative
+from ..plain import json_text
 from ..results import compare_json, turn_diff_json
 from ..textout import columns, want_color, write_changes
 
-_PATHS_KEY = "undostore.diff.paths"
 
-
-class _DiffCommand(click.Command):
-    """Takes the paths after `--` aside, so `diff A -- p` is never read as `diff A p` (TO=p)."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--" in args:
-            at = args.index("--")
-            ctx.meta[_PATHS_KEY] = args[at + 1:]
-            args = args[:at]
-        return super().parse_args(ctx, args)
-
-
-@click.command("diff", cls=_DiffCommand)
+@click.command("diff", cls=TakesPaths)
 @click.argument("from_id", metavar="[FROM]", required=False, shell_complete=complete_ids)
 @click.argument("to_id", metavar="[TO]", required=False, shell_complete=complete_ids)
 @click.option("--name-only", is_flag=True, help="Only the path of each change.")
@@ -63,8 +52,7 @@ class _DiffCommand(click.Command):
 @json_option
 @pass_context
 @read_only(None)
-@click.pass_context
-def diff_command(click_ctx: click.Context, ctx: Context, from_id: str | None, to_id: str | None,
+def diff_command(ctx: Context, from_id: str | None, to_id: str | None,
                  name_only: bool, name_status: bool, numstat: bool, stat: bool, patch: bool,
                  context: int | None, exit_code: bool, find_renames: bool, color: str,
                  turn: int | None, session: str | None, no_pager: bool, as_json: bool) -> None:
@@ -80,7 +68,7 @@ def diff_command(click_ctx: click.Context, ctx: Context, from_id: str | None, to
     """
     forms = _forms(name_only, name_status, numstat, stat, patch or context is not None)
     workspace = ctx.workspace()
-    paths = root_relative(workspace.root, click_ctx.meta.get(_PATHS_KEY, []))
+    paths = given_paths(workspace.root)
     if turn is not None:
         if from_id is not None:
             raise click.UsageError("--turn takes no FROM or TO (the turn gives both)")

@@ -14,8 +14,10 @@ from undostore import Direction
 
 from ..common import (
     Context,
+    TakesPaths,
     dry_run_option,
     emit,
+    given_paths,
     history_session,
     json_option,
     named_session_option,
@@ -29,7 +31,7 @@ from ..common import (
 from ..complete import complete_ids
 from ..pager import no_pager_option, paged
 from ..results import empty_log, log_json, sessions_json
-from ..textout import call_lines, columns, want_color
+from ..textout import call_lines, columns, part_note, want_color
 from .pending import mention_pending
 
 if TYPE_CHECKING:
@@ -52,6 +54,8 @@ def _point_line(kind: str, number: int | None, point: Point) -> str:
         label = ""
     if number is None:
         label += "  (changed no file)"
+    if point.partial:   # an undo or redo of some paths split the turn between the two stacks
+        label += f"  {part_note(point)}"
     shown = number if number is not None else "-"
     return f"{kind} {shown:>3}  {point.id[:12]}  {_when(point.time)}{label}"
 
@@ -130,8 +134,10 @@ def _undo_or_redo(ctx: Context, direction: Direction, session: str | None, yes: 
     workspace = ctx.workspace()
     which = direction.value
     session = history_session(ctx, session, doing=f"nothing to {which}: ")
-    result = run_restore(functools.partial(workspace.step, direction, session, **how), yes=yes,
-                         dry_run=dry_run, action=which)
+    paths = given_paths(workspace.root)
+    result = run_restore(functools.partial(workspace.step, direction, session,
+                                           paths=paths or None, **how),
+                         yes=yes, dry_run=dry_run, action=which)
     note_warnings(result.warnings)
     emit(as_json, result.to_json(), lambda: step_summary(result))
     if result.conflicts and not result.dry_run:
@@ -161,12 +167,25 @@ def step_summary(result: StepResult) -> str:
                                   "nothing was changed", *git])
     back = direction.back.value
     lines = [f"{which}: {done}{named} ({counts})"]
+    if any(part is not None for part in result.parts):
+        lines.append(_part_line(result))
     lines += [f"conflict: {note}" for note in conflict_notes(result.conflicts, result.unmarked)]
     undoes = ("`undostore redo` applies this session's turns again, not the other changes it "
               "took back" if result.whole else f"`undostore {back}` takes the turns back")
     lines.append(f"safety snapshot {result.safety} (`undostore restore {result.safety[:12]}` "
                  f"puts the files back as they were; {undoes})")
     return "\n".join([*lines, *git])
+
+
+def _part_line(result: StepResult) -> str:
+    """What a step of some paths took, and where the rest of its turns is."""
+    took = sorted({path for part in result.parts if part is not None for path in part})
+    shown = ", ".join(took[:5]) + (f" and {len(took) - 5} more" if len(took) > 5 else "")
+    if Direction(result.step) is Direction.UNDO:
+        return (f"part of a turn: {shown}; the rest stays on the undo stack (`undostore undo` "
+                "takes it back)")
+    return (f"part of a turn: {shown}; the rest stays undone (`undostore redo` applies it "
+            "again)")
 
 
 _STEPS = click.argument("steps", metavar="[N]", type=click.IntRange(min=1), default=1,
@@ -180,7 +199,7 @@ _KEEP_DOUBTFUL = click.option(
          "conversation's call ran too) and take back the rest, instead of refusing.")
 
 
-@click.command("undo")
+@click.command("undo", cls=TakesPaths)
 @_STEPS
 @click.option("--to", "to", metavar="ID", default=None, shell_complete=complete_ids,
               help="Take back every turn back to undo point ID (as `log` lists it) instead of "
@@ -205,6 +224,8 @@ def undo_command(ctx: Context, steps: int, to: str | None, merge: bool, keep_dou
     turn's is a conflict: nothing changes (exit 3, each path named) unless --merge (conflict
     markers) or --whole (the whole folder back to the undo point). A safety snapshot of the
     files is taken first. The undone turns go to the redo stack; `redo` applies them again.
+    With `-- PATH...` (files, folders or globs) only those paths of the turns' change are taken
+    back; the rest of each turn stays on the undo stack.
     """
     if to is not None and steps != 1:
         raise click.UsageError("give N or --to ID, not both")
@@ -214,7 +235,7 @@ def undo_command(ctx: Context, steps: int, to: str | None, merge: bool, keep_dou
                   merge=merge, whole=whole, keep_doubtful=keep_doubtful)
 
 
-@click.command("redo")
+@click.command("redo", cls=TakesPaths)
 @_STEPS
 @_MERGE
 @_KEEP_DOUBTFUL
@@ -225,7 +246,10 @@ def undo_command(ctx: Context, steps: int, to: str | None, merge: bool, keep_dou
 @pass_context
 def redo_command(ctx: Context, steps: int, merge: bool, keep_doubtful: bool,
                  session: str | None, yes: bool, dry_run: bool, as_json: bool) -> None:
-    """Apply the session's last N undone turns again (default 1), 3-way as undo takes them back."""
+    """Apply the session's last N undone turns again (default 1), 3-way as undo takes them back.
+
+    With `-- PATH...` only those paths of the undone turns' change are applied again.
+    """
     _undo_or_redo(ctx, Direction.REDO, session, yes, dry_run, as_json, steps=steps, merge=merge,
                   keep_doubtful=keep_doubtful)
 

@@ -20,7 +20,7 @@ from ..common import (
 from ..complete import complete_ids
 from ..pager import no_pager_option, paged
 from ..results import show_json
-from ..textout import call_lines, columns, want_color, write_changes
+from ..textout import call_lines, columns, part_note, want_color, write_changes
 
 if TYPE_CHECKING:
     from undostore.history.turns import Turn
@@ -104,6 +104,8 @@ def _header(turn: Turn, colored: bool) -> str:
     lines = [first, f"Date:  {when}", f"To:    {to} ({_ENDS[turn.span.end_kind]})", ""]
     label = point.label or "(no label)"
     lines += [f"    {line}" for line in label.splitlines() or [label]]
+    if point.partial:
+        lines += ["", f"    {part_note(point)}"]
     if point.notes:   # the calls that made the changes, where the host reports them
         lines += ["", *call_lines(point)]
     return "\n".join(lines) + "\n\n"

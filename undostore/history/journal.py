@@ -149,6 +149,10 @@ class Point(NamedTuple):
     # those sessions: whose change it was is in doubt (history/attribution.py).
     doubt: tuple[tuple[str, tuple[str, ...]], ...] = ()
     notes: tuple[CallNote, ...] = ()   # its calls that changed files, oldest first
+    # The paths of the turn's change this entry does not hold: an undo or redo of some paths
+    # (`undo -- PATH`) took them to the other stack, where an entry of the same turn holds
+    # them; empty: the whole change. Never every path it changed.
+    left_out: frozenset[str] = frozenset()
 
     @property
     def changed(self) -> bool:
@@ -163,6 +167,16 @@ class Point(NamedTuple):
         """Whether the turn is its tool calls' changes (`own`), not a window of time."""
         return self.own is not None
 
+    @property
+    def partial(self) -> bool:
+        """Whether this entry holds only part of its turn's change (`left_out`)."""
+        return bool(self.left_out)
+
+    def same_turn(self, other: Point) -> bool:
+        """Whether `other` is an entry of this one's turn (the two parts of a turn that an
+        undo or redo of some paths split: equal but for what each leaves out)."""
+        return self._replace(left_out=frozenset()) == other._replace(left_out=frozenset())
+
     def ids(self) -> set[str]:
         """The snapshot and tree ids this point lists (what its anchors must keep)."""
         found = {self.id} | ({self.after} if self.after else set())
@@ -172,7 +186,7 @@ class Point(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "time": self.time, "label": self.label, "meta": dict(self.meta),
-                "after": self.after}
+                "after": self.after, "left_out": sorted(self.left_out)}
 
 
 class Dropped(NamedTuple):
@@ -310,6 +324,8 @@ def _point_doc(p: Point) -> dict[str, Any]:
         doc["doubt"] = [[path, list(others)] for path, others in p.doubt]
     if p.notes:
         doc["notes"] = [note.to_json() for note in p.notes]
+    if not p.left_out:
+        del doc["left_out"]
     return doc
 
 
@@ -355,9 +371,13 @@ def _point_from(doc: Any) -> Point:
             isinstance(d, list) and len(d) == 2 and isinstance(d[0], str)
             and isinstance(d[1], list) and all(isinstance(s, str) for s in d[1]) for d in doubt)):
         raise ValueError("bad doubt")
+    left_out = doc.get("left_out", [])
+    if not (isinstance(left_out, list) and all(isinstance(path, str) for path in left_out)):
+        raise ValueError("bad left-out paths")
     return Point(sha, float(when), label, meta, after, ended,
                  tuple((a, b) for a, b in own) if own is not None else None, running, calls,
-                 tuple((path, tuple(others)) for path, others in doubt), noted)
+                 tuple((path, tuple(others)) for path, others in doubt), noted,
+                 frozenset(left_out))
 
 
 def _is_time(value: Any) -> bool:

@@ -308,14 +308,24 @@ def redo(wt: Worktree, session: str, *, steps: int = 1, merge: bool = False,
 
 def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to: str | None = None,
          whole: bool = False, merge: bool = False, keep_doubtful: bool = False,
-         dry_run: bool = False, confirm: Confirm | None = None,
+         paths: list[str] | None = None, dry_run: bool = False, confirm: Confirm | None = None,
          on_progress: OnProgress | None = None) -> StepResult:
     """An undo or redo of `session` (`undo`, `redo`): the one entry every caller's request
     goes through. `whole` is for undo alone (UsageError before any work otherwise). A turn
     whose files are in doubt (another conversation's call ran too) is refused
-    (DoubtfulChange) unless `keep_doubtful`, which leaves those files as they are."""
+    (DoubtfulChange) unless `keep_doubtful`, which leaves those files as they are. `paths`
+    (root-relative pathspecs, as git takes them): only those paths of the turns' change
+    (history/steps.py `narrow`); the rest of each turn stays where it is."""
     if whole and direction is Direction.REDO:
         raise UsageError("--whole is for undo: redo applies the undone turns again")
+    if whole and paths:
+        raise UsageError("--whole puts the whole folder back, so it takes no paths (`undostore "
+                         "restore ID -- PATH` puts some paths back to a point)")
+    wanted_paths = None
+    if paths:
+        from undostore.diff.trees import PathFilter
+
+        wanted_paths = PathFilter(paths)   # a path leaving the root: UsageError, before any work
     # Here, not at the top: recording an undo point (the hook, on every prompt) needs none of
     # the restore machinery.
     from dataclasses import replace
@@ -344,8 +354,10 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
         journal = journals.load(store, session)
         journal.close_turn(now.id, final=True)   # as finish_step will, for good, once done
         request = multi.plan(journal, direction, now.id, steps=steps, to=wanted, whole=whole)
+        if wanted_paths is not None:
+            request = multi.narrow(store, request, wanted_paths.wants_file, list(paths or ()))
         bodies: dict[bytes, bytes] = {}   # the trees the merge read and made, for the restore
-        doubt = {} if whole else multi.doubt_of(request.turns)
+        doubt = {} if whole else multi.doubt_of(request)
         if doubt and not keep_doubtful:
             raise multi.DoubtfulChange(request, doubt)
         composed = multi.compose(store, request, bodies, leave=frozenset(doubt))

@@ -18,10 +18,15 @@ class StepContext(NamedTuple):
     dropped: tuple[str, ...] = ()   # undo, redo: the newest turns that changed nothing
     moved: tuple[str, ...] = ()     # undo, redo: the turns it moves, in stack order (top last)
     label: str | None = None        # restore, revert: the label of the point it records
+    # undo, redo of some paths: for each moved turn (as `moved`), None where it moves whole,
+    # else (the paths it takes, the paths of the entry it leaves behind)
+    parts: tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         doc = self._asdict()
-        doc.update(dropped=list(self.dropped), moved=list(self.moved))
+        doc.update(dropped=list(self.dropped), moved=list(self.moved),
+                   parts=[None if part is None else [list(part[0]), list(part[1])]
+                          for part in self.parts])
         return doc
 
     @classmethod
@@ -32,11 +37,17 @@ class StepContext(NamedTuple):
         session, step, token = doc.get("session"), doc.get("step"), doc.get("token")
         now, label = doc.get("now"), doc.get("label")
         dropped, moved = doc.get("dropped", []), doc.get("moved", [])
+        parts = doc.get("parts", [])
         if not (isinstance(session, str) and isinstance(step, str) and isinstance(token, str)
-                and _ids(dropped) and _ids(moved)):
+                and _ids(dropped) and _ids(moved) and isinstance(parts, list)
+                and all(part is None or (isinstance(part, list) and len(part) == 2
+                                         and _ids(part[0]) and _ids(part[1]))
+                        for part in parts)):
             return None
         return cls(session, step, token, now if isinstance(now, str) else None,
-                   tuple(dropped), tuple(moved), label if isinstance(label, str) else None)
+                   tuple(dropped), tuple(moved), label if isinstance(label, str) else None,
+                   tuple(None if part is None else (tuple(part[0]), tuple(part[1]))
+                         for part in parts))
 
 
 def _ids(value: object) -> bool:

@@ -16,6 +16,7 @@ restore and, through `apply` once the files are there (also after a crash), move
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -29,10 +30,20 @@ if TYPE_CHECKING:
     from undostore.store.store import Store
 
 
+class TurnPart(NamedTuple):
+    """What an undo or redo of some paths (`undo -- PATH`) takes of one turn's entry: `taken`,
+    the paths of its change it moves to the other stack, and `rest`, those it leaves where
+    they are. Nothing taken: the entry stays whole; nothing left: it moves whole."""
+
+    taken: frozenset[str]
+    rest: frozenset[str]
+
+
 class StepRequest(NamedTuple):
     """One undo or redo, decided once from one journal read: the turns it moves in the order it
     applies them (undo: newest first; redo: the next first), the newest turns that changed
-    nothing (dropped by either), the files before it, and how."""
+    nothing (dropped by either), the files before it, and how. `parts`: for a step of some
+    paths, what it takes of each turn (as `turns`); empty: each turn whole."""
 
     session: str
     direction: Direction
@@ -40,13 +51,23 @@ class StepRequest(NamedTuple):
     dropped: list[Point]      # the newest turns that changed nothing, newest first
     now: str
     whole: bool = False
+    parts: tuple[TurnPart, ...] = ()
 
     def context(self, token: str) -> StepContext:
         """The restore journal's context: what `apply` needs, even after a crash. Ids in stack
         order (the top last)."""
         return StepContext(self.session, self.direction.value, token, self.now,
                            tuple(p.id for p in reversed(self.dropped)),
-                           tuple(p.id for p in reversed(self.turns)))
+                           tuple(p.id for p in reversed(self.turns)),
+                           parts=tuple(None if not part.rest else
+                                       (tuple(sorted(part.taken)), tuple(sorted(part.rest)))
+                                       for part in reversed(self.parts)))
+
+    def leaves(self, at: int) -> frozenset[str]:
+        """The paths of turn `at`'s change this step leaves as they are: what its entry does
+        not hold, and what a step of some paths does not take."""
+        turn = self.turns[at]
+        return turn.left_out | (self.parts[at].rest if self.parts else frozenset())
 
 
 class TurnConflict(NamedTuple):
@@ -90,13 +111,18 @@ class StepResult(RestoreResult):
     recovered: str | None = None
     git_moved: GitMoved | None = None   # an undo: the user's git HEAD moved since (Workspace)
 
+    # a step of some paths: the paths it took of each turn (as `turns`); None: the turn whole
+    parts: list[list[str] | None] = field(default_factory=list)
+
     @classmethod
     def of(cls, result: RestoreResult, request: StepRequest, composed: Composed,
            recovered: str | None) -> StepResult:
         values = {f.name: getattr(result, f.name) for f in fields(RestoreResult)}
         return cls(**values, step=request.direction.value, turns=list(request.turns),
                    conflicts=sorted({c.path for c in composed.conflicts}),
-                   unmarked=composed.unmarked, whole=request.whole, recovered=recovered)
+                   unmarked=composed.unmarked, whole=request.whole, recovered=recovered,
+                   parts=[None if not part.rest else sorted(part.taken)
+                          for part in request.parts])
 
     def counts(self) -> str:
         """`1 turn; 3 files`: what the step moved, in the words every front end uses."""
@@ -108,7 +134,8 @@ class StepResult(RestoreResult):
         doc.update(step=self.step, turns=[p.to_json() for p in self.turns],
                    conflicts=self.conflicts, unmarked=self.unmarked, whole=self.whole,
                    recovered=self.recovered,
-                   git_moved=self.git_moved.to_json() if self.git_moved else None)
+                   git_moved=self.git_moved.to_json() if self.git_moved else None,
+                   parts=self.parts or [None] * len(self.turns))
         return doc
 
 
@@ -151,12 +178,15 @@ class DoubtfulChange(ConflictError):
             f"as they are; `/{verb} --keep` in a host):\n  {shown}", None)
 
 
-def doubt_of(turns: list[Point]) -> dict[str, tuple[str, ...]]:
-    """The paths in doubt in `turns`, each with the other sessions (history/attribution.py)."""
+def doubt_of(request: StepRequest) -> dict[str, tuple[str, ...]]:
+    """The paths in doubt in the request's turns that it would take back or apply again,
+    each with the other sessions (history/attribution.py)."""
     found: dict[str, set[str]] = {}
-    for turn in turns:
+    for at, turn in enumerate(request.turns):
+        leaves = request.leaves(at)
         for path, others in turn.doubt:
-            found.setdefault(path, set()).update(others)
+            if path not in leaves:
+                found.setdefault(path, set()).update(others)
     return {path: tuple(sorted(others)) for path, others in found.items()}
 
 
@@ -184,6 +214,41 @@ def plan(journal: Journal, direction: Direction, now: str, *, steps: int = 1,
     else:
         turns = _redo_turns(journal, steps)
     return StepRequest(journal.name, direction, turns, dropped, now, whole)
+
+
+def narrow(store: Store, request: StepRequest, wanted: Callable[[str], bool],
+           asked: list[str]) -> StepRequest:
+    """`request` taking only the paths `wanted` selects of each turn's change (the pathspecs
+    `asked`, for the message): a turn that changed none of them stays where it is. UsageError
+    when no turn of the request changed any."""
+    parts = []
+    for turn in request.turns:
+        held = held_paths(store, turn)
+        taken = frozenset(path for path in held if wanted(path))
+        parts.append(TurnPart(taken, held - taken))
+    if not any(part.taken for part in parts):
+        which = (f"the {len(request.turns)} turns" if len(request.turns) > 1 else "the turn")
+        raise UsageError(f"{request.direction.value}: {which} of session {request.session!r} "
+                         f"changed none of {', '.join(asked)} (`undostore show` lists what a "
+                         "turn changed)")
+    return request._replace(parts=tuple(parts))
+
+
+def held_paths(store: Store, turn: Point) -> frozenset[str]:
+    """The paths of the turn's change that this entry holds (all it changed, less what a step
+    of some paths took to the other stack)."""
+    from undostore.history.attribution import tree_changes
+
+    found: set[str] = set()
+    for before, after in _pairs(turn):
+        found.update(tree_changes(store, before, after))
+    return frozenset(found - turn.left_out)
+
+
+def _pairs(turn: Point) -> tuple[tuple[str, str], ...]:
+    """The (before, after) pairs of trees whose changes are the turn's: its calls' segments
+    (history/attribution.py), else its point to its end."""
+    return turn.own if turn.own is not None else ((turn.id, turn.after or turn.id),)
 
 
 def _unchanged_on_top(journal: Journal) -> list[Point]:
@@ -257,8 +322,11 @@ def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | Non
     conflicts: list[TurnConflict] = []
     unmarked: dict[str, str] = {}
     still_marked: list[str] = []
-    for turn in request.turns:
-        for start, end in _reverts(store, turn, request.direction, leave):
+    for at, turn in enumerate(request.turns):
+        if request.parts and not request.parts[at].taken:
+            continue   # a step of some paths takes none of this turn's
+        for start, end in _reverts(store, turn, request.direction,
+                                   leave | request.leaves(at)):
             tree = build_revert_tree(store, bytes.fromhex(start), bytes.fromhex(end),
                                      bytes.fromhex(ours),
                                      theirs_label=f"{request.direction.value} of "
@@ -275,7 +343,7 @@ def _reverts(store: Store, turn: Point, direction: Direction, leave: frozenset[s
     """The (FROM, TO) pairs whose change `revert` takes back, in order, to undo the turn (or
     redo it): its own change's segments, newest first (history/attribution.py), else the turn
     from its point to its end; none of them changing the paths in `leave`."""
-    pairs = turn.own if turn.own is not None else ((turn.id, turn.after or turn.id),)
+    pairs = _pairs(turn)
     if leave:
         from undostore.history.attribution import without
 
@@ -293,7 +361,7 @@ def matches(journal: Journal, context: StepContext) -> bool:
     top of the undo stack, the moved ones below them (undo) or on top of the redo stack.
     False when the session changed since."""
     dropped, moved = list(context.dropped), list(context.moved)
-    if not moved:
+    if not moved or (context.parts and len(context.parts) != len(moved)):
         return False
     undo = [p.id for p in journal.undo]
     if context.step == Direction.UNDO.value:
@@ -306,14 +374,36 @@ def matches(journal: Journal, context: StepContext) -> bool:
 def apply(journal: Journal, context: StepContext) -> None:
     """Move the turns of a step that `matches` the journal, once the dropped ones are gone:
     undo puts them on the redo stack (the oldest undone one on top: the next redo), redo back
-    on the undo stack."""
+    on the undo stack. A step of some paths (`context.parts`) splits a turn it takes part of:
+    the entry that stays leaves those paths out, the one that moves holds only them; an entry
+    joins the other part of its turn where that is on the stack it goes to (one entry again
+    once no path is left out), else goes on top."""
     dropped, count = len(context.dropped), len(context.moved)
     del journal.undo[len(journal.undo) - dropped:]
-    if context.step == Direction.UNDO.value:
-        moved = journal.undo[len(journal.undo) - count:]
-        del journal.undo[len(journal.undo) - count:]
-        journal.redo.extend(reversed(moved))
-    else:
-        moved = journal.redo[len(journal.redo) - count:]
-        del journal.redo[len(journal.redo) - count:]
-        journal.undo.extend(reversed(moved))
+    undo = context.step == Direction.UNDO.value
+    source, target = (journal.undo, journal.redo) if undo else (journal.redo, journal.undo)
+    start = len(source) - count
+    parts = context.parts or (None,) * count
+    going: list[Point] = []
+    staying: list[Point] = []
+    for entry, part in zip(source[start:], parts, strict=True):
+        if part is None:
+            going.append(entry)
+            continue
+        taken, rest = frozenset(part[0]), frozenset(part[1])
+        if taken:
+            going.append(entry._replace(left_out=entry.left_out | rest))
+        staying.append(entry._replace(left_out=entry.left_out | taken) if taken else entry)
+    source[start:] = staying
+    for entry in reversed(going):
+        _join(target, entry)
+
+
+def _join(stack: list[Point], entry: Point) -> None:
+    """Put `entry` on `stack`: into the entry of its turn that holds its other part, where
+    there is one (the newest), else on top."""
+    for at in range(len(stack) - 1, -1, -1):
+        if (stack[at].left_out or entry.left_out) and stack[at].same_turn(entry):
+            stack[at] = stack[at]._replace(left_out=stack[at].left_out & entry.left_out)
+            return
+    stack.append(entry)
