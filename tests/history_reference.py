@@ -18,9 +18,11 @@ it through its CLI, hook and library.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+import itertools
+from dataclasses import dataclass, field, replace
 
 Files = dict[str, str]
+_TURNS = itertools.count(1)
 
 
 @dataclass
@@ -29,10 +31,38 @@ class Turn:
     label: str | None
     after: Files | None = None
     ended: bool = False
+    # An undo or redo of some paths splits a turn between the two stacks: the paths of its
+    # change this entry does not hold; `uid` tells the entries of one turn.
+    left_out: frozenset[str] = frozenset()
+    uid: int = field(default_factory=lambda: next(_TURNS))
 
     @property
     def changed(self) -> bool:
         return self.after != self.before
+
+    def held(self) -> set[str]:
+        """The paths of the turn's change this entry holds."""
+        after = self.after if self.after is not None else self.before
+        return {p for p in self.before.keys() | after.keys()
+                if self.before.get(p) != after.get(p)} - self.left_out
+
+
+def _without(start: Files, end: Files, leave: set[str] | frozenset[str]) -> Files:
+    """`start` with the paths in `leave` as `end` has them: the change start -> end there is
+    none."""
+    out = {p: v for p, v in start.items() if p not in leave}
+    out.update({p: end[p] for p in leave if p in end})
+    return out
+
+
+def _join(stack: list[Turn], entry: Turn) -> None:
+    """As history/steps.py `_join`: into the entry of its turn that holds its other part, else
+    on top."""
+    for at in range(len(stack) - 1, -1, -1):
+        if (stack[at].left_out or entry.left_out) and stack[at].uid == entry.uid:
+            stack[at] = replace(stack[at], left_out=stack[at].left_out & entry.left_out)
+            return
+    stack.append(entry)
 
 
 @dataclass
@@ -138,10 +168,12 @@ class History:
         self.disk = dict(target)
 
     def step(self, name: str, undo: bool, count: int = 1, to: Files | None = None,
-             whole: bool = False, merge: bool = False) -> tuple[list[Turn], list[str]]:
+             whole: bool = False, merge: bool = False, paths: set[str] | None = None
+             ) -> tuple[list[Turn], list[str]]:
         """An undo or redo: the turns moved (in the order applied) and the paths left with
         conflict markers (`merge`: their contents are not modelled; the caller reads them).
-        Refused: nothing changes."""
+        `paths`: only those paths of the turns' change; the rest of each turn stays where it
+        is. Refused: nothing changes."""
         session = copy.deepcopy(self.session(name))
         probe = History(self.limit)
         probe.sessions = {name: session}
@@ -156,15 +188,23 @@ class History:
             if not session.redo or count > len(session.redo):
                 raise Refused(2)
             turns = list(reversed(session.redo[len(session.redo) - count:]))
+        parts: list[tuple[set[str], set[str]] | None] = [None] * len(turns)
+        if paths is not None:
+            parts = [(turn.held() & paths, turn.held() - paths) for turn in turns]
+            if not any(part[0] for part in parts if part is not None):
+                raise Refused(2)
         files = dict(self.disk)
         conflicts: list[str] = []
         if whole:
             files = dict(turns[-1].before)
         else:
-            for turn in turns:
+            for turn, part in zip(turns, parts, strict=True):
+                if part is not None and not part[0]:
+                    continue
+                leave = turn.left_out | (part[1] if part is not None else set())
                 after = turn.after if turn.after is not None else turn.before
                 start, end = (turn.before, after) if undo else (after, turn.before)
-                files, found = revert(start, end, files)
+                files, found = revert(_without(start, end, leave), end, files)
                 conflicts += found
         if conflicts and not merge:
             raise Refused(3, sorted(set(conflicts)))
@@ -172,14 +212,22 @@ class History:
         self.close_turns(self.disk, name)
         real = self.session(name)
         del real.undo[len(real.undo) - top:]
-        if undo:
-            moved = real.undo[len(real.undo) - len(turns):]
-            del real.undo[len(real.undo) - len(turns):]
-            real.redo.extend(reversed(moved))
-        else:
-            moved = real.redo[len(real.redo) - len(turns):]
-            del real.redo[len(real.redo) - len(turns):]
-            real.undo.extend(reversed(moved))
+        source, target = (real.undo, real.redo) if undo else (real.redo, real.undo)
+        start = len(source) - len(turns)
+        going, staying = [], []
+        for entry, part in zip(source[start:], reversed(parts), strict=True):
+            if part is None or not part[1]:
+                going.append(entry)
+                continue
+            taken, rest = part
+            if taken:
+                going.append(replace(entry, left_out=entry.left_out | rest))
+                staying.append(replace(entry, left_out=entry.left_out | taken))
+            else:
+                staying.append(entry)
+        source[start:] = staying
+        for entry in reversed(going):
+            _join(target, entry)
         self.disk = files
         return turns, sorted(set(conflicts))
 

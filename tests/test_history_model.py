@@ -84,7 +84,8 @@ class HistoryModel(RuleBasedStateMachine):
     # --- running the CLI and the hook -----
 
     def cli(self, *args: str, code: int | None = 0) -> dict:
-        done = Cli().run(*args, "--json", cwd=self.root, env=self.env)
+        at = args.index("--") if "--" in args else len(args)   # paths come last
+        done = Cli().run(*args[:at], "--json", *args[at:], cwd=self.root, env=self.env)
         assert code is None or done.returncode == code, (args, done.stdout, done.stderr)
         return json.loads(done.stdout)
 
@@ -192,6 +193,26 @@ class HistoryModel(RuleBasedStateMachine):
             return
         _event(f"cli {command} done")
         done = self.cli(command, str(count), "--session", name, "--yes")
+        if done["safety"]:
+            self.hand_out(done["safety"], before)
+        self.running.discard(name)
+        self.let_go_now()
+
+    @rule(name=st.sampled_from(SESSIONS), undo=st.booleans(), count=st.sampled_from([1, 1, 2]),
+          paths=st.sets(st.sampled_from(PATHS), min_size=1, max_size=2))
+    def cli_step_of_paths(self, name: str, undo: bool, count: int, paths: set[str]) -> None:
+        """`undo N -- PATH...` / `redo N -- PATH...`: part of the turns, the rest stays."""
+        command = "undo" if undo else "redo"
+        before = dict(self.disk)
+        args = (command, str(count), "--session", name, "--yes", "--", *sorted(paths))
+        try:
+            self.model.step(name, undo, count, paths=paths)
+        except Refused as refused:
+            _event(f"cli {command} of paths refused ({refused.code})")
+            self.cli(*args, code=refused.code)
+            return
+        _event(f"cli {command} of paths done")
+        done = self.cli(*args)
         if done["safety"]:
             self.hand_out(done["safety"], before)
         self.running.discard(name)
@@ -376,6 +397,7 @@ class HistoryModel(RuleBasedStateMachine):
                 for points, turns in ((log.undo, list(reversed(session.undo))),
                                       (log.redo, list(reversed(session.redo)))):
                     assert [p.label for p in points] == [t.label for t in turns]
+                    assert [p.left_out for p in points] == [t.left_out for t in turns]
                     for point, turn in zip(points, turns, strict=True):
                         self.know(ws, point.id, turn.before)
                         assert (point.after is None) == (turn.after is None)

@@ -5,10 +5,14 @@ are one entry again once no path is left out (history/steps.py `narrow`, `apply`
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from undostore import ConflictError, ToolCall, UsageError, Workspace
 from undostore.history.toolcall import FILE, SHELL
@@ -188,3 +192,140 @@ def test_the_command_line_takes_paths_after_two_dashes_from_the_folder_it_runs_i
     assert "part of a turn: src/c.py; the rest stays undone" in plain.stdout
     assert files(root)["src/c.py"] == "c1\n" and files(root)["a.txt"] == "a0\n"
     assert "[-- PATH...]" in run("redo", "--help").stdout
+
+
+PATHS = ("a.txt", "b.txt", "d/c.txt", "d/e.txt", "f.txt")
+_CHANGE = st.sampled_from(["keep", "keep", "write", "delete"])
+
+
+@st.composite
+def _turn_and_splits(draw: st.DrawFn) -> tuple[dict, dict, list[list[str]], list[list[str]],
+                                                str | None]:
+    """Files before a turn, the turn's writes (None: deleted), two splits of the paths it
+    changed into groups (the order to undo them in, then to redo them in), and a path the
+    user edits after the turn (one it did not change)."""
+    start = {p: f"{p} 0\n" for p in PATHS if draw(st.booleans())}
+    writes: dict[str, str | None] = {}
+    for path in PATHS:
+        change = draw(_CHANGE)
+        if change == "write":
+            writes[path] = f"{path} 1\n"
+        elif change == "delete" and path in start:
+            writes[path] = None
+    changed = sorted(writes)
+    if not changed:
+        writes[PATHS[0]] = "a.txt 1\n"
+        changed = [PATHS[0]]
+
+    def split() -> list[list[str]]:
+        order = draw(st.permutations(changed))
+        cuts = sorted(draw(st.sets(st.integers(1, max(1, len(order) - 1)),
+                                   max_size=len(order) - 1)))
+        bounds = [0, *cuts, len(order)]
+        return [list(order[a:b]) for a, b in zip(bounds, bounds[1:], strict=False) if a < b]
+
+    untouched = [p for p in PATHS if p not in writes]
+    user = draw(st.sampled_from(untouched)) if untouched and draw(st.booleans()) else None
+    return start, writes, split(), split(), user
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+
+
+@settings(max_examples=25, deadline=None)
+@given(case=_turn_and_splits())
+def test_a_turn_undone_and_redone_in_any_split_of_its_paths_ends_as_undone_whole(case):
+    start, writes, undo_groups, redo_groups, user = case
+    tmp = Path(tempfile.mkdtemp(prefix="undostore-split-"))
+    try:
+        root = tmp / "root"
+        root.mkdir()
+        _tree(root, start)
+        with Workspace(root, store=str(tmp / "store")) as ws:
+            ws.snapshot(session="s", label="turn")
+            for path, text in writes.items():
+                if text is None:
+                    (root / path).unlink()
+                else:
+                    _tree(root, {path: text})
+            ws.end_turn("s")
+            after = files(root)
+            if user is not None:
+                _tree(root, {user: "the user's\n"})
+            mine = {user: "the user's\n"} if user is not None else {}
+            whole_undone = {**{p: t for p, t in start.items() if p != user}, **mine}
+            whole_redone = {**{p: t for p, t in after.items() if p != user}, **mine}
+            for group in undo_groups:
+                ws.undo("s", paths=group)
+            assert files(root) == whole_undone
+            assert _stacks(ws) == ([], [("turn", [])])
+            for group in redo_groups:
+                ws.redo("s", paths=group)
+            assert files(root) == whole_redone
+            assert _stacks(ws) == ([("turn", [])], [])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_restore_of_some_paths_puts_back_only_those_and_undo_takes_it_back(tree_factory):
+    root = tree_factory(START)
+    with Workspace(root) as ws:
+        point = ws.snapshot().id
+        (root / "a.txt").write_text("a1\n")
+        (root / "b.txt").write_text("b1\n")
+        (root / "src" / "c.py").unlink()
+        (root / "src" / "new.py").write_text("new\n")
+        changed = files(root)
+        result = ws.restore(point, paths=["a.txt", "src"])
+        assert (result.created, result.modified, result.deleted) == (
+            ["src/c.py"], ["a.txt"], ["src/new.py"])
+        assert files(root) == {"a.txt": "a0\n", "b.txt": "b1\n", "src/c.py": "c0\n",
+                               "src/d.py": "d0\n"}
+        assert ws.restore(point, paths=["a.txt"]).changed is False   # already so: nothing
+        with pytest.raises(UsageError, match="no file in .* is at nothing.txt"):
+            ws.restore(point, paths=["nothing.txt"])
+        ws.undo()   # the restore was a turn of the default session: taken back exactly
+        assert files(root) == changed
+
+
+def test_a_revert_of_some_paths_takes_back_only_those_of_the_change(tree_factory):
+    root = tree_factory(START)
+    with Workspace(root) as ws:
+        start = ws.snapshot().id
+        (root / "a.txt").write_text("a1\n")
+        (root / "src" / "c.py").write_text("c1\n")
+        end = ws.snapshot().id
+        (root / "b.txt").write_text("b2\n")   # later: stays
+        result = ws.revert(start, end, paths=["src/c.py"])
+        assert result.modified == ["src/c.py"] and not result.conflicts
+        assert files(root) == {"a.txt": "a1\n", "b.txt": "b2\n", "src/c.py": "c0\n",
+                               "src/d.py": "d0\n"}
+        with pytest.raises(UsageError, match="changed none of b.txt"):
+            ws.revert(start, end, paths=["b.txt"])
+
+
+def test_restore_and_revert_take_paths_on_the_command_line(tree_factory):
+    import json
+
+    from .conftest import Cli
+
+    root = tree_factory(START)
+    cli = Cli()
+    point = cli.run("snapshot", cwd=root).stdout.strip()
+    (root / "a.txt").write_text("a1\n")
+    (root / "src" / "c.py").write_text("c1\n")
+    done = cli.run("restore", point, "--yes", "--json", "--", "c.py", cwd=root / "src")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["modified"] == ["src/c.py"]
+    assert files(root)["a.txt"] == "a1\n" and files(root)["src/c.py"] == "c0\n"
+    after = cli.run("snapshot", cwd=root).stdout.strip()
+    (root / "b.txt").write_text("b1\n")
+    done = cli.run("revert", point, after, "--yes", "--", "a.txt", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert files(root) == {"a.txt": "a0\n", "b.txt": "b1\n", "src/c.py": "c0\n",
+                           "src/d.py": "d0\n"}
+    wrong = cli.run("restore", point, "--yes", "--", "../outside.txt", cwd=root)
+    assert wrong.returncode == 2 and "outside the root" in wrong.stderr

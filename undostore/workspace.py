@@ -28,7 +28,7 @@ from undostore.store.store import MadeId, Store, check_root, default_store_path
 
 if TYPE_CHECKING:
     from undostore.diff.change import Change
-    from undostore.diff.trees import DiffResult
+    from undostore.diff.trees import DiffResult, PathFilter
     from undostore.history.direction import Direction
     from undostore.history.gc import GcResult
     from undostore.history.journal import Point
@@ -422,35 +422,42 @@ class Workspace:
                         cancel=self.cancel, limits=self.limits)
 
     def restore(self, target: str, *, session: str | None = None, expected: str | None = None,
-                dry_run: bool = False, confirm: Confirm | None = None,
-                on_progress: OnProgress | None = None) -> RestoreResult:
+                paths: list[str] | None = None, dry_run: bool = False,
+                confirm: Confirm | None = None, on_progress: OnProgress | None = None
+                ) -> RestoreResult:
         """Make the files equal to snapshot `target`, safely (see restore/restore.py);
         `on_progress` hears how far it is (restore/progress.py). The files before it become an
         undo point of `session` (default as `history_session`) labelled "before restore <id>",
-        so `undo` takes back exactly this restore."""
+        so `undo` takes back exactly this restore. `paths` (pathspecs relative to the root):
+        only those files, the rest staying as they are."""
         from undostore.history.sessions import before_step
         from undostore.restore.restore import restore
 
+        picked = _path_filter(paths)
         name = self.history_session(session)[0]
         context = before_step(name, "restore", f"before restore {target.strip()[:12]}")
         try:
             result = restore(self._worktree(), target, expected=expected, dry_run=dry_run,
-                             confirm=confirm, on_progress=on_progress, context=context.to_json())
+                             confirm=confirm, on_progress=on_progress, context=context.to_json(),
+                             paths=picked)
         finally:
             self._recovered = False  # a restore that stopped half-way left a journal
         self._log_restore("restore", result, session=name)
         return result
 
     def revert(self, from_id: str, to_id: str | None = None, *, session: str | None = None,
-               merge: bool = False, dry_run: bool = False, confirm: Confirm | None = None,
-               on_progress: OnProgress | None = None) -> RevertResult:
+               merge: bool = False, paths: list[str] | None = None, dry_run: bool = False,
+               confirm: Confirm | None = None, on_progress: OnProgress | None = None
+               ) -> RevertResult:
         """Take back the change FROM -> TO on the files now, keeping later changes (see
         restore/revert.py). With one id, an undo point: TO is where its turn ended (the files
         after it, else the next point, else the files now). The files before it become an undo
-        point of `session` labelled "before revert <id>"."""
+        point of `session` labelled "before revert <id>". `paths` (pathspecs relative to the
+        root): only those paths of the change."""
         from undostore.history.sessions import before_step
         from undostore.restore.revert import revert
 
+        picked = _path_filter(paths)
         name = self.history_session(session)[0]
         if to_id is None:
             from undostore.history.sessions import next_point
@@ -459,7 +466,8 @@ class Workspace:
         context = before_step(name, "revert", f"before revert {from_id.strip()[:12]}")
         try:
             result = revert(self._worktree(), from_id, to_id, merge=merge, dry_run=dry_run,
-                            confirm=confirm, on_progress=on_progress, context=context.to_json())
+                            confirm=confirm, on_progress=on_progress, context=context.to_json(),
+                            paths=picked)
         finally:
             self._recovered = False
         if not result.dry_run:
@@ -724,3 +732,13 @@ class Workspace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _path_filter(paths: list[str] | None) -> PathFilter | None:
+    """Pathspecs relative to the root as the restore layer takes them (None: every path);
+    UsageError for one that leaves the root, before any work."""
+    if not paths:
+        return None
+    from undostore.diff.trees import PathFilter
+
+    return PathFilter(paths)

@@ -16,8 +16,10 @@ import click
 
 from ..common import (
     Context,
+    TakesPaths,
     dry_run_option,
     emit,
+    given_paths,
     json_option,
     note,
     pass_context,
@@ -112,7 +114,7 @@ def _plain(result: RestoreResult, verb: str) -> str:
             f"safety snapshot {result.safety} (restore it to take this back)")
 
 
-@click.command("restore")
+@click.command("restore", cls=TakesPaths)
 @click.argument("snapshot_id", metavar="[ID]", required=False, shell_complete=complete_ids)
 @session_option
 @dry_run_option
@@ -130,12 +132,15 @@ def restore_command(ctx: Context, snapshot_id: str | None, session: str | None, 
     safety snapshot is never overwritten. Ignored files, .git and the store are never touched.
     Without --yes the plan is shown and the question asked on a terminal. The files before it
     become an undo point of the session ("before restore ID"), so `undo` takes it back. With
-    --abort, an interrupted restore is rolled back instead (ID is not given then).
+    `-- PATH...` (files, folders or globs) only those files are restored; every other file
+    stays as it is. With --abort, an interrupted restore is rolled back instead (ID is not
+    given then).
     """
     workspace = ctx.workspace()
+    paths = given_paths(workspace.root)
     if abort:
-        if snapshot_id is not None or dry_run:
-            raise click.UsageError("--abort takes no ID and no --dry-run")
+        if snapshot_id is not None or dry_run or paths:
+            raise click.UsageError("--abort takes no ID, no paths and no --dry-run")
         result = workspace.abort_restore()
         if result is None:
             emit(as_json, {"aborted": False, "target": None, "safety": None, "created": [],
@@ -145,9 +150,11 @@ def restore_command(ctx: Context, snapshot_id: str | None, session: str | None, 
         return
     if snapshot_id is None:
         raise click.UsageError("missing ID (the snapshot to restore), or pass --abort")
-    result = run_restore(functools.partial(workspace.restore, snapshot_id, session=session),
+    result = run_restore(functools.partial(workspace.restore, snapshot_id, session=session,
+                                           paths=paths or None),
                          yes=yes, dry_run=dry_run)
-    render_restore(result, as_json)
+    render_restore(result, as_json, verb=f"restored {', '.join(paths)} from {snapshot_id}; "
+                                         "the files are now at" if paths else "restored")
 
 
 COMMANDS = [restore_command]

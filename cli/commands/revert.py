@@ -13,7 +13,9 @@ import click
 
 from ..common import (
     Context,
+    TakesPaths,
     dry_run_option,
+    given_paths,
     json_option,
     note,
     pass_context,
@@ -23,7 +25,7 @@ from ..common import (
 from .restore import render_restore, run_restore
 
 
-@click.command("revert")
+@click.command("revert", cls=TakesPaths)
 @click.argument("from_id", metavar="FROM")
 @click.argument("to_id", metavar="[TO]", required=False)
 @session_option
@@ -42,10 +44,13 @@ def revert_command(ctx: Context, from_id: str, to_id: str | None, session: str |
     as the host recorded them, else the next undo point, else the files now), so `revert ID`
     takes back one turn. A safety snapshot is taken first, as for restore, and the files before
     become an undo point of the session ("before revert FROM"). Conflicting paths are refused
-    (exit 3) unless --merge, which writes conflict markers and exits 3 while they remain.
+    (exit 3) unless --merge, which writes conflict markers and exits 3 while they remain. With
+    `-- PATH...` (files, folders or globs) only those paths of the change are taken back.
     """
-    result = run_restore(functools.partial(ctx.workspace().revert, from_id, to_id,
-                                           session=session, merge=merge),
+    workspace = ctx.workspace()
+    result = run_restore(functools.partial(workspace.revert, from_id, to_id, session=session,
+                                           merge=merge,
+                                           paths=given_paths(workspace.root) or None),
                          yes=yes, dry_run=dry_run, action="revert")
     if not as_json:
         from undostore import conflict_notes

@@ -48,6 +48,7 @@ class PathFilter:
         self.literal: list[str] = []
         self.globs: list[tuple[str, str]] = []
         self.everything = not specs
+        self.specs = list(specs or [])   # as given: what a message names
         for raw in specs or []:
             spec = normalize_spec(raw)
             if spec == "":

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from undostore.git.objects import TREE, hash_object
 from undostore.git.packwriter import PackWriter
 from undostore.history.toolcall import FILE, SHELL, OpenCall
 from undostore.restore.plan import Entry, TreeBodies, flatten_difference
-from undostore.restore.treebuild import TreeBuilder, entries_at
+from undostore.restore.treebuild import TreeBuilder, built_root, entries_at, with_entries_of
 from undostore.store.recent import remember
 
 if TYPE_CHECKING:
@@ -141,8 +140,8 @@ def add_call(store: Store, own: tuple[Segment, ...], start: str, changes: Change
     writer = PackWriter(store.pack_dir)
     try:
         builder = TreeBuilder(reader, store, writer, [], trees.bodies)
-        made = (_built(store, writer, builder, base, new_before),
-                _built(store, writer, builder, after, new_after))
+        made = (built_root(store, writer, builder, base, new_before),
+                built_root(store, writer, builder, after, new_after))
         writer.commit()
     except BaseException:
         writer.abort()
@@ -166,32 +165,7 @@ def net(store: Store, own: tuple[Segment, ...]) -> Segment:
 def without(store: Store, segment: Segment, paths: frozenset[str]) -> Segment:
     """`segment` changing none of `paths`: its after tree given its before's entries there."""
     before, after = segment
-    reader = store.index   # the store's own, seeing every pack written
-    trees = TreeBodies(reader.read_tree_body, {})
-    wanted = sorted(paths)
-    had = entries_at(trees, bytes.fromhex(before), wanted)
-    has = entries_at(trees, bytes.fromhex(after), wanted)
-    changes = {path: had[path] for path in wanted if had[path] != has[path]}
-    if not changes:
-        return segment
-    writer = PackWriter(store.pack_dir)
-    try:
-        made = _built(store, writer, TreeBuilder(reader, store, writer, [], trees.bodies),
-                      after, changes)
-        writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
-    store.refresh()
-    remember(store.path, bytes.fromhex(made))
+    made = with_entries_of(store, after, before, sorted(paths))
+    if made != after:
+        remember(store.path, bytes.fromhex(made))
     return before, made
-
-
-def _built(store: Store, writer: PackWriter, builder: TreeBuilder, tree: str,
-           changes: dict[str, Entry | None]) -> str:
-    root = builder.build(bytes.fromhex(tree), "", changes) if changes else bytes.fromhex(tree)
-    if root is None:   # nothing left: the empty tree
-        root = hash_object(TREE, b"")
-        if not store.has(root):
-            writer.add(TREE, root, b"")
-    return root.hex()

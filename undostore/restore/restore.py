@@ -107,6 +107,7 @@ from undostore.store.statcache import StatCache
 from undostore.store.store import MadeId
 
 if TYPE_CHECKING:
+    from undostore.diff.trees import PathFilter
     from undostore.snapshot.snapshot import SnapshotResult
     from undostore.store.store import Store
 
@@ -216,8 +217,10 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
             dry_run: bool = False, confirm: Confirm | None = None,
             context: dict | None = None, on_progress: OnProgress | None = None,
             now: SnapshotResult | None = None,
-            bodies: dict[bytes, bytes] | None = None) -> RestoreResult:
-    """Make the files under `wt.root` equal to snapshot `target` (see the module docstring).
+            bodies: dict[bytes, bytes] | None = None,
+            paths: PathFilter | None = None) -> RestoreResult:
+    """Make the files under `wt.root` equal to snapshot `target` (see the module docstring);
+    with `paths`, only the files those select (picked.py), the rest staying as they are.
 
     `context` (JSON-able) is kept in the restore journal and handed to `wt.step_done` once the
     files are restored, even by recovery after a crash. `on_progress` hears how far the restore
@@ -235,6 +238,10 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
         progress.step("safety")
         (target_sha, expected_sha), safety = begin(wt, target, expected, now=now)
         assert target_sha is not None
+        if paths is not None:
+            from undostore.restore.picked import restore_target
+
+            target_sha = restore_target(wt.store, safety.id, target_sha, paths)
         _stop_if_cancelled(wt)
         progress.step("plan")
         with ObjectReader(wt.store) as reader:

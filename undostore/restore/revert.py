@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import KeysView
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from undostore.diff.merge import BINARY_PROBE, has_markers, is_binary, merge_text, merge_value
 from undostore.errors import ConflictError
@@ -51,6 +51,9 @@ from undostore.restore.treebuild import TreeBuilder
 from undostore.snapshot.treeignore import came_into_view, touches_ignore_files
 from undostore.store.recent import remember
 from undostore.store.store import Store
+
+if TYPE_CHECKING:
+    from undostore.diff.trees import PathFilter
 
 __all__ = ["RevertConflict", "RevertResult", "RevertTree", "build_revert_tree", "conflict_notes",
            "revert"]
@@ -291,8 +294,10 @@ def _is_link(mode: int) -> bool:
 
 def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool = False,
            dry_run: bool = False, confirm: Confirm | None = None,
-           on_progress: OnProgress | None = None, context: dict | None = None) -> RevertResult:
-    """Take back FROM -> TO (TO None: the files now) on the files under `wt.root`.
+           on_progress: OnProgress | None = None, context: dict | None = None,
+           paths: PathFilter | None = None) -> RevertResult:
+    """Take back FROM -> TO (TO None: the files now) on the files under `wt.root`; with
+    `paths`, only the change's paths those select (picked.py).
 
     Conflicts without `merge`: ConflictError (exit 3) naming every conflicting path, nothing
     changed. With `merge`: conflicting text files get markers, the rest keep the side git
@@ -303,7 +308,12 @@ def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool 
         assert from_sha is not None
         ours_sha = bytes.fromhex(ours.id)
         to_sha = to_sha if to_sha is not None else ours_sha
-        tree = build_revert_tree(wt.store, from_sha, to_sha, ours_sha,
+        end = to_sha
+        if paths is not None:
+            from undostore.restore.picked import revert_end
+
+            end = revert_end(wt.store, from_sha, to_sha, paths)
+        tree = build_revert_tree(wt.store, from_sha, end, ours_sha,
                                  theirs_label=f"before {from_sha.hex()[:12]}")
         if tree.conflicts and not merge:
             raise RevertConflict(from_sha.hex(), to_sha.hex(), tree.conflicts)

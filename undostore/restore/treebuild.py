@@ -1,7 +1,8 @@
 """New trees made from an old tree and the entries that change at some paths: a folder's new
 body is its old one with the changed entries spliced in (snapshot/treepatch.py), so a change of
 one file in a 40,000-file folder does not decode and re-encode the other 39,999. Used by a
-revert's merge (revert.py) and by the history of tool calls (history/calls.py)."""
+revert's merge (revert.py), the history of tool calls (history/attribution.py) and a restore
+or revert of some paths (picked.py)."""
 
 from __future__ import annotations
 
@@ -121,6 +122,44 @@ class TreeBuilder:
             if made is not None:
                 entries[made[1]] = (made[0], made[2])
         return encode_tree((mode, name, sha) for name, (mode, sha) in entries.items())
+
+
+def built_root(store: Store, writer: PackWriter, builder: TreeBuilder, tree: str,
+               changes: dict[str, Entry | None]) -> str:
+    """The id (hex) of root tree `tree` with `changes` made by `builder` into `writer`: the
+    empty tree where nothing is left (written if the store lacks it)."""
+    root = builder.build(bytes.fromhex(tree), "", changes) if changes else bytes.fromhex(tree)
+    if root is None:
+        root = hash_object(TREE, b"")
+        if not store.has(root):
+            writer.add(TREE, root, b"")
+    return root.hex()
+
+
+def with_entries_of(store: Store, base: str, source: str, paths: list[str]) -> str:
+    """The tree `base` with `source`'s entries at `paths` (nothing where `source` has none), so
+    that the change from `base` to it is `source`'s at those paths alone; written to the store
+    (the store lock held), `base` itself where the two agree there. What a step of some paths
+    builds: a turn's change less some paths (history/attribution.py `without`), a restore or a
+    revert of some paths."""
+    reader = store.index
+    trees = TreeBodies(reader.read_tree_body, {})
+    wanted = sorted(paths)
+    had = entries_at(trees, bytes.fromhex(source), wanted)
+    has = entries_at(trees, bytes.fromhex(base), wanted)
+    changes = {path: had[path] for path in wanted if had[path] != has[path]}
+    if not changes:
+        return base
+    writer = PackWriter(store.pack_dir)
+    try:
+        made = built_root(store, writer, TreeBuilder(reader, store, writer, [], trees.bodies),
+                          base, changes)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    store.refresh()
+    return made
 
 
 def entries_at(trees: TreeBodies, root: bytes, paths: list[str]) -> dict[str, Entry | None]:
