@@ -149,12 +149,13 @@ def fail_with(as_json: bool, err: Exception) -> NoReturn:
     sys.exit(failed.code)
 
 
-def root_relative(root: str, specs: list[str]) -> list[str]:
+def root_relative(root: str, specs: list[str], here: str | None = None) -> list[str]:
     """Path specs as '/'-separated paths under root. A relative spec is taken from the current
-    folder when that folder is inside root (as git does), else from root."""
+    folder (`here`: a host's folder for its `/undo PATH`) when that folder is inside root (as
+    git does), else from root."""
     from undostore import UsageError, normalize_spec
 
-    here = os.path.realpath(os.getcwd())
+    here = os.path.realpath(here if here is not None else os.getcwd())
     inside = here == root or here.startswith(root.rstrip(os.sep) + os.sep)
     out = []
     for spec in specs:

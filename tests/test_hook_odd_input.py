@@ -73,10 +73,17 @@ def test_a_slash_undo_it_cannot_read_is_answered_with_the_usage_not_sent_on(tree
     from .test_undo_per_conversation import turn
 
     turn(root, "c", "edit a", turn_files)
-    for typed in ("/undo foo", "/redo 2 please", "/undostore:undo --hard", "/UNDO\nthen go on"):
+    usage = ("/undo [N] [--merge | --whole | --keep] [PATH...] or /redo [N] [--merge | --keep] "
+             "[PATH...]")
+    for typed in ("/undostore:undo --hard", "/UNDO\nthen go on", '/undo "a.txt'):
         told = answer(hook(prompt_event(root, typed, session="c")))
-        assert told.startswith("undostore: nothing done: /undo [N] [--merge | --whole | --keep]"
-                               " or /redo [N] [--merge | --keep]"), told
+        assert told.startswith(f"undostore: nothing done: {usage}"), told
+    # A word after the command is a path (issue 59): one the turns never changed is refused,
+    # with the usage named.
+    for typed in ("/undo foo", "/redo 2 please"):
+        told = answer(hook(prompt_event(root, typed, session="c")))
+        assert told.endswith(f"; nothing done ({usage})"), told
+        assert "changed none of foo" in told or "nothing to redo" in told, told
     assert (root / "a.txt").read_text() == "2"   # nothing was undone
     for ordinary in ("/undone is a word", "please /undo that"):
         done = hook(prompt_event(root, ordinary, session="c"))

@@ -329,3 +329,26 @@ def test_restore_and_revert_take_paths_on_the_command_line(tree_factory):
                            "src/d.py": "d0\n"}
     wrong = cli.run("restore", point, "--yes", "--", "../outside.txt", cwd=root)
     assert wrong.returncode == 2 and "outside the root" in wrong.stderr
+
+
+def test_slash_undo_and_redo_of_paths_in_a_host_take_only_those_from_its_folder(
+        tree_factory):
+    from .test_hook import hook
+    from .test_undo_per_conversation import answer, prompt_event, turn
+
+    root = tree_factory(START)
+    turn(root, "c", "edit three", {"a.txt": "a1\n", "b.txt": "b1\n", "src/c.py": "c1\n"})
+    sub = prompt_event(root, "/undo c.py ../a.txt", session="c")
+    sub["cwd"] = str(root / "src")   # the host runs in a folder under the root
+    told = answer(hook(sub))
+    assert "(only a.txt, src/c.py: the rest of the turn stays)" in told, told
+    assert files(root) == {"a.txt": "a0\n", "b.txt": "b1\n", "src/c.py": "c0\n",
+                           "src/d.py": "d0\n"}
+    told = answer(hook(prompt_event(root, "/redo 'src/c.py'", session="c")))
+    assert "redid the last turn (only src/c.py" in told, told
+    assert files(root)["src/c.py"] == "c1\n" and files(root)["a.txt"] == "a0\n"
+    told = answer(hook(prompt_event(root, "/undo", session="c")))   # what the turn still holds
+    assert files(root) == {"a.txt": "a0\n", "b.txt": "b0\n", "src/c.py": "c0\n",
+                           "src/d.py": "d0\n"}, told
+    told = answer(hook(prompt_event(root, "/undo ../outside", session="c")))
+    assert "outside the root" in told and "nothing done" in told, told

@@ -128,7 +128,7 @@ def _act(event: HostEvent, command: HostCommand | None, workspace: Workspace,
     """`handle`'s work, the store lock held."""
     host, session = event.host, event.session or ""
     if command is not None:
-        done = perform(workspace, event.session, command)
+        done = perform(workspace, event.session, command, event.cwd)
         if host.plugin:
             return _plugin_answer(workspace, session, done)
         return _blocked(host, done.line)

@@ -1,5 +1,7 @@
 """`/undo`, `/undo N`, `/redo`, `/redo N` typed in an agent host: the user's command, not a turn
-(`--merge` or, for undo, `--whole` after it: the ways out of a conflict).
+(`--merge` or, for undo, `--whole` after it: the ways out of a conflict), and after them the
+paths to take back or apply again alone (`/undo src/a.py`, `/undo 2 src`: relative to the
+host's folder, quoted as a shell quotes them).
 
 The hook performs it in the event's session (no question: the user asked), records no point, and
 answers with one line saying what came back, or why nothing did. A plugin command arrives with its
@@ -19,10 +21,12 @@ if TYPE_CHECKING:
     from undostore.history.steps import StepResult
 
 _COMMAND = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s+(\d{1,4}))?"
-                      r"(?:\s+--(merge|whole|keep))?\s*", re.IGNORECASE)
+                      r"(?:\s+--(merge|whole|keep))?(?:[ \t]+(?!-)(\S.*?))?\s*",
+                      re.IGNORECASE)
 # `/undo` or `/redo` and then anything: the user's command still, one it cannot read
 _COMMAND_WORD = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s|$)", re.IGNORECASE)
-USAGE = "/undo [N] [--merge | --whole | --keep] or /redo [N] [--merge | --keep]"
+USAGE = ("/undo [N] [--merge | --whole | --keep] [PATH...] or /redo [N] [--merge | --keep] "
+         "[PATH...]")
 
 
 class HostCommand(NamedTuple):
@@ -32,6 +36,7 @@ class HostCommand(NamedTuple):
     whole: bool = False   # undo only: the whole folder back to the point
     keep: bool = False    # files in doubt (another conversation's shell ran too) left as they are
     unreadable: str | None = None   # the rest of a `/undo ...` it cannot read: nothing is done
+    paths: tuple[str, ...] = ()     # only these paths of the turns (relative to the host's folder)
 
 
 def parse_command(prompt: object) -> HostCommand | None:
@@ -49,8 +54,17 @@ def parse_command(prompt: object) -> HostCommand | None:
         return HostCommand(Direction(word.group(1).lower()), 1, unreadable=rest)
     count = int(match.group(2)) if match.group(2) else 1
     how = (match.group(3) or "").lower()
-    return HostCommand(Direction(match.group(1).lower()), max(count, 1), how == "merge",
-                       how == "whole", how == "keep")
+    direction = Direction(match.group(1).lower())
+    paths: tuple[str, ...] = ()
+    if match.group(4):
+        import shlex
+
+        try:
+            paths = tuple(shlex.split(match.group(4)))
+        except ValueError:   # an unclosed quote
+            return HostCommand(direction, 1, unreadable=" ".join(match.group(4).split()))
+    return HostCommand(direction, max(count, 1), how == "merge", how == "whole", how == "keep",
+                       paths=paths)
 
 
 class CommandDone(NamedTuple):
@@ -61,9 +75,12 @@ class CommandDone(NamedTuple):
     turns: list[Point]
 
 
-def perform(workspace: Workspace, session: str | None, command: HostCommand) -> CommandDone:
-    """Do `command` in `session`."""
+def perform(workspace: Workspace, session: str | None, command: HostCommand,
+            cwd: str | None = None) -> CommandDone:
+    """Do `command` in `session` (its paths relative to the host's folder `cwd`)."""
     from undostore import ConflictError, DoubtfulChange, UndostoreError
+
+    from ..plain import root_relative
 
     verb = command.direction.value
     if command.unreadable is not None:
@@ -73,9 +90,10 @@ def perform(workspace: Workspace, session: str | None, command: HostCommand) -> 
                          "of those options)", [])
     name = workspace.history_session(session or None)[0]
     try:
+        paths = root_relative(workspace.root, list(command.paths), cwd)
         result = workspace.step(command.direction, name, steps=command.count,
                                 merge=command.merge, whole=command.whole,
-                                keep_doubtful=command.keep,
+                                keep_doubtful=command.keep, paths=paths or None,
                                 confirm=lambda plan: True)   # the user typed it: the yes
     except DoubtfulChange as err:
         shown = ", ".join(err.conflicts[:3]) + (", ..." if len(err.conflicts) > 3 else "")
@@ -91,7 +109,8 @@ def perform(workspace: Workspace, session: str | None, command: HostCommand) -> 
                          + (", `/undo --whole` puts the whole folder back"
                             if command.direction is Direction.UNDO else ""), [])
     except UndostoreError as err:
-        return CommandDone(f"undostore: {verb}: {' '.join(str(err).split())}", [])
+        usage = f"; nothing done ({USAGE})" if command.paths else ""
+        return CommandDone(f"undostore: {verb}: {' '.join(str(err).split())}{usage}", [])
     return CommandDone(summary(command, name, result), list(result.turns))
 
 
@@ -117,5 +136,8 @@ def summary(command: HostCommand, session: str, result: StepResult) -> str:
     kept = (f"; {len(warnings)} warning(s), the first: {warnings[0].path!r}: "
             f"{' '.join(warnings[0].message.split())}" if warnings else "")  # one line
     git = f"; {result.git_moved.advice()}" if result.git_moved else ""
-    return (f"{first}{verb} {turns} of session {session!r} ({what}; {result.counts()}), "
+    took = sorted({path for part in result.parts if part is not None for path in part})
+    part = (f" (only {', '.join(took[:5])}{', ...' if len(took) > 5 else ''}: the rest of "
+            f"the turn stays)" if took else "")
+    return (f"{first}{verb} {turns}{part} of session {session!r} ({what}; {result.counts()}), "
             f"safety snapshot {result.safety[:12]}; {back}{conflicts}{kept}{git}")
