@@ -352,3 +352,33 @@ def test_slash_undo_and_redo_of_paths_in_a_host_take_only_those_from_its_folder(
                            "src/d.py": "d0\n"}, told
     told = answer(hook(prompt_event(root, "/undo ../outside", session="c")))
     assert "outside the root" in told and "nothing done" in told, told
+
+
+def test_the_mcp_tools_take_paths(tree_factory):
+    pytest.importorskip("mcp")
+    from .mcp_support import payload, session
+
+    root = tree_factory(START)
+
+    async def script(client):  # noqa: ANN001, ANN202
+        point = payload(await client.call_tool("snapshot", {"session": "s"}))["id"]
+        (root / "a.txt").write_text("a1\n")
+        (root / "b.txt").write_text("b1\n")
+        (root / "src" / "c.py").write_text("c1\n")
+        undone = payload(await client.call_tool("undo", {"session": "s", "paths": ["a.txt"]}))
+        files_undone = files(root)
+        redone = payload(await client.call_tool("redo", {"session": "s", "paths": ["a.txt"]}))
+        restored = payload(await client.call_tool("restore", {"id": point, "paths": ["src"]}))
+        files_restored = files(root)
+        refused = await client.call_tool("undo", {"session": "s", "paths": ["nothing.txt"]})
+        return undone, files_undone, redone, restored, files_restored, refused
+
+    undone, files_undone, redone, restored, files_restored, refused = session(root, script)
+    assert undone["modified"] == ["a.txt"] and undone["parts"] == [["a.txt"]]
+    assert files_undone == {"a.txt": "a0\n", "b.txt": "b1\n", "src/c.py": "c1\n",
+                            "src/d.py": "d0\n"}
+    assert redone["modified"] == ["a.txt"]
+    assert restored["modified"] == ["src/c.py"]
+    assert files_restored == {"a.txt": "a1\n", "b.txt": "b1\n", "src/c.py": "c0\n",
+                              "src/d.py": "d0\n"}
+    assert refused.is_error and "changed none of nothing.txt" in refused.content[0].text

@@ -196,20 +196,23 @@ def _snapshot(call: Call, args: Args) -> Json:
     return snapshot_json(result)
 
 
+def _paths(what: str) -> Json:
+    return {"type": "array", "items": {"type": "string"},
+            "description": f"Only these files or folders (globs too; relative to the root){what}."}
+
+
 @tool("diff", "List what changed from one snapshot to another, or to the files now.",
       required=("from",),
       **{"from": _text(f"The older state: {SNAPSHOT_ID}."),
          "to": _text(f"The newer state: {SNAPSHOT_ID} (default: the files now)."),
-         "paths": {"type": "array", "items": {"type": "string"},
-                   "description": "Only these files or folders (relative to the root)."},
+         "paths": _paths(""),
          "format": {"type": "string", "enum": ["name-status", "numstat", "stat", "patch"],
                     "description": "Also return the changes as git prints them, in `text`."}})
 def _diff(call: Call, args: Args) -> Json:
     from_id, to_id = _id(args, "from"), _id(args, "to")
 
     def read(workspace: Workspace) -> Json:
-        paths = root_relative(workspace.root, args.get("paths") or [])
-        result = workspace.compare(from_id, to_id, paths=paths or None)
+        result = workspace.compare(from_id, to_id, paths=_given_paths(workspace, args))
         payload = compare_json(workspace.store, result)
         if args.get("format"):
             payload["text"] = _git_text(workspace, args["format"], result.changes)
@@ -253,6 +256,7 @@ def _restoring(call: Call, args: Args, act: Callable[..., Any]) -> Json:
       whole={"type": "boolean",
              "description": "Put the whole folder back to the turn's undo point instead (later "
                             "changes too; a safety snapshot keeps them)."},
+      paths=_paths(" of the turn's change: the rest of the turn stays on the undo stack"),
       dry_run=DRY_RUN)
 def _undo(call: Call, args: Args) -> Json:
     if args.get("merge") and args.get("whole"):
@@ -261,7 +265,8 @@ def _undo(call: Call, args: Args) -> Json:
 
 
 @tool("redo", "Apply the session's last undone turn again, 3-way as undo takes it back.",
-      kind=RESTORES, session=SESSION, merge=MERGE, dry_run=DRY_RUN)
+      kind=RESTORES, session=SESSION, merge=MERGE,
+      paths=_paths(" of the undone turn's change: the rest stays undone"), dry_run=DRY_RUN)
 def _redo(call: Call, args: Args) -> Json:
     return _step(call, args, Direction.REDO)
 
@@ -270,17 +275,28 @@ def _step(call: Call, args: Args, direction: Direction, **how: Any) -> Json:
     def act(workspace: Workspace, **run: Any) -> Any:
         session = history_session(workspace, _session(args), call.hear,
                                   doing=f"nothing to {direction.value}: ")
-        return workspace.step(direction, session, merge=bool(args.get("merge")), **how, **run)
+        return workspace.step(direction, session, merge=bool(args.get("merge")),
+                              paths=_given_paths(workspace, args), **how, **run)
 
     return _restoring(call, args, act)
 
 
+def _given_paths(workspace: Workspace, args: Args) -> list[str] | None:
+    """A tool's `paths`, relative to the root (None: none given: every path)."""
+    given = args.get("paths") or []
+    if not isinstance(given, list) or not all(isinstance(p, str) for p in given):
+        raise ToolInputError("`paths` is a list of paths")
+    return root_relative(workspace.root, given) or None
+
+
 @tool("restore", "Make the project's files equal to one snapshot (any id from snapshot, log or "
       "ops); a safety snapshot of the files now is taken first and returned.", kind=RESTORES,
-      required=("id",), id=_text(f"The snapshot to restore: {SNAPSHOT_ID}."), dry_run=DRY_RUN)
+      required=("id",), id=_text(f"The snapshot to restore: {SNAPSHOT_ID}."),
+      paths=_paths(": every other file stays as it is"), dry_run=DRY_RUN)
 def _restore(call: Call, args: Args) -> Json:
     snapshot = _id(args, "id")
-    return _restoring(call, args, lambda workspace, **run: workspace.restore(snapshot, **run))
+    return _restoring(call, args, lambda workspace, **run: workspace.restore(
+        snapshot, paths=_given_paths(workspace, args), **run))
 
 
 @tool("revert", "Take back one change (FROM -> TO) and keep every later change, merging file by "
@@ -293,11 +309,13 @@ def _restore(call: Call, args: Args) -> Json:
                      "undo point, or the files now)."),
          "merge": {"type": "boolean",
                    "description": "On conflicts, write git-style markers instead of refusing."},
+         "paths": _paths(" of the change"),
          "dry_run": DRY_RUN})
 def _revert(call: Call, args: Args) -> Json:
     from_id, to_id = _id(args, "from"), _id(args, "to")
     return _restoring(call, args, lambda workspace, **run: workspace.revert(
-        from_id, to_id, merge=bool(args.get("merge")), **run))
+        from_id, to_id, merge=bool(args.get("merge")), paths=_given_paths(workspace, args),
+        **run))
 
 
 @tool("log", "List the session's undo points, newest first, and its redo stack.",
