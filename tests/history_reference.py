@@ -168,12 +168,14 @@ class History:
         self.disk = dict(target)
 
     def step(self, name: str, undo: bool, count: int = 1, to: Files | None = None,
-             whole: bool = False, merge: bool = False, paths: set[str] | None = None
-             ) -> tuple[list[Turn], list[str]]:
+             whole: bool = False, merge: bool = False, paths: set[str] | None = None,
+             turn: int | None = None) -> tuple[list[Turn], list[str]]:
         """An undo or redo: the turns moved (in the order applied) and the paths left with
         conflict markers (`merge`: their contents are not modelled; the caller reads them).
         `paths`: only those paths of the turns' change; the rest of each turn stays where it
-        is. Refused: nothing changes."""
+        is; `turn` (undo): turn K alone, the newer turns kept. Refused: nothing changes."""
+        if turn is not None:
+            count = turn
         session = copy.deepcopy(self.session(name))
         probe = History(self.limit)
         probe.sessions = {name: session}
@@ -189,8 +191,11 @@ class History:
                 raise Refused(2)
             turns = list(reversed(session.redo[len(session.redo) - count:]))
         parts: list[tuple[set[str], set[str]] | None] = [None] * len(turns)
-        if paths is not None:
-            parts = [(turn.held() & paths, turn.held() - paths) for turn in turns]
+        if paths is not None or turn is not None:
+            parts = [(t.held() & (paths if paths is not None else t.held()),
+                      t.held() - (paths if paths is not None else t.held()))
+                     if turn is None or at == len(turns) - 1 else (set(), set())
+                     for at, t in enumerate(turns)]
             if not any(part[0] for part in parts if part is not None):
                 raise Refused(2)
         files = dict(self.disk)
@@ -216,15 +221,15 @@ class History:
         start = len(source) - len(turns)
         going, staying = [], []
         for entry, part in zip(source[start:], reversed(parts), strict=True):
-            if part is None or not part[1]:
-                going.append(entry)
+            if part is None or (part[0] and not part[1]):
+                going.append(entry)   # whole
                 continue
             taken, rest = part
             if taken:
                 going.append(replace(entry, left_out=entry.left_out | rest))
                 staying.append(replace(entry, left_out=entry.left_out | taken))
             else:
-                staying.append(entry)
+                staying.append(entry)   # nothing taken: it stays as it is
         source[start:] = staying
         for entry in reversed(going):
             _join(target, entry)

@@ -218,6 +218,26 @@ class HistoryModel(RuleBasedStateMachine):
         self.running.discard(name)
         self.let_go_now()
 
+    @rule(name=st.sampled_from(SESSIONS), turn=st.sampled_from([1, 2, 2, 3]),
+          paths=st.one_of(st.none(), st.sets(st.sampled_from(PATHS), min_size=1, max_size=2)))
+    def cli_undo_a_middle_turn(self, name: str, turn: int, paths: set[str] | None) -> None:
+        """`undo --turn K [-- PATH...]`: turn K alone (of those paths), the newer ones kept."""
+        before = dict(self.disk)
+        args = ("undo", "--turn", str(turn), "--session", name, "--yes",
+                *(("--", *sorted(paths)) if paths else ()))
+        try:
+            self.model.step(name, True, paths=paths, turn=turn)
+        except Refused as refused:
+            _event(f"cli undo --turn refused ({refused.code})")
+            self.cli(*args, code=refused.code)
+            return
+        _event("cli undo --turn done")
+        done = self.cli(*args)
+        if done["safety"]:
+            self.hand_out(done["safety"], before)
+        self.running.discard(name)
+        self.let_go_now()
+
     @rule(name=st.sampled_from(SESSIONS), data=st.data())
     def cli_undo_to(self, name: str, data: st.DataObject) -> None:
         turns = self.model.session(name).undo

@@ -194,7 +194,7 @@ def test_cli_undo_n_and_redo_name_the_turns(tree_factory, cli):
     assert dry.returncode == 0 and dry.stdout.splitlines()[-1] == \
         'dry run: undo would take back "turn 3"; "turn 2" (2 turns; 4 files); nothing was changed'
     both = cli.run("undo", "2", "--to", turn_2["id"], "-s", "s", "--yes", root=root)
-    assert both.returncode == 2 and "not both" in both.stderr
+    assert both.returncode == 2 and "give one of N, --to ID and --turn K" in both.stderr
 
 
 @pytest.mark.parametrize("command", ["undo", "redo", "log", "show", "drop"])

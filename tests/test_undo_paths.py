@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from undostore import ConflictError, ToolCall, UsageError, Workspace
+from undostore import ConflictError, Direction, ToolCall, UsageError, Workspace
 from undostore.history.toolcall import FILE, SHELL
 
 START = {"a.txt": "a0\n", "b.txt": "b0\n", "src": {"c.py": "c0\n", "d.py": "d0\n"}}
@@ -382,3 +382,62 @@ def test_the_mcp_tools_take_paths(tree_factory):
     assert files_restored == {"a.txt": "a1\n", "b.txt": "b1\n", "src/c.py": "c0\n",
                               "src/d.py": "d0\n"}
     assert refused.is_error and "changed none of nothing.txt" in refused.content[0].text
+
+
+def test_undo_of_a_middle_turn_keeps_the_later_ones(tree_factory):
+    root = tree_factory(START)
+    with Workspace(root) as ws:
+        _turn(ws, root, "t1", {"a.txt": "a1\n"})
+        _turn(ws, root, "t2", {"b.txt": "b2\n"})
+        _turn(ws, root, "t3", {"src/c.py": "c3\n"})
+        result = ws.undo("s", turn=2)   # as log numbers them: t2
+        assert [p.label for p in result.turns] == ["t2"] and result.modified == ["b.txt"]
+        assert files(root) == {"a.txt": "a1\n", "b.txt": "b0\n", "src/c.py": "c3\n",
+                               "src/d.py": "d0\n"}
+        assert _stacks(ws) == ([("t3", []), ("t1", [])], [("t2", [])])
+        ws.undo("s", turn=2, paths=["a.txt"])   # t1 now, only a.txt of it
+        assert files(root)["a.txt"] == "a0\n" and files(root)["src/c.py"] == "c3\n"
+        ws.redo("s")
+        assert files(root)["a.txt"] == "a1\n"
+        with pytest.raises(UsageError, match="no N, --to or --whole"):
+            ws.undo("s", turn=1, steps=2)
+        with pytest.raises(UsageError, match="--turn is for undo"):
+            ws.step(Direction.REDO, "s", turn=1)   # what a front end asks with any flags
+        # The redo put t1 back on top: t3 is turn 2 now, and its file changed since.
+        assert [p.label for p in ws.log("s").undo] == ["t1", "t3"]
+        (root / "src" / "c.py").write_text("the user's\n")
+        with pytest.raises(ConflictError, match="src/c.py"):
+            ws.undo("s", turn=2)
+        assert files(root)["src/c.py"] == "the user's\n"
+
+
+def test_a_middle_turn_from_a_host_from_the_command_line_and_over_mcp(tree_factory):
+    import json
+
+    from .conftest import Cli
+    from .test_hook import hook
+    from .test_undo_per_conversation import answer, prompt_event, turn
+
+    root = tree_factory(START)
+    turn(root, "c", "first", {"a.txt": "a1\n"})
+    turn(root, "c", "second", {"b.txt": "b1\n"})
+    turn(root, "c", "third", {"src/c.py": "c1\n"})
+    told = answer(hook(prompt_event(root, "/undo turn 2", session="c")))
+    assert told.startswith("undostore: undid turn 2 of session 'c' ('second'"), told
+    assert files(root) == {"a.txt": "a1\n", "b.txt": "b0\n", "src/c.py": "c1\n",
+                           "src/d.py": "d0\n"}
+    done = Cli().run("undo", "--turn", "2", "-s", "c", "--yes", "--json", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert [t["label"] for t in json.loads(done.stdout)["turns"]] == ["first"]
+    assert files(root)["a.txt"] == "a0\n" and files(root)["src/c.py"] == "c1\n"
+    pytest.importorskip("mcp")
+    from .mcp_support import payload, session
+
+    async def script(client):  # noqa: ANN001, ANN202
+        return (payload(await client.call_tool("undo", {"session": "c", "turn": 1,
+                                                         "dry_run": True})),
+                await client.call_tool("undo", {"session": "c", "turn": 0}))
+
+    dry, bad = session(root, script)
+    assert [t["label"] for t in dry["turns"]] == ["third"] and dry["modified"] == ["src/c.py"]
+    assert bad.is_error

@@ -547,7 +547,7 @@ class Workspace:
 
     def undo(self, session: str | None = None, *, steps: int = 1, to: str | None = None,
              whole: bool = False, merge: bool = False, keep_doubtful: bool = False,
-             paths: list[str] | None = None, dry_run: bool = False,
+             paths: list[str] | None = None, turn: int | None = None, dry_run: bool = False,
              confirm: Confirm | None = None, on_progress: OnProgress | None = None
              ) -> StepResult:
         """Take back the session's last `steps` turns (or every turn back to its point `to`):
@@ -557,11 +557,12 @@ class Workspace:
         change is in doubt (another conversation's call ran too): DoubtfulChange (exit
         3), or with `keep_doubtful` left as they are. `paths` (pathspecs relative to the
         root): only those paths of the turns' change; the rest of each turn stays on the undo
-        stack, and the part taken goes to the redo stack."""
+        stack, and the part taken goes to the redo stack. `turn`: turn K as `log` numbers
+        them (1 = the last that changed files) alone, the newer turns kept."""
         from undostore.history.direction import Direction
 
         return self.step(Direction.UNDO, session, steps=steps, to=to, whole=whole,
-                         merge=merge, keep_doubtful=keep_doubtful, paths=paths,
+                         merge=merge, keep_doubtful=keep_doubtful, paths=paths, turn=turn,
                          dry_run=dry_run, confirm=confirm, on_progress=on_progress)
 
     def redo(self, session: str | None = None, *, steps: int = 1, merge: bool = False,

@@ -20,13 +20,13 @@ if TYPE_CHECKING:
     from undostore.history.journal import Point
     from undostore.history.steps import StepResult
 
-_COMMAND = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s+(\d{1,4}))?"
+_COMMAND = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s+(?:(\d{1,4})|turn\s+(\d{1,4})))?"
                       r"(?:\s+--(merge|whole|keep))?(?:[ \t]+(?!-)(\S.*?))?\s*",
                       re.IGNORECASE)
 # `/undo` or `/redo` and then anything: the user's command still, one it cannot read
 _COMMAND_WORD = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s|$)", re.IGNORECASE)
-USAGE = ("/undo [N] [--merge | --whole | --keep] [PATH...] or /redo [N] [--merge | --keep] "
-         "[PATH...]")
+USAGE = ("/undo [N | turn K] [--merge | --whole | --keep] [PATH...] or /redo [N] "
+         "[--merge | --keep] [PATH...]")
 
 
 class HostCommand(NamedTuple):
@@ -37,6 +37,7 @@ class HostCommand(NamedTuple):
     keep: bool = False    # files in doubt (another conversation's shell ran too) left as they are
     unreadable: str | None = None   # the rest of a `/undo ...` it cannot read: nothing is done
     paths: tuple[str, ...] = ()     # only these paths of the turns (relative to the host's folder)
+    turn: int | None = None         # `/undo turn K`: turn K alone, the later turns kept
 
 
 def parse_command(prompt: object) -> HostCommand | None:
@@ -53,18 +54,19 @@ def parse_command(prompt: object) -> HostCommand | None:
         rest = " ".join(prompt[word.end():].split())
         return HostCommand(Direction(word.group(1).lower()), 1, unreadable=rest)
     count = int(match.group(2)) if match.group(2) else 1
-    how = (match.group(3) or "").lower()
+    turn = max(int(match.group(3)), 1) if match.group(3) else None
+    how = (match.group(4) or "").lower()
     direction = Direction(match.group(1).lower())
     paths: tuple[str, ...] = ()
-    if match.group(4):
+    if match.group(5):
         import shlex
 
         try:
-            paths = tuple(shlex.split(match.group(4)))
+            paths = tuple(shlex.split(match.group(5)))
         except ValueError:   # an unclosed quote
-            return HostCommand(direction, 1, unreadable=" ".join(match.group(4).split()))
+            return HostCommand(direction, 1, unreadable=" ".join(match.group(5).split()))
     return HostCommand(direction, max(count, 1), how == "merge", how == "whole", how == "keep",
-                       paths=paths)
+                       paths=paths, turn=turn)
 
 
 class CommandDone(NamedTuple):
@@ -94,6 +96,7 @@ def perform(workspace: Workspace, session: str | None, command: HostCommand,
         result = workspace.step(command.direction, name, steps=command.count,
                                 merge=command.merge, whole=command.whole,
                                 keep_doubtful=command.keep, paths=paths or None,
+                                turn=command.turn,
                                 confirm=lambda plan: True)   # the user typed it: the yes
     except DoubtfulChange as err:
         shown = ", ".join(err.conflicts[:3]) + (", ..." if len(err.conflicts) > 3 else "")
@@ -120,7 +123,8 @@ def summary(command: HostCommand, session: str, result: StepResult) -> str:
 
     labels = [p.label or p.id[:12] for p in result.turns]
     count = len(result.turns)
-    turns = f"{count} turns" if count > 1 else "the last turn"
+    turns = (f"turn {command.turn}" if command.turn is not None
+             else f"{count} turns" if count > 1 else "the last turn")
     what = "; ".join(repr(label) for label in labels[:3]) + ("; ..." if len(labels) > 3 else "")
     undo = command.direction is Direction.UNDO
     verb = ("undid" if undo else "redid") + (" (whole folder)" if result.whole else "")

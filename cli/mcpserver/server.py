@@ -257,11 +257,17 @@ def _restoring(call: Call, args: Args, act: Callable[..., Any]) -> Json:
              "description": "Put the whole folder back to the turn's undo point instead (later "
                             "changes too; a safety snapshot keeps them)."},
       paths=_paths(" of the turn's change: the rest of the turn stays on the undo stack"),
+      turn={"type": "integer", "minimum": 1,
+            "description": "Take back turn K alone (as `log` numbers them: 1 is the last) and "
+                           "keep the later turns."},
       dry_run=DRY_RUN)
 def _undo(call: Call, args: Args) -> Json:
     if args.get("merge") and args.get("whole"):
         raise ToolInputError("undo takes `merge` or `whole`, not both")
-    return _step(call, args, Direction.UNDO, whole=bool(args.get("whole")))
+    turn = args.get("turn")
+    if turn is not None and (not isinstance(turn, int) or isinstance(turn, bool) or turn < 1):
+        raise ToolInputError("`turn` is a turn number, 1 or more")
+    return _step(call, args, Direction.UNDO, whole=bool(args.get("whole")), turn=turn)
 
 
 @tool("redo", "Apply the session's last undone turn again, 3-way as undo takes it back.",

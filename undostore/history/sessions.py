@@ -308,16 +308,24 @@ def redo(wt: Worktree, session: str, *, steps: int = 1, merge: bool = False,
 
 def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to: str | None = None,
          whole: bool = False, merge: bool = False, keep_doubtful: bool = False,
-         paths: list[str] | None = None, dry_run: bool = False, confirm: Confirm | None = None,
-         on_progress: OnProgress | None = None) -> StepResult:
+         paths: list[str] | None = None, turn: int | None = None, dry_run: bool = False,
+         confirm: Confirm | None = None, on_progress: OnProgress | None = None) -> StepResult:
     """An undo or redo of `session` (`undo`, `redo`): the one entry every caller's request
     goes through. `whole` is for undo alone (UsageError before any work otherwise). A turn
     whose files are in doubt (another conversation's call ran too) is refused
     (DoubtfulChange) unless `keep_doubtful`, which leaves those files as they are. `paths`
     (root-relative pathspecs, as git takes them): only those paths of the turns' change
-    (history/steps.py `narrow`); the rest of each turn stays where it is."""
+    (history/steps.py `narrow`); the rest of each turn stays where it is. `turn` (undo only):
+    turn K as `log` numbers them alone, the newer turns kept (3-way; conflicts refused)."""
     if whole and direction is Direction.REDO:
         raise UsageError("--whole is for undo: redo applies the undone turns again")
+    if turn is not None:
+        if direction is Direction.REDO:
+            raise UsageError("--turn is for undo: redo applies the next undone turn again")
+        if whole or to is not None or steps != 1:
+            raise UsageError("--turn K takes back that one turn: it goes with no N, --to or "
+                             "--whole")
+        steps = turn
     if whole and paths:
         raise UsageError("--whole puts the whole folder back, so it takes no paths (`undostore "
                          "restore ID -- PATH` puts some paths back to a point)")
@@ -354,8 +362,10 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
         journal = journals.load(store, session)
         journal.close_turn(now.id, final=True)   # as finish_step will, for good, once done
         request = multi.plan(journal, direction, now.id, steps=steps, to=wanted, whole=whole)
-        if wanted_paths is not None:
-            request = multi.narrow(store, request, wanted_paths.wants_file, list(paths or ()))
+        if wanted_paths is not None or turn is not None:
+            request = multi.narrow(store, request,
+                                   wanted_paths.wants_file if wanted_paths else None,
+                                   list(paths or ()), oldest_only=turn is not None)
         bodies: dict[bytes, bytes] = {}   # the trees the merge read and made, for the restore
         doubt = {} if whole else multi.doubt_of(request)
         if doubt and not keep_doubtful:
@@ -383,7 +393,7 @@ def _tell_the_model(store: Store, session: str, request: Any, result: Any) -> No
     if not (result.created or result.modified or result.deleted):
         return
     notes.add(store, session, request.direction.value,
-              [(p.id, p.label or p.id[:12]) for p in request.turns],
+              [(p.id, p.label or p.id[:12]) for p, _ in request.moving()],
               [*result.created, *result.modified, *result.deleted])
 
 

@@ -38,6 +38,11 @@ class TurnPart(NamedTuple):
     taken: frozenset[str]
     rest: frozenset[str]
 
+    @property
+    def whole(self) -> bool:
+        """Whether the entry moves whole (it took all its entry holds)."""
+        return bool(self.taken) and not self.rest
+
 
 class StepRequest(NamedTuple):
     """One undo or redo, decided once from one journal read: the turns it moves in the order it
@@ -59,9 +64,17 @@ class StepRequest(NamedTuple):
         return StepContext(self.session, self.direction.value, token, self.now,
                            tuple(p.id for p in reversed(self.dropped)),
                            tuple(p.id for p in reversed(self.turns)),
-                           parts=tuple(None if not part.rest else
+                           parts=tuple(None if part.whole else
                                        (tuple(sorted(part.taken)), tuple(sorted(part.rest)))
                                        for part in reversed(self.parts)))
+
+    def moving(self) -> list[tuple[Point, TurnPart | None]]:
+        """The turns the step takes something of, in its order, each with what it takes (None:
+        the turn whole)."""
+        if not self.parts:
+            return [(turn, None) for turn in self.turns]
+        return [(turn, None if part.whole else part)
+                for turn, part in zip(self.turns, self.parts, strict=True) if part.taken]
 
     def leaves(self, at: int) -> frozenset[str]:
         """The paths of turn `at`'s change this step leaves as they are: what its entry does
@@ -118,11 +131,11 @@ class StepResult(RestoreResult):
     def of(cls, result: RestoreResult, request: StepRequest, composed: Composed,
            recovered: str | None) -> StepResult:
         values = {f.name: getattr(result, f.name) for f in fields(RestoreResult)}
-        return cls(**values, step=request.direction.value, turns=list(request.turns),
+        moving = request.moving()
+        return cls(**values, step=request.direction.value, turns=[turn for turn, _ in moving],
                    conflicts=sorted({c.path for c in composed.conflicts}),
                    unmarked=composed.unmarked, whole=request.whole, recovered=recovered,
-                   parts=[None if not part.rest else sorted(part.taken)
-                          for part in request.parts])
+                   parts=[None if part is None else sorted(part.taken) for _, part in moving])
 
     def counts(self) -> str:
         """`1 turn; 3 files`: what the step moved, in the words every front end uses."""
@@ -183,6 +196,8 @@ def doubt_of(request: StepRequest) -> dict[str, tuple[str, ...]]:
     each with the other sessions (history/attribution.py)."""
     found: dict[str, set[str]] = {}
     for at, turn in enumerate(request.turns):
+        if request.parts and not request.parts[at].taken:
+            continue   # it stays as it is
         leaves = request.leaves(at)
         for path, others in turn.doubt:
             if path not in leaves:
@@ -216,18 +231,24 @@ def plan(journal: Journal, direction: Direction, now: str, *, steps: int = 1,
     return StepRequest(journal.name, direction, turns, dropped, now, whole)
 
 
-def narrow(store: Store, request: StepRequest, wanted: Callable[[str], bool],
-           asked: list[str]) -> StepRequest:
-    """`request` taking only the paths `wanted` selects of each turn's change (the pathspecs
-    `asked`, for the message): a turn that changed none of them stays where it is. UsageError
-    when no turn of the request changed any."""
+def narrow(store: Store, request: StepRequest, wanted: Callable[[str], bool] | None,
+           asked: list[str], *, oldest_only: bool = False) -> StepRequest:
+    """`request` taking only the paths `wanted` selects (None: every path) of each turn's
+    change (the pathspecs `asked`, for the message); with `oldest_only`, of its oldest turn
+    alone (`undo --turn K`: the newer turns stay as they are). A turn it takes nothing of stays
+    where it is. UsageError when it would take nothing."""
     parts = []
-    for turn in request.turns:
+    oldest = len(request.turns) - 1
+    for at, turn in enumerate(request.turns):
+        if oldest_only and at != oldest:
+            parts.append(TurnPart(frozenset(), frozenset()))
+            continue
         held = held_paths(store, turn)
-        taken = frozenset(path for path in held if wanted(path))
+        taken = frozenset(path for path in held if wanted is None or wanted(path))
         parts.append(TurnPart(taken, held - taken))
     if not any(part.taken for part in parts):
-        which = (f"the {len(request.turns)} turns" if len(request.turns) > 1 else "the turn")
+        which = ("the turn" if len(request.turns) == 1 or oldest_only
+                 else f"the {len(request.turns)} turns")
         raise UsageError(f"{request.direction.value}: {which} of session {request.session!r} "
                          f"changed none of {', '.join(asked)} (`undostore show` lists what a "
                          "turn changed)")
