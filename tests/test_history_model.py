@@ -473,3 +473,44 @@ def test_an_entry_a_journal_lets_go_a_day_later_stays_a_day_from_then():
             assert not ws.store.has(bytes.fromhex(gone))
     finally:
         model.teardown()
+
+
+def test_partial_steps_interleaved_with_another_conversation_and_the_user():
+    """Issue 59's sequence, spelled out (random runs reach a partial step now and then): a turn
+    undone path by path, redone, the rest undone, a middle turn taken back, while another
+    conversation works and the user edits; every step held to the reference model."""
+    model = HistoryModel()
+
+    def check() -> None:
+        model.files_are_the_models()
+        model.logs_are_the_models()
+        model.every_id_handed_out_within_the_day_holds_its_files()
+
+    try:
+        model.host_turn("one", [(0, "x"), (1, "y")], ends=True)   # a.txt, shared.txt
+        model.host_turn("two", [(0, "zz")], ends=True)            # d/b.txt
+        model.edit("c.txt", "x")                                   # the user
+        check()
+        model.cli_step_of_paths("one", True, 1, {"a.txt"})
+        check()
+        assert model.disk.get("a.txt") is None and model.disk["shared.txt"] == "y"
+        model.host_turn("two", [(0, "x")], ends=True)             # two goes on meanwhile
+        model.cli_step("one", False, 1)                            # redo: a.txt again
+        check()
+        assert model.disk["a.txt"] == "x"
+        model.cli_step_of_paths("one", True, 1, {"shared.txt"})   # the other part
+        model.cli_step("one", True, 1)                             # the rest: a.txt
+        check()
+        assert "a.txt" not in model.disk and "shared.txt" not in model.disk
+        model.cli_step_of_paths("one", False, 1, {"shared.txt", "c.txt"})
+        check()
+        model.host_turn("one", [(0, "zz")], ends=True)
+        model.host_turn("one", [(1, "x")], ends=True)
+        model.cli_undo_a_middle_turn("one", 2, None)               # the a.txt turn alone
+        check()
+        assert "a.txt" not in model.disk and model.disk["shared.txt"] == "x"
+        model.cli_undo_a_middle_turn("two", 2, {"d/b.txt"})       # overlaps its later turn:
+        check()                                                    # refused, as the model
+        assert model.disk["d/b.txt"] == "x"
+    finally:
+        model.teardown()
