@@ -60,13 +60,39 @@ def test_the_screen_lists_points_newest_first_over_a_coloured_preview(project, t
     assert rows[0].startswith(">   1  write the tests") and rows[0].endswith("1 file")
     assert rows[1].startswith("    2  fix the lexer") and rows[1].endswith("2 files")
     assert rows[2].startswith("    3  add the parser") and "just now" in rows[2]
-    assert "+++ b/test_lexer.py" in screen, "the newest point's preview: the file added since"
+    assert "--- a/test_lexer.py" in screen, "the newest point's preview: its file goes"
     assert "q quit" in lines[-1]
     coloured = tmux.screen(colours=True)
-    assert "\x1b[32m+" in coloured or "\x1b[32m" in coloured, "added lines in git's green"
+    assert "\x1b[31m" in coloured, "the removed lines in git's red"
     tmux.send("Down")
     screen = tmux.wait_for(">   2  fix the lexer")
-    assert "-def lex():" in screen and "+def lex(text):" in screen
+    assert "-def lex(text):" in screen and "+def lex():" in screen
+
+
+@needs_tmux
+@needs_tui
+def test_the_preview_is_the_plan_the_users_own_edits_are_neither_shown_nor_touched(
+        project, tmux):
+    """Issue 59: the preview was the diff against the files now (the user's own edits among
+    them) while going back does a 3-way undo of the turns' own change."""
+    with Workspace(project) as ws:
+        ws.end_turn("agent")   # the host's after-turn event: what follows is not the turn's
+    (project / "notes.txt").write_text("the user's notes\n")           # the user, after
+    (project / "tokens.py").write_text("TOKENS = ['the user']\n")      # a turn's file, edited
+    screen = _start(tmux, project)
+    assert "changes 1 file" in screen and "--- a/test_lexer.py" in screen
+    assert "notes.txt" not in screen
+    tmux.send("Down")
+    screen = tmux.wait_for(">   2  fix the lexer")
+    assert "conflicts with later changes" in screen and "tokens.py" in screen, screen
+    tmux.send("Up", "Enter")
+    screen = tmux.wait_for("[y/N]")
+    assert "(1 file change)" in screen and "D  test_lexer.py" in screen
+    assert "notes.txt" not in screen
+    tmux.send("y")
+    tmux.wait_for("[exit 0]")
+    assert _files(project)["notes.txt"] == "the user's notes\n"
+    assert "test_lexer.py" not in _files(project)
 
 
 @needs_tmux

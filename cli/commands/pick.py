@@ -2,11 +2,13 @@
 
 The screen (pick_screen.py, extra `undostore[tui]`: prompt_toolkit) lists the session's undo
 points newest first, each with its label, age and the number of files its turn changed, over a
-coloured diff of the selected point against the files now (what `diff ID` prints: what going
-back takes away). Enter shows the plan and asks; `y` goes back to that point as `undo --to ID`
-does (a safety snapshot first; the turns taken back go to the redo stack, so `redo` brings them
-back one at a time). The restore runs after the screen closes, and is refused (nothing changed)
-if the files changed so that the plan would differ from the one shown.
+coloured diff of what going back to the selected point does to the files now: the dry run of
+`undo --to ID` itself (each turn's own change taken back 3-way, so the user's and other
+sessions' later edits stay and are not shown; a conflict is said instead). The preview is the
+plan: Enter shows the same change as a list and asks; `y` goes back to that point as `undo --to
+ID` does (a safety snapshot first; the turns taken back go to the redo stack, so `redo` brings
+them back one at a time). The restore runs after the screen closes, and is refused (nothing
+changed) if the files changed so that the plan would differ from the one shown.
 """
 
 from __future__ import annotations
@@ -74,47 +76,59 @@ class _Picker:
     def __init__(self, workspace: Any, session: str) -> None:
         self.ws, self.session = workspace, session
         self.turns = workspace.turns(session)
-        self.now = ""
-        if self.turns:
-            newest = self.turns[0]
-            self.now = newest.to_id if newest.span.end is None else \
-                workspace.compare(newest.point.id).to_id
         self.shown: dict[int, list[str]] = {}
+        self.dry: dict[int, Any] = {}   # row -> its undo's dry run, or the error it raised
 
     def rows(self) -> list[str]:
         now = time.time()
         return [_row(t.span.number, t.point.label, now - t.point.time, len(t.changes))
                 for t in self.turns]
 
+    def _dry_run(self, i: int) -> Any:
+        """What going back to row i's point would do: `undo --to` run dry (a StepResult), or
+        the UsageError or ConflictError that undo would answer (kept: a row asked again, by its
+        preview and its plan, is one dry run)."""
+        from undostore import ConflictError, UsageError
+
+        if i not in self.dry:
+            try:
+                self.dry[i] = self.ws.undo(self.session, to=self.turns[i].point.id,
+                                           dry_run=True)
+            except (UsageError, ConflictError) as err:
+                self.dry[i] = err
+        return self.dry[i]
+
     def preview(self, i: int) -> tuple[str, str]:
         from undostore import GIT_COLORS, render
 
         point = self.turns[i].point
-        changes = self.ws.diff(point.id, self.now)
-        heading = f"since {point.id[:12]} (diff to the files now): {_plural(len(changes), 'file')}"
+        result = self._dry_run(i)
+        if isinstance(result, Exception):
+            return f"going back to before {point.id[:12]}: nothing would change", str(result)
+        changes = self.ws.diff(result.safety, result.target)
+        heading = (f"going back to before {point.id[:12]} changes {_plural(len(changes), 'file')}"
+                   " (each turn's own change, 3-way: later edits stay)")
         if not changes:
-            return heading, "(the files now are this point)"
+            return heading, "(nothing to change)"
         out, lines = [], 0
         for chunk in render("patch", self.ws.store, changes, GIT_COLORS):
             out.append(chunk)
             lines += chunk.count(b"\n")
             if lines >= PREVIEW_LINES:
-                out.append(b"... (more: `undostore diff %s`)\n" % point.id[:12].encode())
+                out.append(b"... (more: `undostore undo --to %s --dry-run`)\n"
+                           % point.id[:12].encode())
                 break
         return heading, b"".join(out).decode("utf-8", "replace").expandtabs(8)
 
     def plan(self, i: int) -> Plan:
-        from undostore import UsageError
+        import textwrap
 
         from .pick_screen import Plan
 
         point = self.turns[i].point
-        try:
-            result = self.ws.undo(self.session, to=point.id, dry_run=True)
-        except UsageError as err:
-            import textwrap
-
-            return Plan(textwrap.wrap(str(err), 78), None)
+        result = self._dry_run(i)
+        if isinstance(result, Exception):
+            return Plan(textwrap.wrap(" ".join(str(result).split()), 78), None)
         assert result.plan is not None
         self.shown[i] = result.plan.lines()
         label = f'"{point.label}"' if point.label else point.id[:12]
@@ -151,7 +165,8 @@ def pick_command(ctx: Context, session: str | None) -> None:
     """Choose an undo point on a terminal, with a diff preview, and go back to it.
 
     The session's undo points, newest first (label, age, files its turn changed), over a
-    coloured diff of the selected one against the files now. Up/Down choose, PgUp/PgDn scroll
+    coloured diff of what going back to the selected one changes (as `undo --to ID` does it:
+    each turn's own change, 3-way, so later edits stay). Up/Down choose, PgUp/PgDn scroll
     the diff, Enter shows the plan and asks (y goes back, as `undo --to ID` does: a safety
     snapshot first, and `redo` takes it back), q quits changing nothing. Needs a terminal and
     the extra: pip install 'undostore[tui]'.
