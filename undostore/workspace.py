@@ -633,12 +633,35 @@ class Workspace:
         now, open_changed = self._open_turn(journal)
         return [self._turn(span, now=now) for span in turns.spans(journal, n, open_changed)]
 
-    def _open_turn(self, journal: Any) -> tuple[str | None, bool | None]:
-        """The files now (a look) and whether the newest turn changed them, when that turn is
-        still open; (None, None) when no turn is."""
+    def timeline(self, n: int | None = None) -> list[Turn]:
+        """Every session's turns in one timeline, newest first (at most `n`), each with what
+        it changed and its calls (`log --all`): who did what beside whom. The files now are
+        looked at once, for all the sessions whose newest turn is open."""
+        from undostore.history import turns
+        from undostore.history.journal import load
+
+        looked: list[str] = []
+        found: list[Turn] = []
+        for info in self.sessions():
+            journal = load(self.store, info.name)
+            now, open_changed = self._open_turn(journal, looked)
+            found += [self._turn(span, now=now) for span in turns.spans(journal, n, open_changed)]
+        found.sort(key=lambda turn: turn.point.time, reverse=True)
+        return found if n is None else found[:n]
+
+    def _open_turn(self, journal: Any, looked: list[str] | None = None
+                   ) -> tuple[str | None, bool | None]:
+        """The files now (a look; the one in `looked` where a caller keeps it for several
+        journals) and whether the newest turn changed them, when that turn is still open;
+        (None, None) when no turn is."""
         if not journal.undo or journal.undo[-1].after is not None:
             return None, None
-        now = self.look().id
+        if looked is None:
+            now = self.look().id
+        else:
+            if not looked:
+                looked.append(self.look().id)
+            now = looked[0]
         newest = journal.undo[-1]
         return now, newest.changed if newest.by_calls else now != newest.id
 

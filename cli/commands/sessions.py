@@ -77,21 +77,35 @@ def _emit_listing(ctx: Context, body: dict[str, Any], as_json: bool,
               metavar="N", help="Show at most N undo points (and N redo entries).")
 @click.option("--stat", "stat", is_flag=True,
               help="Under each undo point, what its turn changed (git's diffstat).")
+@click.option("--all", "every_session", is_flag=True,
+              help="Every conversation's turns in one timeline, newest first, each with its "
+                   "tool calls and files.")
+@click.option("--graph", is_flag=True,
+              help="With --all: a lane per conversation, from its newest turn to its oldest.")
 @no_pager_option
 @json_option
 @pass_context
-@read_only(lambda options: empty_log(options.get("session")))
+@read_only(lambda options: {"all": True, "turns": []} if options.get("every_session")
+           else empty_log(options.get("session")))
 def log_command(ctx: Context, session: str | None, count: int | None, stat: bool,
-                no_pager: bool, as_json: bool) -> None:
+                every_session: bool, graph: bool, no_pager: bool, as_json: bool) -> None:
     """Show the undo points of a session, newest first, and its redo stack.
 
     Each line: undo or redo, its number (1 is what the next undo or redo takes back or applies
     again; `undo N` takes back the turns down to number N; "-": a turn that changed no file,
     which undo skips), the snapshot id, when it was recorded, and its label (for a redo entry,
     the label of the undo point that the undo took away). With --stat, each undo
-    point's turn as `show` lists it. On a terminal, long output goes through a pager.
+    point's turn as `show` lists it. With --all, every session's turns in one timeline, newest
+    first, each with its session, its tool calls and its files (--graph: a lane per session).
+    On a terminal, long output goes through a pager.
     """
-
+    if graph and not every_session:
+        raise click.UsageError("--graph goes with --all")
+    if every_session:
+        if session is not None:
+            raise click.UsageError("--all shows every session: it takes no --session")
+        _log_all(ctx, count, stat, graph, no_pager, as_json)
+        return
     workspace = ctx.workspace()
     name = history_session(ctx, session)
     log = workspace.log(name, n=count)
@@ -114,6 +128,23 @@ def log_command(ctx: Context, session: str | None, count: int | None, stat: bool
         _emit_listing(ctx, body, as_json, plain,
                       None if log.undo or log.redo
                       else f"undostore: session {log.session!r} has no undo points")
+
+
+def _log_all(ctx: Context, count: int | None, stat: bool, graph: bool, no_pager: bool,
+             as_json: bool) -> None:
+    from .timeline import timeline_json, timeline_text
+
+    workspace = ctx.workspace()
+    turns = workspace.timeline(count)
+    colored, width = want_color("auto"), columns()
+
+    def plain() -> str:
+        return timeline_text(turns, graph, (lambda changes: _stat_text(
+            workspace, changes, colored, width)) if stat else None)
+
+    with paged(not no_pager and not as_json):
+        _emit_listing(ctx, timeline_json(workspace, turns), as_json, plain,
+                      None if turns else "undostore: no session has undo points")
 
 
 def _stat_text(workspace: Workspace, changes: list[Change], colored: bool, width: int) -> str:
