@@ -14,13 +14,13 @@ if TYPE_CHECKING:
 
 
 def call_lines(point: Point) -> list[str]:
-    """The tool calls that made a turn's change, one line each (`Bash: npm test  (a, b)`),
-    where the host reports them; none elsewhere."""
+    """The tool calls that made a turn's change, one line each, numbered as `undo --call N`
+    takes them (`2. Bash: npm test  (a, b)`), where the host reports them; none elsewhere."""
     lines = []
-    for note in point.notes:
+    for number, note in enumerate(point.notes, 1):   # as `undo --call N` counts them
         what = f"{note.tool}: {note.label}" if note.label else note.tool
         files = ", ".join(note.files) + (f" and {note.more} more" if note.more else "")
-        lines.append(f"    {what}  ({files})")
+        lines.append(f"    {number}. {what}  ({files})")
     return lines
 
 

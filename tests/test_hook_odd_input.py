@@ -73,7 +73,7 @@ def test_a_slash_undo_it_cannot_read_is_answered_with_the_usage_not_sent_on(tree
     from .test_undo_per_conversation import turn
 
     turn(root, "c", "edit a", turn_files)
-    usage = ("/undo [N | turn K] [--merge | --whole | --keep] [PATH...] or /redo [N] "
+    usage = ("/undo [N | turn K] [call N] [--merge | --whole | --keep] [PATH...] or /redo [N] "
              "[--merge | --keep] [PATH...]")
     for typed in ("/undostore:undo --hard", "/UNDO\nthen go on", '/undo "a.txt'):
         told = answer(hook(prompt_event(root, typed, session="c")))

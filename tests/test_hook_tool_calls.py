@@ -49,14 +49,16 @@ def test_undo_takes_back_the_calls_and_keeps_what_the_user_wrote_beside_them(tre
     from .test_hook import run
 
     shown = json.loads(run("show", "--session", SESSION, "--json", cwd=root).stdout)
-    assert shown["calls"] == [
+    assert [{k: v for k, v in call.items() if k not in ("before", "after")}
+            for call in shown["calls"]] == [
         {"tool": "Edit", "label": "", "files": ["a.py"], "more": 0},
         {"tool": "Bash", "label": "rm b.txt", "files": ["b.txt"], "more": 0},
         {"tool": "Write", "label": "", "files": ["c.txt"], "more": 0}]
+    assert all(len(call["before"]) == len(call["after"]) == 40 for call in shown["calls"])
     text = run("show", "--session", SESSION, "--no-pager", cwd=root).stdout.decode()
-    assert "    Bash: rm b.txt  (b.txt)" in text and "    Edit  (a.py)" in text, text
+    assert "    2. Bash: rm b.txt  (b.txt)" in text and "    1. Edit  (a.py)" in text, text
     logged = run("log", "--stat", "--session", SESSION, "--no-pager", cwd=root).stdout.decode()
-    assert "    Bash: rm b.txt  (b.txt)" in logged and "    Edit  (a.py)" in logged, logged
+    assert "    2. Bash: rm b.txt  (b.txt)" in logged and "    1. Edit  (a.py)" in logged, logged
     done = hook(prompt_event(root, "/undo", SESSION))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["decision"] == "block"

@@ -45,11 +45,11 @@ def test_log_all_shows_every_conversations_turns_newest_first_with_calls_and_fil
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     heads = [line.split()[0:2] + [line.split()[-1]] for line in lines if not line[0].isspace()]
-    assert "    Bash: rm c.txt  (c.txt)" in done.stdout
+    assert "    1. Bash: rm c.txt  (c.txt)" in done.stdout
     assert heads == [["alpha", "1", "c"], ["beta", "1", "build"], ["alpha", "2", "a"]]
     text = done.stdout
-    assert "    D  c.txt" in text and "    Bash: make b  (b.txt)" in text
-    assert "    Edit  (a.txt)" in text
+    assert "    D  c.txt" in text and "    1. Bash: make b  (b.txt)" in text
+    assert "    1. Edit  (a.txt)" in text
     doc = json.loads(cli.run("log", "--all", "--json", cwd=root).stdout)
     assert [(t["session"], t["number"], [c["path"] for c in t["changes"]])
             for t in doc["turns"]] == [("alpha", 1, ["c.txt"]), ("beta", 1, ["b.txt"]),

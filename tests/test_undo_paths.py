@@ -441,3 +441,79 @@ def test_a_middle_turn_from_a_host_from_the_command_line_and_over_mcp(tree_facto
     dry, bad = session(root, script)
     assert [t["label"] for t in dry["turns"]] == ["third"] and dry["modified"] == ["src/c.py"]
     assert bad.is_error
+
+
+def test_undo_of_one_tool_call_takes_back_its_change_alone(tree_factory):
+    root = tree_factory(START)
+    with Workspace(root) as ws:
+        ws.snapshot(session="s", label="three calls")
+        ws.call_started(ToolCall("e1", "Edit", FILE, ("a.txt",)), "s")
+        (root / "a.txt").write_text("a1\n")
+        ws.call_finished("e1", "s")
+        ws.call_started(ToolCall("sh", "Bash", SHELL, (), "gen"), "s")
+        (root / "src" / "c.py").write_text("c1\n")
+        (root / "new.txt").write_text("new\n")
+        ws.call_finished("sh", "s")
+        ws.call_started(ToolCall("e2", "Edit", FILE, ("a.txt",)), "s")
+        (root / "a.txt").write_text("a2\n")
+        ws.call_finished("e2", "s")
+        ws.end_turn("s")
+        result = ws.undo("s", call=2)
+        assert result.parts == [["new.txt", "src/c.py"]] and result.deleted == ["new.txt"]
+        assert files(root) == {"a.txt": "a2\n", "b.txt": "b0\n", "src/c.py": "c0\n",
+                               "src/d.py": "d0\n"}
+        with pytest.raises(UsageError, match="another call of the turn changed too"):
+            ws.undo("s", call=1)   # a.txt: calls 1 and 3 both
+        with pytest.raises(UsageError, match="nothing left to take back"):
+            ws.undo("s", call=2)
+        with pytest.raises(UsageError, match="no call 4"):
+            ws.undo("s", call=4)
+        ws.redo("s")
+        assert files(root)["new.txt"] == "new\n" and files(root)["src/c.py"] == "c1\n"
+        assert _stacks(ws) == ([("three calls", [])], [])
+
+
+def test_one_call_from_the_command_line_a_host_and_mcp(tree_factory):
+    import json
+
+    from .conftest import Cli
+    from .test_hook import hook
+    from .test_undo_per_conversation import answer, prompt_event
+
+    root = tree_factory(START)
+
+    def tool(event: str, call_id: str, name: str, tool_input: dict) -> None:
+        done = hook({"session_id": "c", "cwd": str(root), "hook_event_name": event,
+                     "tool_name": name, "tool_input": tool_input, "tool_use_id": call_id})
+        assert done.returncode == 0, done.stderr
+
+    assert hook(prompt_event(root, "two calls", session="c")).returncode == 0
+    tool("PreToolUse", "t1", "Write", {"file_path": str(root / "a.txt")})
+    (root / "a.txt").write_text("a1\n")
+    tool("PostToolUse", "t1", "Write", {"file_path": str(root / "a.txt")})
+    tool("PreToolUse", "t2", "Bash", {"command": "touch b"})
+    (root / "b.txt").write_text("b1\n")
+    tool("PostToolUse", "t2", "Bash", {"command": "touch b"})
+    assert hook({"session_id": "c", "cwd": str(root), "hook_event_name": "Stop"}
+                ).returncode == 0
+    shown = Cli().run("show", "-s", "c", "--no-pager", cwd=root).stdout
+    assert "    1. Write  (a.txt)" in shown and "    2. Bash: touch b  (b.txt)" in shown
+    told = answer(hook(prompt_event(root, "/undo call 2", session="c")))
+    assert "undid call 2 of the last turn (only b.txt" in told, told
+    assert files(root)["b.txt"] == "b0\n" and files(root)["a.txt"] == "a1\n"
+    done = Cli().run("undo", "--call", "1", "-s", "c", "--yes", "--json", cwd=root)
+    assert done.returncode == 0, done.stderr
+    # all the entry still held (call 2's part was on the redo stack): it moves whole
+    assert json.loads(done.stdout)["parts"] == [None]
+    assert files(root)["a.txt"] == "a0\n"
+    pytest.importorskip("mcp")
+    from .mcp_support import payload, session
+
+    async def script(client):  # noqa: ANN001, ANN202
+        redone = payload(await client.call_tool("redo", {"session": "c"}))
+        return redone, payload(await client.call_tool("undo", {"session": "c", "call": 1,
+                                                               "dry_run": True}))
+
+    redone, dry = session(root, script)
+    assert redone["modified"] == ["a.txt", "b.txt"], redone
+    assert dry["parts"] == [["a.txt"]] and dry["modified"] == ["a.txt"]

@@ -547,9 +547,9 @@ class Workspace:
 
     def undo(self, session: str | None = None, *, steps: int = 1, to: str | None = None,
              whole: bool = False, merge: bool = False, keep_doubtful: bool = False,
-             paths: list[str] | None = None, turn: int | None = None, dry_run: bool = False,
-             confirm: Confirm | None = None, on_progress: OnProgress | None = None
-             ) -> StepResult:
+             paths: list[str] | None = None, turn: int | None = None,
+             call: int | None = None, dry_run: bool = False, confirm: Confirm | None = None,
+             on_progress: OnProgress | None = None) -> StepResult:
         """Take back the session's last `steps` turns (or every turn back to its point `to`):
         each turn's own change, 3-way against the files now, so other changes stay; they move
         to the redo stack. Overlaps: StepConflict (exit 3) with nothing changed, or with
@@ -558,12 +558,13 @@ class Workspace:
         3), or with `keep_doubtful` left as they are. `paths` (pathspecs relative to the
         root): only those paths of the turns' change; the rest of each turn stays on the undo
         stack, and the part taken goes to the redo stack. `turn`: turn K as `log` numbers
-        them (1 = the last that changed files) alone, the newer turns kept."""
+        them (1 = the last that changed files) alone, the newer turns kept. `call`: that tool
+        call of the turn (`turn`, default the last) alone, as `show` numbers them."""
         from undostore.history.direction import Direction
 
         return self.step(Direction.UNDO, session, steps=steps, to=to, whole=whole,
                          merge=merge, keep_doubtful=keep_doubtful, paths=paths, turn=turn,
-                         dry_run=dry_run, confirm=confirm, on_progress=on_progress)
+                         call=call, dry_run=dry_run, confirm=confirm, on_progress=on_progress)
 
     def redo(self, session: str | None = None, *, steps: int = 1, merge: bool = False,
              keep_doubtful: bool = False, paths: list[str] | None = None,

@@ -238,6 +238,9 @@ _KEEP_DOUBTFUL = click.option(
 @click.option("--turn", "turn", metavar="K", type=click.IntRange(min=1), default=None,
               help="Take back turn K alone (as `log` numbers them: 1 is the last) and keep the "
                    "later turns.")
+@click.option("--call", "call", metavar="N", type=click.IntRange(min=1), default=None,
+              help="Take back tool call N of the turn (the last, or --turn K) alone, as `show` "
+                   "numbers its calls.")
 @_MERGE
 @_KEEP_DOUBTFUL
 @click.option("--whole", is_flag=True,
@@ -248,9 +251,9 @@ _KEEP_DOUBTFUL = click.option(
 @dry_run_option
 @json_option
 @pass_context
-def undo_command(ctx: Context, steps: int, to: str | None, turn: int | None, merge: bool,
-                 keep_doubtful: bool, whole: bool, session: str | None, yes: bool,
-                 dry_run: bool, as_json: bool) -> None:
+def undo_command(ctx: Context, steps: int, to: str | None, turn: int | None,
+                 call: int | None, merge: bool, keep_doubtful: bool, whole: bool,
+                 session: str | None, yes: bool, dry_run: bool, as_json: bool) -> None:
     """Take back the session's last N turns (default 1), each turn's own change.
 
     Each file the turns changed is merged 3-way against the files now, as `git revert` does:
@@ -260,14 +263,15 @@ def undo_command(ctx: Context, steps: int, to: str | None, turn: int | None, mer
     files is taken first. The undone turns go to the redo stack; `redo` applies them again.
     With `-- PATH...` (files, folders or globs) only those paths of the turns' change are taken
     back; the rest of each turn stays on the undo stack. `--turn K` takes back turn K alone (a
-    middle one too) and keeps the later turns.
+    middle one too) and keeps the later turns; `--call N` one tool call of it (`show` numbers
+    them).
     """
     if sum((to is not None, steps != 1, turn is not None)) > 1:
         raise click.UsageError("give one of N, --to ID and --turn K")
     if merge and whole:
         raise click.UsageError("give --merge or --whole, not both")
     _undo_or_redo(ctx, Direction.UNDO, session, yes, dry_run, as_json, steps=steps, to=to,
-                  turn=turn, merge=merge, whole=whole, keep_doubtful=keep_doubtful)
+                  turn=turn, call=call, merge=merge, whole=whole, keep_doubtful=keep_doubtful)
 
 
 @click.command("redo", cls=TakesPaths)

@@ -21,11 +21,12 @@ if TYPE_CHECKING:
     from undostore.history.steps import StepResult
 
 _COMMAND = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s+(?:(\d{1,4})|turn\s+(\d{1,4})))?"
+                      r"(?:\s+call\s+(\d{1,4}))?"
                       r"(?:\s+--(merge|whole|keep))?(?:[ \t]+(?!-)(\S.*?))?\s*",
                       re.IGNORECASE)
 # `/undo` or `/redo` and then anything: the user's command still, one it cannot read
 _COMMAND_WORD = re.compile(r"\s*/(?:undostore:)?(undo|redo)(?:\s|$)", re.IGNORECASE)
-USAGE = ("/undo [N | turn K] [--merge | --whole | --keep] [PATH...] or /redo [N] "
+USAGE = ("/undo [N | turn K] [call N] [--merge | --whole | --keep] [PATH...] or /redo [N] "
          "[--merge | --keep] [PATH...]")
 
 
@@ -38,6 +39,7 @@ class HostCommand(NamedTuple):
     unreadable: str | None = None   # the rest of a `/undo ...` it cannot read: nothing is done
     paths: tuple[str, ...] = ()     # only these paths of the turns (relative to the host's folder)
     turn: int | None = None         # `/undo turn K`: turn K alone, the later turns kept
+    call: int | None = None         # `/undo call N`: that tool call of the turn alone
 
 
 def parse_command(prompt: object) -> HostCommand | None:
@@ -55,18 +57,19 @@ def parse_command(prompt: object) -> HostCommand | None:
         return HostCommand(Direction(word.group(1).lower()), 1, unreadable=rest)
     count = int(match.group(2)) if match.group(2) else 1
     turn = max(int(match.group(3)), 1) if match.group(3) else None
-    how = (match.group(4) or "").lower()
+    call = max(int(match.group(4)), 1) if match.group(4) else None
+    how = (match.group(5) or "").lower()
     direction = Direction(match.group(1).lower())
     paths: tuple[str, ...] = ()
-    if match.group(5):
+    if match.group(6):
         import shlex
 
         try:
-            paths = tuple(shlex.split(match.group(5)))
+            paths = tuple(shlex.split(match.group(6)))
         except ValueError:   # an unclosed quote
-            return HostCommand(direction, 1, unreadable=" ".join(match.group(5).split()))
+            return HostCommand(direction, 1, unreadable=" ".join(match.group(6).split()))
     return HostCommand(direction, max(count, 1), how == "merge", how == "whole", how == "keep",
-                       paths=paths, turn=turn)
+                       paths=paths, turn=turn, call=call)
 
 
 class CommandDone(NamedTuple):
@@ -96,7 +99,7 @@ def perform(workspace: Workspace, session: str | None, command: HostCommand,
         result = workspace.step(command.direction, name, steps=command.count,
                                 merge=command.merge, whole=command.whole,
                                 keep_doubtful=command.keep, paths=paths or None,
-                                turn=command.turn,
+                                turn=command.turn, call=command.call,
                                 confirm=lambda plan: True)   # the user typed it: the yes
     except DoubtfulChange as err:
         shown = ", ".join(err.conflicts[:3]) + (", ..." if len(err.conflicts) > 3 else "")
@@ -125,6 +128,8 @@ def summary(command: HostCommand, session: str, result: StepResult) -> str:
     count = len(result.turns)
     turns = (f"turn {command.turn}" if command.turn is not None
              else f"{count} turns" if count > 1 else "the last turn")
+    if command.call is not None:
+        turns = f"call {command.call} of {turns}"
     what = "; ".join(repr(label) for label in labels[:3]) + ("; ..." if len(labels) > 3 else "")
     undo = command.direction is Direction.UNDO
     verb = ("undid" if undo else "redid") + (" (whole folder)" if result.whole else "")

@@ -260,14 +260,24 @@ def _restoring(call: Call, args: Args, act: Callable[..., Any]) -> Json:
       turn={"type": "integer", "minimum": 1,
             "description": "Take back turn K alone (as `log` numbers them: 1 is the last) and "
                            "keep the later turns."},
+      call={"type": "integer", "minimum": 1,
+            "description": "Take back tool call N of the turn (the last, or `turn`) alone, as "
+                           "`show` numbers its calls."},
       dry_run=DRY_RUN)
 def _undo(call: Call, args: Args) -> Json:
     if args.get("merge") and args.get("whole"):
         raise ToolInputError("undo takes `merge` or `whole`, not both")
-    turn = args.get("turn")
-    if turn is not None and (not isinstance(turn, int) or isinstance(turn, bool) or turn < 1):
-        raise ToolInputError("`turn` is a turn number, 1 or more")
-    return _step(call, args, Direction.UNDO, whole=bool(args.get("whole")), turn=turn)
+    return _step(call, args, Direction.UNDO, whole=bool(args.get("whole")),
+                 turn=_number(args, "turn"), call=_number(args, "call"))
+
+
+def _number(args: Args, key: str) -> int | None:
+    """A tool's numbering argument (`turn`, `call`): None, or 1 or more."""
+    value = args.get(key)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                              or value < 1):
+        raise ToolInputError(f"`{key}` is a number, 1 or more")
+    return value
 
 
 @tool("redo", "Apply the session's last undone turn again, 3-way as undo takes it back.",
@@ -277,14 +287,16 @@ def _redo(call: Call, args: Args) -> Json:
     return _step(call, args, Direction.REDO)
 
 
-def _step(call: Call, args: Args, direction: Direction, **how: Any) -> Json:
+def _step(request: Call, args: Args, direction: Direction, **how: Any) -> Json:
+    """An undo or redo tool (`how`: the library's options, `call` among them: a tool call's
+    number, hence `request` for the MCP call here)."""
     def act(workspace: Workspace, **run: Any) -> Any:
-        session = history_session(workspace, _session(args), call.hear,
+        session = history_session(workspace, _session(args), request.hear,
                                   doing=f"nothing to {direction.value}: ")
         return workspace.step(direction, session, merge=bool(args.get("merge")),
                               paths=_given_paths(workspace, args), **how, **run)
 
-    return _restoring(call, args, act)
+    return _restoring(request, args, act)
 
 
 def _given_paths(workspace: Workspace, args: Args) -> list[str] | None:

@@ -182,6 +182,7 @@ class Point(NamedTuple):
         found = {self.id} | ({self.after} if self.after else set())
         found.update(sha for pair in self.own or () for sha in pair)
         found.update(call.before for call in self.open_calls)
+        found.update(sha for note in self.notes for sha in (note.before, note.after) if sha)
         return found
 
     def to_json(self) -> dict[str, Any]:

@@ -238,12 +238,12 @@ def finish_calls(store: Store, session: str, after: str, call_id: str | None = N
             doubt.update(doubtful)
             changed = [path for path, (was, now_is) in changes.items() if was != now_is]
             if changed:
-                notes.append(CallNote.of(call.call, changed))
+                notes.append(CallNote.of(call, changed, after))
         journal.undo[-1] = point._replace(
             own=own, open_calls=tuple(c for c in point.open_calls if c not in ending),
             calls=point.calls + len(ending), doubt=tuple(sorted(doubt.items())),
             notes=tuple(notes))
-        _commit(store, journal, new_ids=[sha for pair in own for sha in pair])
+        _commit(store, journal, new_ids=[*(sha for pair in own for sha in pair), after])
     return len(ending)
 
 
@@ -308,17 +308,24 @@ def redo(wt: Worktree, session: str, *, steps: int = 1, merge: bool = False,
 
 def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to: str | None = None,
          whole: bool = False, merge: bool = False, keep_doubtful: bool = False,
-         paths: list[str] | None = None, turn: int | None = None, dry_run: bool = False,
-         confirm: Confirm | None = None, on_progress: OnProgress | None = None) -> StepResult:
+         paths: list[str] | None = None, turn: int | None = None, call: int | None = None,
+         dry_run: bool = False, confirm: Confirm | None = None,
+         on_progress: OnProgress | None = None) -> StepResult:
     """An undo or redo of `session` (`undo`, `redo`): the one entry every caller's request
     goes through. `whole` is for undo alone (UsageError before any work otherwise). A turn
     whose files are in doubt (another conversation's call ran too) is refused
     (DoubtfulChange) unless `keep_doubtful`, which leaves those files as they are. `paths`
     (root-relative pathspecs, as git takes them): only those paths of the turns' change
     (history/steps.py `narrow`); the rest of each turn stays where it is. `turn` (undo only):
-    turn K as `log` numbers them alone, the newer turns kept (3-way; conflicts refused)."""
+    turn K as `log` numbers them alone, the newer turns kept (3-way; conflicts refused).
+    `call` (undo only): that call of the turn (`turn`, default 1) alone (steps.call_paths)."""
     if whole and direction is Direction.REDO:
         raise UsageError("--whole is for undo: redo applies the undone turns again")
+    if call is not None:
+        if direction is Direction.REDO or paths:
+            raise UsageError("--call N takes back one call's change: it is for undo, with no "
+                             "paths")
+        turn = 1 if turn is None else turn
     if turn is not None:
         if direction is Direction.REDO:
             raise UsageError("--turn is for undo: redo applies the next undone turn again")
@@ -362,7 +369,11 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
         journal = journals.load(store, session)
         journal.close_turn(now.id, final=True)   # as finish_step will, for good, once done
         request = multi.plan(journal, direction, now.id, steps=steps, to=wanted, whole=whole)
-        if wanted_paths is not None or turn is not None:
+        if call is not None:
+            picked = multi.call_paths(store, request.turns[-1], call)
+            request = multi.narrow(store, request, picked.__contains__, sorted(picked),
+                                   oldest_only=True)
+        elif wanted_paths is not None or turn is not None:
             request = multi.narrow(store, request,
                                    wanted_paths.wants_file if wanted_paths else None,
                                    list(paths or ()), oldest_only=turn is not None)

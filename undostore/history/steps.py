@@ -255,6 +255,41 @@ def narrow(store: Store, request: StepRequest, wanted: Callable[[str], bool] | N
     return request._replace(parts=tuple(parts))
 
 
+def call_paths(store: Store, turn: Point, number: int) -> frozenset[str]:
+    """The paths of the turn's call `number` (1 = its first call that changed files, as `show`
+    numbers them) that its entry holds: what the call changed from its start to its end that
+    is the turn's own (`undo --call N`). UsageError for no such call, a call recorded before
+    calls kept their files, one whose change is already on the redo stack, or a path another
+    call of the turn changed too (their change is one there: `--turn K -- PATH` takes back
+    both)."""
+    from undostore.history.attribution import tree_changes
+
+    name = f"turn {turn.label!r}" if turn.label else f"turn {turn.id[:12]}"
+    if not 1 <= number <= len(turn.notes):
+        raise UsageError(f"{name} has {len(turn.notes)} call(s) that changed files, no call "
+                         f"{number} (`undostore show` numbers them)")
+    held = held_paths(store, turn)
+
+    def paths_of(note: Any) -> frozenset[str]:
+        if note.before is None or note.after is None:
+            raise UsageError(f"the calls of {name} were recorded before undostore kept each "
+                             f"call's files: `undostore undo -- PATH` takes back some paths")
+        return frozenset(tree_changes(store, note.before, note.after)) & held
+
+    mine = paths_of(turn.notes[number - 1])
+    if not mine:
+        raise UsageError(f"call {number} of {name} has nothing left to take back (its change "
+                         "is undone already)")
+    shared = sorted({path for at, note in enumerate(turn.notes, 1) if at != number
+                     for path in paths_of(note) & mine})
+    if shared:
+        raise UsageError(f"call {number} of {name} changed {', '.join(shared[:5])}, which "
+                         f"another call of the turn changed too, so its change there is not "
+                         f"its alone: `undostore undo --turn K -- {shared[0]}` takes back the "
+                         "turn's whole change of it")
+    return mine
+
+
 def held_paths(store: Store, turn: Point) -> frozenset[str]:
     """The paths of the turn's change that this entry holds (all it changed, less what a step
     of some paths took to the other stack)."""

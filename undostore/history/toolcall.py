@@ -59,21 +59,25 @@ SHOWN_FILES = 20
 
 class CallNote(NamedTuple):
     """A finished call as `show` and `log --stat` list it: the tool, what it did, and the
-    files it changed (the first `SHOWN_FILES`, and how many more)."""
+    files it changed (the first `SHOWN_FILES`, and how many more); and the files as it began
+    and as it left them (`before`, `after`: snapshot ids; None in a note written before they
+    were kept), from which `undo --call N` takes back that call's change alone."""
 
     tool: str
     label: str
     files: tuple[str, ...]
     more: int = 0
+    before: str | None = None
+    after: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"tool": self.tool, "label": self.label, "files": list(self.files),
-                "more": self.more}
+                "more": self.more, "before": self.before, "after": self.after}
 
     @classmethod
-    def of(cls, call: ToolCall, files: list[str]) -> CallNote:
-        return cls(call.tool, call.label, tuple(files[:SHOWN_FILES]),
-                   max(0, len(files) - SHOWN_FILES))
+    def of(cls, call: OpenCall, files: list[str], after: str) -> CallNote:
+        return cls(call.call.tool, call.call.label, tuple(files[:SHOWN_FILES]),
+                   max(0, len(files) - SHOWN_FILES), call.before, after)
 
     @classmethod
     def from_json(cls, doc: object) -> CallNote:
@@ -81,7 +85,10 @@ class CallNote(NamedTuple):
             raise ValueError("call note is not an object")
         tool, label, files, more = (doc.get("tool"), doc.get("label"), doc.get("files"),
                                     doc.get("more", 0))
+        before, after = doc.get("before"), doc.get("after")
         if not (isinstance(tool, str) and isinstance(label, str) and isinstance(files, list)
-                and all(isinstance(f, str) for f in files) and isinstance(more, int)):
+                and all(isinstance(f, str) for f in files) and isinstance(more, int)
+                and all(sha is None or (isinstance(sha, str) and len(sha) == 40)
+                        for sha in (before, after))):
             raise ValueError("bad call note")
-        return cls(tool, label, tuple(files), more)
+        return cls(tool, label, tuple(files), more, before, after)
