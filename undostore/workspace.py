@@ -227,14 +227,14 @@ class Workspace:
         from undostore.store import once
 
         with self.store.lock:
-            cache = self.store.cache_dir
+            book = once.Book(self.store.cache_dir)   # read once: the lock keeps it current
             if key is not None:
-                kept = once.recall(cache, key.key, key.window, arrived)
+                kept = book.recall(key.key, key.window, arrived)
                 earlier = replay(kept) if kept is not None else None
                 if earlier is not None:
                     return earlier
             performed = act()
-            once.remember(cache, host, key.key if key is not None else None, performed.kept)
+            book.remember(host, key.key if key is not None else None, performed.kept)
             return performed.answer
 
     def hosts_seen(self) -> dict[str, float]:
