@@ -15,25 +15,21 @@ from .conftest import Cli
 
 def _two_conversations(root: Path) -> None:
     """alpha edits a.txt (a file tool), beta runs a shell that writes b.txt, alpha's second
-    turn deletes c.txt; each turn a moment after the one before."""
+    turn deletes c.txt with a shell; each turn a moment after the one before."""
+    turns = [("alpha", "edit a", ToolCall("e1", "Edit", FILE, ("a.txt",)),
+              lambda: (root / "a.txt").write_text("a1\n")),
+             ("beta", "build", ToolCall("s1", "Bash", SHELL, (), "make b"),
+              lambda: (root / "b.txt").write_text("b1\n")),
+             ("alpha", "drop c", ToolCall("s2", "Bash", SHELL, (), "rm c.txt"),
+              lambda: (root / "c.txt").unlink())]
     with Workspace(root) as ws:
-        ws.snapshot(session="alpha", label="edit a")
-        ws.call_started(ToolCall("e1", "Edit", FILE, ("a.txt",)), "alpha")
-        (root / "a.txt").write_text("a1\n")
-        ws.call_finished("e1", "alpha")
-        ws.end_turn("alpha")
-        time.sleep(0.01)
-        ws.snapshot(session="beta", label="build")
-        ws.call_started(ToolCall("s1", "Bash", SHELL, (), "make b"), "beta")
-        (root / "b.txt").write_text("b1\n")
-        ws.call_finished("s1", "beta")
-        ws.end_turn("beta")
-        time.sleep(0.01)
-        ws.snapshot(session="alpha", label="drop c")
-        ws.call_started(ToolCall("s2", "Bash", SHELL, (), "rm c.txt"), "alpha")
-        (root / "c.txt").unlink()
-        ws.call_finished("s2", "alpha")
-        ws.end_turn("alpha")
+        for session, label, call, work in turns:
+            ws.snapshot(session=session, label=label)
+            ws.call_started(call, session)
+            work()
+            ws.call_finished(call.call_id, session)
+            ws.end_turn(session)
+            time.sleep(0.01)
 
 
 def test_log_all_shows_every_conversations_turns_newest_first_with_calls_and_files(
