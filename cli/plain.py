@@ -153,6 +153,8 @@ def root_relative(root: str, specs: list[str], here: str | None = None) -> list[
     """Path specs as '/'-separated paths under root. A relative spec is taken from the current
     folder (`here`: a host's folder for its `/undo PATH`) when that folder is inside root (as
     git does), else from root."""
+    if not specs:
+        return []   # nothing to read: the path rules' module stays unloaded (a hook's /undo)
     from undostore import UsageError, normalize_spec
 
     here = os.path.realpath(here if here is not None else os.getcwd())
