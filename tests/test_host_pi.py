@@ -235,3 +235,25 @@ def _write(path: Path, text: str) -> Tool:
 
 def _shell(path: Path, text: str) -> Tool:
     return Tool("bash", {"command": f"printf '{text}\\n' > {path}"})
+
+
+def test_part_of_a_turn_undone_in_pi_keeps_the_conversation_and_tells_the_model(tmp_path):
+    """Issue 59: `/undo PATH` takes back only that file of the turn; the turn is still partly
+    there, so the conversation stays where it is, and the model's next prompt says what came
+    back."""
+    root, script = _project(tmp_path)
+    script["both"] = [Tool("write", {"path": str(root / "b.txt"), "content": "b\n"}),
+                      Tool("bash", {"command": f"printf 'A\\n' > {root / 'a.txt'}"})]
+    conversation = str(tmp_path / "conversation.jsonl")
+    with ModelServer(script) as model:
+        host = Host(root, tmp_path / "home", model)
+        host.prompt(conversation, "both")
+        assert files(root) == {"a.txt": "A\n", "b.txt": "b\n"}
+        undone = host.prompt(conversation, "/undo b.txt")
+        assert "(only b.txt: the rest of the turn stays)" in undone.stderr, undone.stderr
+        assert files(root) == {"a.txt": "A\n"}
+        host.prompt(conversation, "so?")
+        body = model.requests[-1]["body"]
+        assert _user_texts(body)[0] == "both", _user_texts(body)   # the conversation stayed
+        told = json.dumps(body)
+        assert "b.txt" in told and "undostore: the user took back" in told, told[-1500:]

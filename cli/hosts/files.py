@@ -285,7 +285,8 @@ async function command(step, args, ctx) {
   }
   let moved = false;
   try {
-    moved = await rewind(ctx, step, answer.turns || []);
+    // No turns: nothing changed, or part of a turn or a middle one: the conversation stays.
+    moved = (answer.turns || []).length > 0 && await rewind(ctx, step, answer.turns);
   } catch (error) {
     moved = false;
   }

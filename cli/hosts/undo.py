@@ -74,7 +74,9 @@ def parse_command(prompt: object) -> HostCommand | None:
 
 class CommandDone(NamedTuple):
     """What a host command did: the one line for the host to show, and the turns it took back
-    or applied again in the order it did (none when nothing changed)."""
+    or applied again whole from the newest, in the order it did, which a plugin host moves its
+    conversation over (none when nothing changed, or when the step took part of a turn or a
+    middle one: the conversation stays, and the model is told)."""
 
     line: str
     turns: list[Point]
@@ -117,7 +119,10 @@ def perform(workspace: Workspace, session: str | None, command: HostCommand,
     except UndostoreError as err:
         usage = f"; nothing done ({USAGE})" if command.paths else ""
         return CommandDone(f"undostore: {verb}: {' '.join(str(err).split())}{usage}", [])
-    return CommandDone(summary(command, name, result), list(result.turns))
+    newest_whole = (not command.paths and command.call is None and command.turn in (None, 1)
+                    and all(part is None for part in result.parts))
+    return CommandDone(summary(command, name, result),
+                       list(result.turns) if newest_whole else [])
 
 
 def summary(command: HostCommand, session: str, result: StepResult) -> str:
