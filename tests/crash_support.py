@@ -39,6 +39,10 @@ if op == "restore":
 elif op == "undo":   # of session "s", one turn or rest[0] turns
     from undostore.history.sessions import undo
     undo(wt, "s", steps=int(rest[0]) if rest else 1)
+elif op == "undo-paths":   # of session "s": the last turn's paths rest
+    from undostore import Direction
+    from undostore.history.sessions import step
+    step(wt, "s", Direction.UNDO, paths=rest)
 elif op == "revert":
     from undostore.restore.revert import revert
     revert(wt, rest[0], rest[1], merge=True)

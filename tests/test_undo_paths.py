@@ -5,6 +5,7 @@ are one entry again once no path is left out (history/steps.py `narrow`, `apply`
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -517,3 +518,23 @@ def test_one_call_from_the_command_line_a_host_and_mcp(tree_factory):
     redone, dry = session(root, script)
     assert redone["modified"] == ["a.txt", "b.txt"], redone
     assert dry["parts"] == [["a.txt"]] and dry["modified"] == ["a.txt"]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="kills a child mid-restore (POSIX timing)")
+def test_an_undo_of_some_paths_killed_half_way_is_finished_with_its_split(tree_factory,
+                                                                         tmp_path):
+    from .crash_support import run_until_stall, spawn
+
+    root = tree_factory(START)
+    with Workspace(root) as ws:
+        _turn(ws, root, "t1", {"a.txt": "a1\n", "b.txt": "b1\n", "src/c.py": "c1\n"})
+    marker = str(tmp_path / "m")
+    assert run_until_stall(spawn("undo-paths", str(root), "a.txt", "src", stall_at=2,
+                                 marker=marker), marker, timeout=60)
+    with Workspace(root) as ws:
+        ws.snapshot()   # any command that takes the lock finishes the restore, and its step
+        assert files(root) == {"a.txt": "a0\n", "b.txt": "b1\n", "src/c.py": "c0\n",
+                               "src/d.py": "d0\n"}
+        assert _stacks(ws) == ([("t1", ["a.txt", "src/c.py"])], [("t1", ["b.txt"])])
+        ws.undo("s")
+        assert _stacks(ws) == ([], [("t1", [])])
