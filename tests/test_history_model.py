@@ -199,9 +199,20 @@ class HistoryModel(RuleBasedStateMachine):
         self.let_go_now()
 
     @rule(name=st.sampled_from(SESSIONS), undo=st.booleans(), count=st.sampled_from([1, 1, 2]),
-          paths=st.sets(st.sampled_from(PATHS), min_size=1, max_size=2))
-    def cli_step_of_paths(self, name: str, undo: bool, count: int, paths: set[str]) -> None:
-        """`undo N -- PATH...` / `redo N -- PATH...`: part of the turns, the rest stays."""
+          data=st.data())
+    def cli_step_of_paths(self, name: str, undo: bool, count: int, data: st.DataObject
+                          ) -> None:
+        """`undo N -- PATH...` / `redo N -- PATH...`: part of the turns, the rest stays. The
+        paths mostly among those the session's entries hold (else a random one rarely is)."""
+        session = self.model.session(name)
+        held = sorted({path for turn in (session.undo if undo else session.redo)
+                       for path in turn.held()})
+        paths = data.draw(st.sets(st.sampled_from(held or list(self.PATHS)), min_size=1,
+                                  max_size=2) if held and data.draw(st.integers(0, 3))
+                          else st.sets(st.sampled_from(self.PATHS), min_size=1, max_size=2))
+        self.step_of_paths(name, undo, count, paths)
+
+    def step_of_paths(self, name: str, undo: bool, count: int, paths: set[str]) -> None:
         command = "undo" if undo else "redo"
         before = dict(self.disk)
         args = (command, str(count), "--session", name, "--yes", "--", *sorted(paths))
@@ -491,18 +502,18 @@ def test_partial_steps_interleaved_with_another_conversation_and_the_user():
         model.host_turn("two", [(0, "zz")], ends=True)            # d/b.txt
         model.edit("c.txt", "x")                                   # the user
         check()
-        model.cli_step_of_paths("one", True, 1, {"a.txt"})
+        model.step_of_paths("one", True, 1, {"a.txt"})
         check()
         assert model.disk.get("a.txt") is None and model.disk["shared.txt"] == "y"
         model.host_turn("two", [(0, "x")], ends=True)             # two goes on meanwhile
         model.cli_step("one", False, 1)                            # redo: a.txt again
         check()
         assert model.disk["a.txt"] == "x"
-        model.cli_step_of_paths("one", True, 1, {"shared.txt"})   # the other part
+        model.step_of_paths("one", True, 1, {"shared.txt"})   # the other part
         model.cli_step("one", True, 1)                             # the rest: a.txt
         check()
         assert "a.txt" not in model.disk and "shared.txt" not in model.disk
-        model.cli_step_of_paths("one", False, 1, {"shared.txt", "c.txt"})
+        model.step_of_paths("one", False, 1, {"shared.txt", "c.txt"})
         check()
         model.host_turn("one", [(0, "zz")], ends=True)
         model.host_turn("one", [(1, "x")], ends=True)

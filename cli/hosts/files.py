@@ -11,7 +11,7 @@ from __future__ import annotations
 _CLAUDE_COMMAND = """\
 ---
 description: {what}{more} (undostore)
-argument-hint: "[N]"
+argument-hint: "{hint}"
 disable-model-invocation: true
 ---
 The user typed `/{step}`. undostore's UserPromptSubmit hook does that before the prompt reaches
@@ -23,11 +23,13 @@ it now.
 """
 
 CLAUDE_UNDO = _CLAUDE_COMMAND.format(what="Put the files back as they were before the last turn",
-                                     more="; /undo N for N turns", step="undo")
-CLAUDE_REDO = _CLAUDE_COMMAND.format(what="Take back the last /undo", more="", step="redo")
+                                     more="; /undo N for N turns, /undo PATH for some files",
+                                     hint="[N | turn K] [PATH...]", step="undo")
+CLAUDE_REDO = _CLAUDE_COMMAND.format(what="Take back the last /undo", more="",
+                                     hint="[N] [PATH...]", step="redo")
 
 # Gemini CLI's custom commands (`.gemini/commands/*.toml`): `/undo` and `/redo` in its slash
-# menu. Gemini submits the prompt as typed (`{{args}}`: N, --merge, --whole), which its
+# menu. Gemini submits the prompt as typed (`{{args}}`: N, turn K, --merge, paths...), which its
 # BeforeAgent hook, undostore's, answers before it reaches the model.
 _GEMINI_COMMAND = """\
 # undostore: {what} (the BeforeAgent hook does it; the model never sees it)
@@ -36,7 +38,8 @@ prompt = "/{step} {{{{args}}}}"
 """
 
 GEMINI_UNDO = _GEMINI_COMMAND.format(what="Put the files back as they were before the last turn; "
-                                          "/undo N for N turns", step="undo")
+                                          "/undo N for N turns, /undo PATH for some files",
+                                     step="undo")
 GEMINI_REDO = _GEMINI_COMMAND.format(what="Take back the last /undo", step="redo")
 
 _RUN_HOOK = """\
