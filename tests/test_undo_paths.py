@@ -538,3 +538,16 @@ def test_an_undo_of_some_paths_killed_half_way_is_finished_with_its_split(tree_f
         assert _stacks(ws) == ([("t1", ["a.txt", "src/c.py"])], [("t1", ["b.txt"])])
         ws.undo("s")
         assert _stacks(ws) == ([], [("t1", [])])
+
+
+def test_a_hosts_paths_split_as_a_shell_splits_words_and_windows_keeps_its_backslashes(
+        monkeypatch):
+    from undostore_cli.hosts.undo import parse_command
+
+    assert parse_command('/undo 2 src "notes/a b.md"').paths == ("src", "notes/a b.md")
+    assert parse_command("/undo turn 3 call 2 --merge").call == 2
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "name", "nt")
+        windows = parse_command(r'/undo src\lexer.py "docs\a b.md"')
+    assert windows.paths == (r"src\lexer.py", r"docs\a b.md")
+    assert parse_command('/undo "unclosed').unreadable == '"unclosed'

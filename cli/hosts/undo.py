@@ -62,14 +62,24 @@ def parse_command(prompt: object) -> HostCommand | None:
     direction = Direction(match.group(1).lower())
     paths: tuple[str, ...] = ()
     if match.group(6):
-        import shlex
-
         try:
-            paths = tuple(shlex.split(match.group(6)))
+            paths = _words(match.group(6))
         except ValueError:   # an unclosed quote
             return HostCommand(direction, 1, unreadable=" ".join(match.group(6).split()))
     return HostCommand(direction, max(count, 1), how == "merge", how == "whole", how == "keep",
                        paths=paths, turn=turn, call=call)
+
+
+def _words(text: str) -> tuple[str, ...]:
+    """The paths after a command, split as a shell splits words: quotes group, and on Windows a
+    backslash is a path's separator, not an escape. ValueError for an unclosed quote."""
+    import os
+    import shlex
+
+    if os.name != "nt":
+        return tuple(shlex.split(text))
+    return tuple(word[1:-1] if len(word) > 1 and word[0] == word[-1] and word[0] in "'\""
+                 else word for word in shlex.split(text, posix=False))
 
 
 class CommandDone(NamedTuple):
