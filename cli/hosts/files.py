@@ -37,9 +37,9 @@ description = "{what} (undostore)"
 prompt = "/{step} {{{{args}}}}"
 """
 
+# Gemini's slash menu cuts a description at the terminal's width: "(undostore)" stays in view.
 GEMINI_UNDO = _GEMINI_COMMAND.format(what="Put the files back as they were before the last turn; "
-                                          "/undo N for N turns, /undo PATH for some files",
-                                     step="undo")
+                                          "/undo N, /undo PATH", step="undo")
 GEMINI_REDO = _GEMINI_COMMAND.format(what="Take back the last /undo", step="redo")
 
 _RUN_HOOK = """\
