@@ -639,12 +639,12 @@ class Workspace:
         it changed and its calls (`log --all`): who did what beside whom. The files now are
         looked at once, for all the sessions whose newest turn is open."""
         from undostore.history import turns
-        from undostore.history.journal import load
+        from undostore.history.journal import load, session_names
 
         looked: list[str] = []
         found: list[Turn] = []
-        for info in self.sessions():
-            journal = load(self.store, info.name)
+        for name in session_names(self.store):
+            journal = load(self.store, name)
             now, open_changed = self._open_turn(journal, looked)
             found += [self._turn(span, now=now) for span in turns.spans(journal, n, open_changed)]
         found.sort(key=lambda turn: turn.point.time, reverse=True)
