@@ -243,7 +243,10 @@ def finish_calls(store: Store, session: str, after: str, call_id: str | None = N
             own=own, open_calls=tuple(c for c in point.open_calls if c not in ending),
             calls=point.calls + len(ending), doubt=tuple(sorted(doubt.items())),
             notes=tuple(notes))
-        _commit(store, journal, new_ids=[*(sha for pair in own for sha in pair), after])
+        # `after` is listed (and anchored) only by the note of a call that changed files
+        noted = len(notes) > len(point.notes)
+        _commit(store, journal, new_ids=[*(sha for pair in own for sha in pair),
+                                         *([after] if noted else [])])
     return len(ending)
 
 
