@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from undostore.git.packwriter import PackWriter
 from undostore.history.toolcall import FILE, SHELL, OpenCall
-from undostore.restore.plan import Entry, TreeBodies, flatten_difference
+from undostore.restore.plan import Entry, TreeBodies, changed_files
 from undostore.restore.treebuild import TreeBuilder, built_root, entries_at, with_entries_of
 from undostore.store.recent import remember
 
@@ -50,10 +50,7 @@ def call_changes(store: Store, call: OpenCall, after: str) -> Changes:
 
 def tree_changes(store: Store, before: str, after: str) -> Changes:
     """Each file that differs between two trees, with its entry in each."""
-    old, new = flatten_difference(store.index.read_tree_body, bytes.fromhex(before),
-                                  bytes.fromhex(after), check=False)
-    return {path: (old.files.get(path), new.files.get(path))
-            for path in sorted(old.files.keys() | new.files.keys())}
+    return changed_files(store.index.read_tree_body, bytes.fromhex(before), bytes.fromhex(after))
 
 
 def shared(store: Store, session: str, call: OpenCall, changes: Changes, after: str,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from undostore.errors import UsageError
-from undostore.restore.plan import flatten_difference
+from undostore.restore.plan import changed_files
 from undostore.restore.treebuild import with_entries_of
 from undostore.store.recent import remember
 
@@ -50,9 +50,7 @@ def revert_end(store: Store, start: bytes, end: bytes, paths: PathFilter) -> byt
 
 def _differing(store: Store, one: bytes, other: bytes) -> list[str]:
     """The files that differ between two trees (reading only the folders that differ)."""
-    first, second = flatten_difference(store.index.read_tree_body, one, other, check=False)
-    return sorted(path for path in first.files.keys() | second.files.keys()
-                  if first.files.get(path) != second.files.get(path))
+    return list(changed_files(store.index.read_tree_body, one, other))
 
 
 def _must_name_a_file(store: Store, trees: tuple[bytes, ...], paths: PathFilter,

@@ -149,6 +149,15 @@ def flatten_difference(read_tree: ReadTree, current: bytes, target: bytes, *,
     return now, wanted
 
 
+def changed_files(read_tree: ReadTree, before: bytes, after: bytes
+                  ) -> dict[str, tuple[Entry | None, Entry | None]]:
+    """Each file that differs between two trees, with its entry in each (None: none there),
+    in path order; reading only the folders that differ, checking nothing."""
+    old, new = flatten_difference(read_tree, before, after, check=False)
+    return {path: (old.files.get(path), new.files.get(path))
+            for path in sorted(old.files.keys() | new.files.keys())}
+
+
 def _differing(trees: TreeBodies, folder: str, old_sha: bytes | None, new_sha: bytes | None,
                windows: bool, clashes: list[tuple[str, str]] | None
                ) -> tuple[dict[bytes, tuple[int, bytes]], dict[bytes, tuple[int, bytes]]]:
