@@ -384,21 +384,21 @@ TOLD_BYTES = 16000
 TOLD_INDEXES = 100   # a store merges its small packs beyond 24 (store/packmerge.py)
 
 
-def _preload(told: int) -> None:
+def _preload(pipe: int) -> None:
     """Take what the finished child told (`_tell_loaded`), so the next call's child has it:
     the stat cache it loaded (the cache's `preload`: taken only while its files are
     unchanged), and the pack index facts (taken only for files still there unchanged)."""
     data = b""
     try:
         while len(data) <= TOLD_BYTES:
-            chunk = os.read(told, TOLD_BYTES + 1)
+            chunk = os.read(pipe, TOLD_BYTES + 1)
             if not chunk:
                 break
             data += chunk
     except OSError:
         pass
     finally:
-        os.close(told)
+        os.close(pipe)
     try:
         told_here = json.loads(data)
         adopt_index_facts(told_here.get("indexes"))
