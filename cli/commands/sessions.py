@@ -198,7 +198,7 @@ def step_summary(result: StepResult) -> str:
                                   "nothing was changed", *git])
     back = direction.back.value
     lines = [f"{which}: {done}{named} ({counts})"]
-    if any(part is not None for part in result.parts):
+    if result.taken_paths():
         lines.append(_part_line(result))
     lines += [f"conflict: {note}" for note in conflict_notes(result.conflicts, result.unmarked)]
     undoes = ("`undostore redo` applies this session's turns again, not the other changes it "
@@ -210,7 +210,7 @@ def step_summary(result: StepResult) -> str:
 
 def _part_line(result: StepResult) -> str:
     """What a step of some paths took, and where the rest of its turns is."""
-    took = sorted({path for part in result.parts if part is not None for path in part})
+    took = result.taken_paths()
     shown = ", ".join(took[:5]) + (f" and {len(took) - 5} more" if len(took) > 5 else "")
     if Direction(result.step) is Direction.UNDO:
         return (f"part of a turn: {shown}; the rest stays on the undo stack (`undostore undo` "

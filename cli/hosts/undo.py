@@ -160,7 +160,7 @@ def summary(command: HostCommand, session: str, result: StepResult) -> str:
     kept = (f"; {len(warnings)} warning(s), the first: {warnings[0].path!r}: "
             f"{' '.join(warnings[0].message.split())}" if warnings else "")  # one line
     git = f"; {result.git_moved.advice()}" if result.git_moved else ""
-    took = sorted({path for part in result.parts if part is not None for path in part})
+    took = result.taken_paths()
     part = (f" (only {', '.join(took[:5])}{', ...' if len(took) > 5 else ''}: the rest of "
             f"the turn stays)" if took else "")
     return (f"{first}{verb} {turns}{part} of session {session!r} ({what}; {result.counts()}), "

@@ -137,6 +137,11 @@ class StepResult(RestoreResult):
                    unmarked=composed.unmarked, whole=request.whole, recovered=recovered,
                    parts=[None if part is None else sorted(part.taken) for _, part in moving])
 
+    def taken_paths(self) -> list[str]:
+        """The paths a step of some paths took of its turns, sorted (none: it took each turn
+        whole), as every front end names them."""
+        return sorted({path for part in self.parts if part is not None for path in part})
+
     def counts(self) -> str:
         """`1 turn; 3 files`: what the step moved, in the words every front end uses."""
         files = len(self.created) + len(self.modified) + len(self.deleted)
