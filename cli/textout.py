@@ -25,13 +25,21 @@ def call_lines(point: Point) -> list[str]:
 
 
 def part_note(point: Point) -> str:
-    """`(part of the turn: without a.txt, b.txt)` for an entry that an undo or redo of some
-    paths split from its turn (`log`, `show`); "" for a whole one."""
+    """`(part of the turn: without a.txt, b.txt; some hunks of c.py)` for an entry that an
+    undo or redo of some paths or hunks split from its turn (`log`, `show`); "" for a whole
+    one."""
     if not point.partial:
         return ""
-    left = sorted(point.left_out)
-    shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
-    return f"(part of the turn: without {shown})"
+    said = []
+    if point.left_out:
+        said.append(f"without {_some(sorted(point.left_out))}")
+    if point.cut is not None:
+        said.append(f"some hunks of {_some(sorted(point.cut.paths))}")
+    return f"(part of the turn: {'; '.join(said)})"
+
+
+def _some(paths: list[str]) -> str:
+    return ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
 def write_changes(form: str, store: Store, changes: list[Change], colored: bool,

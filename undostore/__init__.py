@@ -11,12 +11,17 @@ from __future__ import annotations
 # imports `undostore.home` (and so this package) on every hook call, more than all of itself.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from undostore.diff.hunkpick import EditFailed
+    from undostore.diff.hunkpick import parse_edited as parse_edited_hunk
+    from undostore.diff.hunkpick import split as split_hunk
+    from undostore.diff.hunkpick import text as hunk_text
     from undostore.diff.patch import (
         GIT_COLORS,
         PLAIN,
         fill_line_counts,
         render,
     )
+    from undostore.diff.pickfile import FileChange, Picked
     from undostore.diff.trees import normalize_spec
     from undostore.errors import (
         ConfirmationNeeded,
@@ -124,6 +129,10 @@ _PUBLIC = {
     # showing changes
     "undostore.diff.patch": ("render", "PLAIN", "GIT_COLORS", "fill_line_counts"),
     "undostore.diff.trees": ("normalize_spec",),
+    # picking hunks (`undo -p`): a file's change, its hunks, the answers
+    "undostore.diff.pickfile": ("FileChange", "Picked"),
+    "undostore.diff.hunkpick": ("EditFailed", "split_hunk=split", "hunk_text=text",
+                                "parse_edited_hunk=parse_edited"),
     "undostore.restore.revert": ("conflict_notes",),
     # files of the user's own: a host's config, the resident process's folder and cache
     "undostore.fileio": ("atomic_write", "make_private_dirs"),
@@ -157,8 +166,11 @@ __all__ = [
     "Direction",
     "DoubtfulChange",
     "discover",
+    "EditFailed",
+    "FileChange",
     "fill_line_counts",
     "GIT_COLORS",
+    "hunk_text",
     "index_facts",
     "IncompleteSnapshotError",
     "Interrupted",
@@ -172,6 +184,8 @@ __all__ = [
     "normalize_spec",
     "NoStoreError",
     "OnceKey",
+    "parse_edited_hunk",
+    "Picked",
     "open_existing",
     "orphans",
     "PendingRecoveryError",
@@ -189,6 +203,7 @@ __all__ = [
     "SnapshotError",
     "SnapshotOptions",
     "SnapshotResult",
+    "split_hunk",
     "ToolCall",
     "status_at",
     "StoreError",

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from undostore.history.retention import Eviction
     from undostore.history.sessions import Log, SessionInfo
     from undostore.history.status import Status
-    from undostore.history.steps import GitMoved, StepResult
+    from undostore.history.steps import FilePick, GitMoved, HeldFile, StepResult
     from undostore.history.stores import Adoption
     from undostore.history.toolcall import ToolCall
     from undostore.history.turns import Turn, TurnSpan
@@ -548,7 +548,8 @@ class Workspace:
     def undo(self, session: str | None = None, *, steps: int = 1, to: str | None = None,
              whole: bool = False, merge: bool = False, keep_doubtful: bool = False,
              paths: list[str] | None = None, turn: int | None = None,
-             call: int | None = None, dry_run: bool = False, confirm: Confirm | None = None,
+             call: int | None = None, picks: list[FilePick] | None = None,
+             dry_run: bool = False, confirm: Confirm | None = None,
              on_progress: OnProgress | None = None) -> StepResult:
         """Take back the session's last `steps` turns (or every turn back to its point `to`):
         each turn's own change, 3-way against the files now, so other changes stay; they move
@@ -559,24 +560,40 @@ class Workspace:
         root): only those paths of the turns' change; the rest of each turn stays on the undo
         stack, and the part taken goes to the redo stack. `turn`: turn K as `log` numbers
         them (1 = the last that changed files) alone, the newer turns kept. `call`: that tool
-        call of the turn (`turn`, default the last) alone, as `show` numbers them."""
+        call of the turn (`turn`, default the last) alone, as `show` numbers them. `picks`:
+        only the hunks picked of the files `step_files` listed for the same options
+        (`undo -p`); each file's other hunks stay on the undo stack."""
         from undostore.history.direction import Direction
 
         return self.step(Direction.UNDO, session, steps=steps, to=to, whole=whole,
                          merge=merge, keep_doubtful=keep_doubtful, paths=paths, turn=turn,
-                         call=call, dry_run=dry_run, confirm=confirm, on_progress=on_progress)
+                         call=call, picks=picks, dry_run=dry_run, confirm=confirm,
+                         on_progress=on_progress)
 
     def redo(self, session: str | None = None, *, steps: int = 1, merge: bool = False,
              keep_doubtful: bool = False, paths: list[str] | None = None,
-             dry_run: bool = False, confirm: Confirm | None = None,
-             on_progress: OnProgress | None = None) -> StepResult:
+             picks: list[FilePick] | None = None, dry_run: bool = False,
+             confirm: Confirm | None = None, on_progress: OnProgress | None = None
+             ) -> StepResult:
         """Apply the session's last `steps` undone turns again, 3-way, as `undo` takes them
-        back (`paths`: only those paths of them, as `undo` takes)."""
+        back (`paths`, `picks`: only those paths or hunks of them, as `undo` takes)."""
         from undostore.history.direction import Direction
 
         return self.step(Direction.REDO, session, steps=steps, merge=merge,
-                         keep_doubtful=keep_doubtful, paths=paths, dry_run=dry_run,
-                         confirm=confirm, on_progress=on_progress)
+                         keep_doubtful=keep_doubtful, paths=paths, picks=picks,
+                         dry_run=dry_run, confirm=confirm, on_progress=on_progress)
+
+    def step_files(self, direction: Direction, session: str | None = None, *, steps: int = 1,
+                   to: str | None = None, paths: list[str] | None = None,
+                   turn: int | None = None, call: int | None = None) -> list[HeldFile]:
+        """Each file's change that `undo` or `redo` with the same options would take, with its
+        hunks (`undo -p` asks about them): `HeldFile.pick` turns a person's answers into
+        what `picks` takes. Nothing changes."""
+        from undostore.history import sessions
+
+        name = self.history_session(session)[0]
+        return sessions.held_files(self._worktree(), name, direction, steps=steps, to=to,
+                                   paths=paths, turn=turn, call=call)
 
     def step(self, direction: Direction, session: str | None = None, **how: Any) -> StepResult:
         """`undo` or `redo` by `direction`, with the same options (`whole` for undo only):

@@ -122,6 +122,30 @@ def decode_name(encoded: str) -> str | None:
 NO_META: Mapping[str, Any] = MappingProxyType({})   # a point's meta when the host gave none
 
 
+class Cut(NamedTuple):
+    """Where hunks picked of a turn's change (`undo -p`, `redo -p`) split its change of some
+    files between the turn's entry on the undo stack and the one on the redo stack: `paths`,
+    those files, and `trees`, per pair of trees of the turn's change (`own`, else its point to
+    its end), a tree holding each of them as it is at the cut. The undo stack's entry holds
+    each pair's change of them up to the cut, the redo stack's from the cut on."""
+
+    paths: frozenset[str]
+    trees: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"paths": sorted(self.paths), "trees": list(self.trees)}
+
+    @classmethod
+    def from_json(cls, doc: Any) -> Cut:
+        """The cut `to_json` wrote; ValueError for anything else."""
+        if not (isinstance(doc, dict) and isinstance(doc.get("paths"), list) and doc["paths"]
+                and all(isinstance(path, str) for path in doc["paths"])
+                and isinstance(doc.get("trees"), list)
+                and all(isinstance(x, str) and _HEX40.match(x) for x in doc["trees"])):
+            raise ValueError("bad cut")
+        return cls(frozenset(doc["paths"]), tuple(doc["trees"]))
+
+
 class Point(NamedTuple):
     """A turn of a session: its undo point (the files as the turn began) and what the host said
     about it. On the undo stack it is a turn that `undo` may take back; on the redo stack the
@@ -153,6 +177,8 @@ class Point(NamedTuple):
     # (`undo -- PATH`) took them to the other stack, where an entry of the same turn holds
     # them; empty: the whole change. Never every path it changed.
     left_out: frozenset[str] = frozenset()
+    # Files the turn's two entries both hold part of (hunks picked): where their change is cut.
+    cut: Cut | None = None
 
     @property
     def changed(self) -> bool:
@@ -169,13 +195,14 @@ class Point(NamedTuple):
 
     @property
     def partial(self) -> bool:
-        """Whether this entry holds only part of its turn's change (`left_out`)."""
-        return bool(self.left_out)
+        """Whether this entry holds only part of its turn's change (`left_out`, `cut`)."""
+        return bool(self.left_out) or self.cut is not None
 
     def same_turn(self, other: Point) -> bool:
         """Whether `other` is an entry of this one's turn (the two parts of a turn that an
         undo or redo of some paths split: equal but for what each leaves out)."""
-        return self._replace(left_out=frozenset()) == other._replace(left_out=frozenset())
+        return (self._replace(left_out=frozenset(), cut=None)
+                == other._replace(left_out=frozenset(), cut=None))
 
     def ids(self) -> set[str]:
         """The snapshot and tree ids this point lists (what its anchors must keep)."""
@@ -183,11 +210,13 @@ class Point(NamedTuple):
         found.update(sha for pair in self.own or () for sha in pair)
         found.update(call.before for call in self.open_calls)
         found.update(sha for note in self.notes for sha in (note.before, note.after) if sha)
+        found.update(self.cut.trees if self.cut else ())
         return found
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "time": self.time, "label": self.label, "meta": dict(self.meta),
-                "after": self.after, "left_out": sorted(self.left_out)}
+                "after": self.after, "left_out": sorted(self.left_out),
+                "cut": self.cut.to_json() if self.cut else None}
 
 
 class Dropped(NamedTuple):
@@ -327,6 +356,8 @@ def _point_doc(p: Point) -> dict[str, Any]:
         doc["notes"] = [note.to_json() for note in p.notes]
     if not p.left_out:
         del doc["left_out"]
+    if p.cut is None:
+        del doc["cut"]
     return doc
 
 
@@ -378,7 +409,9 @@ def _point_from(doc: Any) -> Point:
     return Point(sha, float(when), label, meta, after, ended,
                  tuple((a, b) for a, b in own) if own is not None else None, running, calls,
                  tuple((path, tuple(others)) for path, others in doubt), noted,
-                 frozenset(left_out))
+                 frozenset(left_out),
+                 Cut.from_json(doc["cut"]) if doc.get("cut") is not None else None)
+
 
 
 def _is_time(value: Any) -> bool:

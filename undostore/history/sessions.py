@@ -36,7 +36,7 @@ from undostore.store.store import MadeId
 
 if TYPE_CHECKING:
     from undostore.history.retention import OnEvict
-    from undostore.history.steps import StepResult
+    from undostore.history.steps import FilePick, HeldFile, StepRequest, StepResult
     from undostore.progress import OnProgress
     from undostore.restore.pending import PendingRestore
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
@@ -312,8 +312,8 @@ def redo(wt: Worktree, session: str, *, steps: int = 1, merge: bool = False,
 def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to: str | None = None,
          whole: bool = False, merge: bool = False, keep_doubtful: bool = False,
          paths: list[str] | None = None, turn: int | None = None, call: int | None = None,
-         dry_run: bool = False, confirm: Confirm | None = None,
-         on_progress: OnProgress | None = None) -> StepResult:
+         picks: list[FilePick] | None = None, dry_run: bool = False,
+         confirm: Confirm | None = None, on_progress: OnProgress | None = None) -> StepResult:
     """An undo or redo of `session` (`undo`, `redo`): the one entry every caller's request
     goes through. `whole` is for undo alone (UsageError before any work otherwise). A turn
     whose files are in doubt (another conversation's call ran too) is refused
@@ -321,29 +321,11 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
     (root-relative pathspecs, as git takes them): only those paths of the turns' change
     (history/steps.py `narrow`); the rest of each turn stays where it is. `turn` (undo only):
     turn K as `log` numbers them alone, the newer turns kept (3-way; conflicts refused).
-    `call` (undo only): that call of the turn (`turn`, default 1) alone (steps.call_paths)."""
-    if whole and direction is Direction.REDO:
-        raise UsageError("--whole is for undo: redo applies the undone turns again")
-    if call is not None:
-        if direction is Direction.REDO or paths:
-            raise UsageError("--call N takes back one call's change: it is for undo, with no "
-                             "paths")
-        turn = 1 if turn is None else turn
-    if turn is not None:
-        if direction is Direction.REDO:
-            raise UsageError("--turn is for undo: redo applies the next undone turn again")
-        if whole or to is not None or steps != 1:
-            raise UsageError("--turn K takes back that one turn: it goes with no N, --to or "
-                             "--whole")
-        steps = turn
-    if whole and paths:
-        raise UsageError("--whole puts the whole folder back, so it takes no paths (`undostore "
-                         "restore ID -- PATH` puts some paths back to a point)")
-    wanted_paths = None
-    if paths:
-        from undostore.diff.trees import PathFilter
-
-        wanted_paths = PathFilter(paths)   # a path leaving the root: UsageError, before any work
+    `call` (undo only): that call of the turn (`turn`, default 1) alone (steps.call_paths).
+    `picks`: only the hunks picked of the files `held_files` listed for the same request
+    (steps.narrow_hunks)."""
+    check = _checked_request(direction, steps=steps, to=to, whole=whole, paths=paths,
+                             turn=turn, call=call)
     # Here, not at the top: recording an undo point (the hook, on every prompt) needs none of
     # the restore machinery.
     from dataclasses import replace
@@ -367,19 +349,9 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
     with store.lock:
         recover_pending(wt)
         now = wt.snapshot()
-        finish_calls(store, session, now.id)
-        wanted = resolve_point(store, to) if to is not None else None
-        journal = journals.load(store, session)
-        journal.close_turn(now.id, final=True)   # as finish_step will, for good, once done
-        request = multi.plan(journal, direction, now.id, steps=steps, to=wanted, whole=whole)
-        if call is not None:
-            picked = multi.call_paths(store, request.turns[-1], call)
-            request = multi.narrow(store, request, picked.__contains__, sorted(picked),
-                                   oldest_only=True)
-        elif wanted_paths is not None or turn is not None:
-            request = multi.narrow(store, request,
-                                   wanted_paths.wants_file if wanted_paths else None,
-                                   list(paths or ()), oldest_only=turn is not None)
+        request = _request(store, session, direction, now.id, check)
+        if picks is not None:
+            request = multi.narrow_hunks(store, request, picks)
         bodies: dict[bytes, bytes] = {}   # the trees the merge read and made, for the restore
         doubt = {} if whole else multi.doubt_of(request)
         if doubt and not keep_doubtful:
@@ -397,6 +369,83 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
             finish_step(store, context, composed.target, _safety_of(result))
             _tell_the_model(store, session, request, result)
     return multi.StepResult.of(result, request, composed, recovered[0] if recovered else None)
+
+
+def held_files(wt: Worktree, session: str, direction: Direction, *, steps: int = 1,
+               to: str | None = None, paths: list[str] | None = None,
+               turn: int | None = None, call: int | None = None) -> list[HeldFile]:
+    """Each file's change the same `step` would take (steps.held_files): what `undo -p` shows
+    hunk by hunk before it asks `step` for the hunks picked (`picks`)."""
+    from undostore.history import steps as multi
+
+    check = _checked_request(direction, steps=steps, to=to, whole=False, paths=paths,
+                             turn=turn, call=call)
+    store = wt.store
+    with store.lock:
+        now = wt.snapshot()
+        return multi.held_files(store, _request(store, session, direction, now.id, check))
+
+
+class _Asked(NamedTuple):
+    """A step's options once checked (`_checked_request`)."""
+
+    steps: int
+    to: str | None
+    whole: bool
+    paths: list[str] | None
+    wanted: Callable[[str], bool] | None   # the paths' filter; None: every path
+    turn: int | None
+    call: int | None
+
+
+def _checked_request(direction: Direction, *, steps: int, to: str | None, whole: bool,
+                     paths: list[str] | None, turn: int | None, call: int | None) -> _Asked:
+    """The step's options, UsageError for ones that do not go together (before any work)."""
+    if whole and direction is Direction.REDO:
+        raise UsageError("--whole is for undo: redo applies the undone turns again")
+    if call is not None:
+        if direction is Direction.REDO or paths:
+            raise UsageError("--call N takes back one call's change: it is for undo, with no "
+                             "paths")
+        turn = 1 if turn is None else turn
+    if turn is not None:
+        if direction is Direction.REDO:
+            raise UsageError("--turn is for undo: redo applies the next undone turn again")
+        if whole or to is not None or steps != 1:
+            raise UsageError("--turn K takes back that one turn: it goes with no N, --to or "
+                             "--whole")
+        steps = turn
+    if whole and paths:
+        raise UsageError("--whole puts the whole folder back, so it takes no paths (`undostore "
+                         "restore ID -- PATH` puts some paths back to a point)")
+    wanted_paths = None
+    if paths:
+        from undostore.diff.trees import PathFilter
+
+        wanted_paths = PathFilter(paths)   # a path leaving the root: UsageError, before any work
+    return _Asked(steps, to, whole, paths, wanted_paths.wants_file if wanted_paths else None,
+                  turn, call)
+
+
+def _request(store: Store, session: str, direction: Direction, now: str, asked: _Asked
+             ) -> StepRequest:
+    """The step's request from the journal (the store lock held, `now` the files now)."""
+    from undostore.history import steps as multi
+
+    finish_calls(store, session, now)
+    wanted = resolve_point(store, asked.to) if asked.to is not None else None
+    journal = journals.load(store, session)
+    journal.close_turn(now, final=True)   # as finish_step will, for good, once done
+    request = multi.plan(journal, direction, now, steps=asked.steps, to=wanted,
+                         whole=asked.whole)
+    if asked.call is not None:
+        picked = multi.call_paths(store, request.turns[-1], asked.call)
+        return multi.narrow(store, request, picked.__contains__, sorted(picked),
+                            oldest_only=True)
+    if asked.wanted is not None or asked.turn is not None:
+        return multi.narrow(store, request, asked.wanted, list(asked.paths or ()),
+                            oldest_only=asked.turn is not None)
+    return request
 
 
 def _tell_the_model(store: Store, session: str, request: Any, result: Any) -> None:

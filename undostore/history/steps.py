@@ -22,26 +22,75 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from undostore.errors import ConflictError, UsageError
 from undostore.history.direction import Direction
-from undostore.history.journal import Journal, Point
+from undostore.history.journal import Cut, Journal, Point
 from undostore.history.stepcontext import StepContext
 from undostore.restore.restore import RestoreResult
 
 if TYPE_CHECKING:
+    from undostore.diff.content import Blobs
+    from undostore.diff.pickfile import FileChange, Picked, Side
+    from undostore.restore.plan import Entry
     from undostore.store.store import Store
 
 
 class TurnPart(NamedTuple):
-    """What an undo or redo of some paths (`undo -- PATH`) takes of one turn's entry: `taken`,
-    the paths of its change it moves to the other stack, and `rest`, those it leaves where
-    they are. Nothing taken: the entry stays whole; nothing left: it moves whole."""
+    """What an undo or redo of some paths (`undo -- PATH`) or hunks (`undo -p`) takes of one
+    turn's entry: `taken`, the paths of its change it moves to the other stack, `rest`, those
+    it leaves where they are, and `hunked`, those it moves part of: `cut` (the turn's cut
+    after the step, journal.Cut) says where their change is cut now. Nothing taken: the entry
+    stays whole; nothing left: it moves whole."""
 
     taken: frozenset[str]
     rest: frozenset[str]
+    hunked: frozenset[str] = frozenset()
+    cut: Cut | None = None
 
     @property
     def whole(self) -> bool:
         """Whether the entry moves whole (it took all its entry holds)."""
-        return bool(self.taken) and not self.rest
+        return bool(self.taken) and not self.rest and not self.hunked
+
+    @property
+    def moves(self) -> bool:
+        """Whether the step takes anything of the entry."""
+        return bool(self.taken or self.hunked)
+
+
+class HeldFile(NamedTuple):
+    """One file's change that an undo or redo would take of a turn (`undo -p` asks about its
+    hunks): the turn, which pair of trees of its change (history/attribution.py: a turn whose
+    calls changed the file apart has one change of it per stretch) out of how many, and the
+    change as the turn's entry holds it (its start and end, its hunks)."""
+
+    turn: Point
+    pair: int
+    pairs: int
+    change: FileChange
+
+    @property
+    def path(self) -> str:
+        return self.change.path
+
+    def pick(self, blobs: Blobs, picked: Picked, direction: Direction) -> FilePick:
+        """What the step takes of this change for the answers `picked`."""
+        mode, data = self.change.result(blobs, picked, back=direction is Direction.UNDO)
+        return FilePick(self.turn.id, self.pair, self.path, self.change.start,
+                        self.change.end, mode, data)
+
+
+class FilePick(NamedTuple):
+    """What a person picked of a `HeldFile`'s change: the file as the step leaves it (`mode`
+    None: no file; else its mode and its `data`): for an undo, the file's end with the picked
+    hunks taken back; for a redo, its start with them applied. The turn, start and end make
+    sure the turn is still as the person saw it."""
+
+    turn: str
+    pair: int
+    path: str
+    start: Side | None
+    end: Side | None
+    mode: int | None
+    data: bytes = b""
 
 
 class StepRequest(NamedTuple):
@@ -65,7 +114,8 @@ class StepRequest(NamedTuple):
                            tuple(p.id for p in reversed(self.dropped)),
                            tuple(p.id for p in reversed(self.turns)),
                            parts=tuple(None if part.whole else
-                                       (tuple(sorted(part.taken)), tuple(sorted(part.rest)))
+                                       (tuple(sorted(part.taken)), tuple(sorted(part.rest)),
+                                        tuple(sorted(part.hunked)), part.cut)
                                        for part in reversed(self.parts)))
 
     def moving(self) -> list[tuple[Point, TurnPart | None]]:
@@ -74,7 +124,7 @@ class StepRequest(NamedTuple):
         if not self.parts:
             return [(turn, None) for turn in self.turns]
         return [(turn, None if part.whole else part)
-                for turn, part in zip(self.turns, self.parts, strict=True) if part.taken]
+                for turn, part in zip(self.turns, self.parts, strict=True) if part.moves]
 
     def leaves(self, at: int) -> frozenset[str]:
         """The paths of turn `at`'s change this step leaves as they are: what its entry does
@@ -135,7 +185,8 @@ class StepResult(RestoreResult):
         return cls(**values, step=request.direction.value, turns=[turn for turn, _ in moving],
                    conflicts=sorted({c.path for c in composed.conflicts}),
                    unmarked=composed.unmarked, whole=request.whole, recovered=recovered,
-                   parts=[None if part is None else sorted(part.taken) for _, part in moving])
+                   parts=[None if part is None else sorted(part.taken | part.hunked)
+                          for _, part in moving])
 
     def taken_paths(self) -> list[str]:
         """The paths a step of some paths took of its turns, sorted (none: it took each turn
@@ -201,7 +252,7 @@ def doubt_of(request: StepRequest) -> dict[str, tuple[str, ...]]:
     each with the other sessions (history/attribution.py)."""
     found: dict[str, set[str]] = {}
     for at, turn in enumerate(request.turns):
-        if request.parts and not request.parts[at].taken:
+        if request.parts and not request.parts[at].moves:
             continue   # it stays as it is
         leaves = request.leaves(at)
         for path, others in turn.doubt:
@@ -250,8 +301,8 @@ def narrow(store: Store, request: StepRequest, wanted: Callable[[str], bool] | N
             continue
         held = held_paths(store, turn)
         taken = frozenset(path for path in held if wanted is None or wanted(path))
-        parts.append(TurnPart(taken, held - taken))
-    if not any(part.taken for part in parts):
+        parts.append(TurnPart(taken, held - taken, cut=_without_cut(turn.cut, taken)))
+    if not any(part.moves for part in parts):
         which = ("the turn" if len(request.turns) == 1 or oldest_only
                  else f"the {len(request.turns)} turns")
         raise UsageError(f"{request.direction.value}: {which} of session {request.session!r} "
@@ -384,10 +435,10 @@ def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | Non
     unmarked: dict[str, str] = {}
     still_marked: list[str] = []
     for at, turn in enumerate(request.turns):
-        if request.parts and not request.parts[at].taken:
+        if request.parts and not request.parts[at].moves:
             continue   # a step of some paths takes none of this turn's
-        for start, end in _reverts(store, turn, request.direction,
-                                   leave | request.leaves(at)):
+        for start, end in _reverts(store, turn, request.direction, leave | request.leaves(at),
+                                   request.parts[at] if request.parts else None):
             tree = build_revert_tree(store, bytes.fromhex(start), bytes.fromhex(end),
                                      bytes.fromhex(ours),
                                      theirs_label=f"{request.direction.value} of "
@@ -399,19 +450,180 @@ def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | Non
     return Composed(ours, conflicts, unmarked, still_marked)
 
 
-def _reverts(store: Store, turn: Point, direction: Direction, leave: frozenset[str]
-             ) -> list[tuple[str, str]]:
+def _reverts(store: Store, turn: Point, direction: Direction, leave: frozenset[str],
+             part: TurnPart | None = None) -> list[tuple[str, str]]:
     """The (FROM, TO) pairs whose change `revert` takes back, in order, to undo the turn (or
     redo it): its own change's segments, newest first (history/attribution.py), else the turn
-    from its point to its end; none of them changing the paths in `leave`."""
-    pairs = _pairs(turn)
+    from its point to its end; none of them changing the paths in `leave`. A file cut between
+    the turn's entries (`turn.cut`) changes up to the cut (undo) or from it (redo); one whose
+    hunks the step picks (`part.hunked`), from its new cut (undo) or to it (redo)."""
+    pairs = list(_pairs(turn))
     if leave:
         from undostore.history.attribution import without
 
-        pairs = tuple(without(store, pair, leave) for pair in pairs)
-    if direction is Direction.UNDO:
+        pairs = [without(store, pair, leave) for pair in pairs]
+    undo = direction is Direction.UNDO
+    old = sorted(turn.cut.paths - leave) if turn.cut else []
+    new = sorted(part.hunked) if part is not None and part.cut is not None else []
+    for at, (before, after) in enumerate(pairs):
+        if old:
+            assert turn.cut is not None
+            if undo:
+                after = _at_cut(store, after, turn.cut.trees[at], old)
+            else:
+                before = _at_cut(store, before, turn.cut.trees[at], old)
+        if new:
+            assert part is not None and part.cut is not None
+            if undo:
+                before = _at_cut(store, before, part.cut.trees[at], new)
+            else:
+                after = _at_cut(store, after, part.cut.trees[at], new)
+        pairs[at] = (before, after)
+    if undo:
         return list(reversed(pairs))
     return [(after, before) for before, after in pairs]
+
+
+def _at_cut(store: Store, tree: str, cut: str, paths: list[str]) -> str:
+    """`tree` with the files at `paths` as the cut tree `cut` has them (gc's grace kept)."""
+    from undostore.restore.treebuild import with_entries_of
+    from undostore.store.recent import remember
+
+    made = with_entries_of(store, tree, cut, paths)
+    if made != tree:
+        remember(store.path, bytes.fromhex(made))
+    return made
+
+
+def _without_cut(cut: Cut | None, paths: frozenset[str]) -> Cut | None:
+    """The turn's cut once `paths` moved whole to one stack (None: nothing is cut any more)."""
+    if cut is None or not cut.paths & paths:
+        return cut
+    left = cut.paths - paths
+    return cut._replace(paths=left) if left else None
+
+
+# --- hunks ---------------------------------------------------------------------------------------
+
+
+def held_files(store: Store, request: StepRequest) -> list[HeldFile]:
+    """Each file's change the request would take of each of its turns, per pair of trees of
+    the turn's change, in the request's order: what `undo -p` asks about, hunk by hunk."""
+    from undostore.diff.pickfile import FileChange
+    from undostore.restore.plan import TreeBodies
+
+    trees = TreeBodies(store.index.read_tree_body, {})
+    out: list[HeldFile] = []
+    for turn, part in request.moving():
+        paths = sorted(part.taken if part is not None else held_paths(store, turn))
+        pairs = _pairs(turn)
+        for at, (before, after) in enumerate(pairs):
+            ranges = _ranges(trees, turn, request.direction, at, before, after, paths)
+            out += [HeldFile(turn, at, len(pairs),
+                             FileChange.read(store, path, _side(start), _side(end)))
+                    for path, (start, end) in ranges.items() if start != end]
+    return out
+
+
+def _side(entry: Entry | None) -> Side | None:
+    from undostore.diff.pickfile import Side
+
+    return Side(entry[0], entry[1].hex()) if entry is not None else None
+
+
+def _ranges(trees: Any, turn: Point, direction: Direction, at: int, before: str, after: str,
+            paths: list[str]) -> dict[str, tuple[Entry | None, Entry | None]]:
+    """Each path's change in pair `at` as the turn's entry on `direction`'s stack holds it:
+    (start, end) entries, cut where the turn's change of it is cut."""
+    from undostore.restore.treebuild import entries_at
+
+    starts = entries_at(trees, bytes.fromhex(before), paths)
+    ends = entries_at(trees, bytes.fromhex(after), paths)
+    cut = turn.cut
+    if cut is not None and (cut_paths := [p for p in paths if p in cut.paths]):
+        at_cut = entries_at(trees, bytes.fromhex(cut.trees[at]), cut_paths)
+        (ends if direction is Direction.UNDO else starts).update(at_cut)
+    return {path: (starts[path], ends[path]) for path in paths}
+
+
+def narrow_hunks(store: Store, request: StepRequest, picks: list[FilePick]) -> StepRequest:
+    """`request` taking of each turn only what `picks` took of its files (`undo -p`): a file
+    whose every hunk was picked moves whole, one with some picked is cut there (the turn's
+    two entries each hold part of it), one with none stays. UsageError when a pick's turn or
+    file is not as the request holds it now (the session moved on since the person looked),
+    or when nothing was picked."""
+    from undostore.git.objects import BLOB, hash_object
+    from undostore.restore.plan import Entry as PlanEntry
+    from undostore.restore.plan import TreeBodies
+    from undostore.restore.treebuild import with_entries
+
+    trees = TreeBodies(store.index.read_tree_body, {})
+    undo = request.direction is Direction.UNDO
+    parts = []
+    for at, turn in enumerate(request.turns):
+        part = request.parts[at] if request.parts else None
+        held = held_paths(store, turn)
+        offered = sorted(part.taken) if part is not None else sorted(held)
+        mine = [pick for pick in picks if pick.turn == turn.id]
+        pairs = _pairs(turn)
+        wanted = sorted({pick.path for pick in mine})
+        if not mine:
+            parts.append(TurnPart(frozenset(), held, cut=turn.cut))
+            continue
+        stray = [path for path in wanted if path not in offered]
+        if stray:
+            raise UsageError(f"{request.direction.value} -p: {', '.join(stray[:5])} is not a "
+                             f"file this {request.direction.value} takes of "
+                             f"{_turn_name(turn)}: pick again")
+        cuts: dict[str, list[Entry | None]] = {}
+        blobs: dict[bytes, bytes] = {}
+        for pair, (before, after) in enumerate(pairs):
+            ranges = _ranges(trees, turn, request.direction, pair, before, after, wanted)
+            for path, (start, end) in ranges.items():
+                found = [p for p in mine if p.pair == pair and p.path == path]
+                if len(found) > 1:
+                    raise UsageError(f"{path} is picked twice in one change")
+                if found and (found[0].start, found[0].end) != (_side(start), _side(end)):
+                    raise UsageError(f"{request.direction.value} -p: {path} of "
+                                     f"{_turn_name(turn)} is not as it was when its hunks "
+                                     "were picked (the session moved on): pick again")
+                if not found:
+                    cuts.setdefault(path, []).append(end if undo else start)
+                    continue
+                pick = found[0]
+                if pick.mode is None:
+                    cuts.setdefault(path, []).append(None)
+                    continue
+                sha = hash_object(BLOB, pick.data)
+                blobs[sha] = pick.data
+                cuts.setdefault(path, []).append(PlanEntry(pick.mode, sha))
+        taken, hunked = set(), set()
+        new_entries: list[dict[str, Entry | None]] = [{} for _ in pairs]
+        for path, at_cut in cuts.items():
+            ranges = [_ranges(trees, turn, request.direction, pair, before, after, [path])[path]
+                      for pair, (before, after) in enumerate(pairs)]
+            nothing = [end if undo else start for start, end in ranges]
+            everything = [start if undo else end for start, end in ranges]
+            if at_cut == everything:
+                taken.add(path)
+            elif at_cut != nothing:
+                hunked.add(path)
+                for pair, entry in enumerate(at_cut):
+                    new_entries[pair][path] = entry
+        rest = held - taken - hunked
+        cut = _without_cut(turn.cut, frozenset(taken))
+        if hunked:
+            old_trees = cut.trees if cut else tuple(after for _, after in pairs)
+            made = tuple(with_entries(store, base, entries, blobs=blobs, trees=trees)
+                         for base, entries in zip(old_trees, new_entries, strict=True))
+            from undostore.store.recent import remember
+
+            remember(store.path, *(bytes.fromhex(sha) for sha in made))
+            cut = Cut((cut.paths if cut else frozenset()) | hunked, made)
+        parts.append(TurnPart(frozenset(taken), frozenset(rest), frozenset(hunked), cut))
+    if not any(part.moves for part in parts):
+        raise UsageError(f"{request.direction.value} -p: no hunk was picked")
+    return request._replace(parts=tuple(parts))
 
 
 # --- the journal ---------------------------------------------------------------------------------
@@ -447,17 +659,35 @@ def apply(journal: Journal, context: StepContext) -> None:
     parts = context.parts or (None,) * count
     going: list[Point] = []
     staying: list[Point] = []
+    cuts: list[tuple[Point, Cut | None]] = []
     for entry, part in zip(source[start:], parts, strict=True):
         if part is None:
             going.append(entry)
+            cuts.append((entry, entry.cut))
             continue
-        taken, rest = frozenset(part[0]), frozenset(part[1])
-        if taken:
-            going.append(entry._replace(left_out=entry.left_out | rest))
-        staying.append(entry._replace(left_out=entry.left_out | taken) if taken else entry)
+        taken, rest, hunked, cut = (frozenset(part[0]), frozenset(part[1]),
+                                    frozenset(part[2]), part[3])
+        cuts.append((entry, cut))
+        if taken or hunked:
+            going.append(entry._replace(left_out=(entry.left_out | rest) - hunked))
+        staying.append(entry._replace(left_out=entry.left_out | taken)
+                       if taken or hunked else entry)
     source[start:] = staying
     for entry in reversed(going):
         _join(target, entry)
+    for entry, cut in cuts:
+        _set_cut(journal, entry, cut)
+
+
+def _set_cut(journal: Journal, turn: Point, cut: Cut | None) -> None:
+    """Give the entries of `turn`'s turn on both stacks its cut after a step: none where the
+    turn is on one stack only (the cut is between its two entries)."""
+    places = [(stack, at) for stack in (journal.undo, journal.redo)
+              for at, entry in enumerate(stack) if entry.same_turn(turn)]
+    if len({id(stack) for stack, _ in places}) < 2:
+        cut = None
+    for stack, at in places:
+        stack[at] = stack[at]._replace(cut=cut)
 
 
 def _join(stack: list[Point], entry: Point) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from undostore.git.objects import MODE_TREE, TREE, decode_tree, encode_tree, hash_object
+from undostore.git.objects import BLOB, MODE_TREE, TREE, decode_tree, encode_tree, hash_object
 from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
 from undostore.git.treedelta import sort_keys
@@ -142,16 +142,30 @@ def with_entries_of(store: Store, base: str, source: str, paths: list[str]) -> s
     (the store lock held), `base` itself where the two agree there. What a step of some paths
     builds: a turn's change less some paths (history/attribution.py `without`), a restore or a
     revert of some paths."""
-    reader = store.index
-    trees = TreeBodies(reader.read_tree_body, {})
+    trees = TreeBodies(store.index.read_tree_body, {})
     wanted = sorted(paths)
     had = entries_at(trees, bytes.fromhex(source), wanted)
-    has = entries_at(trees, bytes.fromhex(base), wanted)
-    changes = {path: had[path] for path in wanted if had[path] != has[path]}
+    return with_entries(store, base, had, trees=trees)
+
+
+def with_entries(store: Store, base: str, entries: dict[str, Entry | None], *,
+                 blobs: dict[bytes, bytes] | None = None, trees: TreeBodies | None = None
+                 ) -> str:
+    """The tree `base` with `entries` at their paths (None: no file there), written to the
+    store (the store lock held) with the new `blobs` (id -> content) they name; `base` itself
+    where it has them all already. What hunks picked of a change make (history/steps.py)."""
+    reader = store.index
+    trees = trees or TreeBodies(reader.read_tree_body, {})
+    paths = sorted(entries)
+    has = entries_at(trees, bytes.fromhex(base), paths)
+    changes = {path: entries[path] for path in paths if entries[path] != has[path]}
     if not changes:
         return base
     writer = PackWriter(store.pack_dir)
     try:
+        for sha, data in (blobs or {}).items():
+            if not store.has(sha):
+                writer.add(BLOB, sha, data)
         made = built_root(store, writer, TreeBuilder(reader, store, writer, [], trees.bodies),
                           base, changes)
         writer.commit()

@@ -1,0 +1,210 @@
+"""Undo and redo of some hunks (issue 59): `undo -p` takes back only the hunks picked of the
+turns' change, 3-way as a whole undo; each file's other hunks stay on the undo stack, cut from
+the part taken (history/steps.py `narrow_hunks`, journal.Cut), and `redo -p` applies hunks of
+the part undone again. Any split of a turn into paths and hunks, undone and redone in any
+order, ends as undoing it whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from undostore import (
+    Direction,
+    EditFailed,
+    Picked,
+    UsageError,
+    Workspace,
+    hunk_text,
+    parse_edited_hunk,
+    split_hunk,
+)
+
+LINES = [f"line {i}\n" for i in range(40)]
+START = {"a.txt": "".join(LINES), "b.txt": "b0\n", "gone.txt": "bye\n",
+         "src/c.py": "".join(LINES[:12])}
+SPEC = {**{k: v for k, v in START.items() if "/" not in k}, "src": {"c.py": START["src/c.py"]}}
+
+
+def _after() -> dict[str, str]:
+    a = list(LINES)
+    a[1] = "one\n"
+    a[3:5] = ["three\n", "four\n", "four and a half\n"]
+    a[20] = "twenty\n"
+    del a[30]
+    c = list(LINES[:12])
+    c[0] = "c zero\n"
+    c[11] = "c eleven"   # and no newline at the end
+    return {"a.txt": "".join(a), "b.txt": "b1\n", "new.txt": "n1\n", "src/c.py": "".join(c)}
+
+
+def files(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def _turn(ws: Workspace, root: Path, label: str = "t1", session: str = "s") -> None:
+    ws.snapshot(session=session, label=label)
+    (root / "gone.txt").unlink()
+    for path, text in _after().items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    ws.end_turn(session)
+
+
+def _pick(ws: Workspace, direction: Direction, choose) -> list:
+    """The picks `choose(held_file) -> Picked | None` makes of each file the step would take."""
+    out = []
+    for held in ws.step_files(direction, "s"):
+        picked = choose(held)
+        if picked is not None and picked.anything:
+            out.append(held.pick(ws.store, picked, direction))
+    return out
+
+
+def test_undo_of_some_hunks_takes_back_only_them_and_the_rest_later(tree_factory):
+    root = tree_factory(SPEC)
+    with Workspace(root) as ws:
+        _turn(ws, root)
+        after = files(root)
+        held = {h.path: h for h in ws.step_files(Direction.UNDO, "s")}
+        assert sorted(held) == ["a.txt", "b.txt", "gone.txt", "new.txt", "src/c.py"]
+        assert len(held["a.txt"].change.hunks) == 3 and held["new.txt"].change.kind == "addition"
+        a_hunks = held["a.txt"].change.hunks
+        result = ws.undo("s", picks=[held["a.txt"].pick(ws.store, Picked(hunks=(a_hunks[1],)),
+                                                        Direction.UNDO)])
+        assert result.modified == ["a.txt"] and result.parts == [["a.txt"]]
+        now = files(root)
+        assert "twenty\n" not in now["a.txt"] and "line 20\n" in now["a.txt"]
+        assert "one\n" in now["a.txt"] and "line 29\n" not in now["a.txt"]
+        assert {k: v for k, v in now.items() if k != "a.txt"} == {
+            k: v for k, v in after.items() if k != "a.txt"}
+        log = ws.log("s")
+        assert [p.cut.paths for p in log.undo] == [frozenset({"a.txt"})]
+        assert [sorted(p.left_out) for p in log.redo] == [["b.txt", "gone.txt", "new.txt",
+                                                           "src/c.py"]]
+        # the part left: a.txt's two other hunks, and the other files
+        left = {h.path: h for h in ws.step_files(Direction.UNDO, "s")}
+        assert len(left["a.txt"].change.hunks) == 2
+        # the user's own edit where the hunk taken back was: the rest of the turn leaves it
+        (root / "a.txt").write_text(now["a.txt"].replace("line 20\n", "mine\n"))
+        ws.undo("s")
+        assert files(root) == {**START, "a.txt": START["a.txt"].replace("line 20\n", "mine\n")}
+        (root / "a.txt").write_text(START["a.txt"])
+        assert [(p.left_out, p.cut) for p in ws.log("s").redo] == [(frozenset(), None)]
+        ws.redo("s")
+        assert files(root) == after
+
+
+def test_redo_of_some_hunks_and_the_user_s_edit_beside_them_stays(tree_factory):
+    root = tree_factory(SPEC)
+    with Workspace(root) as ws:
+        _turn(ws, root)
+        ws.undo("s")
+        (root / "b.txt").write_text("mine\n")   # the user's edit, after the undo
+        held = {h.path: h for h in ws.step_files(Direction.REDO, "s")}
+        c = held["src/c.py"]
+        assert c.change.kind == "hunks" and len(c.change.hunks) == 2
+        ws.redo("s", picks=[c.pick(ws.store, Picked(hunks=(c.change.hunks[1],)), Direction.REDO)])
+        assert (root / "src/c.py").read_text() == "".join(LINES[:11]) + "c eleven"
+        assert (root / "b.txt").read_text() == "mine\n"
+        assert files(root)["a.txt"] == START["a.txt"]
+        log = ws.log("s")
+        assert [p.cut.paths for p in (*log.undo, *log.redo)] == [frozenset({"src/c.py"})] * 2
+        # the user's own edit where the hunk applied again was: the rest leaves it
+        (root / "src/c.py").write_text("".join(LINES[:11]) + "mine eleven")
+        ws.redo("s", paths=["src"])
+        assert (root / "src/c.py").read_text() == "c zero\n" + "".join(LINES[1:11]) + "mine eleven"
+        assert [sorted(p.left_out) for p in ws.log("s").undo] == [["a.txt", "b.txt",
+                                                                   "gone.txt", "new.txt"]]
+
+
+def test_a_pick_made_before_the_session_moved_on_is_refused(tree_factory):
+    root = tree_factory(SPEC)
+    with Workspace(root) as ws:
+        _turn(ws, root)
+        held = {h.path: h for h in ws.step_files(Direction.UNDO, "s")}
+        a = held["a.txt"]
+        stale = a.pick(ws.store, Picked(hunks=(a.change.hunks[0],)), Direction.UNDO)
+        ws.undo("s", picks=[a.pick(ws.store, Picked(hunks=(a.change.hunks[2],)),
+                                   Direction.UNDO)])
+        before = files(root)
+        with pytest.raises(UsageError, match="pick again"):
+            ws.undo("s", picks=[stale])
+        assert files(root) == before
+
+
+def test_split_and_edited_hunks(tree_factory):
+    root = tree_factory(SPEC)
+    with Workspace(root) as ws:
+        _turn(ws, root)
+        a = {h.path: h for h in ws.step_files(Direction.UNDO, "s")}["a.txt"]
+        first = a.change.hunks[0]
+        parts = split_hunk(a.change.lines, first)
+        assert len(parts) == 2 and hunk_text(a.change.lines, parts[1]).startswith(b"@@ -3,6 +3,7 @@")
+        # keep "four and a half" (its '+' made context): the rest of the hunk is taken back
+        shown = hunk_text(a.change.lines, parts[1]).decode()
+        edited = shown.replace("+four and a half", " four and a half")
+        with pytest.raises(EditFailed):
+            parse_edited_hunk(a.change.lines, parts[1], b"-line 3\n+nonsense\n", reverse=True)
+        hunk = parse_edited_hunk(a.change.lines, parts[1], edited.encode(), reverse=True)
+        ws.undo("s", picks=[a.pick(ws.store, Picked(hunks=(hunk,)), Direction.UNDO)])
+        text = (root / "a.txt").read_text()
+        assert "line 3\nline 4\nfour and a half\n" in text and "one\n" in text
+
+
+# --- any split, any order ------------------------------------------------------------------------
+
+
+@st.composite
+def _choices(draw: st.DrawFn, count: int) -> list[int]:
+    """For each of `count` files: 0 skip, 1 the whole change, 2 some hunks, 3 some split hunks."""
+    return draw(st.lists(st.integers(0, 3), min_size=count, max_size=count))
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_split_into_paths_and_hunks_in_any_order_ends_as_the_whole_turn(tree_factory, data):
+    root = tree_factory(SPEC)
+    with Workspace(root) as ws:
+        _turn(ws, root)
+        after = files(root)
+        for _ in range(data.draw(st.integers(1, 6), label="steps")):
+            log = ws.log("s")
+            ways = [d for d, stack in ((Direction.UNDO, log.undo), (Direction.REDO, log.redo))
+                    if stack]
+            direction = data.draw(st.sampled_from(ways), label="direction")
+            held = ws.step_files(direction, "s")
+            kinds = data.draw(_choices(len(held)), label="choices")
+
+            def choose(file, kinds=kinds, held=held):
+                kind = kinds[held.index(file)]
+                change = file.change
+                if kind == 0:
+                    return None
+                if kind == 1 or change.lines is None:
+                    return Picked(whole=True) if change.lines is None else Picked(
+                        hunks=tuple(change.hunks), mode=True)
+                hunks = change.hunks
+                if kind == 3:
+                    hunks = [part for hunk in hunks for part in split_hunk(change.lines, hunk)]
+                some = data.draw(st.lists(st.sampled_from(hunks), unique=True, max_size=4),
+                                 label="hunks")
+                return Picked(hunks=tuple(some))
+
+            picks = _pick(ws, direction, choose)
+            if not picks:
+                continue
+            ws.step(direction, "s", picks=picks)
+        while ws.log("s").undo:
+            ws.undo("s")
+        assert files(root) == START
+        log = ws.log("s")
+        assert [(p.label, p.left_out, p.cut) for p in log.redo] == [("t1", frozenset(), None)]
+        ws.redo("s")
+        assert files(root) == after
+        assert not ws.log("s").redo
