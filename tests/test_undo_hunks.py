@@ -6,6 +6,9 @@ order, ends as undoing it whole."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,8 @@ from undostore import (
     parse_edited_hunk,
     split_hunk,
 )
+
+from .terminal_support import UNDOSTORE, Tmux, needs_tmux
 
 LINES = [f"line {i}\n" for i in range(40)]
 START = {"a.txt": "".join(LINES), "b.txt": "b0\n", "gone.txt": "bye\n",
@@ -137,6 +142,22 @@ def test_a_pick_made_before_the_session_moved_on_is_refused(tree_factory):
         assert files(root) == before
 
 
+def test_the_hunks_are_git_s(tree_factory, tmp_path):
+    """The hunks asked about, one after another, are `git diff`'s hunks of the change."""
+    root = tree_factory(SPEC)
+    with Workspace(root) as ws:
+        _turn(ws, root)
+        held = {h.path: h for h in ws.step_files(Direction.UNDO, "s")}
+    for path in ("a.txt", "src/c.py"):
+        (tmp_path / "old").write_text(START[path])
+        (tmp_path / "new").write_text(_after()[path])
+        git = subprocess.run(["git", "diff", "--no-index", "--no-color", "old", "new"],
+                             cwd=tmp_path, capture_output=True, timeout=60).stdout
+        change = held[path].change
+        ours = b"".join(hunk_text(change.lines, hunk) for hunk in change.hunks)
+        assert git[git.index(b"\n@@") + 1:] == ours
+
+
 def test_split_and_edited_hunks(tree_factory):
     root = tree_factory(SPEC)
     with Workspace(root) as ws:
@@ -144,7 +165,8 @@ def test_split_and_edited_hunks(tree_factory):
         a = {h.path: h for h in ws.step_files(Direction.UNDO, "s")}["a.txt"]
         first = a.change.hunks[0]
         parts = split_hunk(a.change.lines, first)
-        assert len(parts) == 2 and hunk_text(a.change.lines, parts[1]).startswith(b"@@ -3,6 +3,7 @@")
+        assert len(parts) == 2
+        assert hunk_text(a.change.lines, parts[1]).startswith(b"@@ -3,6 +3,7 @@")
         # keep "four and a half" (its '+' made context): the rest of the hunk is taken back
         shown = hunk_text(a.change.lines, parts[1]).decode()
         edited = shown.replace("+four and a half", " four and a half")
@@ -208,3 +230,129 @@ def test_any_split_into_paths_and_hunks_in_any_order_ends_as_the_whole_turn(tree
         ws.redo("s")
         assert files(root) == after
         assert not ws.log("s").redo
+
+
+def test_restore_and_revert_of_some_hunks(tree_factory):
+    root = tree_factory(SPEC)
+    with Workspace(root) as ws:
+        start = ws.snapshot().id
+        _turn(ws, root)
+        after = files(root)
+        # restore -p: the change from the files now to the snapshot, one hunk of a.txt applied
+        changes = {c.path: c for c in ws.restore_files(start, paths=["a.txt", "gone.txt"])}
+        assert sorted(changes) == ["a.txt", "gone.txt"] and changes["gone.txt"].kind == "addition"
+        a = changes["a.txt"]
+        ws.restore(start, picks=[a.pick(ws.store, Picked(hunks=(a.hunks[1],)), back=False),
+                                 changes["gone.txt"].pick(ws.store, Picked(whole=True),
+                                                          back=False)])
+        now = files(root)
+        assert "line 20\n" in now["a.txt"] and "one\n" in now["a.txt"]
+        assert now["gone.txt"] == "bye\n" and now["b.txt"] == after["b.txt"]
+        ws.undo()   # the restore is one step back
+        assert files(root) == after
+        # revert -p: the turn's change, one hunk of a.txt taken back
+        point = ws.log("s").undo[-1].id
+        changes = {c.path: c for c in ws.revert_files(point, session="s")}
+        a = changes["a.txt"]
+        ws.revert(point, session="s",
+                  picks=[a.pick(ws.store, Picked(hunks=(a.hunks[0],)), back=True)])
+        now = files(root)
+        assert "line 1\nline 2\nline 3\nline 4\nline 5\n" in now["a.txt"]
+        assert "twenty\n" in now["a.txt"] and now["new.txt"] == "n1\n"
+        stale = a.pick(ws.store, Picked(hunks=(a.hunks[2],)), back=True)
+        with pytest.raises(UsageError, match="pick again"):
+            ws.restore(start, picks=[stale])
+
+
+# --- the -p question, through the real command line ----------------------------------------------
+
+
+def _cli(root: Path, *args: str, answers: str = "", env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess:
+    return subprocess.run([*UNDOSTORE, *args], cwd=root, input=answers, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "NO_COLOR": "1",
+                                                       **(env or {})})
+
+
+def _cli_turn(root: Path) -> None:
+    """A turn recorded through the command line: its point, its files, its end (the next
+    command closes it)."""
+    assert _cli(root, "snapshot", "--session", "s", "--label", "t1").returncode == 0
+    (root / "gone.txt").unlink()
+    for path, text in _after().items():
+        (root / path).write_text(text)
+
+
+def test_undo_p_asks_hunk_by_hunk_as_git_and_takes_back_the_picked(tree_factory):
+    root = tree_factory(SPEC)
+    _cli_turn(root)
+    # a.txt: split the first hunk, undo its second part, not the others; b.txt: q
+    done = _cli(root, "undo", "-p", "-s", "s", answers="s\nn\ny\nn\nd\nq\n")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,8 +1,9 @@")
+    assert "(1/3) Undo this hunk [y,n,q,a,d,s,e,?]? Split into 2 hunks." in out
+    assert "(1/4) Undo this hunk [y,n,q,a,d,e,?]? " in out
+    assert "diff --git a/b.txt b/b.txt" in out and "Undo this hunk [y,n,q,a,d,e,?]? " in out
+    assert "gone.txt" not in out, "q asks nothing more"
+    text = (root / "a.txt").read_text()
+    assert "one\n" in text and "line 3\nline 4\nline 5" in text and "twenty\n" in text
+    assert (root / "b.txt").read_text() == "b1\n" and not (root / "gone.txt").exists()
+    assert 'undo: took back "t1" (1 turn; 1 file)' in out
+    assert "part of a turn: a.txt" in out
+    log = _cli(root, "log", "-s", "s").stdout
+    assert "(part of the turn: some hunks of a.txt)" in log and "redo" in log
+    # ? prints the help; an unknown answer too; the end of the input is q
+    done = _cli(root, "redo", "-p", "-s", "s", answers="?\nx\n")
+    assert done.returncode == 0 and "y - redo this hunk" in done.stdout
+    assert "s - split" not in done.stdout and "e - manually edit the current hunk" in done.stdout
+    assert "no hunk picked; nothing was changed" in done.stderr
+    # redo -p of the hunk taken back, then undo of the whole turn
+    assert _cli(root, "redo", "-p", "-s", "s", answers="y\n").returncode == 0
+    assert (root / "a.txt").read_text() == _after()["a.txt"]
+    assert _cli(root, "undo", "-s", "s", "--yes").returncode == 0
+    assert files(root) == START
+
+
+def test_restore_p_and_revert_p_through_the_command_line(tree_factory):
+    root = tree_factory(SPEC)
+    start = _cli(root, "snapshot").stdout.strip()
+    _cli_turn(root)
+    done = _cli(root, "restore", "-p", start, "--", "a.txt", answers="n\ny\nn\n")
+    assert done.returncode == 0, done.stderr
+    assert "(2/3) Restore this hunk [y,n,q,a,d,e,?]? " in done.stdout
+    text = (root / "a.txt").read_text()
+    assert "one\n" in text and "line 19\n" in text and "line 29\n" not in text
+    point = _cli(root, "log", "-s", "s", "--json")
+    turn = json.loads(point.stdout)["undo"][-1]["id"]
+    done = _cli(root, "revert", "-p", turn, "-s", "s", answers="d\nn\ny\n")
+    assert done.returncode == 0, done.stderr
+    assert "Revert deletion [y,n,q,a,d,?]? " in done.stdout
+    assert (root / "gone.txt").read_text() == "bye\n" and (root / "b.txt").read_text() == "b1\n"
+
+
+@needs_tmux
+def test_undo_p_on_a_terminal_with_a_hunk_edited(tree_factory, tmp_path):
+    root = tree_factory(SPEC)
+    _cli_turn(root)
+    editor = tmp_path / "editor.sh"   # the person's edit: keep "four and a half"
+    editor.write_text("#!/bin/sh\nsed -i 's/^+four and a half/ four and a half/' \"$1\"\n")
+    editor.chmod(0o755)
+    tmux = Tmux(tmp_path)
+    try:
+        tmux.start(["undo", "-p", "-s", "s", "--", "a.txt"], root,
+                   {"NO_COLOR": None, "EDITOR": str(editor), "VISUAL": None})
+        tmux.wait_for("(1/3) Undo this hunk [y,n,q,a,d,s,e,?]?")
+        assert "\x1b[31m-line 1" in tmux.screen(colours=True), "git's colours on a terminal"
+        tmux.send("e", "Enter")
+        tmux.wait_for("(2/3) Undo this hunk")
+        tmux.send("n", "Enter")
+        tmux.wait_for("(3/3) Undo this hunk")
+        tmux.send("n", "Enter")
+        screen = tmux.wait_for("[exit 0]")
+        assert 'undo: took back "t1"' in screen
+    finally:
+        tmux.close()
+    text = (root / "a.txt").read_text()
+    assert text.startswith("line 0\nline 1\nline 2\nline 3\nline 4\nfour and a half\nline 5\n")
+    assert "twenty\n" in text

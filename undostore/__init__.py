@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         fill_line_counts,
         render,
     )
-    from undostore.diff.pickfile import FileChange, Picked
+    from undostore.diff.pickfile import FileChange, FilePick, Picked
     from undostore.diff.trees import normalize_spec
     from undostore.errors import (
         ConfirmationNeeded,
@@ -130,7 +130,7 @@ _PUBLIC = {
     "undostore.diff.patch": ("render", "PLAIN", "GIT_COLORS", "fill_line_counts"),
     "undostore.diff.trees": ("normalize_spec",),
     # picking hunks (`undo -p`): a file's change, its hunks, the answers
-    "undostore.diff.pickfile": ("FileChange", "Picked"),
+    "undostore.diff.pickfile": ("FileChange", "FilePick", "Picked"),
     "undostore.diff.hunkpick": ("EditFailed", "split_hunk=split", "hunk_text=text",
                                 "parse_edited_hunk=parse_edited"),
     "undostore.restore.revert": ("conflict_notes",),
@@ -168,6 +168,7 @@ __all__ = [
     "discover",
     "EditFailed",
     "FileChange",
+    "FilePick",
     "fill_line_counts",
     "GIT_COLORS",
     "hunk_text",

@@ -28,6 +28,7 @@ from undostore.store.store import MadeId, Store, check_root, default_store_path
 
 if TYPE_CHECKING:
     from undostore.diff.change import Change
+    from undostore.diff.pickfile import FileChange, FilePick
     from undostore.diff.trees import DiffResult, PathFilter
     from undostore.history.direction import Direction
     from undostore.history.gc import GcResult
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from undostore.history.retention import Eviction
     from undostore.history.sessions import Log, SessionInfo
     from undostore.history.status import Status
-    from undostore.history.steps import FilePick, GitMoved, HeldFile, StepResult
+    from undostore.history.steps import GitMoved, HeldFile, StepResult
     from undostore.history.stores import Adoption
     from undostore.history.toolcall import ToolCall
     from undostore.history.turns import Turn, TurnSpan
@@ -422,14 +423,15 @@ class Workspace:
                         cancel=self.cancel, limits=self.limits)
 
     def restore(self, target: str, *, session: str | None = None, expected: str | None = None,
-                paths: list[str] | None = None, dry_run: bool = False,
-                confirm: Confirm | None = None, on_progress: OnProgress | None = None
-                ) -> RestoreResult:
+                paths: list[str] | None = None, picks: list[FilePick] | None = None,
+                dry_run: bool = False, confirm: Confirm | None = None,
+                on_progress: OnProgress | None = None) -> RestoreResult:
         """Make the files equal to snapshot `target`, safely (see restore/restore.py);
         `on_progress` hears how far it is (restore/progress.py). The files before it become an
         undo point of `session` (default as `history_session`) labelled "before restore <id>",
         so `undo` takes back exactly this restore. `paths` (pathspecs relative to the root):
-        only those files, the rest staying as they are."""
+        only those files, the rest staying as they are. `picks`: only the hunks picked of the
+        files `restore_files` listed (`restore -p`)."""
         from undostore.history.sessions import before_step
         from undostore.restore.restore import restore
 
@@ -439,35 +441,35 @@ class Workspace:
         try:
             result = restore(self._worktree(), target, expected=expected, dry_run=dry_run,
                              confirm=confirm, on_progress=on_progress, context=context.to_json(),
-                             paths=picked)
+                             paths=picked, picks=picks)
         finally:
             self._recovered = False  # a restore that stopped half-way left a journal
         self._log_restore("restore", result, session=name)
         return result
 
     def revert(self, from_id: str, to_id: str | None = None, *, session: str | None = None,
-               merge: bool = False, paths: list[str] | None = None, dry_run: bool = False,
+               merge: bool = False, paths: list[str] | None = None,
+               picks: list[FilePick] | None = None, dry_run: bool = False,
                confirm: Confirm | None = None, on_progress: OnProgress | None = None
                ) -> RevertResult:
         """Take back the change FROM -> TO on the files now, keeping later changes (see
         restore/revert.py). With one id, an undo point: TO is where its turn ended (the files
         after it, else the next point, else the files now). The files before it become an undo
         point of `session` labelled "before revert <id>". `paths` (pathspecs relative to the
-        root): only those paths of the change."""
+        root): only those paths of the change; `picks`: only the hunks picked of the files
+        `revert_files` listed (`revert -p`)."""
         from undostore.history.sessions import before_step
         from undostore.restore.revert import revert
 
         picked = _path_filter(paths)
         name = self.history_session(session)[0]
         if to_id is None:
-            from undostore.history.sessions import next_point
-
-            to_id = next_point(self.store, from_id, name)
+            to_id = self._turn_end(from_id, name)
         context = before_step(name, "revert", f"before revert {from_id.strip()[:12]}")
         try:
             result = revert(self._worktree(), from_id, to_id, merge=merge, dry_run=dry_run,
                             confirm=confirm, on_progress=on_progress, context=context.to_json(),
-                            paths=picked)
+                            paths=picked, picks=picks)
         finally:
             self._recovered = False
         if not result.dry_run:
@@ -544,6 +546,34 @@ class Workspace:
         from undostore.history.sessions import require_session
 
         require_session(self.store, session, doing)
+
+    def restore_files(self, target: str, paths: list[str] | None = None) -> list[FileChange]:
+        """Each file's change a restore to snapshot `target` would make (from the files now;
+        `paths`: only those), with its hunks: what `restore -p` asks about. Nothing changes."""
+        from undostore.restore.picked import file_changes
+
+        with self.store.lock:
+            now = bytes.fromhex(self.snapshot().id)
+            return file_changes(self.store, now, self.resolve(target), _path_filter(paths))
+
+    def revert_files(self, from_id: str, to_id: str | None = None, *,
+                     session: str | None = None, paths: list[str] | None = None
+                     ) -> list[FileChange]:
+        """Each file's change of FROM -> TO (as `revert` takes them) with its hunks: what
+        `revert -p` asks about. Nothing changes."""
+        from undostore.restore.picked import file_changes
+
+        if to_id is None:
+            to_id = self._turn_end(from_id, self.history_session(session)[0])
+        end = self.resolve(to_id) if to_id is not None else bytes.fromhex(self.snapshot().id)
+        return file_changes(self.store, self.resolve(from_id), end, _path_filter(paths))
+
+    def _turn_end(self, point: str, session: str) -> str | None:
+        """Where the turn of undo point `point` ended (None: the files now), as `revert`
+        with one id takes it."""
+        from undostore.history.sessions import next_point
+
+        return next_point(self.store, point, session)
 
     def undo(self, session: str | None = None, *, steps: int = 1, to: str | None = None,
              whole: bool = False, merge: bool = False, keep_doubtful: bool = False,

@@ -121,10 +121,13 @@ def _plain(result: RestoreResult, verb: str) -> str:
 @yes_option
 @click.option("--abort", is_flag=True,
               help="Roll an interrupted restore back to the safety snapshot taken before it.")
+@click.option("-p", "--patch", "patch", is_flag=True,
+              help="Ask about each hunk of the change from the files now to ID first (y, n, "
+                   "q, a, d, s, e, ?, as `git checkout -p` asks) and restore only those picked.")
 @json_option
 @pass_context
 def restore_command(ctx: Context, snapshot_id: str | None, session: str | None, dry_run: bool,
-                    yes: bool, abort: bool, as_json: bool) -> None:
+                    yes: bool, abort: bool, patch: bool, as_json: bool) -> None:
     """Make the files under the root equal to snapshot ID.
 
     A safety snapshot of the files is taken first (its id is printed, so the restore can be taken
@@ -133,14 +136,14 @@ def restore_command(ctx: Context, snapshot_id: str | None, session: str | None, 
     Without --yes the plan is shown and the question asked on a terminal. The files before it
     become an undo point of the session ("before restore ID"), so `undo` takes it back. With
     `-- PATH...` (files, folders or globs) only those files are restored; every other file
-    stays as it is. With --abort, an interrupted restore is rolled back instead (ID is not
-    given then).
+    stays as it is; with `-p` only the hunks picked. With --abort, an interrupted restore is
+    rolled back instead (ID is not given then).
     """
     workspace = ctx.workspace()
     paths = given_paths(workspace.root)
     if abort:
-        if snapshot_id is not None or dry_run or paths:
-            raise click.UsageError("--abort takes no ID, no paths and no --dry-run")
+        if snapshot_id is not None or dry_run or paths or patch:
+            raise click.UsageError("--abort takes no ID, no paths, no -p and no --dry-run")
         result = workspace.abort_restore()
         if result is None:
             emit(as_json, {"aborted": False, "target": None, "safety": None, "created": [],
@@ -150,8 +153,19 @@ def restore_command(ctx: Context, snapshot_id: str | None, session: str | None, 
         return
     if snapshot_id is None:
         raise click.UsageError("missing ID (the snapshot to restore), or pass --abort")
+    picks = None
+    if patch:
+        from .hunk_prompt import ask_changes
+
+        picks = ask_changes(workspace.restore_files(snapshot_id, paths or None), "Restore",
+                            back=False, blobs=workspace.store)
+        if not picks:
+            note("restore: no hunk picked; nothing was changed")
+            return
+        yes = True   # each hunk was asked about: that is the question
     result = run_restore(functools.partial(workspace.restore, snapshot_id, session=session,
-                                           paths=paths or None),
+                                           paths=None if patch else paths or None,
+                                           picks=picks),
                          yes=yes, dry_run=dry_run)
     render_restore(result, as_json, verb=f"restored {', '.join(paths)} from {snapshot_id}; "
                                          "the files are now at" if paths else "restored")

@@ -159,13 +159,19 @@ def _stat_text(workspace: Workspace, changes: list[Change], colored: bool, width
 
 
 def _undo_or_redo(ctx: Context, direction: Direction, session: str | None, yes: bool,
-                  dry_run: bool, as_json: bool, **how: Any) -> None:
+                  dry_run: bool, as_json: bool, patch: bool = False, **how: Any) -> None:
     from .restore import note_warnings, run_restore
 
     workspace = ctx.workspace()
     which = direction.value
     session = history_session(ctx, session, doing=f"nothing to {which}: ")
     paths = given_paths(workspace.root)
+    if patch:
+        how["picks"] = _picked_hunks(workspace, direction, session, paths, how)
+        if not how["picks"]:
+            note(f"{which}: no hunk picked; nothing was changed")
+            return
+        yes = True   # each hunk was asked about: that is the question
     result = run_restore(functools.partial(workspace.step, direction, session,
                                            paths=paths or None, **how),
                          yes=yes, dry_run=dry_run, action=which)
@@ -173,6 +179,31 @@ def _undo_or_redo(ctx: Context, direction: Direction, session: str | None, yes: 
     emit(as_json, result.to_json(), lambda: step_summary(result))
     if result.conflicts and not result.dry_run:
         sys.exit(3)   # markers remain: not done until the user resolves them
+
+
+def _picked_hunks(workspace: Workspace, direction: Direction, session: str,
+                  paths: list[str], how: dict[str, Any]) -> list[Any]:
+    """`-p`: each file's change the step would take asked about hunk by hunk
+    (cli/commands/hunk_prompt.py); what was picked, as the step takes it."""
+    from .hunk_prompt import Prompt, Question
+
+    if how.get("whole"):
+        raise click.UsageError("--whole puts the whole folder back: it takes no -p")
+    held = workspace.step_files(direction, session, paths=paths or None,
+                                **{k: how[k] for k in ("steps", "to", "turn", "call") if k in how})
+    questions = []
+    last = None
+    for file in held:
+        heading = ""
+        if file.turn.id != last and len({f.turn.id for f in held}) > 1:
+            heading = f"# turn {file.turn.label or file.turn.id[:12]!r} ({file.turn.id[:12]})"
+        last = file.turn.id
+        questions.append(Question(file.change, heading))
+    verb = "Undo" if direction is Direction.UNDO else "Redo"
+    answers = Prompt(verb, back=direction is Direction.UNDO,
+                     colored=want_color("auto")).ask_all(questions)
+    return [file.pick(workspace.store, answer, direction)
+            for file, answer in zip(held, answers, strict=True) if answer.anything]
 
 
 def step_summary(result: StepResult) -> str:
@@ -224,6 +255,10 @@ _STEPS = click.argument("steps", metavar="[N]", type=click.IntRange(min=1), defa
 _MERGE = click.option("--merge", is_flag=True,
                       help="Where a turn overlaps a later change, write git-style conflict "
                            "markers (exit 3 while they remain) instead of refusing.")
+_PATCH = click.option(
+    "-p", "--patch", "patch", is_flag=True,
+    help="Ask about each hunk of the change first (y, n, q, a, d, s, e, ?, as `git checkout -p` "
+         "asks) and take only the hunks picked.")
 _KEEP_DOUBTFUL = click.option(
     "--keep-doubtful", is_flag=True,
     help="Leave as they are the files whose change is in doubt (they changed while another "
@@ -243,6 +278,7 @@ _KEEP_DOUBTFUL = click.option(
                    "numbers its calls.")
 @_MERGE
 @_KEEP_DOUBTFUL
+@_PATCH
 @click.option("--whole", is_flag=True,
               help="Put the whole folder back to the undo point (every later change too, the "
                    "user's and other sessions'), instead of the turns' own changes.")
@@ -252,7 +288,7 @@ _KEEP_DOUBTFUL = click.option(
 @json_option
 @pass_context
 def undo_command(ctx: Context, steps: int, to: str | None, turn: int | None,
-                 call: int | None, merge: bool, keep_doubtful: bool, whole: bool,
+                 call: int | None, merge: bool, keep_doubtful: bool, patch: bool, whole: bool,
                  session: str | None, yes: bool, dry_run: bool, as_json: bool) -> None:
     """Take back the session's last N turns (default 1), each turn's own change.
 
@@ -264,33 +300,37 @@ def undo_command(ctx: Context, steps: int, to: str | None, turn: int | None,
     With `-- PATH...` (files, folders or globs) only those paths of the turns' change are taken
     back; the rest of each turn stays on the undo stack. `--turn K` takes back turn K alone (a
     middle one too) and keeps the later turns; `--call N` one tool call of it (`show` numbers
-    them).
+    them). `-p` asks about each hunk of the change first, as `git checkout -p` does, and
+    takes back the hunks picked; the rest stays on the undo stack.
     """
     if sum((to is not None, steps != 1, turn is not None)) > 1:
         raise click.UsageError("give one of N, --to ID and --turn K")
     if merge and whole:
         raise click.UsageError("give --merge or --whole, not both")
-    _undo_or_redo(ctx, Direction.UNDO, session, yes, dry_run, as_json, steps=steps, to=to,
-                  turn=turn, call=call, merge=merge, whole=whole, keep_doubtful=keep_doubtful)
+    _undo_or_redo(ctx, Direction.UNDO, session, yes, dry_run, as_json, patch, steps=steps,
+                  to=to, turn=turn, call=call, merge=merge, whole=whole,
+                  keep_doubtful=keep_doubtful)
 
 
 @click.command("redo", cls=TakesPaths)
 @_STEPS
 @_MERGE
 @_KEEP_DOUBTFUL
+@_PATCH
 @session_option
 @yes_option
 @dry_run_option
 @json_option
 @pass_context
-def redo_command(ctx: Context, steps: int, merge: bool, keep_doubtful: bool,
+def redo_command(ctx: Context, steps: int, merge: bool, keep_doubtful: bool, patch: bool,
                  session: str | None, yes: bool, dry_run: bool, as_json: bool) -> None:
     """Apply the session's last N undone turns again (default 1), 3-way as undo takes them back.
 
-    With `-- PATH...` only those paths of the undone turns' change are applied again.
+    With `-- PATH...` only those paths of the undone turns' change are applied again; with
+    `-p` only the hunks picked of it (asked about one by one).
     """
-    _undo_or_redo(ctx, Direction.REDO, session, yes, dry_run, as_json, steps=steps, merge=merge,
-                  keep_doubtful=keep_doubtful)
+    _undo_or_redo(ctx, Direction.REDO, session, yes, dry_run, as_json, patch, steps=steps,
+                  merge=merge, keep_doubtful=keep_doubtful)
 
 
 @click.command("sessions")

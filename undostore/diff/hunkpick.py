@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from undostore.diff.linediff import Edit, diff_lines, hunks, split_lines
+from undostore.diff.linediff import Edit, diff_lines, function_line, hunks, split_lines
 
 CONTEXT = 3
 _NO_NEWLINE = b"\\ No newline at end of file\n"
@@ -103,12 +103,17 @@ def records(change: Lines, hunk: PickHunk) -> list[tuple[bytes, bytes]]:
 
 
 def text(change: Lines, hunk: PickHunk) -> bytes:
-    """The hunk as `git diff` prints it: its `@@` header and its lines."""
+    """The hunk as `git diff` prints it: its `@@` header (with git's function context) and
+    its lines."""
     old_n, new_n = hunk.e1 - hunk.s1, hunk.e2 - hunk.s2
     if hunk.edited is not None:
         old_n, new_n = len(hunk.edited[0]), len(hunk.edited[1])
-    head = (b"@@ -" + _range(hunk.s1, old_n) + b" +" + _range(hunk.s2, new_n) + b" @@\n")
-    out = [head]
+    head = b"@@ -" + _range(hunk.s1, old_n) + b" +" + _range(hunk.s2, new_n) + b" @@"
+    func = next((found for at in range(hunk.s1 - 1, -1, -1)
+                 if (found := function_line(change.old[at])) is not None), None)
+    if func:   # git's hunk-header context: the nearest line above that starts a function
+        head += b" " + func[:max(128 - len(head) - 2, 0)]
+    out = [head + b"\n"]
     for sign, line in records(change, hunk):
         out.append(sign + line if line.endswith(b"\n") else sign + line + b"\n" + _NO_NEWLINE)
     return b"".join(out)

@@ -39,6 +39,21 @@ class Picked(NamedTuple):
         return bool(self.hunks) or self.mode or self.whole
 
 
+class FilePick(NamedTuple):
+    """What a person picked of a `FileChange`: the file the picks give at `path` (`mode` None:
+    no file; else its mode and `data`), and the change's `start` and `end`, by which a step
+    makes sure the files are still as the person saw them. `turn`, `pair`: the turn and the
+    pair of trees of its change the file's change is of (an undo's or redo's; "" otherwise)."""
+
+    path: str
+    start: Side | None
+    end: Side | None
+    mode: int | None
+    data: bytes = b""
+    turn: str = ""
+    pair: int = 0
+
+
 class FileChange(NamedTuple):
     """A file's change from `start` to `end` (None: no file) as a person is asked about it:
     `lines` and `hunks` for a text file (None, []: asked about whole), `mode_changed`."""
@@ -73,6 +88,13 @@ class FileChange(NamedTuple):
         if self.lines is not None:
             return "hunks"
         return "addition" if self.start is None else "deletion" if self.end is None else "change"
+
+    def pick(self, blobs: Blobs, picked: Picked, *, back: bool, turn: str = "", pair: int = 0
+             ) -> FilePick:
+        """What the answers `picked` take of this change (`back`: taken back from its end, as
+        an undo or a revert does; else applied to its start)."""
+        mode, data = self.result(blobs, picked, back=back)
+        return FilePick(self.path, self.start, self.end, mode, data, turn, pair)
 
     def result(self, blobs: Blobs, picked: Picked, *, back: bool) -> tuple[int | None, bytes]:
         """The file once the picks are taken (`back`: taken back from its end, else applied to

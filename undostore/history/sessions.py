@@ -35,8 +35,9 @@ from undostore.store import oplog
 from undostore.store.store import MadeId
 
 if TYPE_CHECKING:
+    from undostore.diff.pickfile import FilePick
     from undostore.history.retention import OnEvict
-    from undostore.history.steps import FilePick, HeldFile, StepRequest, StepResult
+    from undostore.history.steps import HeldFile, StepRequest, StepResult
     from undostore.progress import OnProgress
     from undostore.restore.pending import PendingRestore
     from undostore.restore.restore import Confirm, RestoreResult, Worktree

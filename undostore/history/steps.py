@@ -28,7 +28,7 @@ from undostore.restore.restore import RestoreResult
 
 if TYPE_CHECKING:
     from undostore.diff.content import Blobs
-    from undostore.diff.pickfile import FileChange, Picked, Side
+    from undostore.diff.pickfile import FileChange, FilePick, Picked, Side
     from undostore.restore.plan import Entry
     from undostore.store.store import Store
 
@@ -73,24 +73,8 @@ class HeldFile(NamedTuple):
 
     def pick(self, blobs: Blobs, picked: Picked, direction: Direction) -> FilePick:
         """What the step takes of this change for the answers `picked`."""
-        mode, data = self.change.result(blobs, picked, back=direction is Direction.UNDO)
-        return FilePick(self.turn.id, self.pair, self.path, self.change.start,
-                        self.change.end, mode, data)
-
-
-class FilePick(NamedTuple):
-    """What a person picked of a `HeldFile`'s change: the file as the step leaves it (`mode`
-    None: no file; else its mode and its `data`): for an undo, the file's end with the picked
-    hunks taken back; for a redo, its start with them applied. The turn, start and end make
-    sure the turn is still as the person saw it."""
-
-    turn: str
-    pair: int
-    path: str
-    start: Side | None
-    end: Side | None
-    mode: int | None
-    data: bytes = b""
+        return self.change.pick(blobs, picked, back=direction is Direction.UNDO,
+                                turn=self.turn.id, pair=self.pair)
 
 
 class StepRequest(NamedTuple):

@@ -1,5 +1,6 @@
-"""Some paths of a snapshot or of a change: the trees a restore or a revert of some paths
-(`restore ID -- PATH`, `revert ID -- PATH`) goes to, so the rest of the files stays as it is.
+"""Some paths or hunks of a snapshot or of a change: the trees a restore or a revert of some
+paths (`restore ID -- PATH`, `revert ID -- PATH`) or of the hunks a person picked (`-p`) goes
+to, so the rest of the files stays as it is.
 
 A restore of some paths goes to the files now with the snapshot's entries at the paths that
 differ; a revert of some paths takes back the change with its other paths left as they were.
@@ -16,6 +17,7 @@ from undostore.restore.treebuild import with_entries_of
 from undostore.store.recent import remember
 
 if TYPE_CHECKING:
+    from undostore.diff.pickfile import FileChange, FilePick, Side
     from undostore.diff.trees import PathFilter
     from undostore.store.store import Store
 
@@ -46,6 +48,61 @@ def revert_end(store: Store, start: bytes, end: bytes, paths: PathFilter) -> byt
                          f"{', '.join(paths.specs)} (`undostore diff {start.hex()[:12]} "
                          f"{end.hex()[:12]}` lists what it changed)")
     return bytes.fromhex(with_entries_of(store, end.hex(), start.hex(), left))
+
+
+def file_changes(store: Store, start: bytes, end: bytes, paths: PathFilter | None
+                 ) -> list[FileChange]:
+    """Each file's change from tree `start` to tree `end` (only those `paths` selects), with
+    its hunks: what `restore -p` (the files now to the snapshot) and `revert -p` (the change)
+    ask about."""
+    from undostore.diff.pickfile import FileChange
+
+    changed = [path for path in _differing(store, start, end)
+               if paths is None or paths.wants_file(path)]
+    one, two = _sides(store, start, changed), _sides(store, end, changed)
+    return [FileChange.read(store, path, one[path], two[path]) for path in changed]
+
+
+def picked_tree(store: Store, base: bytes, change: tuple[bytes, bytes], picks: list[FilePick]
+                ) -> bytes:
+    """The tree `base` with each pick's file at its path (the blobs written): the target of a
+    restore of the hunks picked (`base` the files now), or where the change a revert of them
+    takes back starts (`base` the change's end). UsageError when a pick's start and end are
+    not the files of the trees `change` there (they moved since the person looked), or when
+    nothing was picked."""
+    from undostore.git.objects import BLOB, hash_object
+    from undostore.restore.treebuild import with_entries
+
+    if not picks:
+        raise UsageError("no hunk was picked")
+    paths = [pick.path for pick in picks]
+    one, two = _sides(store, change[0], paths), _sides(store, change[1], paths)
+    entries: dict[str, tuple[int, bytes] | None] = {}
+    blobs: dict[bytes, bytes] = {}
+    for pick in picks:
+        if (one[pick.path], two[pick.path]) != (pick.start, pick.end):
+            raise UsageError(f"{pick.path} is not as it was when its hunks were picked: pick "
+                             "again")
+        if pick.mode is None:
+            entries[pick.path] = None
+            continue
+        sha = hash_object(BLOB, pick.data)
+        blobs[sha] = pick.data
+        entries[pick.path] = (pick.mode, sha)
+    made = bytes.fromhex(with_entries(store, base.hex(), entries, blobs=blobs))
+    remember(store.path, made)   # handed out as the restore's target: gc's grace covers it
+    return made
+
+
+def _sides(store: Store, tree: bytes, paths: list[str]) -> dict[str, Side | None]:
+    """Each path's file in `tree` as a change's side (None: no file there)."""
+    from undostore.diff.pickfile import Side
+    from undostore.restore.plan import TreeBodies
+    from undostore.restore.treebuild import entries_at
+
+    found = entries_at(TreeBodies(store.index.read_tree_body, {}), tree, paths)
+    return {path: Side(entry[0], entry[1].hex()) if entry is not None else None
+            for path, entry in found.items()}
 
 
 def _differing(store: Store, one: bytes, other: bytes) -> list[str]:

@@ -107,6 +107,7 @@ from undostore.store.statcache import StatCache
 from undostore.store.store import MadeId
 
 if TYPE_CHECKING:
+    from undostore.diff.pickfile import FilePick
     from undostore.diff.trees import PathFilter
     from undostore.snapshot.snapshot import SnapshotResult
     from undostore.store.store import Store
@@ -218,9 +219,11 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
             context: dict | None = None, on_progress: OnProgress | None = None,
             now: SnapshotResult | None = None,
             bodies: dict[bytes, bytes] | None = None,
-            paths: PathFilter | None = None) -> RestoreResult:
+            paths: PathFilter | None = None, picks: list[FilePick] | None = None
+            ) -> RestoreResult:
     """Make the files under `wt.root` equal to snapshot `target` (see the module docstring);
-    with `paths`, only the files those select (picked.py), the rest staying as they are.
+    with `paths`, only the files those select (picked.py), the rest staying as they are; with
+    `picks`, only the hunks picked of the change from the files now (`restore -p`).
 
     `context` (JSON-able) is kept in the restore journal and handed to `wt.step_done` once the
     files are restored, even by recovery after a crash. `on_progress` hears how far the restore
@@ -242,6 +245,11 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
             from undostore.restore.picked import restore_target
 
             target_sha = restore_target(wt.store, safety.id, target_sha, paths)
+        if picks is not None:
+            from undostore.restore.picked import picked_tree
+
+            now_sha = bytes.fromhex(safety.id)
+            target_sha = picked_tree(wt.store, now_sha, (now_sha, target_sha), picks)
         _stop_if_cancelled(wt)
         progress.step("plan")
         with ObjectReader(wt.store) as reader:

@@ -53,6 +53,7 @@ from undostore.store.recent import remember
 from undostore.store.store import Store
 
 if TYPE_CHECKING:
+    from undostore.diff.pickfile import FilePick
     from undostore.diff.trees import PathFilter
 
 __all__ = ["RevertConflict", "RevertResult", "RevertTree", "build_revert_tree", "conflict_notes",
@@ -295,9 +296,11 @@ def _is_link(mode: int) -> bool:
 def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool = False,
            dry_run: bool = False, confirm: Confirm | None = None,
            on_progress: OnProgress | None = None, context: dict | None = None,
-           paths: PathFilter | None = None) -> RevertResult:
+           paths: PathFilter | None = None, picks: list[FilePick] | None = None
+           ) -> RevertResult:
     """Take back FROM -> TO (TO None: the files now) on the files under `wt.root`; with
-    `paths`, only the change's paths those select (picked.py).
+    `paths`, only the change's paths those select (picked.py); with `picks`, only the hunks
+    picked of the change (`revert -p`).
 
     Conflicts without `merge`: ConflictError (exit 3) naming every conflicting path, nothing
     changed. With `merge`: conflicting text files get markers, the rest keep the side git
@@ -313,7 +316,12 @@ def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool 
             from undostore.restore.picked import revert_end
 
             end = revert_end(wt.store, from_sha, to_sha, paths)
-        tree = build_revert_tree(wt.store, from_sha, end, ours_sha,
+        start = from_sha
+        if picks is not None:   # take back from TO with the picked hunks reverted to TO
+            from undostore.restore.picked import picked_tree
+
+            start, end = picked_tree(wt.store, to_sha, (from_sha, to_sha), picks), to_sha
+        tree = build_revert_tree(wt.store, start, end, ours_sha,
                                  theirs_label=f"before {from_sha.hex()[:12]}")
         if tree.conflicts and not merge:
             raise RevertConflict(from_sha.hex(), to_sha.hex(), tree.conflicts)
