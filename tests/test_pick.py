@@ -168,3 +168,36 @@ def test_without_the_extra_pick_says_how_to_get_it(project, tmp_path):
     assert code == 1
     assert b"pick needs the terminal-UI extra (prompt_toolkit): " in screen
     assert b"-m pip install" in screen and b"[tui]'" in screen
+
+
+@needs_tmux
+@needs_tui
+def test_ticking_files_and_hunks_takes_back_only_what_is_ticked(project, tmux):
+    """Issue 59: the screen lets the user tick the files and hunks going back takes, with the
+    same preview; what is unticked stays on the undo stack."""
+    _start(tmux, project)
+    tmux.send("Down", "Right")   # "fix the lexer" and the turn after it
+    screen = tmux.wait_for("Space tick")
+    assert "> [x] test_lexer.py  (addition, turn 'write the tests')" in screen, screen
+    assert "[x] lexer.py  (1 hunk, turn 'fix the lexer')" in screen
+    assert "[x] tokens.py  (addition, turn 'fix the lexer')" in screen
+    assert "--- /dev/null" not in screen and "new file mode 100644" in screen
+    tmux.send("Down", "Down")      # lexer.py's hunk: its preview is the hunk
+    screen = tmux.wait_for(">     [x] @@ -1,2 +1,2 @@")
+    assert "+def lex(text):" in screen
+    tmux.send("Space")
+    screen = tmux.wait_for(">     [ ] @@ -1,2 +1,2 @@")
+    assert "[ ] lexer.py" in screen and "not ticked: it stays" in screen
+    tmux.send("Enter")
+    screen = tmux.wait_for("[y/N]")
+    assert 'Take back what is ticked, to before "fix the lexer"? (2 files change)' in screen
+    assert "D  test_lexer.py" in screen and "D  tokens.py" in screen
+    assert "M  lexer.py" not in screen
+    tmux.send("y")
+    tmux.wait_for("[exit 0]")
+    files = _files(project)
+    assert files["lexer.py"] == "def lex(text):\n    return text.split()\n"
+    assert "tokens.py" not in files and "test_lexer.py" not in files
+    log = subprocess.run([*UNDOSTORE, "log", "-s", "agent"], cwd=project, capture_output=True,
+                         text=True, timeout=60).stdout
+    assert "(part of the turn: without tokens.py)" in log, log

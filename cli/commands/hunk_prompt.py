@@ -158,33 +158,43 @@ class Prompt:
         return f"\033[1;34m{text}\033[m" if self.colors.enabled else text
 
     def _header(self, change: FileChange) -> None:
-        c = self.colors
-        meta, reset = c.meta.decode(), c.reset.decode()
-        start, end = change.start, change.end
-        lines = [f"diff --git a/{change.path} b/{change.path}"]
-        if start is None and end is not None:
-            lines.append(f"new file mode {end.mode:06o}")
-        elif end is None and start is not None:
-            lines.append(f"deleted file mode {start.mode:06o}")
-        elif start is not None and end is not None and start.mode != end.mode:
-            lines += [f"old mode {start.mode:06o}", f"new mode {end.mode:06o}"]
-        if change.lines is None and start is not None and end is not None:
-            lines.append(f"Binary files a/{change.path} and b/{change.path} differ")
-        elif change.lines is not None:
-            lines += [f"--- a/{change.path}", f"+++ b/{change.path}"]
-        for line in lines:
-            self._say(f"{meta}{line}{reset}")
+        for line in file_header(change, self.colors):
+            self._say(line)
 
     def _hunk(self, change: FileChange, hunk: PickHunk) -> None:
-        assert change.lines is not None
-        text = hunk_text(change.lines, hunk).decode("utf-8", "replace")
-        if not self.colors.enabled:
-            self.out.write(text)
-            return
-        c = {key: value.decode() for key, value in self.colors._asdict().items()}
-        for line in text.splitlines():
-            color = {"@": c["frag"], "-": c["old"], "+": c["new"]}.get(line[:1], "")
-            self._say(f"{color}{line}{c['reset']}" if color else line)
+        self.out.write(hunk_lines(change, hunk, self.colors))
+
+
+def file_header(change: FileChange, colors: Colors = PLAIN) -> list[str]:
+    """The lines git prints before a file's hunks (`diff --git`, its mode, `---`, `+++`)."""
+    meta, reset = colors.meta.decode(), colors.reset.decode()
+    start, end = change.start, change.end
+    lines = [f"diff --git a/{change.path} b/{change.path}"]
+    if start is None and end is not None:
+        lines.append(f"new file mode {end.mode:06o}")
+    elif end is None and start is not None:
+        lines.append(f"deleted file mode {start.mode:06o}")
+    elif start is not None and end is not None and start.mode != end.mode:
+        lines += [f"old mode {start.mode:06o}", f"new mode {end.mode:06o}"]
+    if change.lines is None and start is not None and end is not None:
+        lines.append(f"Binary files a/{change.path} and b/{change.path} differ")
+    elif change.lines is not None:
+        lines += [f"--- a/{change.path}", f"+++ b/{change.path}"]
+    return [f"{meta}{line}{reset}" for line in lines]
+
+
+def hunk_lines(change: FileChange, hunk: PickHunk, colors: Colors = PLAIN) -> str:
+    """The hunk as git prints it, in git's colours where `colors` has them."""
+    assert change.lines is not None
+    text = hunk_text(change.lines, hunk).decode("utf-8", "replace")
+    if not colors.enabled:
+        return text
+    c = {key: value.decode() for key, value in colors._asdict().items()}
+    out = []
+    for line in text.splitlines():
+        color = {"@": c["frag"], "-": c["old"], "+": c["new"]}.get(line[:1], "")
+        out.append(f"{color}{line}{c['reset']}" if color else line)
+    return "\n".join(out) + "\n"
 
 
 def ask_changes(changes: list[FileChange], verb: str, *, back: bool, blobs: Any

@@ -7,8 +7,11 @@ coloured diff of what going back to the selected point does to the files now: th
 sessions' later edits stay and are not shown; a conflict is said instead). The preview is the
 plan: Enter shows the same change as a list and asks; `y` goes back to that point as `undo --to
 ID` does (a safety snapshot first; the turns taken back go to the redo stack, so `redo` brings
-them back one at a time). The restore runs after the screen closes, and is refused (nothing
-changed) if the files changed so that the plan would differ from the one shown.
+them back one at a time). Right opens the files and hunks going back takes, all ticked (the
+preview shows the one under the cursor): what is unticked stays, and Enter asks with the dry
+run of `undo --to ID` of the ticked part (the picks `undo -p` makes). The restore runs after the
+screen closes, and is refused (nothing changed) if the files changed so that the plan would
+differ from the one shown.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from ..common import Context, emit, note, pass_context, session_option
 from ..plain import stdin_is_terminal
 
 if TYPE_CHECKING:
-    from .pick_screen import Plan
+    from .pick_screen import Plan, Tick, Ticked
 
 PREVIEW_LINES = 2000        # the preview of one point stops after this many lines of diff
 PLAN_LINES = 200
@@ -76,27 +79,76 @@ class _Picker:
     def __init__(self, workspace: Any, session: str) -> None:
         self.ws, self.session = workspace, session
         self.turns = workspace.turns(session)
-        self.shown: dict[int, list[str]] = {}
-        self.dry: dict[int, Any] = {}   # row -> its undo's dry run, or the error it raised
+        self.shown: dict[tuple[int, Ticked | None], list[str]] = {}
+        # (row, what is ticked) -> its undo's dry run, or the error it raised
+        self.dry: dict[tuple[int, Ticked | None], Any] = {}
+        self.held: dict[int, list[Any]] = {}   # row -> the files going back takes (ticks)
 
     def rows(self) -> list[str]:
         now = time.time()
         return [_row(t.span.number, t.point.label, now - t.point.time, len(t.changes))
                 for t in self.turns]
 
-    def _dry_run(self, i: int) -> Any:
-        """What going back to row i's point would do: `undo --to` run dry (a StepResult), or
-        the UsageError or ConflictError that undo would answer (kept: a row asked again, by its
-        preview and its plan, is one dry run)."""
+    def _dry_run(self, i: int, ticked: Ticked | None = None) -> Any:
+        """What going back to row i's point would do (taking only what is `ticked`; None: the
+        turns whole): `undo --to` run dry (a StepResult), or the UsageError or ConflictError
+        that undo would answer (kept: a row asked again, by its preview and its plan, is one
+        dry run)."""
         from undostore import ConflictError, UsageError
 
-        if i not in self.dry:
+        key = (i, ticked)
+        if key not in self.dry:
             try:
-                self.dry[i] = self.ws.undo(self.session, to=self.turns[i].point.id,
-                                           dry_run=True)
+                self.dry[key] = self.ws.undo(self.session, to=self.turns[i].point.id,
+                                             picks=self._picks(i, ticked), dry_run=True)
             except (UsageError, ConflictError) as err:
-                self.dry[i] = err
-        return self.dry[i]
+                self.dry[key] = err
+        return self.dry[key]
+
+    def _picks(self, i: int, ticked: Ticked | None) -> list[Any] | None:
+        """The picks of what is ticked of row i's files (None: all of it)."""
+        from undostore import Direction, Picked
+
+        if ticked is None:
+            return None
+        picks = []
+        for at, file in enumerate(self.held[i]):
+            hunks = tuple(hunk for h, hunk in enumerate(file.change.hunks) if (at, h) in ticked)
+            picked = Picked(hunks=hunks, mode=len(hunks) == len(file.change.hunks),
+                            whole=(at, None) in ticked)
+            if picked.anything:
+                picks.append(file.pick(self.ws.store, picked, Direction.UNDO))
+        return picks
+
+    def ticks(self, i: int) -> list[Tick]:
+        """What going back to row i's point takes: each file and each hunk of a text file,
+        with its preview (git's colours), as the screen lists them to tick."""
+        from undostore import GIT_COLORS, Direction
+
+        from .hunk_prompt import file_header, hunk_lines
+        from .pick_screen import Tick
+
+        if i not in self.held:
+            try:
+                self.held[i] = self.ws.step_files(Direction.UNDO, self.session,
+                                                  to=self.turns[i].point.id)
+            except Exception as err:   # noqa: BLE001 (said in the list instead)
+                self.held[i] = []
+                return [Tick(0, None, f"(nothing to tick: {err})", str(err))]
+        turns = {file.turn.id for file in self.held[i]}
+        out = []
+        for at, file in enumerate(self.held[i]):
+            change = file.change
+            head = "\n".join(file_header(change, GIT_COLORS)) + "\n"
+            parts = [hunk_lines(change, hunk, GIT_COLORS) for hunk in change.hunks]
+            what = (f"{len(parts)} hunk{'s' if len(parts) != 1 else ''}" if parts
+                    else change.kind)
+            whose = (f", turn {file.turn.label or file.turn.id[:12]!r}" if len(turns) > 1
+                     else "")
+            out.append(Tick(at, None, f"{change.path}  ({what}{whose})", head + "".join(parts)))
+            out += [Tick(at, h, hunk_lines(change, hunk).splitlines()[0], head + part)
+                    for h, (hunk, part) in enumerate(zip(change.hunks, parts, strict=True))]
+        return out
 
     def preview(self, i: int) -> tuple[str, str]:
         from undostore import GIT_COLORS, render
@@ -120,40 +172,47 @@ class _Picker:
                 break
         return heading, b"".join(out).decode("utf-8", "replace").expandtabs(8)
 
-    def plan(self, i: int) -> Plan:
+    def plan(self, i: int, ticked: Ticked | None = None) -> Plan:
         import textwrap
 
         from .pick_screen import Plan
 
         point = self.turns[i].point
-        result = self._dry_run(i)
+        if ticked is not None and not ticked:
+            return Plan(["nothing is ticked: Space ticks a file or a hunk"], None)
+        result = self._dry_run(i, ticked)
         if isinstance(result, Exception):
             return Plan(textwrap.wrap(" ".join(str(result).split()), 78), None)
         assert result.plan is not None
-        self.shown[i] = result.plan.lines()
+        self.shown[i, ticked] = result.plan.lines()
         label = f'"{point.label}"' if point.label else point.id[:12]
-        question = (f"Go back {_plural(len(result.turns), 'turn')} to before {label}? "
-                    f"({_plural(len(self.shown[i]), 'file')} change)")
+        what = ("Take back what is ticked," if ticked is not None
+                else f"Go back {_plural(len(result.turns), 'turn')}")
+        question = (f"{what} to before {label}? "
+                    f"({_plural(len(self.shown[i, ticked]), 'file')} change)")
         plan = result.plan
         counts = (f"{len(plan.create)} to create, {len(plan.modified)} to modify, "
                   f"{len(plan.delete)} to delete; a safety snapshot is taken first")
         lines = [line.replace("\t", "  ") for line in plan.lines(limit=PLAN_LINES)]
         return Plan([*lines, "", counts], question)
 
-    def go(self, i: int) -> Any:
-        """Go back to row i's point, if the plan is still the one shown."""
+    def go(self, i: int, ticked: Ticked | None = None) -> Any:
+        """Go back to row i's point (only what is `ticked` of it), if the plan is still the
+        one shown."""
         from undostore import ConfirmationNeeded
 
         from .restore import run_restore
 
+        picks = self._picks(i, ticked)
+
         def same_plan(plan: Any) -> bool:
-            if plan.lines() != self.shown.get(i):
+            if plan.lines() != self.shown.get((i, ticked)):
                 raise ConfirmationNeeded("the files changed since the plan was shown; nothing "
                                          "was changed (run `undostore pick` again)")
             return True
 
         point_id = self.turns[i].point.id
-        return run_restore(lambda **kw: self.ws.undo(self.session, to=point_id,
+        return run_restore(lambda **kw: self.ws.undo(self.session, to=point_id, picks=picks,
                                                      **{**kw, "confirm": same_plan}),
                            yes=True, dry_run=False, action="undo")
 
@@ -168,7 +227,9 @@ def pick_command(ctx: Context, session: str | None) -> None:
     coloured diff of what going back to the selected one changes (as `undo --to ID` does it:
     each turn's own change, 3-way, so later edits stay). Up/Down choose, PgUp/PgDn scroll
     the diff, Enter shows the plan and asks (y goes back, as `undo --to ID` does: a safety
-    snapshot first, and `redo` takes it back), q quits changing nothing. Needs a terminal and
+    snapshot first, and `redo` takes it back), q quits changing nothing. Right (or t) lists
+    the files and hunks going back takes, all ticked: Space unticks one, Enter takes back only
+    what is ticked (as `undo -p`; the rest stays on the undo stack). Needs a terminal and
     the extra: pip install 'undostore[tui]'.
     """
     from ..common import history_session
@@ -186,11 +247,11 @@ def pick_command(ctx: Context, session: str | None) -> None:
         return
     count = _plural(len(picker.turns), "undo point")
     title = f" undostore pick \u00b7 session {name!r} \u00b7 {count}"
-    choice = PickScreen(title, picker.rows(), picker.preview, picker.plan).run()
+    choice = PickScreen(title, picker.rows(), picker.preview, picker.plan, picker.ticks).run()
     if choice is None:
         note("undostore: nothing changed")
         return
-    result = picker.go(choice)
+    result = picker.go(*choice)
     note_warnings(result.warnings)
     emit(False, result.to_json(), lambda: step_summary(result))
 
