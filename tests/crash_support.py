@@ -43,6 +43,12 @@ elif op == "undo-paths":   # of session "s": the last turn's paths rest
     from undostore import Direction
     from undostore.history.sessions import step
     step(wt, "s", Direction.UNDO, paths=rest)
+elif op == "undo-hunks":   # of session "s": the first hunk of each text file of the last turn
+    from undostore import Direction, Picked
+    from undostore.history.sessions import held_files, step
+    picks = [held.pick(ws.store, Picked(hunks=held.change.hunks[:1]), Direction.UNDO)
+             for held in held_files(wt, "s", Direction.UNDO) if held.change.hunks]
+    step(wt, "s", Direction.UNDO, picks=picks)
 elif op == "revert":
     from undostore.restore.revert import revert
     revert(wt, rest[0], rest[1], merge=True)

@@ -356,3 +356,29 @@ def test_undo_p_on_a_terminal_with_a_hunk_edited(tree_factory, tmp_path):
     text = (root / "a.txt").read_text()
     assert text.startswith("line 0\nline 1\nline 2\nline 3\nline 4\nfour and a half\nline 5\n")
     assert "twenty\n" in text
+
+
+@pytest.mark.skipif(os.name == "nt", reason="kills a child mid-restore (POSIX timing)")
+def test_an_undo_of_some_hunks_killed_half_way_is_finished_with_its_cut(tree_factory, tmp_path):
+    from .crash_support import run_until_stall, spawn
+
+    root = tree_factory(SPEC)
+    with Workspace(root) as ws:
+        _turn(ws, root)
+    after = files(root)
+    marker = str(tmp_path / "m")
+    assert run_until_stall(spawn("undo-hunks", str(root), stall_at=2, marker=marker), marker,
+                           timeout=60)
+    with Workspace(root) as ws:
+        ws.snapshot()   # any command that takes the lock finishes the restore, and its step
+        now = files(root)
+        assert now["a.txt"].startswith("".join(LINES[:6])) and "twenty\n" in now["a.txt"]
+        assert now["src/c.py"].startswith("line 0\n") and now["src/c.py"].endswith("c eleven")
+        assert now["b.txt"] == "b0\n" and now["new.txt"] == after["new.txt"]
+        log = ws.log("s")
+        assert [sorted(p.left_out) for p in log.undo] == [["b.txt"]]
+        assert [p.cut.paths for p in (*log.undo, *log.redo)] == [
+            frozenset({"a.txt", "src/c.py"})] * 2
+        ws.undo("s")
+        assert files(root) == START
+        assert [(p.left_out, p.cut) for p in ws.log("s").redo] == [(frozenset(), None)]
