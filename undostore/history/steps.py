@@ -536,78 +536,84 @@ def narrow_hunks(store: Store, request: StepRequest, picks: list[FilePick]) -> S
     two entries each hold part of it), one with none stays. UsageError when a pick's turn or
     file is not as the request holds it now (the session moved on since the person looked),
     or when nothing was picked."""
-    from undostore.git.objects import BLOB, hash_object
-    from undostore.restore.plan import Entry as PlanEntry
     from undostore.restore.plan import TreeBodies
-    from undostore.restore.treebuild import with_entries
 
     trees = TreeBodies(store.index.read_tree_body, {})
-    undo = request.direction is Direction.UNDO
     parts = []
     for at, turn in enumerate(request.turns):
-        part = request.parts[at] if request.parts else None
-        held = held_paths(store, turn)
-        offered = sorted(part.taken) if part is not None else sorted(held)
         mine = [pick for pick in picks if pick.turn == turn.id]
-        pairs = _pairs(turn)
-        wanted = sorted({pick.path for pick in mine})
         if not mine:
-            parts.append(TurnPart(frozenset(), held, cut=turn.cut))
+            parts.append(TurnPart(frozenset(), held_paths(store, turn), cut=turn.cut))
             continue
-        stray = [path for path in wanted if path not in offered]
-        if stray:
-            raise UsageError(f"{request.direction.value} -p: {', '.join(stray[:5])} is not a "
-                             f"file this {request.direction.value} takes of "
-                             f"{_turn_name(turn)}: pick again")
-        cuts: dict[str, list[Entry | None]] = {}
-        blobs: dict[bytes, bytes] = {}
-        for pair, (before, after) in enumerate(pairs):
-            ranges = _ranges(trees, turn, request.direction, pair, before, after, wanted)
-            for path, (start, end) in ranges.items():
-                found = [p for p in mine if p.pair == pair and p.path == path]
-                if len(found) > 1:
-                    raise UsageError(f"{path} is picked twice in one change")
-                if found and (found[0].start, found[0].end) != (_side(start), _side(end)):
-                    raise UsageError(f"{request.direction.value} -p: {path} of "
-                                     f"{_turn_name(turn)} is not as it was when its hunks "
-                                     "were picked (the session moved on): pick again")
-                if not found:
-                    cuts.setdefault(path, []).append(end if undo else start)
-                    continue
-                pick = found[0]
-                if pick.mode is None:
-                    cuts.setdefault(path, []).append(None)
-                    continue
-                sha = hash_object(BLOB, pick.data)
-                blobs[sha] = pick.data
-                cuts.setdefault(path, []).append(PlanEntry(pick.mode, sha))
-        taken, hunked = set(), set()
-        new_entries: list[dict[str, Entry | None]] = [{} for _ in pairs]
-        for path, at_cut in cuts.items():
-            ranges = [_ranges(trees, turn, request.direction, pair, before, after, [path])[path]
-                      for pair, (before, after) in enumerate(pairs)]
-            nothing = [end if undo else start for start, end in ranges]
-            everything = [start if undo else end for start, end in ranges]
-            if at_cut == everything:
-                taken.add(path)
-            elif at_cut != nothing:
-                hunked.add(path)
-                for pair, entry in enumerate(at_cut):
-                    new_entries[pair][path] = entry
-        rest = held - taken - hunked
-        cut = _without_cut(turn.cut, frozenset(taken))
-        if hunked:
-            old_trees = cut.trees if cut else tuple(after for _, after in pairs)
-            made = tuple(with_entries(store, base, entries, blobs=blobs, trees=trees)
-                         for base, entries in zip(old_trees, new_entries, strict=True))
-            from undostore.store.recent import remember
-
-            remember(store.path, *(bytes.fromhex(sha) for sha in made))
-            cut = Cut((cut.paths if cut else frozenset()) | hunked, made)
-        parts.append(TurnPart(frozenset(taken), frozenset(rest), frozenset(hunked), cut))
+        offered = request.parts[at].taken if request.parts else held_paths(store, turn)
+        parts.append(_picked_part(store, trees, request.direction, turn, offered, mine))
     if not any(part.moves for part in parts):
         raise UsageError(f"{request.direction.value} -p: no hunk was picked")
     return request._replace(parts=tuple(parts))
+
+
+def _picked_part(store: Store, trees: Any, direction: Direction, turn: Point,
+                 offered: frozenset[str], picks: list[FilePick]) -> TurnPart:
+    """What `picks` (all of `turn`'s) take of it: each picked file's new cut per pair of
+    trees, classed as taken whole (the cut at the start of what the entry holds: its end, for
+    a redo), left (the cut where it was) or cut (anywhere else: the new cut trees made)."""
+    from undostore.restore.treebuild import with_entries
+    from undostore.store.recent import remember
+
+    undo = direction is Direction.UNDO
+    wanted = sorted({pick.path for pick in picks})
+    stray = [path for path in wanted if path not in offered]
+    if stray:
+        raise UsageError(f"{direction.value} -p: {', '.join(stray[:5])} is not a file this "
+                         f"{direction.value} takes of {_turn_name(turn)}: pick again")
+    pairs = _pairs(turn)
+    ranges = [_ranges(trees, turn, direction, at, before, after, wanted)
+              for at, (before, after) in enumerate(pairs)]
+    blobs: dict[bytes, bytes] = {}
+    taken, hunked = set(), set()
+    new_entries: list[dict[str, Entry | None]] = [{} for _ in pairs]
+    for path in wanted:
+        spans = [held[path] for held in ranges]
+        at_cut = [_cut_of(picks, at, path, start, end, undo, blobs, turn, direction)
+                  for at, (start, end) in enumerate(spans)]
+        if at_cut == [start if undo else end for start, end in spans]:
+            taken.add(path)
+        elif at_cut != [end if undo else start for start, end in spans]:
+            hunked.add(path)
+            for at, entry in enumerate(at_cut):
+                new_entries[at][path] = entry
+    cut = _without_cut(turn.cut, frozenset(taken))
+    if hunked:
+        bases = cut.trees if cut else tuple(after for _, after in pairs)
+        made = tuple(with_entries(store, base, entries, blobs=blobs, trees=trees)
+                     for base, entries in zip(bases, new_entries, strict=True))
+        remember(store.path, *(bytes.fromhex(sha) for sha in made))   # gc's grace till listed
+        cut = Cut((cut.paths if cut else frozenset()) | hunked, made)
+    rest = held_paths(store, turn) - taken - hunked
+    return TurnPart(frozenset(taken), frozenset(rest), frozenset(hunked), cut)
+
+
+def _cut_of(picks: list[FilePick], at: int, path: str, start: Entry | None, end: Entry | None,
+            undo: bool, blobs: dict[bytes, bytes], turn: Point, direction: Direction
+            ) -> Entry | None:
+    """Where the pick of `path` in pair `at` puts its cut (no pick: where the entry's part of
+    it ends, for an undo; starts, for a redo); its content goes to `blobs`."""
+    from undostore.git.objects import BLOB, hash_object
+
+    found = [pick for pick in picks if pick.pair == at and pick.path == path]
+    if not found:
+        return end if undo else start
+    if len(found) > 1:
+        raise UsageError(f"{path} is picked twice in one change")
+    pick = found[0]
+    if (pick.start, pick.end) != (_side(start), _side(end)):
+        raise UsageError(f"{direction.value} -p: {path} of {_turn_name(turn)} is not as it "
+                         "was when its hunks were picked (the session moved on): pick again")
+    if pick.mode is None:
+        return None
+    sha = hash_object(BLOB, pick.data)
+    blobs[sha] = pick.data
+    return (pick.mode, sha)
 
 
 # --- the journal ---------------------------------------------------------------------------------
