@@ -166,3 +166,24 @@ def test_gemini_trusted_folders_are_read(tree_factory, cli, tmp_path, rule, trus
     assert ok is trusted, detail
     if not trusted:
         assert "trustedFolders.json" in detail
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX launcher script")
+def test_a_launcher_an_old_pip_wrote_is_named_with_its_cost(tree_factory, cli, tmp_path):
+    """pip before 24.1 writes console scripts that import `re` (~5 ms on each hook call);
+    newer pips and uv do not."""
+    root = tree_factory({"a.txt": "a"})
+    env = _env(tmp_path / "home")
+    script = tmp_path / "old" / "undostore"
+    script.parent.mkdir()
+    script.write_text(f"#!{sys.executable}\n# -*- coding: utf-8 -*-\nimport re\nimport sys\n"
+                      "from undostore_cli.entry import main\nif __name__ == '__main__':\n"
+                      "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+                      "    sys.exit(main())\n")
+    script.chmod(0o755)
+    _, doc = _doctor(cli, root, env)
+    ok, detail = _checks(doc)["path"]
+    assert ok and "imports `re`" not in detail
+    _, doc = _doctor(cli, root, {**env, "PATH": str(script.parent) + os.pathsep + env["PATH"]})
+    ok, detail = _checks(doc)["path"]
+    assert ok and detail.startswith(f"undostore is {script}") and "imports `re`" in detail
