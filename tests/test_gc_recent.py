@@ -77,3 +77,27 @@ def test_the_stat_cache_stays_useful_after_gc_moves_objects(tree_factory):
     after = ws.snapshot()
     assert after.hashed == 0, "gc kept what the cache vouches for and told it where"
     assert ws.verify(after.id).ok
+
+
+def test_a_tool_calls_snapshots_are_kept_while_the_activity_record_holds_them(tree_factory):
+    """A shell call that changed nothing leaves its end only in the activity record (no note
+    lists it, no recent-id write since the call's snapshots stopped writing one): other
+    conversations' calls weigh it, so gc keeps it, even with no grace at all."""
+    from undostore import ToolCall, Workspace
+    from undostore.history import activity
+    from undostore.history.toolcall import SHELL
+
+    root = tree_factory({"a.txt": "a0\n", "b.txt": "b0\n"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="s", label="t1")
+        (root / "b.txt").write_text("the user's\n")   # the call's files differ from the point
+        ws.call_started(ToolCall("c1", "Bash", SHELL, label="ls"), session="s")
+        ws.call_finished("c1", session="s")
+        spans = activity.load(ws.store.cache_dir)
+        ends = [span.after for span in spans if span.call == "c1"]
+        assert ends and ends[0] not in ws.log("s").undo[-1].ids()
+        (root / "a.txt").write_text("later\n")
+        ws.snapshot()   # the stat cache moves on: it no longer holds the call's end
+        ws.gc(grace_seconds=0)
+        files = list(ws.store.iter_tree_files(bytes.fromhex(ends[0])))   # its trees, whole
+        assert len(files) == 2 and all(ws.store.has(sha) for _path, _mode, sha in files)

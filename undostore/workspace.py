@@ -280,10 +280,12 @@ class Workspace:
         from undostore.history.toolcall import FILE
         from undostore.snapshot.snapshot import SnapshotOptions
 
-        if call.kind != FILE:
-            return self._snapshot_locked().id
-        return self._snapshot_locked(SnapshotOptions(force=self.force, limits=self.limits,
-                                                     only=call.paths)).id
+        # Listed before the lock goes (the journal's open call, the activity record, the
+        # call's note): no recent-id write.
+        options = SnapshotOptions(force=self.force, limits=self.limits, listed=True)
+        if call.kind == FILE:
+            options = options._replace(only=call.paths)
+        return self._snapshot_locked(options).id
 
     def _under_root(self, paths: tuple[str, ...]) -> tuple[str, ...]:
         """`paths` (absolute, or relative to the root) as the root's own `/`-separated paths,

@@ -113,9 +113,11 @@ def _changed_beside(store: Store, call: OpenCall, after: str, now: float, path: 
 
 
 def add_call(store: Store, own: tuple[Segment, ...], start: str, changes: Changes, *,
-             split: bool = True) -> tuple[Segment, ...]:
+             split: bool = True, listed: bool = False) -> tuple[Segment, ...]:
     """The turn's segments `own` (none yet: the turn starts at the tree `start`) with one
-    call's `changes` added, per the module docstring (not `split`: never a new segment)."""
+    call's `changes` added, per the module docstring (not `split`: never a new segment).
+    `listed`: the caller lists the new trees in the journal before it lets the store lock go
+    (no recent-id write)."""
     changes = {path: pair for path, pair in changes.items() if pair[0] != pair[1]}
     if not changes:
         return own
@@ -144,8 +146,8 @@ def add_call(store: Store, own: tuple[Segment, ...], start: str, changes: Change
         writer.abort()
         raise
     store.refresh()
-    # gc's grace until the journal lists them
-    remember(store.path, *(bytes.fromhex(sha) for sha in made))
+    if not listed:   # gc's grace until the journal lists them
+        remember(store.path, *(bytes.fromhex(sha) for sha in made))
     return (*segments, made) if outside else (*segments[:-1], made)
 
 

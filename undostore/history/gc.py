@@ -1,7 +1,8 @@
 """Garbage collection owned by the journals: keep what they need, drop the rest, repack.
 
 Under the store lock: sweep the anchors to match the journals; mark as live every tree and blob
-reachable from them, a pending restore, the stat cache (trees are read, blobs never) and every
+reachable from them, a pending restore, the stat cache (trees are read, blobs never), the files
+as each tool call in the activity record began and ended (history/activity.py) and every
 snapshot the operation log names within the grace period (a day by default: handed out, or let
 go by a journal; history/reflog.py); leave large fully-live packs alone (no pack is kept for
 being young: `drop` then `gc` frees at once); copy the live records of the other packs verbatim
@@ -26,7 +27,7 @@ from undostore.git.objects import MODE_GITLINK, MODE_TREE, Entry
 from undostore.git.packfile import DAMAGED_DIR, Pack, Record
 from undostore.git.reader import ObjectReader
 from undostore.git.treewalk import walk
-from undostore.history import anchors
+from undostore.history import activity, anchors
 from undostore.history import journal as journals
 from undostore.history.reflog import handed_out
 from undostore.restore.restorelog import pending_snapshot_ids
@@ -136,6 +137,10 @@ def _roots(store: Store) -> tuple[set[bytes], set[bytes]]:
     for name in journals.session_names(store):
         snapshots |= journals.load(store, name).ids()
     snapshots |= set(pending_snapshot_ids(store))
+    # The files as each recent tool call began and ended: other conversations' calls weigh
+    # them (history/attribution.py) while the record keeps them (up to an hour after the call).
+    snapshots |= {sha for span in activity.load(store.cache_dir)
+                  for sha in (span.before, span.after) if sha}
     trees = {bytes.fromhex(s) for s in snapshots if len(s) == 40}
     held = StatCache.load(store.stat_cache_path, store.identity).held_ids()
     return trees | held.trees, held.blobs

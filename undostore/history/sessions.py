@@ -235,7 +235,7 @@ def finish_calls(store: Store, session: str, after: str, call_id: str | None = N
             activity.end(store.cache_dir, session, call.call.call_id, now, after)
             changes, doubtful = attribution.shared(
                 store, session, call, attribution.call_changes(store, call, after), after, now)
-            own = attribution.add_call(store, own, point.id, changes)
+            own = attribution.add_call(store, own, point.id, changes, listed=True)
             doubt.update(doubtful)
             changed = [path for path, (was, now_is) in changes.items() if was != now_is]
             if changed:

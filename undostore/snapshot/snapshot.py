@@ -87,6 +87,9 @@ class SnapshotOptions(NamedTuple):
     # of `limits.split_lstat_min_files` or more then lstats in two processes (lstatsplit.py).
     # None: never (the library does not fork of its own accord).
     fork: Fork | None = None
+    # The caller lists the id where gc keeps it (a journal, the activity record) before it lets
+    # the store lock go: a tool call's snapshots. No recent-id write then (store/recent.py).
+    listed: bool = False
 
 
 class SnapshotResult(NamedTuple):
@@ -313,7 +316,8 @@ def _take_snapshot(root: str, store: Store, options: SnapshotOptions,
                                   seconds=time.perf_counter() - started, warnings=warnings,
                                   walk=found.walk, walk_reason=found.reason)
         store.refresh()
-        remember(store.path, root_tree)  # so gc's grace period covers this id
+        if not options.listed:
+            remember(store.path, root_tree)  # so gc's grace period covers this id
         unchanged = (not run.hashed and records == cache.records and not _new_watch(cache, found)
                      and cache.modes is None and unsaved is None)
         # The records now have a root tree, whose mode record was just saved; where it could not
