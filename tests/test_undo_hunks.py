@@ -7,6 +7,7 @@ order, ends as undoing it whole."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -433,3 +434,33 @@ def test_an_undo_of_some_hunks_killed_half_way_is_finished_with_its_cut(tree_fac
         ws.undo("s")
         assert files(root) == START
         assert [(p.left_out, p.cut) for p in ws.log("s").redo] == [(frozenset(), None)]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="exec bits")
+def test_a_mode_change_is_its_own_question_first(tree_factory):
+    from undostore_cli.commands.hunk_prompt import Prompt, Question
+
+    root = tree_factory(SPEC)
+    with Workspace(root) as ws:
+        ws.snapshot(session="s", label="t1")
+        (root / "b.txt").write_text("b1\n")
+        (root / "b.txt").chmod(0o755)
+        ws.end_turn("s")
+        held = [h for h in ws.step_files(Direction.UNDO, "s") if h.path == "b.txt"]
+        assert held[0].change.mode_changed
+        out = io.StringIO()
+        answers = iter(["n\n", "y\n"])
+        picked = Prompt("Undo", back=True, colored=False, read=lambda: next(answers),
+                        out=out).ask(Question(held[0].change))
+        assert "old mode 100644\nnew mode 100755\n" in out.getvalue()
+        assert "Undo mode change [y,n,q,a,d,?]? " in out.getvalue()
+        assert picked.hunks and not picked.mode
+        ws.undo("s", picks=[held[0].pick(ws.store, picked, Direction.UNDO)])
+        assert (root / "b.txt").read_text() == "b0\n" and os.access(root / "b.txt", os.X_OK)
+        answers = iter(["a\n"])
+        again = [h for h in ws.step_files(Direction.UNDO, "s") if h.path == "b.txt"][0]
+        picked = Prompt("Undo", back=True, colored=False, read=lambda: next(answers),
+                        out=io.StringIO()).ask(Question(again.change))
+        assert picked.mode and not again.change.hunks
+        ws.undo("s", picks=[again.pick(ws.store, picked, Direction.UNDO)])
+        assert not os.access(root / "b.txt", os.X_OK)

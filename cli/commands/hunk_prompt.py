@@ -70,7 +70,9 @@ class Prompt:
             answer = self._choose(f"{self.verb} mode change", "ynqad")
             if answer in ("q", "d"):
                 return Picked()
-            mode = answer in ("y", "a")
+            if answer == "a":   # it and every later hunk of the file
+                return Picked(hunks=tuple(change.hunks), mode=True)
+            mode = answer == "y"
         hunks = list(change.hunks)
         picked: list[PickHunk] = []
         at = 0
