@@ -49,6 +49,9 @@ def _after() -> dict[str, str]:
     return {"a.txt": "".join(a), "b.txt": "b1\n", "new.txt": "n1\n", "src/c.py": "".join(c)}
 
 
+# Files are written as bytes: text mode would write CRLF on Windows, a change of every line.
+
+
 def files(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*"))
             if p.is_file()}
@@ -59,7 +62,7 @@ def _turn(ws: Workspace, root: Path, label: str = "t1", session: str = "s") -> N
     (root / "gone.txt").unlink()
     for path, text in _after().items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
+        (root / path).write_bytes(text.encode())
     ws.end_turn(session)
 
 
@@ -98,10 +101,10 @@ def test_undo_of_some_hunks_takes_back_only_them_and_the_rest_later(tree_factory
         left = {h.path: h for h in ws.step_files(Direction.UNDO, "s")}
         assert len(left["a.txt"].change.hunks) == 2
         # the user's own edit where the hunk taken back was: the rest of the turn leaves it
-        (root / "a.txt").write_text(now["a.txt"].replace("line 20\n", "mine\n"))
+        (root / "a.txt").write_bytes(now["a.txt"].replace("line 20\n", "mine\n").encode())
         ws.undo("s")
         assert files(root) == {**START, "a.txt": START["a.txt"].replace("line 20\n", "mine\n")}
-        (root / "a.txt").write_text(START["a.txt"])
+        (root / "a.txt").write_bytes(START["a.txt"].encode())
         assert [(p.left_out, p.cut) for p in ws.log("s").redo] == [(frozenset(), None)]
         ws.redo("s")
         assert files(root) == after
@@ -112,7 +115,7 @@ def test_redo_of_some_hunks_and_the_user_s_edit_beside_them_stays(tree_factory):
     with Workspace(root) as ws:
         _turn(ws, root)
         ws.undo("s")
-        (root / "b.txt").write_text("mine\n")   # the user's edit, after the undo
+        (root / "b.txt").write_bytes(b"mine\n")   # the user's edit, after the undo
         held = {h.path: h for h in ws.step_files(Direction.REDO, "s")}
         c = held["src/c.py"]
         assert c.change.kind == "hunks" and len(c.change.hunks) == 2
@@ -123,7 +126,7 @@ def test_redo_of_some_hunks_and_the_user_s_edit_beside_them_stays(tree_factory):
         log = ws.log("s")
         assert [p.cut.paths for p in (*log.undo, *log.redo)] == [frozenset({"src/c.py"})] * 2
         # the user's own edit where the hunk applied again was: the rest leaves it
-        (root / "src/c.py").write_text("".join(LINES[:11]) + "mine eleven")
+        (root / "src/c.py").write_bytes(("".join(LINES[:11]) + "mine eleven").encode())
         ws.redo("s", paths=["src"])
         assert (root / "src/c.py").read_text() == "c zero\n" + "".join(LINES[1:11]) + "mine eleven"
         assert [sorted(p.left_out) for p in ws.log("s").undo] == [["a.txt", "b.txt",
@@ -332,7 +335,7 @@ def _cli_turn(root: Path) -> None:
     assert _cli(root, "snapshot", "--session", "s", "--label", "t1").returncode == 0
     (root / "gone.txt").unlink()
     for path, text in _after().items():
-        (root / path).write_text(text)
+        (root / path).write_bytes(text.encode())
 
 
 def test_undo_p_asks_hunk_by_hunk_as_git_and_takes_back_the_picked(tree_factory):
@@ -443,7 +446,7 @@ def test_a_mode_change_is_its_own_question_first(tree_factory):
     root = tree_factory(SPEC)
     with Workspace(root) as ws:
         ws.snapshot(session="s", label="t1")
-        (root / "b.txt").write_text("b1\n")
+        (root / "b.txt").write_bytes(b"b1\n")
         (root / "b.txt").chmod(0o755)
         ws.end_turn("s")
         held = [h for h in ws.step_files(Direction.UNDO, "s") if h.path == "b.txt"]
