@@ -199,14 +199,19 @@ def hunk_lines(change: FileChange, hunk: PickHunk, colors: Colors = PLAIN) -> st
     return "\n".join(out) + "\n"
 
 
-def ask_changes(changes: list[FileChange], verb: str, *, back: bool, blobs: Any
-                ) -> list[FilePick]:
-    """`-p` of `restore` and `revert`: each change asked about (on a terminal, coloured);
-    what the answers pick of them (none: nothing was picked)."""
+def ask(questions: list[Question], verb: str, *, back: bool) -> list[Picked]:
+    """`-p` of every command: each question asked on standard input (coloured on a terminal);
+    the answers, as the questions go."""
     from ..textout import want_color
 
-    answers = Prompt(verb, back=back, colored=want_color("auto")).ask_all(
-        [Question(change) for change in changes])
+    return Prompt(verb, back=back, colored=want_color("auto")).ask_all(questions)
+
+
+def ask_changes(changes: list[FileChange], verb: str, *, back: bool, blobs: Any
+                ) -> list[FilePick]:
+    """`-p` of `restore` and `revert`: what the answers pick of `changes` (none: nothing was
+    picked)."""
+    answers = ask([Question(change) for change in changes], verb, back=back)
     return [change.pick(blobs, answer, back=back)
             for change, answer in zip(changes, answers, strict=True) if answer.anything]
 

@@ -185,7 +185,7 @@ def _picked_hunks(workspace: Workspace, direction: Direction, session: str,
                   paths: list[str], how: dict[str, Any]) -> list[Any]:
     """`-p`: each file's change the step would take asked about hunk by hunk
     (cli/commands/hunk_prompt.py); what was picked, as the step takes it."""
-    from .hunk_prompt import Prompt, Question
+    from .hunk_prompt import Question, ask
 
     if how.get("whole"):
         raise click.UsageError("--whole puts the whole folder back: it takes no -p")
@@ -199,9 +199,8 @@ def _picked_hunks(workspace: Workspace, direction: Direction, session: str,
             heading = f"# turn {file.turn.label or file.turn.id[:12]!r} ({file.turn.id[:12]})"
         last = file.turn.id
         questions.append(Question(file.change, heading))
-    verb = "Undo" if direction is Direction.UNDO else "Redo"
-    answers = Prompt(verb, back=direction is Direction.UNDO,
-                     colored=want_color("auto")).ask_all(questions)
+    answers = ask(questions, "Undo" if direction is Direction.UNDO else "Redo",
+                  back=direction is Direction.UNDO)
     return [file.pick(workspace.store, answer, direction)
             for file, answer in zip(held, answers, strict=True) if answer.anything]
 

@@ -25,6 +25,11 @@ class Side(NamedTuple):
     mode: int
     sha: str
 
+    @classmethod
+    def of(cls, entry: tuple[int, bytes] | None) -> Side | None:
+        """The side a tree's entry (mode, raw id) is; None for no file."""
+        return cls(entry[0], entry[1].hex()) if entry is not None else None
+
 
 class Picked(NamedTuple):
     """The answers about one file: the hunks picked (each as edited, where it was), whether

@@ -28,7 +28,7 @@ from undostore.restore.restore import RestoreResult
 
 if TYPE_CHECKING:
     from undostore.diff.content import Blobs
-    from undostore.diff.pickfile import FileChange, FilePick, Picked, Side
+    from undostore.diff.pickfile import FileChange, FilePick, Picked
     from undostore.restore.plan import Entry
     from undostore.store.store import Store
 
@@ -493,7 +493,7 @@ def _without_cut(cut: Cut | None, paths: frozenset[str]) -> Cut | None:
 def held_files(store: Store, request: StepRequest) -> list[HeldFile]:
     """Each file's change the request would take of each of its turns, per pair of trees of
     the turn's change, in the request's order: what `undo -p` asks about, hunk by hunk."""
-    from undostore.diff.pickfile import FileChange
+    from undostore.diff.pickfile import FileChange, Side
     from undostore.restore.plan import TreeBodies
 
     trees = TreeBodies(store.index.read_tree_body, {})
@@ -504,15 +504,9 @@ def held_files(store: Store, request: StepRequest) -> list[HeldFile]:
         for at, (before, after) in enumerate(pairs):
             ranges = _ranges(trees, turn, request.direction, at, before, after, paths)
             out += [HeldFile(turn, at, len(pairs),
-                             FileChange.read(store, path, _side(start), _side(end)))
+                             FileChange.read(store, path, Side.of(start), Side.of(end)))
                     for path, (start, end) in ranges.items() if start != end]
     return out
-
-
-def _side(entry: Entry | None) -> Side | None:
-    from undostore.diff.pickfile import Side
-
-    return Side(entry[0], entry[1].hex()) if entry is not None else None
 
 
 def _ranges(trees: Any, turn: Point, direction: Direction, at: int, before: str, after: str,
@@ -598,6 +592,7 @@ def _cut_of(picks: list[FilePick], at: int, path: str, start: Entry | None, end:
             ) -> Entry | None:
     """Where the pick of `path` in pair `at` puts its cut (no pick: where the entry's part of
     it ends, for an undo; starts, for a redo); its content goes to `blobs`."""
+    from undostore.diff.pickfile import Side
     from undostore.git.objects import BLOB, hash_object
 
     found = [pick for pick in picks if pick.pair == at and pick.path == path]
@@ -606,7 +601,7 @@ def _cut_of(picks: list[FilePick], at: int, path: str, start: Entry | None, end:
     if len(found) > 1:
         raise UsageError(f"{path} is picked twice in one change")
     pick = found[0]
-    if (pick.start, pick.end) != (_side(start), _side(end)):
+    if (pick.start, pick.end) != (Side.of(start), Side.of(end)):
         raise UsageError(f"{direction.value} -p: {path} of {_turn_name(turn)} is not as it "
                          "was when its hunks were picked (the session moved on): pick again")
     if pick.mode is None:

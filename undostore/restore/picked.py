@@ -101,8 +101,7 @@ def _sides(store: Store, tree: bytes, paths: list[str]) -> dict[str, Side | None
     from undostore.restore.treebuild import entries_at
 
     found = entries_at(TreeBodies(store.index.read_tree_body, {}), tree, paths)
-    return {path: Side(entry[0], entry[1].hex()) if entry is not None else None
-            for path, entry in found.items()}
+    return {path: Side.of(entry) for path, entry in found.items()}
 
 
 def _differing(store: Store, one: bytes, other: bytes) -> list[str]:
