@@ -327,6 +327,8 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
     (steps.narrow_hunks)."""
     check = _checked_request(direction, steps=steps, to=to, whole=whole, paths=paths,
                              turn=turn, call=call)
+    if whole and picks is not None:
+        raise UsageError("--whole puts the whole folder back, so it takes no hunks")
     # Here, not at the top: recording an undo point (the hook, on every prompt) needs none of
     # the restore machinery.
     from dataclasses import replace
