@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from undostore.diff.content import Blobs, is_binary, read_side
 from undostore.diff.hunkpick import Lines, PickHunk, file_hunks, taking
-from undostore.git.objects import MODE_EXEC, MODE_FILE
+from undostore.git.objects import BLOB, MODE_EXEC, MODE_FILE, hash_object
 
 _REGULAR = (MODE_FILE, MODE_EXEC)
 
@@ -57,6 +57,15 @@ class FilePick(NamedTuple):
     data: bytes = b""
     turn: str = ""
     pair: int = 0
+
+    def entry(self, blobs: dict[bytes, bytes]) -> tuple[int, bytes] | None:
+        """The tree entry (mode, raw blob id) of the file the picks give (None: no file), its
+        content added to `blobs` (id -> content) for the tree's writer."""
+        if self.mode is None:
+            return None
+        sha = hash_object(BLOB, self.data)
+        blobs[sha] = self.data
+        return self.mode, sha
 
 
 class FileChange(NamedTuple):

@@ -593,7 +593,6 @@ def _cut_of(picks: list[FilePick], at: int, path: str, start: Entry | None, end:
     """Where the pick of `path` in pair `at` puts its cut (no pick: where the entry's part of
     it ends, for an undo; starts, for a redo); its content goes to `blobs`."""
     from undostore.diff.pickfile import Side
-    from undostore.git.objects import BLOB, hash_object
 
     found = [pick for pick in picks if pick.pair == at and pick.path == path]
     if not found:
@@ -604,11 +603,7 @@ def _cut_of(picks: list[FilePick], at: int, path: str, start: Entry | None, end:
     if (pick.start, pick.end) != (Side.of(start), Side.of(end)):
         raise UsageError(f"{direction.value} -p: {path} of {_turn_name(turn)} is not as it "
                          "was when its hunks were picked (the session moved on): pick again")
-    if pick.mode is None:
-        return None
-    sha = hash_object(BLOB, pick.data)
-    blobs[sha] = pick.data
-    return (pick.mode, sha)
+    return pick.entry(blobs)
 
 
 # --- the journal ---------------------------------------------------------------------------------

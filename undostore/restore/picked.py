@@ -70,7 +70,6 @@ def picked_tree(store: Store, base: bytes, change: tuple[bytes, bytes], picks: l
     takes back starts (`base` the change's end). UsageError when a pick's start and end are
     not the files of the trees `change` there (they moved since the person looked), or when
     nothing was picked."""
-    from undostore.git.objects import BLOB, hash_object
     from undostore.restore.treebuild import with_entries
 
     if not picks:
@@ -83,12 +82,7 @@ def picked_tree(store: Store, base: bytes, change: tuple[bytes, bytes], picks: l
         if (one[pick.path], two[pick.path]) != (pick.start, pick.end):
             raise UsageError(f"{pick.path} is not as it was when its hunks were picked: pick "
                              "again")
-        if pick.mode is None:
-            entries[pick.path] = None
-            continue
-        sha = hash_object(BLOB, pick.data)
-        blobs[sha] = pick.data
-        entries[pick.path] = (pick.mode, sha)
+        entries[pick.path] = pick.entry(blobs)
     made = bytes.fromhex(with_entries(store, base.hex(), entries, blobs=blobs))
     remember(store.path, made)   # handed out as the restore's target: gc's grace covers it
     return made
