@@ -535,20 +535,23 @@ def narrow_hunks(store: Store, request: StepRequest, picks: list[FilePick]) -> S
     trees = TreeBodies(store.index.read_tree_body, {})
     parts = []
     for at, turn in enumerate(request.turns):
+        held = held_paths(store, turn)
         mine = [pick for pick in picks if pick.turn == turn.id]
         if not mine:
-            parts.append(TurnPart(frozenset(), held_paths(store, turn), cut=turn.cut))
+            parts.append(TurnPart(frozenset(), held, cut=turn.cut))
             continue
-        offered = request.parts[at].taken if request.parts else held_paths(store, turn)
-        parts.append(_picked_part(store, trees, request.direction, turn, offered, mine))
+        offered = request.parts[at].taken if request.parts else held
+        parts.append(_picked_part(store, trees, request.direction, turn, held, offered, mine))
     if not any(part.moves for part in parts):
         raise UsageError(f"{request.direction.value} -p: no hunk was picked")
     return request._replace(parts=tuple(parts))
 
 
 def _picked_part(store: Store, trees: Any, direction: Direction, turn: Point,
-                 offered: frozenset[str], picks: list[FilePick]) -> TurnPart:
-    """What `picks` (all of `turn`'s) take of it: each picked file's new cut per pair of
+                 held: frozenset[str], offered: frozenset[str], picks: list[FilePick]
+                 ) -> TurnPart:
+    """What `picks` (all of `turn`'s) take of it (`held`: the paths its entry holds; `offered`:
+    those the step may take): each picked file's new cut per pair of
     trees, classed as taken whole (the cut at the start of what the entry holds: its end, for
     a redo), left (the cut where it was) or cut (anywhere else: the new cut trees made)."""
     from undostore.restore.treebuild import with_entries
@@ -583,8 +586,7 @@ def _picked_part(store: Store, trees: Any, direction: Direction, turn: Point,
                      for base, entries in zip(bases, new_entries, strict=True))
         remember(store.path, *(bytes.fromhex(sha) for sha in made))   # gc's grace till listed
         cut = Cut((cut.paths if cut else frozenset()) | hunked, made)
-    rest = held_paths(store, turn) - taken - hunked
-    return TurnPart(frozenset(taken), frozenset(rest), frozenset(hunked), cut)
+    return TurnPart(frozenset(taken), held - taken - hunked, frozenset(hunked), cut)
 
 
 def _cut_of(picks: list[FilePick], at: int, path: str, start: Entry | None, end: Entry | None,
