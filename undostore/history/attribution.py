@@ -164,7 +164,14 @@ def net(store: Store, own: tuple[Segment, ...]) -> Segment:
 def without(store: Store, segment: Segment, paths: frozenset[str]) -> Segment:
     """`segment` changing none of `paths`: its after tree given its before's entries there."""
     before, after = segment
-    made = with_entries_of(store, after, before, sorted(paths))
-    if made != after:
+    return before, entries_from(store, after, before, sorted(paths))
+
+
+def entries_from(store: Store, tree: str, source: str, paths: list[str]) -> str:
+    """`tree` with `source`'s entries at `paths` (treebuild.py `with_entries_of`), a new tree
+    kept by gc's grace while a step merges with it (a segment less some paths; a file's change
+    up to or from its cut, history/steps.py)."""
+    made = with_entries_of(store, tree, source, paths)
+    if made != tree:
         remember(store.path, bytes.fromhex(made))
-    return before, made
+    return made

@@ -441,10 +441,10 @@ def _reverts(store: Store, turn: Point, direction: Direction, leave: frozenset[s
     from its point to its end; none of them changing the paths in `leave`. A file cut between
     the turn's entries (`turn.cut`) changes up to the cut (undo) or from it (redo); one whose
     hunks the step picks (`part.hunked`), from its new cut (undo) or to it (redo)."""
+    from undostore.history.attribution import entries_from, without
+
     pairs = list(_pairs(turn))
     if leave:
-        from undostore.history.attribution import without
-
         pairs = [without(store, pair, leave) for pair in pairs]
     undo = direction is Direction.UNDO
     old = sorted(turn.cut.paths - leave) if turn.cut else []
@@ -453,30 +453,19 @@ def _reverts(store: Store, turn: Point, direction: Direction, leave: frozenset[s
         if old:
             assert turn.cut is not None
             if undo:
-                after = _at_cut(store, after, turn.cut.trees[at], old)
+                after = entries_from(store, after, turn.cut.trees[at], old)
             else:
-                before = _at_cut(store, before, turn.cut.trees[at], old)
+                before = entries_from(store, before, turn.cut.trees[at], old)
         if new:
             assert part is not None and part.cut is not None
             if undo:
-                before = _at_cut(store, before, part.cut.trees[at], new)
+                before = entries_from(store, before, part.cut.trees[at], new)
             else:
-                after = _at_cut(store, after, part.cut.trees[at], new)
+                after = entries_from(store, after, part.cut.trees[at], new)
         pairs[at] = (before, after)
     if undo:
         return list(reversed(pairs))
     return [(after, before) for before, after in pairs]
-
-
-def _at_cut(store: Store, tree: str, cut: str, paths: list[str]) -> str:
-    """`tree` with the files at `paths` as the cut tree `cut` has them (gc's grace kept)."""
-    from undostore.restore.treebuild import with_entries_of
-    from undostore.store.recent import remember
-
-    made = with_entries_of(store, tree, cut, paths)
-    if made != tree:
-        remember(store.path, bytes.fromhex(made))
-    return made
 
 
 def _without_cut(cut: Cut | None, paths: frozenset[str]) -> Cut | None:
