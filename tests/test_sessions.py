@@ -230,6 +230,36 @@ def test_undo_restores_the_newest_point_and_redo_takes_it_back(tree_factory):
     assert log.undo == [turn] and log.redo == []   # the same turn, back on the undo stack
 
 
+def test_an_undo_with_nothing_changed_since_reads_the_turns_difference_once(
+        tree_factory, monkeypatch):
+    """The merge of a turn nothing changed since is the turn's start: its restore plans the
+    pair the merge flattened (plan.Differences), and the step's note of the files it wrote
+    takes the restore's list, not a third diff of the same two trees."""
+    from undostore.restore import plan
+
+    root = tree_factory({f"d{i}": {f"f{j}.txt": f"{i} {j}" for j in range(4)}
+                         for i in range(3)})
+    ws = Workspace(root)
+    ws.snapshot(session="s", label="turn 1")
+    for i in range(3):
+        _write(root, f"d{i}/f1.txt", "changed by the turn")
+    flattened: list[tuple[bytes, bytes]] = []
+    real = plan._differing
+
+    def counted(trees, folder, old_sha, new_sha, *rest):
+        if folder == "":
+            flattened.append((old_sha, new_sha))
+        return real(trees, folder, old_sha, new_sha, *rest)
+
+    monkeypatch.setattr(plan, "_differing", counted)
+
+    undone = ws.undo("s")
+
+    assert sorted(undone.modified) == [f"d{i}/f1.txt" for i in range(3)]
+    assert all(_files(root)[f"d{i}/f1.txt"] == f"{i} 1" for i in range(3))
+    assert flattened == [(bytes.fromhex(undone.safety), bytes.fromhex(undone.target))]
+
+
 def test_dry_run_and_declined_confirmation_change_nothing(tree_factory):
     root = tree_factory({"a.txt": "1"})
     ws = Workspace(root)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from undostore.history.steps import HeldFile, StepRequest, StepResult
     from undostore.progress import OnProgress
     from undostore.restore.pending import PendingRestore
+    from undostore.restore.plan import Differences
     from undostore.restore.restore import Confirm, RestoreResult, Worktree
     from undostore.store.store import Store
 
@@ -355,11 +356,14 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
         request = _request(store, session, direction, now.id, check)
         if picks is not None:
             request = multi.narrow_hunks(store, request, picks)
-        bodies: dict[bytes, bytes] = {}   # the trees the merge read and made, for the restore
+        # The trees the merge read and made, and those it flattened, for the restore.
+        bodies: dict[bytes, bytes] = {}
+        differences: Differences = {}
         doubt = {} if whole else multi.doubt_of(request)
         if doubt and not keep_doubtful:
             raise multi.DoubtfulChange(request, doubt)
-        composed = multi.compose(store, request, bodies, leave=frozenset(doubt))
+        composed = multi.compose(store, request, bodies, leave=frozenset(doubt),
+                                 differences=differences)
         if composed.conflicts and not merge:
             raise multi.StepConflict(request, name_changes(store, composed.conflicts, now.id))
         if composed.still_marked:
@@ -367,7 +371,8 @@ def step(wt: Worktree, session: str, direction: Direction, *, steps: int = 1, to
         context = request.context(os.urandom(8).hex())
         result = restore(wt, MadeId(composed.target), expected=None if whole else MadeId(now.id),
                          dry_run=dry_run, confirm=confirm, context=context.to_json(),
-                         on_progress=on_progress, now=now, bodies=bodies)
+                         on_progress=on_progress, now=now, bodies=bodies,
+                         differences=differences)
         if not dry_run:  # usually done already, inside the restore; a no-op restore is not
             finish_step(store, context, composed.target, _safety_of(result))
             _tell_the_model(store, session, request, result)
@@ -478,6 +483,11 @@ def finish_step(store: Store, context: StepContext | None, target: str, safety: 
     if context is None:
         return
     session, step, token = context.session, context.step, context.token
+    journal = journals.load(store, session)
+    if journal.last_step == token:
+        # Applied already: by the restore itself, which `step` then calls this again after, or
+        # before a crash that recovery finishes (its files were noted first).
+        return
     _step_wrote(store, token, safety, target, wrote)
     if step in BEFORE_STEPS:
         _record_before(store, session, token, safety, target, context.label)
@@ -486,9 +496,6 @@ def finish_step(store: Store, context: StepContext | None, target: str, safety: 
         return
     from undostore.history import steps as multi
 
-    journal = journals.load(store, session)
-    if journal.last_step == token:
-        return  # applied already
     if context.now is not None:
         journal = close_turns(store, context.now, session)   # the files before the step end them
     if not multi.matches(journal, context):
@@ -529,9 +536,6 @@ def _record_before(store: Store, session: str, token: str, safety: str, target: 
                    label: str | None) -> None:
     """The files before a restore or revert (`safety`) become an undo point whose turn is the
     restore (it ended at `target`): the next undo takes back exactly that change."""
-    journal = journals.load(store, session)
-    if journal.last_step == token:
-        return
     journal = close_turns(store, safety, session)
     point = journals.make_point(safety, label, None)
     dropped = journals.Dropped([], [])

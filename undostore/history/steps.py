@@ -29,7 +29,7 @@ from undostore.restore.restore import RestoreResult
 if TYPE_CHECKING:
     from undostore.diff.content import Blobs
     from undostore.diff.pickfile import FileChange, FilePick, Picked
-    from undostore.restore.plan import Entry
+    from undostore.restore.plan import Differences, Entry
     from undostore.store.store import Store
 
 
@@ -406,10 +406,12 @@ class Composed(NamedTuple):
 
 
 def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | None = None,
-            leave: frozenset[str] = frozenset()) -> Composed:
+            leave: frozenset[str] = frozenset(),
+            differences: Differences | None = None) -> Composed:
     """Each turn's change taken back (undo) or applied again (redo) on the files now, one turn
     after another in the request's order; `whole`: the oldest undone point itself. `bodies`
-    gathers the tree bodies read and made, for the restore that follows."""
+    gathers the tree bodies read and made, `differences` the trees flattened (plan.py), for
+    the restore that follows."""
     from undostore.restore.revert import build_revert_tree
 
     if request.whole:
@@ -426,7 +428,8 @@ def compose(store: Store, request: StepRequest, bodies: dict[bytes, bytes] | Non
             tree = build_revert_tree(store, bytes.fromhex(start), bytes.fromhex(end),
                                      bytes.fromhex(ours),
                                      theirs_label=f"{request.direction.value} of "
-                                                  f"{_turn_name(turn)}", bodies=bodies)
+                                                  f"{_turn_name(turn)}", bodies=bodies,
+                                     differences=differences)
             conflicts += [TurnConflict(path, turn) for path in tree.conflicts]
             unmarked.update(tree.unmarked)
             still_marked += tree.still_marked

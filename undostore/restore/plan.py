@@ -32,6 +32,10 @@ class Entry(NamedTuple):
 
 
 ReadTree = Callable[[bytes], bytes]  # tree id -> tree body (hash-checked by the reader)
+# Pairs of trees flattened where they differ, checked, by (current, target) ids: a merge whose
+# result is one of its own sides (a turn undone with nothing changed since) hands the pair it
+# read to the restore that follows (`flatten_difference(memo=)`), which would read it again.
+Differences = dict[tuple[bytes, bytes], "tuple[FlatTree, FlatTree]"]
 
 _LEGACY_FILE = 0o100664            # old git wrote this for plain files; it means 100644
 
@@ -115,7 +119,8 @@ def flatten(read_tree: ReadTree, tree: bytes, *, check: bool = False,
 
 def flatten_difference(read_tree: ReadTree, current: bytes, target: bytes, *,
                        windows: bool = IS_WINDOWS, bodies: dict[bytes, bytes] | None = None,
-                       check: bool = True) -> tuple[FlatTree, FlatTree]:
+                       check: bool = True, memo: Differences | None = None
+                       ) -> tuple[FlatTree, FlatTree]:
     """Both snapshots flattened only where they differ: a sub-folder with the same tree id on
     both sides, and a file with the same entry, are skipped (they need no restore, and their
     objects are the ones the files now were captured with). Every target entry that differs,
@@ -123,7 +128,10 @@ def flatten_difference(read_tree: ReadTree, current: bytes, target: bytes, *,
     `flatten(check=True)`, and every target folder read for duplicates and case clashes.
     Restoring a few files of a large tree reads only the folders on their way. `check` False:
     nothing is checked (a merge reading trees it will not write as they are; the restore of its
-    result checks that)."""
+    result checks that). `memo`: a checked pair found there is taken out and returned (the
+    taker may change it); one made here is put there."""
+    if memo is not None and check and (current, target) in memo:
+        return memo.pop((current, target))
     now = FlatTree(current.hex(), partial=True)
     wanted = FlatTree(target.hex(), partial=True)
     trees = TreeBodies(read_tree, bodies)
@@ -146,6 +154,8 @@ def flatten_difference(read_tree: ReadTree, current: bytes, target: bytes, *,
             new_sub = _subtree(after, wanted, path)
             if old_sub or new_sub:
                 stack.append((path, old_sub, new_sub))
+    if memo is not None and check:
+        memo[(current, target)] = (now, wanted)
     return now, wanted
 
 

@@ -76,6 +76,7 @@ from undostore.restore.fsops import ABSENT
 from undostore.restore.notices import Kind, RestoreWarning, Warn
 from undostore.restore.pending import PendingRestore, pending_of, pending_restore
 from undostore.restore.plan import (
+    Differences,
     Entry,
     FlatTree,
     RestorePlan,
@@ -219,8 +220,8 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
             context: dict | None = None, on_progress: OnProgress | None = None,
             now: SnapshotResult | None = None,
             bodies: dict[bytes, bytes] | None = None,
-            paths: PathFilter | None = None, picks: list[FilePick] | None = None
-            ) -> RestoreResult:
+            paths: PathFilter | None = None, picks: list[FilePick] | None = None,
+            differences: Differences | None = None) -> RestoreResult:
     """Make the files under `wt.root` equal to snapshot `target` (see the module docstring);
     with `paths`, only the files those select (picked.py), the rest staying as they are; with
     `picks`, only the hunks picked of the change from the files now (`restore -p`).
@@ -229,7 +230,8 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
     files are restored, even by recovery after a crash. `on_progress` hears how far the restore
     is (progress.py). `now`: the safety snapshot, when the caller took it under the store lock
     it still holds (revert: the files it merged with), so the files are not walked twice.
-    `bodies`: tree bodies by id the caller already read or made (a merge's), not read again.
+    `bodies`: tree bodies by id the caller already read or made (a merge's), not read again;
+    `differences`: pairs of trees it flattened where they differ (plan.py), not flattened again.
 
     `wt.cancel` set while files change rolls back what was changed, then raises `Interrupted`
     (a KeyboardInterrupt) saying so; set before, it stops the restore with nothing changed. A
@@ -257,7 +259,7 @@ def restore(wt: Worktree, target: str, *, expected: str | None = None,
             if target_sha not in bodies:
                 bodies[target_sha] = root_tree(reader.read, target_sha)  # a blob is no snapshot
             current, wanted = flatten_difference(reader.read_tree_body, bytes.fromhex(safety.id),
-                                                 target_sha, bodies=bodies)
+                                                 target_sha, bodies=bodies, memo=differences)
             prepared = _prepare(wt, reader, current, wanted)
             plan = prepared.plan
             if expected_sha is not None and expected_sha.hex() != safety.id:

@@ -39,7 +39,7 @@ from undostore.git.objects import (
 from undostore.git.packwriter import PackWriter
 from undostore.git.reader import ObjectReader
 from undostore.progress import OnProgress
-from undostore.restore.plan import Entry, flatten_difference
+from undostore.restore.plan import Differences, Entry, flatten_difference
 from undostore.restore.restore import (
     Confirm,
     RestoreResult,
@@ -129,15 +129,21 @@ class RevertResult(RestoreResult):
 
 def build_revert_tree(store: Store, from_sha: bytes, to_sha: bytes, ours_sha: bytes, *,
                       ours_label: str = "files now", theirs_label: str = "reverted",
-                      bodies: dict[bytes, bytes] | None = None) -> RevertTree:
+                      bodies: dict[bytes, bytes] | None = None,
+                      differences: Differences | None = None) -> RevertTree:
     """Merge the change TO -> FROM into the tree `ours_sha` and write the result (new blobs
-    and trees) into the store; see the module docstring for the rules per path."""
+    and trees) into the store; see the module docstring for the rules per path.
+    `differences`: where nothing changed since TO, the pair TO -> FROM is put there, checked,
+    for the restore that follows (its own plan when the merge is FROM itself)."""
     with ObjectReader(store) as reader:
         # Tree bodies by id, read or made here; the caller's, to hand on to the restore.
         bodies = bodies if bodies is not None else {}
-        # Read, not checked: the restore of the merged tree checks what it writes.
-        base_side, theirs_side = flatten_difference(reader.read_tree_body, to_sha, from_sha,
-                                                    bodies=bodies, check=False)
+        # Read, not checked (the restore of the merged tree checks what it writes), unless
+        # nothing changed since TO: the merge is then likely FROM, whose restore plans exactly
+        # this pair, checked.
+        base_side, theirs_side = flatten_difference(
+            reader.read_tree_body, to_sha, from_sha, bodies=bodies, check=ours_sha == to_sha,
+            memo=differences)
         paths = _own_paths(reader, from_sha, base_side.files.keys(), theirs_side.files.keys())
         if ours_sha == to_sha and len(paths) == len(base_side.files.keys()
                                                      | theirs_side.files.keys()):
@@ -321,14 +327,18 @@ def revert(wt: Worktree, from_id: str, to_id: str | None = None, *, merge: bool 
             from undostore.restore.picked import picked_tree
 
             start, end = picked_tree(wt.store, to_sha, (from_sha, to_sha), picks), to_sha
+        bodies: dict[bytes, bytes] = {}   # what the merge read and made, for the restore
+        differences: Differences = {}
         tree = build_revert_tree(wt.store, start, end, ours_sha,
-                                 theirs_label=f"before {from_sha.hex()[:12]}")
+                                 theirs_label=f"before {from_sha.hex()[:12]}", bodies=bodies,
+                                 differences=differences)
         if tree.conflicts and not merge:
             raise RevertConflict(from_sha.hex(), to_sha.hex(), tree.conflicts)
         if tree.still_marked:
             raise UnresolvedMarkers(tree.still_marked)
         restored = restore(wt, tree.target, expected=ours.id, dry_run=dry_run,
-                           confirm=confirm, on_progress=on_progress, now=ours, context=context)
+                           confirm=confirm, on_progress=on_progress, now=ours, context=context,
+                           bodies=bodies, differences=differences)
     fields = {name: getattr(restored, name) for name in RestoreResult.__dataclass_fields__}
     fields["operation"] = "revert"
     fields["seconds"] = time.perf_counter() - started
