@@ -239,3 +239,49 @@ def test_a_file_tool_that_edits_an_ignore_file_or_makes_a_folder_is_still_exact(
     assert (root / ".gitignore").read_text() == "*.log\n"
     assert not (root / "new" / "deep" / "f.txt").exists()
     assert (root / "x.log").read_text() == "log\n"
+
+
+def test_the_activity_record_keeps_what_a_running_call_may_be_weighed_against(tmp_path):
+    """Ended spans stay while a call they overlap still runs, else `KEEP_SECONDS`; a call
+    open past `ABANDONED_SECONDS` is one whose end never came, dropped with what it kept."""
+    from undostore.history import activity
+    from undostore.history.activity import ABANDONED_SECONDS, KEEP_SECONDS, Span
+
+    cache = str(tmp_path)
+    now = time.time()
+
+    def span(call: str, start: float, end: float | None, session: str = "A") -> Span:
+        return Span(session, call, SHELL, (), now + start, None if end is None else now + end)
+
+    long_ago = -(KEEP_SECONDS + 500)
+    for old in (span("abandoned", -(ABANDONED_SECONDS + 10), None, "C"),
+                span("before-it", long_ago - 100, long_ago - 50),
+                span("overlaps-it", long_ago - 100, long_ago + 50, "B"),
+                span("recent", -10, -5)):
+        activity.begin(cache, old)
+    activity.begin(cache, span("running", long_ago, None))
+    activity.end(cache, "Z", "no such call", now)   # any event now keeps the record so
+    assert {s.call for s in activity.load(cache)} == {"overlaps-it", "recent", "running"}
+    activity.end(cache, "A", "running", now)
+    assert {s.call for s in activity.load(cache)} == {"recent", "running"}
+
+
+def test_a_file_tool_call_abandoned_long_ago_leaves_a_later_shell_its_file(
+        tree_factory, monkeypatch):
+    """B's host was killed mid-call (its after event never came) and B never went on: hours
+    later, A's shell call that writes the file B's tool named owns that change (it would
+    otherwise be nobody's: left out of A's turn, never in B's)."""
+    root = tree_factory({"x.txt": "x\n"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="B", label="edit x")
+        real = time.time
+        with monkeypatch.context() as past:
+            past.setattr(time, "time", lambda: real() - 2 * 3600)
+            ws.call_started(ToolCall("b1", "Edit", FILE, ("x.txt",)), "B")
+        ws.snapshot(session="A", label="build")
+        ws.call_started(ToolCall("a1", "Bash", SHELL), "A")
+        _edit(root / "x.txt", "x", "A's")
+        ws.call_finished("a1", "A")
+        assert [c.path for c in ws.show(session="A").changes] == ["x.txt"]
+        ws.undo("A", confirm=lambda plan: True)
+        assert (root / "x.txt").read_bytes() == b"x\n"

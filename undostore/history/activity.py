@@ -5,9 +5,14 @@ of one conversation is not given what another conversation's file tool or a step
 it ran, and a file that changed while shell calls of two conversations ran is known to be in
 doubt (history/attribution.py).
 
-Kept in the store's `cache/activity` (JSON, read and written under the store lock): the calls
-still running and those that ended within `KEEP_SECONDS` or after the oldest running call
-began. A lost file forgets only that: each call is then taken to have run alone.
+Kept in the store's `cache/activity` (JSON, read and written under the store lock, by every
+tool call's two events): the calls still running, and those that ended after the oldest
+running call began (the only ones a running call can be weighed against) or within the last
+`KEEP_SECONDS`. A call still open after `ABANDONED_SECONDS` is one whose end never came (its
+host was killed mid-call and the conversation never went on): it is dropped, so that it
+neither keeps every later span (the file would grow with each call, and each event read it
+all) nor stands as a writer of its files for ever. A lost file forgets only that: each call is
+then taken to have run alone.
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ from typing import NamedTuple
 from undostore.fileio import read_small, write_small
 
 FILE_NAME = "activity"
-KEEP_SECONDS = 3600.0
+KEEP_SECONDS = 300.0
+# No host runs one tool call this long (their time-outs: minutes); the session's journal still
+# lists the call's start, so gc keeps those files all the same.
+ABANDONED_SECONDS = 3600.0
 STEP = "step"   # undostore's own step: its kind beside the tool kinds (history/toolcall.py)
 
 
@@ -62,9 +70,10 @@ def load(cache_dir: str) -> list[Span]:
 
 
 def _save(cache_dir: str, spans: list[Span], now: float) -> None:
-    oldest_open = min((s.start for s in spans if s.end is None), default=now)
-    keep_from = min(oldest_open, now - KEEP_SECONDS)
-    kept = [s for s in spans if s.end is None or s.end >= keep_from]
+    running = [s for s in spans if s.end is None and now - s.start <= ABANDONED_SECONDS]
+    keep_from = min([now - KEEP_SECONDS, *(s.start for s in running)])
+    kept = [s for s in spans if (s.end is None and now - s.start <= ABANDONED_SECONDS)
+            or (s.end is not None and s.end >= keep_from)]
     write_small(_path(cache_dir), json.dumps([s._asdict() for s in kept]).encode("utf-8"))
 
 

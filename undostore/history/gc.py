@@ -138,7 +138,8 @@ def _roots(store: Store) -> tuple[set[bytes], set[bytes]]:
         snapshots |= journals.load(store, name).ids()
     snapshots |= set(pending_snapshot_ids(store))
     # The files as each recent tool call began and ended: other conversations' calls weigh
-    # them (history/attribution.py) while the record keeps them (up to an hour after the call).
+    # them (history/attribution.py) while the record keeps them (while a call they overlap
+    # runs, and minutes after).
     snapshots |= {sha for span in activity.load(store.cache_dir)
                   for sha in (span.before, span.after) if sha}
     trees = {bytes.fromhex(s) for s in snapshots if len(s) == 40}
