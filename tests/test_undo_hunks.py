@@ -439,6 +439,29 @@ def test_an_undo_of_some_hunks_killed_half_way_is_finished_with_its_cut(tree_fac
         assert [(p.left_out, p.cut) for p in ws.log("s").redo] == [(frozenset(), None)]
 
 
+def test_the_hunks_asked_after_an_undo_killed_half_way_are_those_of_the_finished_step(
+        tree_factory, tmp_path):
+    """`undo -p` lists the files only once the restore a crash left half-done is finished
+    (with its step and its cut): never a half-restored file's hunks."""
+    from undostore.history.direction import Direction
+    from undostore.restore.pending import pending_restore
+
+    from .crash_support import run_until_stall, spawn
+
+    root = tree_factory(SPEC)
+    with Workspace(root) as ws:
+        _turn(ws, root)
+    marker = str(tmp_path / "m")
+    assert run_until_stall(spawn("undo-hunks", str(root), stall_at=2, marker=marker), marker,
+                           timeout=60)
+    with Workspace(root) as ws:
+        assert pending_restore(ws.store) is not None
+        held = ws.step_files(Direction.UNDO, "s")
+        assert pending_restore(ws.store) is None
+        assert [p.cut.paths for p in ws.log("s").undo] == [frozenset({"a.txt", "src/c.py"})]
+        assert sorted(f.path for f in held) == ["a.txt", "gone.txt", "new.txt", "src/c.py"]
+
+
 @pytest.mark.skipif(os.name == "nt", reason="exec bits")
 def test_a_mode_change_is_its_own_question_first(tree_factory):
     from undostore_cli.commands.hunk_prompt import Prompt, Question

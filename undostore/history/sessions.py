@@ -383,13 +383,17 @@ def held_files(wt: Worktree, session: str, direction: Direction, *, steps: int =
                to: str | None = None, paths: list[str] | None = None,
                turn: int | None = None, call: int | None = None) -> list[HeldFile]:
     """Each file's change the same `step` would take (steps.held_files): what `undo -p` shows
-    hunk by hunk before it asks `step` for the hunks picked (`picks`)."""
+    hunk by hunk before it asks `step` for the hunks picked (`picks`). A restore a crash left
+    half-done is finished first, as `step` would: the person is asked about the files as they
+    are, never about a half-restored one."""
     from undostore.history import steps as multi
+    from undostore.restore.restore import recover_pending
 
     check = _checked_request(direction, steps=steps, to=to, whole=False, paths=paths,
                              turn=turn, call=call)
     store = wt.store
     with store.lock:
+        recover_pending(wt)
         now = wt.snapshot()
         return multi.held_files(store, _request(store, session, direction, now.id, check))
 
