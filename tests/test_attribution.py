@@ -285,3 +285,45 @@ def test_a_file_tool_call_abandoned_long_ago_leaves_a_later_shell_its_file(
         assert [c.path for c in ws.show(session="A").changes] == ["x.txt"]
         ws.undo("A", confirm=lambda plan: True)
         assert (root / "x.txt").read_bytes() == b"x\n"
+
+
+def test_a_call_whose_end_never_came_leaves_the_users_later_edits_alone(
+        tree_factory, monkeypatch):
+    """The host was killed during a shell call (no after event) and the user edited a file an
+    hour later, then went on: the next prompt ends the call, whose change is then what it can
+    have written; the user's edit is nobody's turn, and `/undo` leaves it."""
+    from undostore.history.attribution import LONGEST_CALL_SECONDS
+
+    root = tree_factory({"x.txt": "x\n", "y.txt": "y\n"})
+    began = time.time() - 2 * LONGEST_CALL_SECONDS - 3600
+    with Workspace(root) as ws:
+        ws.snapshot(session="A", label="build it")
+        real = time.time
+        with monkeypatch.context() as past:
+            past.setattr(time, "time", lambda: began)
+            ws.call_started(ToolCall("a1", "Bash", SHELL), "A")
+        _edit(root / "y.txt", "y", "the agent's shell")
+        os.utime(root / "y.txt", (began + 5, began + 5))   # as the killed call wrote it
+        assert time.time is real
+        _edit(root / "x.txt", "x", "the user's own edit")
+        ws.snapshot(session="A", label="next prompt")
+        (turn,) = [p for p in ws.log("A").undo if p.label == "build it"]
+        assert [c.path for c in ws.show(id=turn.id, session="A").changes] == ["y.txt"]
+        undone = ws.undo("A", confirm=lambda plan: True)
+        assert undone.modified == ["y.txt"]
+        assert (root / "y.txt").read_bytes() == b"y\n"
+        assert (root / "x.txt").read_bytes() == b"the user's own edit\n"
+
+
+def test_a_call_cut_short_and_ended_by_the_next_prompt_soon_after_keeps_its_change(
+        tree_factory):
+    """Esc during a shell call (no after event), the next prompt a moment later: all that
+    changed since the call began is the call's, as before."""
+    root = tree_factory({"y.txt": "y\n"})
+    with Workspace(root) as ws:
+        ws.snapshot(session="A", label="build it")
+        ws.call_started(ToolCall("a1", "Bash", SHELL), "A")
+        _edit(root / "y.txt", "y", "the agent's shell")
+        ws.snapshot(session="A", label="next prompt")
+        ws.undo("A", confirm=lambda plan: True)   # the new prompt's turn changed nothing
+        assert (root / "y.txt").read_bytes() == b"y\n"

@@ -10,7 +10,10 @@ call"). The rule, decided here:
   changed in the tree during its call;
 - tools known to change nothing record nothing (the host's record says which);
 - what changed outside every call of the session (the user's editor, a formatter, another
-  program) is not the turn's: undo and redo keep it.
+  program) is not the turn's: undo and redo keep it;
+- a call whose after event never came (its host killed, the tool cut short) ends at the
+  session's next prompt, turn end or step, maybe hours later: a file written later than any
+  host lets one call run after it began is not its own (`unreported_end`).
 
 A turn's own change is kept as segments (journal.Point.own): pairs of trees (before, after),
 oldest first, that differ only at the paths its calls changed, each path's before as the first
@@ -22,6 +25,7 @@ the segment's after) opens a new segment, so an undo takes the segments back new
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from undostore.git.packwriter import PackWriter
@@ -38,6 +42,10 @@ if TYPE_CHECKING:
 Changes = dict[str, tuple[Entry | None, Entry | None]]
 Segment = tuple[str, str]
 
+# No host lets one tool call run longer (Claude Code's Bash: ten minutes at most). A file written
+# later than this after a call began was not written by it, whatever ends the call.
+LONGEST_CALL_SECONDS = 600.0
+
 
 def call_changes(store: Store, call: OpenCall, after: str) -> Changes:
     """What `call` changed: the files that differ between the snapshots at its start and its
@@ -46,6 +54,26 @@ def call_changes(store: Store, call: OpenCall, after: str) -> Changes:
     if call.call.kind == FILE:
         return {path: changes[path] for path in call.call.paths if path in changes}
     return changes
+
+
+def unreported_end(root: str | None, call: OpenCall, changes: Changes, now: float) -> Changes:
+    """The changes of a call whose after event never came, ended `now` (its session's next
+    prompt, turn end or step), less each file written (its mtime now) later than
+    `LONGEST_CALL_SECONDS` after the call began: the user's, once the host was killed, and
+    left as they are by undo and redo. A file no longer there cannot be dated: its change
+    stays the call's. Ended within that time, the call keeps what changed."""
+    latest = call.started + LONGEST_CALL_SECONDS
+    if root is None or now <= latest:
+        return changes
+    kept: Changes = {}
+    for path, change in changes.items():
+        try:
+            written = os.lstat(os.path.join(root, path)).st_mtime
+        except OSError:
+            written = None
+        if written is None or written <= latest:
+            kept[path] = change
+    return kept
 
 
 def tree_changes(store: Store, before: str, after: str) -> Changes:

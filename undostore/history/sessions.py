@@ -234,8 +234,10 @@ def finish_calls(store: Store, session: str, after: str, call_id: str | None = N
         notes = list(point.notes)
         for call in ending:
             activity.end(store.cache_dir, session, call.call.call_id, now, after)
-            changes, doubtful = attribution.shared(
-                store, session, call, attribution.call_changes(store, call, after), after, now)
+            found = attribution.call_changes(store, call, after)
+            if call_id is None:   # its after event never came: ended by what came next
+                found = attribution.unreported_end(store.root, call, found, now)
+            changes, doubtful = attribution.shared(store, session, call, found, after, now)
             own = attribution.add_call(store, own, point.id, changes, listed=True)
             doubt.update(doubtful)
             changed = [path for path, (was, now_is) in changes.items() if was != now_is]
