@@ -160,6 +160,12 @@ def test_undo_in_claude_codes_tui_and_its_footer(tmp_path):
                                               "--allowedTools", "Bash Write Edit Read"],
                     root, host.env, "undo:0 redo:0 no-hook") as tmux:   # no turn here yet
             typed(tmux, "edit a", "undo:1 redo:0")
+            # The footer counts a turn from its first call's start (it may have written): the
+            # count can show while the Bash call still runs (a loaded machine), so the file is
+            # waited for.
+            deadline = time.monotonic() + 60
+            while files(root) != {"a.txt": "A\n"} and time.monotonic() < deadline:
+                time.sleep(0.1)
             assert files(root) == {"a.txt": "A\n"}
             typed(tmux, "/undo", "undostore: undid the last turn")
             assert files(root) == {"a.txt": "a\n"}
