@@ -69,11 +69,15 @@ def load(cache_dir: str) -> list[Span]:
     return spans
 
 
+def _running(span: Span, now: float) -> bool:
+    """Still open, and for no longer than a call runs (else its end never came)."""
+    return span.end is None and now - span.start <= ABANDONED_SECONDS
+
+
 def _save(cache_dir: str, spans: list[Span], now: float) -> None:
-    running = [s for s in spans if s.end is None and now - s.start <= ABANDONED_SECONDS]
-    keep_from = min([now - KEEP_SECONDS, *(s.start for s in running)])
-    kept = [s for s in spans if (s.end is None and now - s.start <= ABANDONED_SECONDS)
-            or (s.end is not None and s.end >= keep_from)]
+    keep_from = min([now - KEEP_SECONDS, *(s.start for s in spans if _running(s, now))])
+    kept = [s for s in spans
+            if _running(s, now) or (s.end is not None and s.end >= keep_from)]
     write_small(_path(cache_dir), json.dumps([s._asdict() for s in kept]).encode("utf-8"))
 
 
