@@ -32,10 +32,6 @@ class Entry(NamedTuple):
 
 
 ReadTree = Callable[[bytes], bytes]  # tree id -> tree body (hash-checked by the reader)
-# Pairs of trees flattened where they differ, checked, by (current, target) ids: a merge whose
-# result is one of its own sides (a turn undone with nothing changed since) hands the pair it
-# read to the restore that follows (`flatten_difference(memo=)`), which would read it again.
-Differences = dict[tuple[bytes, bytes], "tuple[FlatTree, FlatTree]"]
 
 _LEGACY_FILE = 0o100664            # old git wrote this for plain files; it means 100644
 
@@ -69,6 +65,12 @@ class FlatTree:
             body = bodies.get(sha)
             if body is None or not is_canonical(body):
                 self.drop_trees(folder)
+
+
+# Pairs of trees flattened where they differ, checked, by (current, target) ids: a merge whose
+# result is one of its own sides (a turn undone with nothing changed since) hands the pair it
+# read to the restore that follows (`flatten_difference(memo=)`), which would read it again.
+Differences = dict[tuple[bytes, bytes], tuple[FlatTree, FlatTree]]
 
 
 class TreeBodies:
